@@ -1,0 +1,292 @@
+//! Entry points for the cargo-fuzz targets in `fuzz/`, kept in the crate so that the unit tests
+//! (`robustness`) run exactly the same code on stable Rust. Not part of the API.
+//!
+//! Each function feeds arbitrary bytes to every parser that sees untrusted input and asserts that
+//! whatever a checked view accepted reads back consistently. A panic here is a bug.
+
+use crate::{checksum, ethernet, icmpv4, icmpv6, ipv4, ipv6, pcap, tcp, udp, vlan};
+
+/// Every header view, the IPv6 extension-header walk and the ICMP builders over `data`.
+pub fn wire(data: &[u8]) {
+    frame(data);
+    if let Ok(t) = vlan::Tag::new_checked(data) {
+        let r = vlan::Repr::parse(&t);
+        assert!(r.pcp <= 7 && r.vid <= 0x0FFF);
+        assert_eq!(t.payload().len(), data.len() - vlan::HEADER_LEN);
+        let mut out = [0u8; vlan::HEADER_LEN];
+        r.emit(&mut out).expect("a parsed tag re-emits");
+        assert_eq!(out, data[..vlan::HEADER_LEN]);
+    }
+    ip4(data);
+    ip6(data);
+    l4(data);
+    icmp_builders(data);
+    checksums(data);
+}
+
+/// Reads a capture to its end or its first error.
+pub fn pcap(data: &[u8]) {
+    let Ok(mut r) = pcap::Reader::new(data) else {
+        return;
+    };
+    let _ = (r.linktype(), r.snaplen(), r.is_nanos(), r.version());
+    let mut buf = Vec::new();
+    while let Ok(Some(rec)) = r.next_into(&mut buf) {
+        assert_eq!(buf.len(), rec.caplen as usize);
+        assert!(rec.caplen <= pcap::MAX_CAPLEN);
+    }
+}
+
+/// Ethernet, then up to two VLAN tags, then the network layer: the demux of the input node.
+fn frame(data: &[u8]) {
+    let Ok(f) = ethernet::Frame::new_checked(data) else {
+        assert!(data.len() < ethernet::HEADER_LEN);
+        return;
+    };
+    let r = ethernet::Repr::parse(&f);
+    assert_eq!(r.dst.is_unicast(), !r.dst.is_multicast());
+    assert_eq!(r.dst.to_string().parse::<ethernet::MacAddr>(), Ok(r.dst));
+    assert_eq!(u16::from(r.ethertype), f.ethertype_raw());
+    let mut ethertype = f.ethertype();
+    let mut rest = f.payload();
+    for _ in 0..2 {
+        if !matches!(
+            ethertype,
+            ethernet::EtherType::Vlan | ethernet::EtherType::QinQ
+        ) {
+            break;
+        }
+        let Ok(t) = vlan::Tag::new_checked(rest) else {
+            return;
+        };
+        ethertype = t.inner_ethertype();
+        rest = &rest[vlan::HEADER_LEN..];
+    }
+    match ethertype {
+        ethernet::EtherType::Ipv4 => ip4(rest),
+        ethernet::EtherType::Ipv6 => ip6(rest),
+        _ => {}
+    }
+}
+
+fn ip4(data: &[u8]) {
+    let Ok(p) = ipv4::Packet::new_checked(data) else {
+        return;
+    };
+    assert_eq!(p.version(), 4);
+    let hlen = p.header_len();
+    assert!((ipv4::HEADER_LEN..=60).contains(&hlen));
+    assert_eq!(p.options().len(), hlen - ipv4::HEADER_LEN);
+    assert_eq!(p.payload().len(), usize::from(p.total_len()) - hlen);
+    assert_eq!(p.src_u32(), u32::from_be_bytes(p.src_addr()));
+    assert_eq!(p.dst_u32(), u32::from_be_bytes(p.dst_addr()));
+    assert_eq!(u8::from(p.protocol()), p.protocol_raw());
+    assert!(p.dscp() < 64 && p.ecn() < 4 && p.frag_offset() % 8 == 0);
+    let _ = (
+        p.ident(),
+        p.dont_frag(),
+        p.more_frags(),
+        p.is_fragment(),
+        p.ttl(),
+    );
+    let ok = p.verify_checksum();
+    if hlen == ipv4::HEADER_LEN {
+        assert_eq!(ok, checksum::ipv4_header_ok(data));
+    }
+    assert_eq!(ipv4::Repr::parse(&p).is_ok(), ok);
+
+    // The forwarding path's edit must keep a good checksum good.
+    let mut copy = data[..usize::from(p.total_len())].to_vec();
+    let mut q = ipv4::Packet::new_checked(&mut copy[..]).expect("same bytes");
+    q.decrement_ttl();
+    assert_eq!(q.verify_checksum(), ok);
+
+    let payload = p.payload();
+    let (src, dst) = (p.src_addr(), p.dst_addr());
+    match p.protocol() {
+        ipv4::Protocol::Udp => {
+            if let Ok(u) = udp::Packet::new_checked(payload) {
+                let _ = u.verify_checksum_v4(src, dst);
+            }
+        }
+        ipv4::Protocol::Tcp => {
+            if let Ok(t) = tcp::Packet::new_checked(payload) {
+                let _ = t.verify_checksum_v4(src, dst);
+            }
+        }
+        ipv4::Protocol::Icmp => {
+            if let Ok(i) = icmpv4::Packet::new_checked(payload) {
+                let _ = i.verify_checksum();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn ip6(data: &[u8]) {
+    let Ok(p) = ipv6::Packet::new_checked(data) else {
+        return;
+    };
+    assert_eq!(p.version(), 6);
+    assert_eq!(p.payload().len(), usize::from(p.payload_len()));
+    assert!(p.flow_label() <= 0x000F_FFFF);
+    assert_eq!(p.src_u128(), u128::from_be_bytes(p.src_addr()));
+    assert_eq!(p.dst_u128(), u128::from_be_bytes(p.dst_addr()));
+    assert_eq!(p.traffic_class(), p.dscp() << 2 | p.ecn());
+    let _ = (p.hop_limit(), p.next_header());
+    let r = ipv6::Repr::parse(&p);
+    let mut out = [0u8; ipv6::HEADER_LEN];
+    r.emit(&mut out).expect("a parsed header re-emits");
+    assert_eq!(out, data[..ipv6::HEADER_LEN]);
+
+    let end = ipv6::HEADER_LEN + usize::from(p.payload_len());
+    if let Some((proto, off, later_fragment)) = p.transport() {
+        assert!((ipv6::HEADER_LEN..=end).contains(&off));
+        let upper = &data[off..end];
+        let (src, dst) = (p.src_addr(), p.dst_addr());
+        if !later_fragment {
+            match proto {
+                17 => {
+                    if let Ok(u) = udp::Packet::new_checked(upper) {
+                        let _ = u.verify_checksum_v6(&src, &dst);
+                    }
+                }
+                6 => {
+                    if let Ok(t) = tcp::Packet::new_checked(upper) {
+                        let _ = t.verify_checksum_v6(&src, &dst);
+                    }
+                }
+                icmpv6::PROTO => {
+                    if let Ok(i) = icmpv6::Packet::new_checked(upper) {
+                        let _ = i.verify_checksum(&src, &dst);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The transport views straight over the input, as if it were an IP payload.
+fn l4(data: &[u8]) {
+    if let Ok(u) = udp::Packet::new_checked(data) {
+        assert_eq!(u.payload().len(), usize::from(u.len()) - udp::HEADER_LEN);
+        assert_eq!(u.is_empty(), u.payload().is_empty());
+        let _ = (u.src_port(), u.dst_port(), u.checksum());
+        let _ = u.verify_checksum_v4([1, 2, 3, 4], [5, 6, 7, 8]);
+        let r = udp::Repr::parse(&u);
+        assert_eq!(r.payload_len, u.payload().len());
+    }
+    if let Ok(t) = tcp::Packet::new_checked(data) {
+        let hlen = t.header_len();
+        assert!((tcp::HEADER_LEN..=60).contains(&hlen));
+        assert_eq!(t.options().len(), hlen - tcp::HEADER_LEN);
+        assert_eq!(t.payload().len(), data.len() - hlen);
+        let _ = (t.src_port(), t.dst_port(), t.seq(), t.ack(), t.flags());
+        let _ = (t.window(), t.checksum(), t.urgent());
+    }
+    if let Ok(i) = icmpv4::Packet::new_checked(data) {
+        assert_eq!(i.data().len(), data.len() - icmpv4::HEADER_LEN);
+        let _ = (
+            i.msg_type(),
+            i.code(),
+            i.checksum(),
+            i.rest(),
+            i.echo_ident(),
+        );
+        let _ = (i.echo_seq(), i.next_hop_mtu(), i.verify_checksum());
+    }
+    if let Ok(i) = icmpv6::Packet::new_checked(data) {
+        assert_eq!(i.data().len(), data.len() - icmpv6::HEADER_LEN);
+        let _ = (i.msg_type(), i.code(), i.checksum(), i.rest(), i.echo_seq());
+    }
+}
+
+fn icmp_builders(data: &[u8]) {
+    let src = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    let dst = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+    // The first byte picks an output size, so short buffers get exercised too.
+    let cap = data.first().map_or(0, |b| usize::from(*b) * 8);
+    let mut out = vec![0u8; 1400];
+    for len in [out.len(), cap.min(out.len())] {
+        let out = &mut out[..len];
+        let n = icmpv4::build_error(out, icmpv4::TIME_EXCEEDED, 0, 0, data);
+        if len < icmpv4::HEADER_LEN {
+            assert_eq!(n, 0);
+        } else {
+            assert!(n >= icmpv4::HEADER_LEN && n <= len);
+            assert!(ipv4::HEADER_LEN + n <= icmpv4::MAX_ERROR_DATAGRAM);
+            let quotable =
+                ipv4::Packet::new_checked(data).map_or(data.len(), |p| usize::from(p.total_len()));
+            assert_eq!(n - 8, quotable.min(548).min(len - 8));
+            assert!(data.starts_with(&out[8..n]));
+            assert!(icmpv4::Packet::new_checked(&out[..n])
+                .expect("built")
+                .verify_checksum());
+        }
+        let n = icmpv6::build_error(out, icmpv6::PARAM_PROBLEM, 1, 40, data, &src, &dst);
+        if len < icmpv6::HEADER_LEN {
+            assert_eq!(n, 0);
+        } else {
+            assert!(n >= icmpv6::HEADER_LEN && n <= len);
+            assert!(ipv6::HEADER_LEN + n <= icmpv6::MIN_MTU);
+            let quotable = ipv6::Packet::new_checked(data)
+                .map_or(data.len(), |p| 40 + usize::from(p.payload_len()));
+            assert_eq!(n - 8, quotable.min(1232).min(len - 8));
+            assert!(data.starts_with(&out[8..n]));
+            assert!(icmpv6::Packet::new_checked(&out[..n])
+                .expect("built")
+                .verify_checksum(&src, &dst));
+        }
+    }
+
+    let mut copy = data.to_vec();
+    let was_request = icmpv4::Packet::new_checked(data)
+        .is_ok_and(|p| p.msg_type() == icmpv4::ECHO_REQUEST && p.verify_checksum());
+    assert_eq!(icmpv4::echo_reply_in_place(&mut copy), was_request);
+    if was_request {
+        let p = icmpv4::Packet::new_checked(&copy[..]).expect("same length");
+        assert_eq!(p.msg_type(), icmpv4::ECHO_REPLY);
+        assert!(p.verify_checksum());
+        assert_eq!(&copy[4..], &data[4..]);
+    } else {
+        assert_eq!(copy, data);
+    }
+
+    let mut copy = data.to_vec();
+    let was_request = icmpv6::Packet::new_checked(data)
+        .is_ok_and(|p| p.msg_type() == icmpv6::ECHO_REQUEST && p.verify_checksum(&dst, &src));
+    assert_eq!(
+        icmpv6::echo_reply_in_place(&mut copy, &src, &dst),
+        was_request
+    );
+    if was_request {
+        let p = icmpv6::Packet::new_checked(&copy[..]).expect("same length");
+        assert!(p.verify_checksum(&src, &dst));
+        assert_eq!(&copy[4..], &data[4..]);
+    } else {
+        assert_eq!(copy, data);
+    }
+}
+
+fn checksums(data: &[u8]) {
+    // Splitting at any even point and combining gives the same checksum.
+    let whole = checksum::fold(checksum::sum(data));
+    let mid = (data.len() / 2) & !1;
+    let parts = checksum::combine(checksum::sum(&data[..mid]), checksum::sum(&data[mid..]));
+    assert_eq!(checksum::fold(parts), whole);
+    if data.len() >= 20 && data[0] >> 4 == 4 {
+        let mut h = [0u8; 20];
+        h.copy_from_slice(&data[..20]);
+        h[10] = 0;
+        h[11] = 0;
+        let c = checksum::fold(checksum::sum(&h));
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        assert!(checksum::ipv4_header_ok(&h));
+        let old = u16::from_be_bytes([h[8], h[9]]);
+        let new = u16::from_be_bytes([data[data.len() - 1], h[9]]);
+        h[8] = data[data.len() - 1];
+        h[10..12].copy_from_slice(&checksum::update16(c, old, new).to_be_bytes());
+        assert!(checksum::ipv4_header_ok(&h));
+    }
+}
