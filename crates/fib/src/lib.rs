@@ -6,6 +6,7 @@
 //! that lets a writer reuse memory without ever pausing a reader.
 
 pub mod epoch;
+pub mod gen;
 pub mod key;
 pub mod lpm;
 pub mod reference;
