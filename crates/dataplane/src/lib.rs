@@ -1,1 +1,17 @@
-//! dataplane
+//! The data plane: packet buffers, ports, the forwarding state workers read, the nodes of the
+//! packet path and the workers that run them.
+//!
+//! Reading order: [`buffer`] (what a packet is), [`port`] (where it comes from and goes),
+//! [`tables`] (what the control plane publishes), [`node`] (what happens to it), [`worker`] (the
+//! loop that drives it all), [`counters`] (what is counted).
+
+pub mod buffer;
+pub mod counters;
+pub mod node;
+pub mod port;
+pub mod tables;
+pub mod worker;
+
+pub use buffer::{BufCache, PktBuf, Pool};
+pub use counters::{Drop, Snapshot, WorkerCounters};
+pub use tables::{Interface, NextHop, PortMap, Rewrite, SharedTables, Tables, Vrf, NO_IF};

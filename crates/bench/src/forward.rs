@@ -1,0 +1,246 @@
+//! The forwarding path's rate through `mem` ports: a router with two ports and a full table, a
+//! generator/sink thread feeding 64-byte (or larger) frames to destinations drawn from the table,
+//! and optionally a control thread churning routes while traffic runs (updates/s and frames lost).
+//!
+//! The generator never drops: when a ring is full it waits, so the figure is the worker's maximum
+//! rate (the tester's RFC 2544 search comes with `linerate bench` scenarios). Worker busy time,
+//! counted by the worker around each non-empty vector, gives nanoseconds and cycles per packet.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use control::{Router, StartOptions};
+use dataplane::{BufCache, NextHop, Pool};
+use fib::gen::{self, Profile, Spec};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+pub struct Opts {
+    pub profile: Profile,
+    pub scale: f64,
+    pub workers: usize,
+    pub frame_size: usize,
+    pub seconds: f64,
+    /// Route updates per second to attempt while forwarding (0: none). Updates replace next hops
+    /// of existing routes and delete/re-add routes not used by the traffic.
+    pub churn: bool,
+    pub workdir: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct Result {
+    pub routes: usize,
+    pub workers: usize,
+    pub frame_size: usize,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub seconds: f64,
+    pub mpps: f64,
+    pub busy_ns_per_packet: f64,
+    pub cycles_per_packet: f64,
+    pub updates: u64,
+    pub updates_per_s: f64,
+    pub build_s: f64,
+}
+
+const CONFIG: &str = r#"
+router: { workers: WORKERS, cores: [CORES], buffers: 65536 }
+limits: { ipv4-routes: 4000000 }
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", mtu: 9000, ipv4: [192.0.2.1/24] }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", mtu: 9000, ipv4: [198.51.100.1/24] }
+neighbors:
+  - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
+  - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
+  - { interface: p1, ip: 198.51.100.3, mac: "02:00:00:00:01:03" }
+route-files:
+  - { path: bench.routes }
+"#;
+
+fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
+    let mut f = vec![0u8; size.max(60)];
+    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip_len = (f.len() - 14).min(9000) as u16;
+    let repr = packet::ipv4::Repr {
+        src: [192, 0, 2, 2],
+        dst: dst.to_be_bytes(),
+        protocol: packet::ipv4::Protocol::Udp,
+        ttl: 64,
+        payload_len: ip_len as usize - 20,
+        dscp: 0,
+        dont_frag: true,
+        ident: 0,
+    };
+    repr.emit(&mut f[14..]).expect("room for the header");
+    f[34..36].copy_from_slice(&(1024 + flow).to_be_bytes());
+    f[36..38].copy_from_slice(&5000u16.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f
+}
+
+pub fn run(o: &Opts) -> std::result::Result<Result, String> {
+    std::fs::create_dir_all(&o.workdir).map_err(|e| e.to_string())?;
+    let spec = Spec {
+        profile: o.profile,
+        seed: 1,
+        scale: o.scale,
+    };
+    spec.validate()?;
+    let routes = gen::v4(&spec);
+    {
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(o.workdir.join("bench.routes")).map_err(|e| e.to_string())?,
+        );
+        for (i, &(p, l)) in routes.iter().enumerate() {
+            let via = if i % 2 == 0 { "198.51.100.2" } else { "198.51.100.2,198.51.100.3" };
+            writeln!(f, "{}/{} via {via}", std::net::Ipv4Addr::from(p), l).map_err(|e| e.to_string())?;
+        }
+    }
+    let cores: Vec<String> = (0..o.workers).map(|i| i.to_string()).collect();
+    let text = CONFIG
+        .replace("WORKERS", &o.workers.to_string())
+        .replace("CORES", &cores.join(", "));
+    let cfg_path = o.workdir.join("bench.yaml");
+    std::fs::write(&cfg_path, &text).map_err(|e| e.to_string())?;
+    let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let router = Router::build(cfg).map_err(|e| e.to_string())?;
+    let build_s = t0.elapsed().as_secs_f64();
+    let nroutes = router.route_counts().0;
+    let pool = Pool::new(65536);
+    let (running, mut peers) = router
+        .start(StartOptions {
+            ring_size: 2048,
+            idle_yield_after: 0,
+            pool: Some(pool.clone()),
+        })
+        .map_err(|e| e.to_string())?;
+
+    // Destinations inside the routes; a few thousand distinct frames, replayed.
+    let mut rng = SmallRng::seed_from_u64(3);
+    let templates: Vec<Vec<u8>> = (0..4096)
+        .map(|i| {
+            let (p, l) = routes[rng.gen_range(0..routes.len())];
+            let host = if l >= 32 { 0 } else { rng.gen::<u32>() >> l };
+            frame(p | host, o.frame_size, i as u16)
+        })
+        .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let updates = Arc::new(AtomicU64::new(0));
+    let mut keep = None;
+    let churn = if o.churn {
+        let stop = stop.clone();
+        let updates = updates.clone();
+        let routes = routes.clone();
+        Some(std::thread::spawn(move || {
+            // Re-point existing routes between the two next hops and back, in batches, publishing
+            // after each batch: every route stays present, so no frame may be lost.
+            let mut router = router;
+            // Two next hops out of p1: a single one and the ECMP pair.
+            let to_p1: Vec<u32> = router
+                .next_hops
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| match n {
+                    NextHop::Forward { port, .. } => *port == 1,
+                    NextHop::Ecmp(_) => true,
+                    _ => false,
+                })
+                .map(|(i, _)| i as u32)
+                .collect();
+            let (a, b) = (to_p1[0], to_p1[to_p1.len() - 1]);
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let fib = &mut router.fibs[0].v4;
+                for _ in 0..10_000 {
+                    let (p, l) = routes[i % routes.len()];
+                    i += 1;
+                    let next = if fib.get(p, l) == Some(a) { b } else { a };
+                    fib.insert(p, l, next).expect("replace");
+                }
+                fib.publish().expect("publish");
+                updates.fetch_add(10_000, Ordering::Relaxed);
+            }
+            router
+        }))
+    } else {
+        keep = Some(router);
+        None
+    };
+
+    let mut cache = BufCache::new(pool.clone());
+    let mut burst = Vec::with_capacity(256);
+    let mut rx = Vec::with_capacity(256);
+    let (mut sent, mut received) = (0u64, 0u64);
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(o.seconds);
+    let mut ti = 0usize;
+    let busy0 = running.snapshot();
+    let u0 = updates.load(Ordering::Relaxed);
+    while Instant::now() < deadline {
+        for q in 0..o.workers {
+            let peer = &mut peers[0];
+            let room = peer.to_router[q].free_slots().min(256);
+            for _ in 0..room {
+                let Some(mut b) = cache.alloc() else { break };
+                b.fill(&templates[ti & 4095]);
+                ti += 1;
+                burst.push(b);
+            }
+            sent += peer.to_router[q].push_burst(&mut burst) as u64;
+            cache.free_all(&mut burst);
+            for p in peers.iter_mut() {
+                rx.clear();
+                received += p.from_router[q].pop_burst(&mut rx, 1024) as u64;
+                cache.free_all(&mut rx);
+            }
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let u1 = updates.load(Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    // Drain what is in flight.
+    let drain_until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < drain_until {
+        for q in 0..o.workers {
+            for p in peers.iter_mut() {
+                rx.clear();
+                received += p.from_router[q].pop_burst(&mut rx, 1024) as u64;
+                cache.free_all(&mut rx);
+            }
+        }
+    }
+    if let Some(h) = churn {
+        keep = Some(h.join().map_err(|_| "churn thread panicked".to_string())?);
+    }
+    drop(keep);
+    let snap = running.stop();
+    let busy_ns = snap.busy_ns - busy0.busy_ns;
+    let fwd: u64 = snap.tx_packets.iter().sum();
+    let per_pkt = busy_ns as f64 / fwd.max(1) as f64;
+    Ok(Result {
+        routes: nroutes,
+        workers: o.workers,
+        frame_size: o.frame_size,
+        sent,
+        received,
+        lost: sent - received,
+        seconds: elapsed,
+        mpps: received as f64 / elapsed / 1e6,
+        busy_ns_per_packet: per_pkt,
+        cycles_per_packet: per_pkt * crate::cpu_ghz(),
+        updates: u1 - u0,
+        updates_per_s: (u1 - u0) as f64 / elapsed,
+        build_s,
+    })
+}

@@ -1,0 +1,257 @@
+//! LPM lookups: Linerate's engine against DPDK's rte_lpm / rte_lpm6 (and rte_fib / rte_fib6) on
+//! the same table and the same address traces, in one run. The DPDK side is the C harness in
+//! benches/dpdk, fed the table and traces as files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use fib::gen::{self, Profile, Spec};
+use fib::{EpochDomain, Key, LpmConfig, LpmWriter};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+pub struct Opts {
+    pub family: Family,
+    pub profile: Profile,
+    pub scale: f64,
+    pub trace_len: usize,
+    pub seconds: f64,
+    /// Also run the DPDK engines (needs the harness built; slow for rte_lpm at 1M+ routes).
+    pub dpdk: Vec<String>,
+    pub workdir: PathBuf,
+}
+
+/// One engine on one trace.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub engine: String,
+    pub routes: usize,
+    pub trace: String,
+    pub mlookups: f64,
+    pub ns_per_lookup: f64,
+    pub bytes: usize,
+    pub build_s: f64,
+    pub hits: u64,
+}
+
+impl Row {
+    pub fn json(&self, family: Family, profile: &Profile, scale: f64) -> serde_json::Value {
+        serde_json::json!({
+            "bench": "lpm", "family": if family == Family::V4 {"ipv4"} else {"ipv6"},
+            "profile": profile.name(), "scale": scale, "engine": self.engine, "routes": self.routes,
+            "trace": self.trace, "mlookups_per_s": self.mlookups, "ns_per_lookup": self.ns_per_lookup,
+            "bytes": self.bytes, "bytes_per_route": self.bytes as f64 / self.routes.max(1) as f64,
+            "build_s": self.build_s, "hits": self.hits,
+        })
+    }
+}
+
+fn measure<K: Key>(w: &LpmWriter<K>, trace: &[K], seconds: f64) -> (f64, u64) {
+    let t = w.table();
+    let mut out = vec![0u32; 256];
+    let mut hits = 0u64;
+    for c in trace.chunks(256) {
+        t.lookup_batch(c, &mut out);
+        hits += out[..c.len()].iter().filter(|&&x| x != 0).count() as u64;
+    }
+    let start = Instant::now();
+    let mut n = 0u64;
+    let mut sink = 0u32;
+    while start.elapsed().as_secs_f64() < seconds {
+        for c in trace.chunks(256) {
+            t.lookup_batch(c, &mut out);
+            sink = sink.wrapping_add(out[0]);
+        }
+        n += trace.len() as u64;
+    }
+    std::hint::black_box(sink);
+    (n as f64 / start.elapsed().as_secs_f64(), hits)
+}
+
+fn trace_random<K: Key>(n: usize, rng: &mut SmallRng, mut draw: impl FnMut(&mut SmallRng) -> K) -> Vec<K> {
+    (0..n).map(|_| draw(rng)).collect()
+}
+
+/// Addresses inside the table's prefixes: a random route, random host bits.
+fn trace_from_routes<K: Key>(routes: &[(K, u8)], n: usize, rng: &mut SmallRng, host: impl Fn(&mut SmallRng) -> K) -> Vec<K> {
+    (0..n)
+        .map(|_| {
+            let (p, l) = routes[rng.gen_range(0..routes.len())];
+            merge(p, l, host(rng))
+        })
+        .collect()
+}
+
+fn merge<K: Key>(p: K, l: u8, h: K) -> K {
+    // Bits 0..l from p, the rest from h, built from 16-bit pieces through the Key trait.
+    let mut k = p;
+    let mut off = l as u32;
+    while off < K::BITS {
+        let n = (K::BITS - off).min(16);
+        k = k.with_bits(off, n, h.bits(off, n));
+        off += n;
+    }
+    k
+}
+
+fn write_routes<K: Key>(path: &Path, routes: &[(K, u8)], fmt: impl Fn(K) -> String) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for &(p, l) in routes {
+        writeln!(f, "{}/{}", fmt(p), l)?;
+    }
+    f.flush()
+}
+
+fn write_trace<K: Key>(path: &Path, trace: &[K], bytes: impl Fn(K) -> Vec<u8>) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for &k in trace {
+        f.write_all(&bytes(k))?;
+    }
+    f.flush()
+}
+
+/// Path of the DPDK harness, building it if needed.
+pub fn dpdk_harness() -> Result<PathBuf, String> {
+    let root = repo_root();
+    let bin = root.join("target/dpdk/lpm_bench");
+    if bin.exists() {
+        return Ok(bin);
+    }
+    let st = Command::new("bash")
+        .arg(root.join("benches/dpdk/build.sh"))
+        .status()
+        .map_err(|e| format!("cannot run benches/dpdk/build.sh: {e}"))?;
+    if !st.success() || !bin.exists() {
+        return Err("building the DPDK harness failed (apt-get install libdpdk-dev pkg-config)".into());
+    }
+    Ok(bin)
+}
+
+fn repo_root() -> PathBuf {
+    let mut d = std::env::current_dir().unwrap_or_default();
+    loop {
+        if d.join("benches/dpdk/build.sh").exists() {
+            return d;
+        }
+        if !d.pop() {
+            return PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        }
+    }
+}
+
+fn run_dpdk(engine: &str, routes: &Path, trace: &Path, seconds: f64) -> Result<serde_json::Value, String> {
+    let bin = dpdk_harness()?;
+    let out = Command::new(bin)
+        .args([engine, &routes.display().to_string(), &trace.display().to_string(), &seconds.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("{engine} harness failed: {}", String::from_utf8_lossy(&out.stdout)));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("{engine}: bad JSON: {e}"))
+}
+
+fn dpdk_row(v: &serde_json::Value, trace: &str) -> Row {
+    let f = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
+    Row {
+        engine: v.get("engine").and_then(|x| x.as_str()).unwrap_or("?").to_string(),
+        routes: f("routes_added") as usize,
+        trace: trace.to_string(),
+        mlookups: f("mlookups_per_s"),
+        ns_per_lookup: f("ns_per_lookup"),
+        bytes: f("bytes") as usize,
+        build_s: f("build_s"),
+        hits: f("hits_one_pass") as u64,
+    }
+}
+
+/// Runs the comparison; returns every row (ours first per trace).
+pub fn run(o: &Opts) -> Result<Vec<Row>, String> {
+    std::fs::create_dir_all(&o.workdir).map_err(|e| e.to_string())?;
+    let spec = Spec {
+        profile: o.profile,
+        seed: 1,
+        scale: o.scale,
+    };
+    spec.validate()?;
+    let mut rng = SmallRng::seed_from_u64(7);
+    match o.family {
+        Family::V4 => {
+            let routes = gen::v4(&spec);
+            let traces = vec![
+                ("random", trace_random(o.trace_len, &mut rng, |r| r.gen::<u32>())),
+                ("from-routes", trace_from_routes(&routes, o.trace_len, &mut rng, |r| r.gen::<u32>())),
+            ];
+            let rf = o.workdir.join("v4.routes");
+            write_routes(&rf, &routes, |k| std::net::Ipv4Addr::from(k).to_string()).map_err(|e| e.to_string())?;
+            bench_family(o, &routes, traces, &rf, LpmConfig::v4(routes.len()), |k: u32| k.to_be_bytes().to_vec())
+        }
+        Family::V6 => {
+            let routes = gen::v6(&spec);
+            let traces = vec![
+                // Random addresses in 2000::/3, where every table's routes are.
+                ("random", trace_random(o.trace_len, &mut rng, |r| (r.gen::<u128>() >> 3) | (1u128 << 125))),
+                ("from-routes", trace_from_routes(&routes, o.trace_len, &mut rng, |r| r.gen::<u128>())),
+            ];
+            let rf = o.workdir.join("v6.routes");
+            write_routes(&rf, &routes, |k| std::net::Ipv6Addr::from(k).to_string()).map_err(|e| e.to_string())?;
+            bench_family(o, &routes, traces, &rf, LpmConfig::v6(routes.len()), |k: u128| k.to_be_bytes().to_vec())
+        }
+    }
+}
+
+fn bench_family<K: Key>(
+    o: &Opts,
+    routes: &[(K, u8)],
+    traces: Vec<(&str, Vec<K>)>,
+    routes_file: &Path,
+    cfg: LpmConfig,
+    bytes: impl Fn(K) -> Vec<u8> + Copy,
+) -> Result<Vec<Row>, String> {
+    let t0 = Instant::now();
+    let mut w = LpmWriter::<K>::new(cfg, EpochDomain::new());
+    for (i, &(p, l)) in routes.iter().enumerate() {
+        w.insert(p, l, 1 + (i as u32 % 1000)).map_err(|e| e.to_string())?;
+    }
+    w.publish().map_err(|e| e.to_string())?;
+    let build_s = t0.elapsed().as_secs_f64();
+    let st = w.stats();
+    let mut rows = Vec::new();
+    for (name, trace) in &traces {
+        let (rate, hits) = measure(&w, trace, o.seconds);
+        rows.push(Row {
+            engine: "linerate".into(),
+            routes: w.len(),
+            trace: name.to_string(),
+            mlookups: rate / 1e6,
+            ns_per_lookup: 1e9 / rate,
+            bytes: st.lookup_bytes(),
+            build_s,
+            hits,
+        });
+        let tf = o.workdir.join(format!("trace-{name}.bin"));
+        write_trace(&tf, trace, bytes).map_err(|e| e.to_string())?;
+        for engine in &o.dpdk {
+            match run_dpdk(engine, routes_file, &tf, o.seconds) {
+                Ok(v) => {
+                    let r = dpdk_row(&v, name);
+                    if r.hits != hits {
+                        eprintln!("warning: {engine} found {} hits on {name}, linerate {hits}: tables differ", r.hits);
+                    }
+                    rows.push(r);
+                }
+                Err(e) => eprintln!("{engine}: {e}"),
+            }
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,149 @@
+//! Counters. Each worker owns its counters and is their only writer, so an update is a plain
+//! load and store (no locked instruction); readers sum across workers. Per-packet counts are kept
+//! in locals during a vector and written out once per vector.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! reasons {
+    ($($v:ident => $s:literal,)*) => {
+        /// Why a frame was dropped. Every drop has exactly one.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum Drop { $($v,)* }
+        impl Drop {
+            pub const ALL: &'static [Drop] = &[$(Drop::$v,)*];
+            pub const COUNT: usize = Self::ALL.len();
+            /// Human text, as `show errors` prints it.
+            pub fn text(self) -> &'static str {
+                match self { $(Drop::$v => $s,)* }
+            }
+            /// Stable machine name (metrics label, JSON key).
+            pub fn name(self) -> &'static str {
+                match self { $(Drop::$v => stringify!($v),)* }
+            }
+        }
+    };
+}
+
+reasons! {
+    NotForUs => "destination MAC is not ours",
+    UnknownEthertype => "EtherType not handled",
+    UnknownVlan => "no sub-interface for the VLAN",
+    InterfaceDown => "interface is down",
+    BadLength => "frame shorter than its headers claim",
+    Ip4BadHeader => "IPv4 header malformed (version, IHL)",
+    Ip4BadChecksum => "IPv4 header checksum wrong",
+    Ip4Martian => "IPv4 source or destination not routable",
+    Ip6BadHeader => "IPv6 header malformed",
+    Ip6Scope => "IPv6 link-local or multicast not forwarded",
+    TtlExpired => "TTL or hop limit expired",
+    NoRoute => "no route to destination",
+    Blackhole => "null route",
+    Reject => "route rejects (administratively prohibited)",
+    NeighborUnresolved => "next hop has no known MAC address",
+    MtuExceeded => "packet larger than egress MTU",
+    LocalUnhandled => "addressed to the router, no service for it",
+    TxQueueFull => "transmit queue full",
+    NoBuffer => "no buffer for a generated packet",
+}
+
+pub const DROP_COUNT: usize = Drop::COUNT;
+
+/// One port's counters within one worker.
+#[derive(Default)]
+pub struct PortCounters {
+    pub rx_packets: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    pub tx_packets: AtomicU64,
+    pub tx_bytes: AtomicU64,
+}
+
+/// Everything one worker counts.
+pub struct WorkerCounters {
+    pub ports: Box<[PortCounters]>,
+    pub drops: [AtomicU64; DROP_COUNT],
+    pub icmp_sent: AtomicU64,
+    pub icmp_rate_limited: AtomicU64,
+    pub echo_replies: AtomicU64,
+    pub slow_path: AtomicU64,
+    pub vectors: AtomicU64,
+    /// Nanoseconds spent on vectors that carried frames (the worker's busy time).
+    pub busy_ns: AtomicU64,
+}
+
+#[inline(always)]
+pub fn bump(c: &AtomicU64, n: u64) {
+    // Single writer: a plain read-modify-write is exact and avoids a locked instruction.
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+impl WorkerCounters {
+    pub fn new(ports: usize) -> Self {
+        Self {
+            ports: (0..ports).map(|_| PortCounters::default()).collect(),
+            drops: std::array::from_fn(|_| AtomicU64::new(0)),
+            icmp_sent: AtomicU64::new(0),
+            icmp_rate_limited: AtomicU64::new(0),
+            echo_replies: AtomicU64::new(0),
+            slow_path: AtomicU64::new(0),
+            vectors: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A plain snapshot, summed over workers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub rx_packets: Vec<u64>,
+    pub rx_bytes: Vec<u64>,
+    pub tx_packets: Vec<u64>,
+    pub tx_bytes: Vec<u64>,
+    pub drops: Vec<u64>,
+    pub icmp_sent: u64,
+    pub icmp_rate_limited: u64,
+    pub echo_replies: u64,
+    pub slow_path: u64,
+    pub vectors: u64,
+    pub busy_ns: u64,
+}
+
+impl Snapshot {
+    pub fn sum(workers: &[std::sync::Arc<WorkerCounters>], ports: usize) -> Snapshot {
+        let mut s = Snapshot {
+            rx_packets: vec![0; ports],
+            rx_bytes: vec![0; ports],
+            tx_packets: vec![0; ports],
+            tx_bytes: vec![0; ports],
+            drops: vec![0; DROP_COUNT],
+            ..Default::default()
+        };
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for w in workers {
+            for (p, c) in w.ports.iter().enumerate().take(ports) {
+                s.rx_packets[p] += r(&c.rx_packets);
+                s.rx_bytes[p] += r(&c.rx_bytes);
+                s.tx_packets[p] += r(&c.tx_packets);
+                s.tx_bytes[p] += r(&c.tx_bytes);
+            }
+            for (d, c) in s.drops.iter_mut().zip(w.drops.iter()) {
+                *d += r(c);
+            }
+            s.icmp_sent += r(&w.icmp_sent);
+            s.icmp_rate_limited += r(&w.icmp_rate_limited);
+            s.echo_replies += r(&w.echo_replies);
+            s.slow_path += r(&w.slow_path);
+            s.vectors += r(&w.vectors);
+            s.busy_ns += r(&w.busy_ns);
+        }
+        s
+    }
+
+    pub fn drop_count(&self, d: Drop) -> u64 {
+        self.drops[d as usize]
+    }
+
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+}

@@ -1,0 +1,140 @@
+//! ip4-forward: validates IPv4 headers, looks the destinations up in the interface's VRF as one
+//! batch, and rewrites what can be forwarded.
+//!
+//! Reads: `meta.l3_off`, `meta.rx_if`, the IPv4 header. Sets: `meta.next_hop`, the TTL and header
+//! checksum (RFC 1624 incremental update), the L2 header. Next: the egress port's transmit vector;
+//! the slow path for TTL expiry, no route, reject, options, MTU and local delivery; drops by
+//! reason for malformed headers (RFC 1812 5.2.2: version, IHL, checksum, length).
+
+use packet::checksum;
+
+use super::{be16, be32, mix, pick, rewrite_l2, Ctx, Slow, VECTOR};
+use crate::buffer::PktBuf;
+use crate::counters::Drop;
+use crate::tables::{NextHop, Tables};
+
+pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+    let mut keys = [0u32; VECTOR];
+    let mut nhs = [0u32; VECTOR];
+    let mut vrf = u32::MAX;
+    let mut mixed = false;
+    let mut good = std::mem::take(&mut ctx.tmp);
+    for b in pkts.drain(..) {
+        let l3 = b.meta().l3_off as usize;
+        let d = b.data();
+        if d.len() < l3 + 20 {
+            ctx.drop(b, Drop::BadLength);
+            continue;
+        }
+        let h = &d[l3..];
+        if h[0] != 0x45 {
+            if h[0] >> 4 != 4 || h[0] & 0x0f < 5 {
+                ctx.drop(b, Drop::Ip4BadHeader);
+            } else {
+                ctx.slow4.push((b, Slow::Options));
+            }
+            continue;
+        }
+        if !checksum::ipv4_header_ok(&h[..20]) {
+            ctx.drop(b, Drop::Ip4BadChecksum);
+            continue;
+        }
+        let total = be16(h, 2) as usize;
+        if total < 20 || total > h.len() {
+            ctx.drop(b, Drop::BadLength);
+            continue;
+        }
+        let dst = be32(h, 16);
+        if h[8] <= 1 {
+            // Unless it is for us: a packet to the router's address may arrive with TTL 1.
+            ctx.slow4.push((b, Slow::TtlExpired));
+            continue;
+        }
+        let v = t.ifs[b.meta().rx_if as usize].vrf;
+        mixed |= vrf != v && vrf != u32::MAX;
+        vrf = v;
+        keys[good.len()] = dst;
+        good.push(b);
+    }
+    let n = good.len();
+    if n == 0 {
+        ctx.tmp = good;
+        return;
+    }
+    if !mixed {
+        t.vrfs[vrf as usize].v4.lookup_batch(&keys[..n], &mut nhs[..n]);
+    } else {
+        for i in 0..n {
+            let v = t.ifs[good[i].meta().rx_if as usize].vrf;
+            nhs[i] = t.vrfs[v as usize].v4.lookup(keys[i]);
+        }
+    }
+    for (i, b) in good.drain(..).enumerate() {
+        forward(ctx, t, b, nhs[i], true);
+    }
+    ctx.tmp = good;
+}
+
+/// Sends `b` (whose IPv4 header is valid) towards next hop `nh`. `transit` packets get their TTL
+/// decremented; packets the router generated do not.
+#[inline]
+pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: bool) {
+    if let NextHop::Ecmp(members) = &t.next_hops[nh as usize] {
+        nh = members[pick(flow_hash(&b), members.len())];
+    }
+    b.meta_mut().next_hop = nh;
+    match &t.next_hops[nh as usize] {
+        NextHop::Forward {
+            port, mtu, rewrite, ..
+        } => {
+            let l3 = b.meta().l3_off as usize;
+            let h = &mut b.data_mut()[l3..];
+            let total = be16(h, 2);
+            if total > *mtu {
+                let why = if h[6] & 0x40 != 0 {
+                    Slow::TooBig { mtu: *mtu }
+                } else {
+                    Slow::Fragment { next_hop: nh }
+                };
+                ctx.slow4.push((b, why));
+                return;
+            }
+            if transit {
+                let old = u16::from_be_bytes([h[8], h[9]]);
+                h[8] -= 1;
+                let new = u16::from_be_bytes([h[8], h[9]]);
+                let c = checksum::update16(be16(h, 10), old, new);
+                h[10..12].copy_from_slice(&c.to_be_bytes());
+            }
+            if !rewrite_l2(&mut b, rewrite) {
+                ctx.drop(b, Drop::NoBuffer);
+                return;
+            }
+            ctx.out[*port as usize].push(b);
+        }
+        NextHop::NoRoute => ctx.slow4.push((b, Slow::NoRoute)),
+        NextHop::Local => ctx.slow4.push((b, Slow::Local)),
+        NextHop::Reject => ctx.slow4.push((b, Slow::Reject)),
+        NextHop::Glean { .. } => ctx.drop(b, Drop::NeighborUnresolved),
+        NextHop::Blackhole => ctx.drop(b, Drop::Blackhole),
+        // ECMP members are Forward next hops; a nested group is a control-plane bug.
+        NextHop::Ecmp(_) => ctx.drop(b, Drop::NoRoute),
+    }
+}
+
+/// 5-tuple hash; ports only for the first (or only) fragment of TCP, UDP and SCTP.
+#[inline]
+pub fn flow_hash(b: &PktBuf) -> u32 {
+    let h = &b.data()[b.meta().l3_off as usize..];
+    let ihl = (h[0] & 0x0f) as usize * 4;
+    let proto = h[9];
+    let addrs = u64::from(be32(h, 12)) << 32 | u64::from(be32(h, 16));
+    let frag = be16(h, 6) & 0x3fff != 0;
+    let ports = if !frag && matches!(proto, 6 | 17 | 132) && h.len() >= ihl + 4 {
+        be32(h, ihl)
+    } else {
+        0
+    };
+    let x = mix(addrs, u64::from(proto) << 32 | u64::from(ports));
+    (x >> 32) as u32 ^ x as u32
+}

@@ -1,0 +1,140 @@
+//! ip6-forward: validates IPv6 headers, looks destinations up as one batch, rewrites.
+//!
+//! Reads: `meta.l3_off`, `meta.rx_if`, the IPv6 header (and extension headers for the flow hash).
+//! Sets: `meta.next_hop`, the hop limit (IPv6 has no header checksum), the L2 header. Next: the
+//! egress port's transmit vector; the slow path for hop-limit expiry, no route, reject, too big
+//! (routers never fragment IPv6), hop-by-hop options and local delivery. Link-local sources or
+//! destinations and multicast are not forwarded (RFC 4291 2.5.6).
+
+use super::{be16, be32, mix, pick, rewrite_l2, Ctx, Slow, VECTOR};
+use crate::buffer::PktBuf;
+use crate::counters::Drop;
+use crate::tables::{NextHop, Tables};
+
+#[inline(always)]
+fn addr(h: &[u8], at: usize) -> u128 {
+    u128::from_be_bytes(h[at..at + 16].try_into().expect("16 bytes"))
+}
+
+pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+    let mut keys = [0u128; VECTOR];
+    let mut nhs = [0u32; VECTOR];
+    let mut vrf = u32::MAX;
+    let mut mixed = false;
+    let mut good = std::mem::take(&mut ctx.tmp);
+    for b in pkts.drain(..) {
+        let l3 = b.meta().l3_off as usize;
+        let d = b.data();
+        if d.len() < l3 + 40 {
+            ctx.drop(b, Drop::BadLength);
+            continue;
+        }
+        let h = &d[l3..];
+        if h[0] >> 4 != 6 {
+            ctx.drop(b, Drop::Ip6BadHeader);
+            continue;
+        }
+        if 40 + be16(h, 4) as usize > h.len() {
+            ctx.drop(b, Drop::BadLength);
+            continue;
+        }
+        let dst = addr(h, 24);
+        let src_hi = be16(h, 8);
+        let dst_hi = (dst >> 112) as u16;
+        if src_hi & 0xffc0 == 0xfe80 || dst_hi & 0xffc0 == 0xfe80 || dst_hi >> 8 == 0xff {
+            // Multicast and link-local traffic belongs to the control plane (ND, OSPFv3): it
+            // reaches it through the punt path of real ports; here it stops.
+            ctx.drop(b, Drop::Ip6Scope);
+            continue;
+        }
+        if h[6] == 0 {
+            ctx.slow6.push((b, Slow::Options));
+            continue;
+        }
+        if h[7] <= 1 {
+            ctx.slow6.push((b, Slow::TtlExpired));
+            continue;
+        }
+        let v = t.ifs[b.meta().rx_if as usize].vrf;
+        mixed |= vrf != v && vrf != u32::MAX;
+        vrf = v;
+        keys[good.len()] = dst;
+        good.push(b);
+    }
+    let n = good.len();
+    if n == 0 {
+        ctx.tmp = good;
+        return;
+    }
+    if !mixed {
+        t.vrfs[vrf as usize].v6.lookup_batch(&keys[..n], &mut nhs[..n]);
+    } else {
+        for i in 0..n {
+            let v = t.ifs[good[i].meta().rx_if as usize].vrf;
+            nhs[i] = t.vrfs[v as usize].v6.lookup(keys[i]);
+        }
+    }
+    for (i, b) in good.drain(..).enumerate() {
+        forward(ctx, t, b, nhs[i], true);
+    }
+    ctx.tmp = good;
+}
+
+/// Sends `b` towards next hop `nh`; `transit` packets get their hop limit decremented.
+#[inline]
+pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: bool) {
+    if let NextHop::Ecmp(members) = &t.next_hops[nh as usize] {
+        nh = members[pick(flow_hash(&b), members.len())];
+    }
+    b.meta_mut().next_hop = nh;
+    match &t.next_hops[nh as usize] {
+        NextHop::Forward {
+            port, mtu, rewrite, ..
+        } => {
+            let l3 = b.meta().l3_off as usize;
+            let h = &mut b.data_mut()[l3..];
+            if 40 + be16(h, 4) as usize > *mtu as usize {
+                ctx.slow6.push((b, Slow::TooBig { mtu: *mtu }));
+                return;
+            }
+            if transit {
+                h[7] -= 1;
+            }
+            if !rewrite_l2(&mut b, rewrite) {
+                ctx.drop(b, Drop::NoBuffer);
+                return;
+            }
+            ctx.out[*port as usize].push(b);
+        }
+        NextHop::NoRoute => ctx.slow6.push((b, Slow::NoRoute)),
+        NextHop::Local => ctx.slow6.push((b, Slow::Local)),
+        NextHop::Reject => ctx.slow6.push((b, Slow::Reject)),
+        NextHop::Glean { .. } => ctx.drop(b, Drop::NeighborUnresolved),
+        NextHop::Blackhole => ctx.drop(b, Drop::Blackhole),
+        NextHop::Ecmp(_) => ctx.drop(b, Drop::NoRoute),
+    }
+}
+
+/// Addresses, flow label and, where the extension-header walk finds them, protocol and ports.
+#[inline]
+pub fn flow_hash(b: &PktBuf) -> u32 {
+    let l3 = b.meta().l3_off as usize;
+    let h = &b.data()[l3..];
+    let src = addr(h, 8);
+    let dst = addr(h, 24);
+    let label = be32(h, 0) & 0x000f_ffff;
+    let mut tail = u64::from(label);
+    if let Ok(p) = packet::ipv6::Packet::new_checked(h) {
+        if let Some((proto, off, non_first)) = p.transport() {
+            tail |= u64::from(proto) << 20;
+            if !non_first && matches!(proto, 6 | 17 | 132) && h.len() >= off + 4 {
+                tail |= u64::from(be32(h, off)) << 32;
+            }
+        }
+    }
+    let x = mix(
+        mix((src >> 64) as u64 ^ src as u64, (dst >> 64) as u64 ^ dst as u64),
+        tail,
+    );
+    (x >> 32) as u32 ^ x as u32
+}

@@ -1,0 +1,312 @@
+//! The slow path: whatever the forwarding nodes could not finish at vector speed. It runs after
+//! the fast nodes, on the few packets they set aside, so its cost never touches ordinary traffic:
+//! ICMP and ICMPv6 errors (rate-limited, RFC 1812 4.3.2.8 / RFC 4443 2.4(f)), echo replies for
+//! the router's own addresses, IPv4 options and IPv6 hop-by-hop headers (forwarded by scalar
+//! code), and IPv4 fragmentation.
+
+use packet::{checksum, icmpv4, icmpv6, ipv4, ipv6};
+
+use super::{be16, be32, ip4, ip6, Ctx, Slow};
+use crate::buffer::PktBuf;
+use crate::counters::Drop;
+use crate::tables::{NextHop, Tables};
+
+pub fn run(ctx: &mut Ctx, t: &Tables) {
+    while let Some((b, why)) = ctx.slow4.pop() {
+        ctx.slow_path += 1;
+        slow4(ctx, t, b, why);
+    }
+    while let Some((b, why)) = ctx.slow6.pop() {
+        ctx.slow_path += 1;
+        slow6(ctx, t, b, why);
+    }
+}
+
+fn vrf_of(t: &Tables, b: &PktBuf) -> usize {
+    t.ifs[b.meta().rx_if as usize].vrf as usize
+}
+
+fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
+    let l3 = b.meta().l3_off as usize;
+    match why {
+        Slow::TtlExpired => {
+            let dst = be32(b.data(), l3 + 16);
+            if matches!(t.next_hops[t.vrfs[vrf_of(t, &b)].v4.lookup(dst) as usize], NextHop::Local) {
+                return local4(ctx, t, b);
+            }
+            ctx.drops[Drop::TtlExpired as usize] += 1;
+            icmp4_error(ctx, t, b, icmpv4::TIME_EXCEEDED, 0, 0);
+        }
+        Slow::NoRoute => {
+            ctx.drops[Drop::NoRoute as usize] += 1;
+            icmp4_error(ctx, t, b, icmpv4::DEST_UNREACHABLE, icmpv4::NET_UNREACHABLE, 0);
+        }
+        Slow::Reject => {
+            ctx.drops[Drop::Reject as usize] += 1;
+            icmp4_error(ctx, t, b, icmpv4::DEST_UNREACHABLE, 13, 0);
+        }
+        Slow::TooBig { mtu } => {
+            ctx.drops[Drop::MtuExceeded as usize] += 1;
+            icmp4_error(ctx, t, b, icmpv4::DEST_UNREACHABLE, icmpv4::FRAG_NEEDED, mtu as u32);
+        }
+        Slow::Fragment { next_hop } => fragment4(ctx, t, b, next_hop),
+        Slow::Options => {
+            // The fast node saw IHL > 5: check the whole header here.
+            let d = b.data();
+            let ihl = (d[l3] & 0x0f) as usize * 4;
+            let total = be16(d, l3 + 2) as usize;
+            if d.len() < l3 + ihl || total < ihl || l3 + total > d.len() {
+                return ctx.drop(b, Drop::BadLength);
+            }
+            if checksum::fold(checksum::sum(&d[l3..l3 + ihl])) != 0 {
+                return ctx.drop(b, Drop::Ip4BadChecksum);
+            }
+            if d[l3 + 8] <= 1 {
+                return slow4(ctx, t, b, Slow::TtlExpired);
+            }
+            let nh = t.vrfs[vrf_of(t, &b)].v4.lookup(be32(d, l3 + 16));
+            ip4::forward(ctx, t, b, nh, true);
+        }
+        Slow::Local => local4(ctx, t, b),
+    }
+}
+
+/// Answers echo requests to the router's addresses; anything else addressed to the router waits
+/// for the control plane's punt path.
+fn local4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf) {
+    let l3 = b.meta().l3_off as usize;
+    let d = b.data_mut();
+    let ihl = (d[l3] & 0x0f) as usize * 4;
+    let total = be16(d, l3 + 2) as usize;
+    let frag = be16(d, l3 + 6) & 0x3fff != 0;
+    if d[l3 + 9] != 1 || frag || total < ihl + 8 || !icmpv4::echo_reply_in_place(&mut d[l3 + ihl..l3 + total]) {
+        return ctx.drop(b, Drop::LocalUnhandled);
+    }
+    let h = &mut d[l3..l3 + ihl];
+    let (src, dst): ([u8; 4], [u8; 4]) = (h[12..16].try_into().unwrap(), h[16..20].try_into().unwrap());
+    h[12..16].copy_from_slice(&dst);
+    h[16..20].copy_from_slice(&src);
+    h[8] = 64;
+    h[10] = 0;
+    h[11] = 0;
+    let c = checksum::fold(checksum::sum(h));
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    ctx.echo_replies += 1;
+    let nh = t.vrfs[vrf_of(t, &b)].v4.lookup(u32::from_be_bytes(src));
+    ip4::forward(ctx, t, b, nh, false);
+}
+
+/// Sends an ICMP error about `b` back to its source, unless RFC 1812 4.3.2.7 forbids it or the
+/// rate limit is spent. Consumes `b` (its drop is already counted).
+fn icmp4_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, rest: u32) {
+    let l3 = b.meta().l3_off as usize;
+    let h = &b.data()[l3..];
+    let src = be32(h, 12);
+    let dst = be32(h, 16);
+    let ihl = (h[0] & 0x0f) as usize * 4;
+    let bad_src = src == 0 || src >> 24 == 127 || src >> 28 == 14 || src == u32::MAX;
+    let bad_dst = dst >> 28 == 14 || dst == u32::MAX;
+    let non_first = be16(h, 6) & 0x1fff != 0;
+    let about_error = h[9] == 1 && h.len() > ihl && icmpv4::is_error(h[ihl]);
+    if bad_src || bad_dst || non_first || about_error {
+        return ctx.cache.free(b);
+    }
+    let ifc = &t.ifs[b.meta().rx_if as usize];
+    let Some(&(me, _)) = ifc.v4.first() else {
+        return ctx.cache.free(b);
+    };
+    if !ctx.icmp.take() {
+        ctx.icmp_rate_limited += 1;
+        return ctx.cache.free(b);
+    }
+    let Some(mut nb) = ctx.cache.alloc() else {
+        ctx.drops[Drop::NoBuffer as usize] += 1;
+        return ctx.cache.free(b);
+    };
+    nb.set_len(14 + icmpv4::MAX_ERROR_DATAGRAM);
+    let n = icmpv4::build_error(&mut nb.data_mut()[34..], msg_type, code, rest, h);
+    let repr = ipv4::Repr {
+        src: me.to_be_bytes(),
+        dst: src.to_be_bytes(),
+        protocol: ipv4::Protocol::Icmp,
+        ttl: 64,
+        payload_len: n,
+        dscp: 48, // CS6, network control
+        dont_frag: false,
+        ident: 0,
+    };
+    let ok = repr.emit(&mut nb.data_mut()[14..]).is_ok();
+    nb.set_len(34 + n);
+    let vrf = vrf_of(t, &b);
+    let m = nb.meta_mut();
+    m.l3_off = 14;
+    m.rx_if = b.meta().rx_if;
+    ctx.cache.free(b);
+    if !ok || n == 0 {
+        return ctx.cache.free(nb);
+    }
+    ctx.icmp_sent += 1;
+    let nh = t.vrfs[vrf].v4.lookup(src);
+    ip4::forward(ctx, t, nb, nh, false);
+}
+
+/// Splits `b` into fragments that fit the next hop's MTU (RFC 791). Options are copied into every
+/// fragment, which is what RFC 791 asks of the options that matter (the "copied" ones).
+fn fragment4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32) {
+    let NextHop::Forward {
+        port, mtu, rewrite, ..
+    } = &t.next_hops[nh as usize]
+    else {
+        return ctx.drop(b, Drop::MtuExceeded);
+    };
+    let l3 = b.meta().l3_off as usize;
+    let d = b.data_mut();
+    let ihl = (d[l3] & 0x0f) as usize * 4;
+    let total = be16(d, l3 + 2) as usize;
+    let chunk = (*mtu as usize).saturating_sub(ihl) / 8 * 8;
+    if chunk == 0 {
+        return ctx.drop(b, Drop::MtuExceeded);
+    }
+    d[l3 + 8] -= 1; // TTL, once for all fragments
+    let frag = be16(d, l3 + 6);
+    let (base_off, more) = ((frag & 0x1fff) as usize, frag & 0x2000 != 0);
+    let payload = total - ihl;
+    let rw = rewrite.len as usize;
+    let mut off = 0;
+    while off < payload {
+        let len = chunk.min(payload - off);
+        let Some(mut nb) = ctx.cache.alloc() else {
+            ctx.drops[Drop::NoBuffer as usize] += 1;
+            break;
+        };
+        nb.set_len(rw + ihl + len);
+        let src = b.data();
+        let o = nb.data_mut();
+        o[..rw].copy_from_slice(&rewrite.bytes[..rw]);
+        o[rw..rw + ihl].copy_from_slice(&src[l3..l3 + ihl]);
+        o[rw + ihl..].copy_from_slice(&src[l3 + ihl + off..l3 + ihl + off + len]);
+        let h = &mut o[rw..rw + ihl];
+        h[2..4].copy_from_slice(&((ihl + len) as u16).to_be_bytes());
+        let mf = more || off + len < payload;
+        let f = (base_off + off / 8) as u16 | if mf { 0x2000 } else { 0 };
+        h[6..8].copy_from_slice(&f.to_be_bytes());
+        h[10] = 0;
+        h[11] = 0;
+        let c = checksum::fold(checksum::sum(h));
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        nb.meta_mut().l3_off = rw as u16;
+        ctx.out[*port as usize].push(nb);
+        off += len;
+    }
+    ctx.cache.free(b);
+}
+
+fn addr6(h: &[u8], at: usize) -> [u8; 16] {
+    h[at..at + 16].try_into().expect("16 bytes")
+}
+
+fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
+    let l3 = b.meta().l3_off as usize;
+    match why {
+        Slow::TtlExpired => {
+            let dst = u128::from_be_bytes(addr6(b.data(), l3 + 24));
+            if matches!(t.next_hops[t.vrfs[vrf_of(t, &b)].v6.lookup(dst) as usize], NextHop::Local) {
+                return local6(ctx, t, b);
+            }
+            ctx.drops[Drop::TtlExpired as usize] += 1;
+            icmp6_error(ctx, t, b, icmpv6::TIME_EXCEEDED, 0, 0);
+        }
+        Slow::NoRoute => {
+            ctx.drops[Drop::NoRoute as usize] += 1;
+            icmp6_error(ctx, t, b, icmpv6::DST_UNREACHABLE, 0, 0);
+        }
+        Slow::Reject => {
+            ctx.drops[Drop::Reject as usize] += 1;
+            icmp6_error(ctx, t, b, icmpv6::DST_UNREACHABLE, 1, 0);
+        }
+        Slow::TooBig { mtu } => {
+            ctx.drops[Drop::MtuExceeded as usize] += 1;
+            icmp6_error(ctx, t, b, icmpv6::PACKET_TOO_BIG, 0, mtu as u32);
+        }
+        // IPv6 routers never fragment; the fast node never asks.
+        Slow::Fragment { .. } => ctx.drop(b, Drop::MtuExceeded),
+        Slow::Options => {
+            if b.data()[l3 + 7] <= 1 {
+                return slow6(ctx, t, b, Slow::TtlExpired);
+            }
+            let dst = u128::from_be_bytes(addr6(b.data(), l3 + 24));
+            let nh = t.vrfs[vrf_of(t, &b)].v6.lookup(dst);
+            ip6::forward(ctx, t, b, nh, true);
+        }
+        Slow::Local => local6(ctx, t, b),
+    }
+}
+
+fn local6(ctx: &mut Ctx, t: &Tables, mut b: PktBuf) {
+    let l3 = b.meta().l3_off as usize;
+    let d = b.data_mut();
+    let plen = be16(d, l3 + 4) as usize;
+    let (src, dst) = (addr6(d, l3 + 8), addr6(d, l3 + 24));
+    // The reply goes from the address the request was sent to, back to its sender.
+    if d[l3 + 6] != icmpv6::PROTO
+        || !icmpv6::echo_reply_in_place(&mut d[l3 + 40..l3 + 40 + plen], &dst, &src)
+    {
+        return ctx.drop(b, Drop::LocalUnhandled);
+    }
+    d[l3 + 8..l3 + 24].copy_from_slice(&dst);
+    d[l3 + 24..l3 + 40].copy_from_slice(&src);
+    d[l3 + 7] = 64;
+    ctx.echo_replies += 1;
+    let nh = t.vrfs[vrf_of(t, &b)].v6.lookup(u128::from_be_bytes(src));
+    ip6::forward(ctx, t, b, nh, false);
+}
+
+/// ICMPv6 error back to the source, within RFC 4443 2.4(e)'s rules and the rate limit.
+fn icmp6_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, rest: u32) {
+    let l3 = b.meta().l3_off as usize;
+    let h = &b.data()[l3..];
+    let src = addr6(h, 8);
+    let src_n = u128::from_be_bytes(src);
+    let bad_src = src_n == 0 || src[0] == 0xff;
+    let about_error = h[6] == icmpv6::PROTO && h.len() > 40 && h[40] < 128;
+    if bad_src || about_error {
+        return ctx.cache.free(b);
+    }
+    let ifc = &t.ifs[b.meta().rx_if as usize];
+    let Some(&(me, _)) = ifc.v6.iter().find(|(a, _)| (a >> 118) != 0x3fa) else {
+        return ctx.cache.free(b);
+    };
+    if !ctx.icmp.take() {
+        ctx.icmp_rate_limited += 1;
+        return ctx.cache.free(b);
+    }
+    let Some(mut nb) = ctx.cache.alloc() else {
+        ctx.drops[Drop::NoBuffer as usize] += 1;
+        return ctx.cache.free(b);
+    };
+    let me = me.to_be_bytes();
+    nb.set_len(14 + icmpv6::MIN_MTU);
+    let n = icmpv6::build_error(&mut nb.data_mut()[54..], msg_type, code, rest, h, &me, &src);
+    let repr = ipv6::Repr {
+        src: me,
+        dst: src,
+        next_header: icmpv6::PROTO,
+        hop_limit: 64,
+        payload_len: n,
+        traffic_class: 0xc0,
+        flow_label: 0,
+    };
+    let ok = repr.emit(&mut nb.data_mut()[14..]).is_ok();
+    nb.set_len(54 + n);
+    let vrf = vrf_of(t, &b);
+    let m = nb.meta_mut();
+    m.l3_off = 14;
+    m.rx_if = b.meta().rx_if;
+    ctx.cache.free(b);
+    if !ok || n == 0 {
+        return ctx.cache.free(nb);
+    }
+    ctx.icmp_sent += 1;
+    let nh = t.vrfs[vrf].v6.lookup(src_n);
+    ip6::forward(ctx, t, nb, nh, false);
+}

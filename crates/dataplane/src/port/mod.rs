@@ -1,0 +1,40 @@
+//! Ports: where frames enter and leave. A port has receive and transmit queues; each worker owns
+//! one queue of each kind per port, so no queue is shared and none is locked. Drivers implement
+//! the two queue traits; the worker calls them once per burst (a virtual call per burst of up to
+//! 256 frames, never per frame).
+//!
+//! - [`mem`]: in-process rings, zero-copy, for the embedded tester and benchmarks.
+//! - [`pcap`]: a capture file as input, a capture file as output, for tests and replays.
+//!
+//! Later drivers (af_xdp, af_packet, tap) implement the same traits.
+
+pub mod mem;
+pub mod pcap;
+
+use crate::buffer::{BufCache, PktBuf};
+
+pub trait RxQueue: Send {
+    /// Appends up to `max` received frames to `out`; returns how many.
+    fn rx_burst(&mut self, cache: &mut BufCache, out: &mut Vec<PktBuf>, max: usize) -> usize;
+
+    /// True once the queue can never deliver again (a drained capture file). Live ports never are.
+    fn is_exhausted(&self) -> bool {
+        false
+    }
+}
+
+pub trait TxQueue: Send {
+    /// Sends frames from the front of `pkts`, removing those it took; frames it could not take
+    /// (queue full) stay in `pkts` for the caller to count and free. Returns how many it took.
+    fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize;
+
+    /// Pushes out anything buffered (files). Called when the worker is idle or stopping.
+    fn flush(&mut self) {}
+}
+
+/// A port as the worker sees it: its queues for this worker.
+pub struct PortQueues {
+    pub name: String,
+    pub rx: Option<Box<dyn RxQueue>>,
+    pub tx: Option<Box<dyn TxQueue>>,
+}

@@ -1,0 +1,118 @@
+//! The forwarding state workers read: interfaces, the next-hop (adjacency) table and one IPv4 and
+//! one IPv6 LPM per VRF. The control plane builds a new `Tables` whenever interfaces, next hops or
+//! VRFs change and publishes it whole (an atomically swapped `Arc`); workers pick up the new
+//! version at their next vector. Routes change more often and more finely: the LPMs inside are
+//! updated in place by their writers (see `fib::lpm`), without a new `Tables`.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use fib::LpmTable;
+use packet::ethernet::MacAddr;
+
+/// Interface index meaning "none".
+pub const NO_IF: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+pub struct Interface {
+    pub name: String,
+    pub port: u16,
+    /// 802.1Q VLAN id of a sub-interface; None for the port's untagged interface.
+    pub vlan: Option<u16>,
+    pub mac: MacAddr,
+    /// IP MTU: the largest L3 packet sent out of this interface.
+    pub mtu: u16,
+    pub vrf: u32,
+    pub up: bool,
+    /// Addresses with prefix length; the first is the source of ICMP errors sent from here.
+    pub v4: Vec<(u32, u8)>,
+    pub v6: Vec<(u128, u8)>,
+}
+
+/// How a port's frames map to interfaces.
+#[derive(Clone, Debug)]
+pub struct PortMap {
+    pub untagged: u32,
+    /// Indexed by VLAN id; empty when the port has no sub-interfaces.
+    pub vlans: Box<[u32]>,
+}
+
+impl PortMap {
+    #[inline]
+    pub fn by_vlan(&self, vid: u16) -> u32 {
+        self.vlans.get(vid as usize).copied().unwrap_or(NO_IF)
+    }
+}
+
+/// The L2 header to write in front of a forwarded packet (Ethernet, with a VLAN tag for a
+/// sub-interface), precomputed so forwarding is one copy.
+#[derive(Clone, Copy, Debug)]
+pub struct Rewrite {
+    pub bytes: [u8; 18],
+    pub len: u8,
+}
+
+impl Rewrite {
+    /// `ethertype` is the EtherType of the payload (0x0800 or 0x86dd).
+    pub fn ethernet(dst: MacAddr, src: MacAddr, vlan: Option<u16>, ethertype: u16) -> Self {
+        let mut bytes = [0u8; 18];
+        bytes[0..6].copy_from_slice(&dst.0);
+        bytes[6..12].copy_from_slice(&src.0);
+        let len = match vlan {
+            Some(vid) => {
+                bytes[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+                bytes[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+                bytes[16..18].copy_from_slice(&ethertype.to_be_bytes());
+                18
+            }
+            None => {
+                bytes[12..14].copy_from_slice(&ethertype.to_be_bytes());
+                14
+            }
+        };
+        Self { bytes, len }
+    }
+}
+
+/// What a route resolves to. Id 0 is always `NoRoute`: the LPM answers 0 when nothing matches.
+#[derive(Clone, Debug)]
+pub enum NextHop {
+    /// Nothing matched: drop, ICMP destination unreachable (net).
+    NoRoute,
+    /// Send out of `tx_if` with this L2 header.
+    Forward {
+        tx_if: u32,
+        port: u16,
+        mtu: u16,
+        rewrite: Rewrite,
+    },
+    /// Equal-cost multipath: one of these `Forward` next hops, chosen by the flow hash.
+    Ecmp(Box<[u32]>),
+    /// Addressed to the router itself.
+    Local,
+    /// A connected subnet whose neighbour is not known: dropped and counted (ARP/ND resolution
+    /// comes with real ports).
+    Glean { tx_if: u32 },
+    /// Silently discarded (a null route).
+    Blackhole,
+    /// Discarded with ICMP destination unreachable, administratively prohibited.
+    Reject,
+}
+
+pub struct Vrf {
+    pub name: String,
+    pub v4: Arc<LpmTable<u32>>,
+    pub v6: Arc<LpmTable<u128>>,
+}
+
+pub struct Tables {
+    pub ifs: Box<[Interface]>,
+    pub ports: Box<[PortMap]>,
+    pub next_hops: Box<[NextHop]>,
+    pub vrfs: Box<[Vrf]>,
+    /// ICMP errors each worker may send per second (RFC 1812 4.3.2.8 rate limiting).
+    pub icmp_rate: u32,
+}
+
+/// Where the current tables are published.
+pub type SharedTables = Arc<ArcSwap<Tables>>;
