@@ -101,8 +101,13 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
             std::fs::File::create(o.workdir.join("bench.routes")).map_err(|e| e.to_string())?,
         );
         for (i, &(p, l)) in routes.iter().enumerate() {
-            let via = if i % 2 == 0 { "198.51.100.2" } else { "198.51.100.2,198.51.100.3" };
-            writeln!(f, "{}/{} via {via}", std::net::Ipv4Addr::from(p), l).map_err(|e| e.to_string())?;
+            let via = if i % 2 == 0 {
+                "198.51.100.2"
+            } else {
+                "198.51.100.2,198.51.100.3"
+            };
+            writeln!(f, "{}/{} via {via}", std::net::Ipv4Addr::from(p), l)
+                .map_err(|e| e.to_string())?;
         }
     }
     let cores: Vec<String> = (0..o.workers).map(|i| i.to_string()).collect();

@@ -76,12 +76,21 @@ fn measure<K: Key>(w: &LpmWriter<K>, trace: &[K], seconds: f64) -> (f64, u64) {
     (n as f64 / start.elapsed().as_secs_f64(), hits)
 }
 
-fn trace_random<K: Key>(n: usize, rng: &mut SmallRng, mut draw: impl FnMut(&mut SmallRng) -> K) -> Vec<K> {
+fn trace_random<K: Key>(
+    n: usize,
+    rng: &mut SmallRng,
+    mut draw: impl FnMut(&mut SmallRng) -> K,
+) -> Vec<K> {
     (0..n).map(|_| draw(rng)).collect()
 }
 
 /// Addresses inside the table's prefixes: a random route, random host bits.
-fn trace_from_routes<K: Key>(routes: &[(K, u8)], n: usize, rng: &mut SmallRng, host: impl Fn(&mut SmallRng) -> K) -> Vec<K> {
+fn trace_from_routes<K: Key>(
+    routes: &[(K, u8)],
+    n: usize,
+    rng: &mut SmallRng,
+    host: impl Fn(&mut SmallRng) -> K,
+) -> Vec<K> {
     (0..n)
         .map(|_| {
             let (p, l) = routes[rng.gen_range(0..routes.len())];
@@ -102,7 +111,11 @@ fn merge<K: Key>(p: K, l: u8, h: K) -> K {
     k
 }
 
-fn write_routes<K: Key>(path: &Path, routes: &[(K, u8)], fmt: impl Fn(K) -> String) -> std::io::Result<()> {
+fn write_routes<K: Key>(
+    path: &Path,
+    routes: &[(K, u8)],
+    fmt: impl Fn(K) -> String,
+) -> std::io::Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     for &(p, l) in routes {
         writeln!(f, "{}/{}", fmt(p), l)?;
@@ -110,7 +123,11 @@ fn write_routes<K: Key>(path: &Path, routes: &[(K, u8)], fmt: impl Fn(K) -> Stri
     f.flush()
 }
 
-fn write_trace<K: Key>(path: &Path, trace: &[K], bytes: impl Fn(K) -> Vec<u8>) -> std::io::Result<()> {
+fn write_trace<K: Key>(
+    path: &Path,
+    trace: &[K],
+    bytes: impl Fn(K) -> Vec<u8>,
+) -> std::io::Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     for &k in trace {
         f.write_all(&bytes(k))?;
@@ -130,7 +147,9 @@ pub fn dpdk_harness() -> Result<PathBuf, String> {
         .status()
         .map_err(|e| format!("cannot run benches/dpdk/build.sh: {e}"))?;
     if !st.success() || !bin.exists() {
-        return Err("building the DPDK harness failed (apt-get install libdpdk-dev pkg-config)".into());
+        return Err(
+            "building the DPDK harness failed (apt-get install libdpdk-dev pkg-config)".into(),
+        );
     }
     Ok(bin)
 }
@@ -147,15 +166,28 @@ fn repo_root() -> PathBuf {
     }
 }
 
-fn run_dpdk(engine: &str, routes: &Path, trace: &Path, seconds: f64) -> Result<serde_json::Value, String> {
+fn run_dpdk(
+    engine: &str,
+    routes: &Path,
+    trace: &Path,
+    seconds: f64,
+) -> Result<serde_json::Value, String> {
     let bin = dpdk_harness()?;
     let out = Command::new(bin)
-        .args([engine, &routes.display().to_string(), &trace.display().to_string(), &seconds.to_string()])
+        .args([
+            engine,
+            &routes.display().to_string(),
+            &trace.display().to_string(),
+            &seconds.to_string(),
+        ])
         .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("{engine} harness failed: {}", String::from_utf8_lossy(&out.stdout)));
+        return Err(format!(
+            "{engine} harness failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        ));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| format!("{engine}: bad JSON: {e}"))
 }
@@ -163,7 +195,11 @@ fn run_dpdk(engine: &str, routes: &Path, trace: &Path, seconds: f64) -> Result<s
 fn dpdk_row(v: &serde_json::Value, trace: &str) -> Row {
     let f = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
     Row {
-        engine: v.get("engine").and_then(|x| x.as_str()).unwrap_or("?").to_string(),
+        engine: v
+            .get("engine")
+            .and_then(|x| x.as_str())
+            .unwrap_or("?")
+            .to_string(),
         routes: f("routes_added") as usize,
         trace: trace.to_string(),
         mlookups: f("mlookups_per_s"),
@@ -188,23 +224,53 @@ pub fn run(o: &Opts) -> Result<Vec<Row>, String> {
         Family::V4 => {
             let routes = gen::v4(&spec);
             let traces = vec![
-                ("random", trace_random(o.trace_len, &mut rng, |r| r.gen::<u32>())),
-                ("from-routes", trace_from_routes(&routes, o.trace_len, &mut rng, |r| r.gen::<u32>())),
+                (
+                    "random",
+                    trace_random(o.trace_len, &mut rng, |r| r.gen::<u32>()),
+                ),
+                (
+                    "from-routes",
+                    trace_from_routes(&routes, o.trace_len, &mut rng, |r| r.gen::<u32>()),
+                ),
             ];
             let rf = o.workdir.join("v4.routes");
-            write_routes(&rf, &routes, |k| std::net::Ipv4Addr::from(k).to_string()).map_err(|e| e.to_string())?;
-            bench_family(o, &routes, traces, &rf, LpmConfig::v4(routes.len()), |k: u32| k.to_be_bytes().to_vec())
+            write_routes(&rf, &routes, |k| std::net::Ipv4Addr::from(k).to_string())
+                .map_err(|e| e.to_string())?;
+            bench_family(
+                o,
+                &routes,
+                traces,
+                &rf,
+                LpmConfig::v4(routes.len()),
+                |k: u32| k.to_be_bytes().to_vec(),
+            )
         }
         Family::V6 => {
             let routes = gen::v6(&spec);
             let traces = vec![
                 // Random addresses in 2000::/3, where every table's routes are.
-                ("random", trace_random(o.trace_len, &mut rng, |r| (r.gen::<u128>() >> 3) | (1u128 << 125))),
-                ("from-routes", trace_from_routes(&routes, o.trace_len, &mut rng, |r| r.gen::<u128>())),
+                (
+                    "random",
+                    trace_random(o.trace_len, &mut rng, |r| {
+                        (r.gen::<u128>() >> 3) | (1u128 << 125)
+                    }),
+                ),
+                (
+                    "from-routes",
+                    trace_from_routes(&routes, o.trace_len, &mut rng, |r| r.gen::<u128>()),
+                ),
             ];
             let rf = o.workdir.join("v6.routes");
-            write_routes(&rf, &routes, |k| std::net::Ipv6Addr::from(k).to_string()).map_err(|e| e.to_string())?;
-            bench_family(o, &routes, traces, &rf, LpmConfig::v6(routes.len()), |k: u128| k.to_be_bytes().to_vec())
+            write_routes(&rf, &routes, |k| std::net::Ipv6Addr::from(k).to_string())
+                .map_err(|e| e.to_string())?;
+            bench_family(
+                o,
+                &routes,
+                traces,
+                &rf,
+                LpmConfig::v6(routes.len()),
+                |k: u128| k.to_be_bytes().to_vec(),
+            )
         }
     }
 }
@@ -220,7 +286,8 @@ fn bench_family<K: Key>(
     let t0 = Instant::now();
     let mut w = LpmWriter::<K>::new(cfg, EpochDomain::new());
     for (i, &(p, l)) in routes.iter().enumerate() {
-        w.insert(p, l, 1 + (i as u32 % 1000)).map_err(|e| e.to_string())?;
+        w.insert(p, l, 1 + (i as u32 % 1000))
+            .map_err(|e| e.to_string())?;
     }
     w.publish().map_err(|e| e.to_string())?;
     let build_s = t0.elapsed().as_secs_f64();

@@ -91,7 +91,10 @@ pub struct Config {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Driver {
-    Pcap { rx: Option<PathBuf>, tx: Option<PathBuf> },
+    Pcap {
+        rx: Option<PathBuf>,
+        tx: Option<PathBuf>,
+    },
     /// In-process rings; the tester (or a program embedding the router) holds the other ends.
     Mem,
 }
@@ -177,7 +180,11 @@ impl Prefix {
         let p = match addr {
             IpAddr::V4(v) => {
                 let a = u32::from(v);
-                let m = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+                let m = if len == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - len as u32)
+                };
                 if a & !m != 0 {
                     return Err(format!(
                         "`{s}` has host bits set; did you mean {}/{len}?",
@@ -188,7 +195,11 @@ impl Prefix {
             }
             IpAddr::V6(v) => {
                 let a = u128::from(v);
-                let m = if len == 0 { 0 } else { u128::MAX << (128 - len as u32) };
+                let m = if len == 0 {
+                    0
+                } else {
+                    u128::MAX << (128 - len as u32)
+                };
                 if a & !m != 0 {
                     return Err(format!(
                         "`{s}` has host bits set; did you mean {}/{len}?",
@@ -367,7 +378,11 @@ impl<'a> Fields<'a> {
         for (k, v) in self.map {
             if !self.used.contains(&k.as_str()) {
                 let known = self.used.join(", ");
-                e.at(v, &join(&self.path, k), format!("unknown key `{k}` (known here: {known})"));
+                e.at(
+                    v,
+                    &join(&self.path, k),
+                    format!("unknown key `{k}` (known here: {known})"),
+                );
             }
         }
         let _ = self.file;
@@ -400,7 +415,11 @@ fn mac(s: &str, n: &Node, field: &str, e: &mut Errs) -> Option<MacAddr> {
             None
         }
         Err(_) => {
-            e.at(n, field, format!("`{s}` is not a MAC address (aa:bb:cc:dd:ee:ff)"));
+            e.at(
+                n,
+                field,
+                format!("`{s}` is not a MAC address (aa:bb:cc:dd:ee:ff)"),
+            );
             None
         }
     }
@@ -521,7 +540,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             }
             Some("mem") => Some(Driver::Mem),
             Some(d) => {
-                e.at(n, &format!("{path}.driver"), format!("unknown driver `{d}` (pcap, mem)"));
+                e.at(
+                    n,
+                    &format!("{path}.driver"),
+                    format!("unknown driver `{d}` (pcap, mem)"),
+                );
                 None
             }
             None => None,
@@ -529,7 +552,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         f.finish(&mut e);
         if let (Some(name), Some(driver)) = (name, driver) {
             if cfg.ports.iter().any(|p| p.name == name) {
-                e.at(n, &format!("{path}.name"), format!("port `{name}` defined twice"));
+                e.at(
+                    n,
+                    &format!("{path}.name"),
+                    format!("port `{name}` defined twice"),
+                );
             }
             cfg.ports.push(PortCfg {
                 name,
@@ -553,32 +580,51 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
         let mac_s = f.required("mac", &mut e);
         let mac_v = mac_s.and_then(|s| {
-            let node = f.map.iter().find(|(k, _)| k == "mac").map(|(_, v)| v).unwrap_or(n);
+            let node = f
+                .map
+                .iter()
+                .find(|(k, _)| k == "mac")
+                .map(|(_, v)| v)
+                .unwrap_or(n);
             mac(&s, node, &format!("{path}.mac"), &mut e)
         });
         let mtu: u16 = f.parse("mtu", "an MTU", &mut e).unwrap_or(1500);
         if !(68..=9198).contains(&mtu) {
-            e.at(n, &format!("{path}.mtu"), "MTU must be 68..=9198 (9,216-byte frames)");
+            e.at(
+                n,
+                &format!("{path}.mtu"),
+                "MTU must be 68..=9198 (9,216-byte frames)",
+            );
         }
         let vrf = f.str("vrf", &mut e).unwrap_or_else(|| "default".into());
         let up = match f.str("state", &mut e).as_deref() {
             None | Some("up") => true,
             Some("down") => false,
             Some(s) => {
-                e.at(n, &format!("{path}.state"), format!("`{s}`: state is up or down"));
+                e.at(
+                    n,
+                    &format!("{path}.state"),
+                    format!("`{s}`: state is up or down"),
+                );
                 true
             }
         };
         let mut ipv4 = Vec::new();
         for (s, node, field) in f.list("ipv4", &mut e) {
-            match s.split_once('/').map(|(a, l)| (a.parse::<std::net::Ipv4Addr>(), l.parse::<u8>())) {
+            match s
+                .split_once('/')
+                .map(|(a, l)| (a.parse::<std::net::Ipv4Addr>(), l.parse::<u8>()))
+            {
                 Some((Ok(a), Ok(l))) if (1..=32).contains(&l) => ipv4.push((u32::from(a), l)),
                 _ => e.at(node, &field, format!("`{s}` is not an IPv4 address/length")),
             }
         }
         let mut ipv6 = Vec::new();
         for (s, node, field) in f.list("ipv6", &mut e) {
-            match s.split_once('/').map(|(a, l)| (a.parse::<std::net::Ipv6Addr>(), l.parse::<u8>())) {
+            match s
+                .split_once('/')
+                .map(|(a, l)| (a.parse::<std::net::Ipv6Addr>(), l.parse::<u8>()))
+            {
                 Some((Ok(a), Ok(l))) if (1..=128).contains(&l) => ipv6.push((u128::from(a), l)),
                 _ => e.at(node, &field, format!("`{s}` is not an IPv6 address/length")),
             }
@@ -609,7 +655,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         if f.map.iter().all(|(k, _)| k != "ip") {
             e.at(n, &format!("{path}.ip"), "`ip` is required");
         }
-        let m = f.required("mac", &mut e).and_then(|s| mac(&s, n, &format!("{path}.mac"), &mut e));
+        let m = f
+            .required("mac", &mut e)
+            .and_then(|s| mac(&s, n, &format!("{path}.mac"), &mut e));
         f.finish(&mut e);
         if let (Some(interface), Some(ip), Some(mac)) = (interface, ip, m) {
             cfg.neighbors.push(NeighborCfg {
@@ -625,13 +673,15 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             continue;
         };
         let origin = f.origin();
-        let prefix = f.required("prefix", &mut e).and_then(|s| match Prefix::parse(&s) {
-            Ok(p) => Some(p),
-            Err(m) => {
-                e.at(n, &format!("{path}.prefix"), m);
-                None
-            }
-        });
+        let prefix = f
+            .required("prefix", &mut e)
+            .and_then(|s| match Prefix::parse(&s) {
+                Ok(p) => Some(p),
+                Err(m) => {
+                    e.at(n, &format!("{path}.prefix"), m);
+                    None
+                }
+            });
         let vrf = f.str("vrf", &mut e).unwrap_or_else(|| "default".into());
         let mut via = Vec::new();
         for (s, node, field) in f.list("via", &mut e) {
@@ -640,19 +690,31 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 Err(_) => e.at(node, &field, format!("`{s}` is not an IP address")),
             }
         }
-        let blackhole = f.parse::<bool>("blackhole", "true or false", &mut e).unwrap_or(false);
-        let reject = f.parse::<bool>("reject", "true or false", &mut e).unwrap_or(false);
+        let blackhole = f
+            .parse::<bool>("blackhole", "true or false", &mut e)
+            .unwrap_or(false);
+        let reject = f
+            .parse::<bool>("reject", "true or false", &mut e)
+            .unwrap_or(false);
         f.finish(&mut e);
         let target = match (via.is_empty(), blackhole, reject) {
             (false, false, false) => Some(Target::Via(via)),
             (true, true, false) => Some(Target::Blackhole),
             (true, false, true) => Some(Target::Reject),
             (true, false, false) => {
-                e.at(n, &path, "a route needs `via`, `blackhole: true` or `reject: true`");
+                e.at(
+                    n,
+                    &path,
+                    "a route needs `via`, `blackhole: true` or `reject: true`",
+                );
                 None
             }
             _ => {
-                e.at(n, &path, "`via`, `blackhole` and `reject` exclude each other");
+                e.at(
+                    n,
+                    &path,
+                    "`via`, `blackhole` and `reject` exclude each other",
+                );
                 None
             }
         };
@@ -676,7 +738,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         if let Some(p) = p {
             let full = dir.join(&p);
             if !full.is_file() {
-                e.at(n, &format!("{path}.path"), format!("route file `{}` not found", full.display()));
+                e.at(
+                    n,
+                    &format!("{path}.path"),
+                    format!("route file `{}` not found", full.display()),
+                );
             }
             cfg.route_files.push(RouteFileCfg {
                 path: full,
@@ -700,16 +766,28 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
 fn cross_check(cfg: &Config, e: &mut Errs) {
     for (i, ifc) in cfg.interfaces.iter().enumerate() {
         if !cfg.ports.iter().any(|p| p.name == ifc.port) {
-            e.origin(&ifc.origin, format!("interface `{}`: no port named `{}`", ifc.name, ifc.port));
+            e.origin(
+                &ifc.origin,
+                format!("interface `{}`: no port named `{}`", ifc.name, ifc.port),
+            );
         }
         if !cfg.vrfs.contains(&ifc.vrf) {
-            e.origin(&ifc.origin, format!("VRF `{}` is not defined under `vrfs`", ifc.vrf));
+            e.origin(
+                &ifc.origin,
+                format!("VRF `{}` is not defined under `vrfs`", ifc.vrf),
+            );
         }
         let dup = cfg.interfaces[..i]
             .iter()
             .any(|o| o.name == ifc.name || (o.port == ifc.port && o.vlan == ifc.vlan));
         if dup {
-            e.origin(&ifc.origin, format!("interface `{}` duplicates another (name, or port and VLAN)", ifc.name));
+            e.origin(
+                &ifc.origin,
+                format!(
+                    "interface `{}` duplicates another (name, or port and VLAN)",
+                    ifc.name
+                ),
+            );
         }
     }
     for nb in &cfg.neighbors {
@@ -718,12 +796,18 @@ fn cross_check(cfg: &Config, e: &mut Errs) {
             continue;
         };
         if !on_subnet(ifc, nb.ip) {
-            e.origin(&nb.origin, format!("{} is not on a subnet of interface `{}`", nb.ip, ifc.name));
+            e.origin(
+                &nb.origin,
+                format!("{} is not on a subnet of interface `{}`", nb.ip, ifc.name),
+            );
         }
     }
     for r in &cfg.routes {
         if !cfg.vrfs.contains(&r.vrf) {
-            e.origin(&r.origin, format!("VRF `{}` is not defined under `vrfs`", r.vrf));
+            e.origin(
+                &r.origin,
+                format!("VRF `{}` is not defined under `vrfs`", r.vrf),
+            );
         }
         if let Target::Via(v) = &r.target {
             if v.len() > 64 {
@@ -731,11 +815,17 @@ fn cross_check(cfg: &Config, e: &mut Errs) {
             }
             for a in v {
                 if a.is_ipv4() != matches!(r.prefix, Prefix::V4(..)) {
-                    e.origin(&r.origin, format!("next hop {a} is not of the prefix's family"));
+                    e.origin(
+                        &r.origin,
+                        format!("next hop {a} is not of the prefix's family"),
+                    );
                 } else if find_neighbor(cfg, &r.vrf, *a).is_none() {
                     e.origin(
                         &r.origin,
-                        format!("next hop {a} is not a neighbor in VRF `{}` (add it under `neighbors`)", r.vrf),
+                        format!(
+                            "next hop {a} is not a neighbor in VRF `{}` (add it under `neighbors`)",
+                            r.vrf
+                        ),
                     );
                 }
             }
@@ -743,7 +833,10 @@ fn cross_check(cfg: &Config, e: &mut Errs) {
     }
     for rf in &cfg.route_files {
         if !cfg.vrfs.contains(&rf.vrf) {
-            e.origin(&rf.origin, format!("VRF `{}` is not defined under `vrfs`", rf.vrf));
+            e.origin(
+                &rf.origin,
+                format!("VRF `{}` is not defined under `vrfs`", rf.vrf),
+            );
         }
     }
 }

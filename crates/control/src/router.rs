@@ -86,7 +86,10 @@ impl Router {
         let vrf_idx = |name: &str| cfg.vrfs.iter().position(|v| v == name).expect("checked") as u32;
         let mut ifs = Vec::new();
         for (i, ic) in cfg.interfaces.iter().enumerate() {
-            let port = port_names.iter().position(|p| *p == ic.port).expect("checked");
+            let port = port_names
+                .iter()
+                .position(|p| *p == ic.port)
+                .expect("checked");
             let pm = &mut ports[port];
             match ic.vlan {
                 None => pm.untagged = i as u32,
@@ -176,7 +179,9 @@ impl Router {
         let local = self.nh(NhKey::Local, |_| NextHop::Local);
         for ifx in 0..self.ifs.len() {
             let ifc = self.ifs[ifx].clone();
-            let glean = self.nh(NhKey::Glean(ifx as u32), |_| NextHop::Glean { tx_if: ifx as u32 });
+            let glean = self.nh(NhKey::Glean(ifx as u32), |_| NextHop::Glean {
+                tx_if: ifx as u32,
+            });
             let vrf = ifc.vrf as usize;
             for &(a, l) in &ifc.v4 {
                 let m = u32::MAX << (32 - l as u32);
@@ -190,7 +195,11 @@ impl Router {
             }
         }
         for nb in self.cfg.neighbors.clone() {
-            let ifx = self.ifs.iter().position(|i| i.name == nb.interface).expect("checked") as u32;
+            let ifx = self
+                .ifs
+                .iter()
+                .position(|i| i.name == nb.interface)
+                .expect("checked") as u32;
             let vrf = self.ifs[ifx as usize].vrf as usize;
             let nh = self.neighbor_nh(ifx, nb.ip, nb.mac);
             let p = match nb.ip {
@@ -213,7 +222,11 @@ impl Router {
                     let nb = find_neighbor(&self.cfg, vrf, a)
                         .ok_or_else(|| format!("next hop {a} is not a neighbor in VRF `{vrf}`"))?
                         .clone();
-                    let ifx = self.ifs.iter().position(|i| i.name == nb.interface).expect("checked");
+                    let ifx = self
+                        .ifs
+                        .iter()
+                        .position(|i| i.name == nb.interface)
+                        .expect("checked");
                     members.push(self.neighbor_nh(ifx as u32, a, nb.mac));
                 }
                 members.sort_unstable();
@@ -230,11 +243,21 @@ impl Router {
     fn install_static(&mut self) -> Result<(), BuildError> {
         for rc in self.cfg.routes.clone() {
             let nh = self.resolve(&rc.vrf, &rc.target).map_err(|m| {
-                BuildError(format!("{}:{}: {}: {m}", self.cfg.source.display(), rc.origin.line, rc.origin.field))
+                BuildError(format!(
+                    "{}:{}: {}: {m}",
+                    self.cfg.source.display(),
+                    rc.origin.line,
+                    rc.origin.field
+                ))
             })?;
             let vrf = self.vrf_index(&rc.vrf);
-            self.add(vrf, rc.prefix, nh)
-                .map_err(|e| BuildError(format!("{}:{}: {e}", self.cfg.source.display(), rc.origin.line)))?;
+            self.add(vrf, rc.prefix, nh).map_err(|e| {
+                BuildError(format!(
+                    "{}:{}: {e}",
+                    self.cfg.source.display(),
+                    rc.origin.line
+                ))
+            })?;
         }
         Ok(())
     }
@@ -246,7 +269,8 @@ impl Router {
     /// Loads a route file: one route per line, `PREFIX/LEN via ADDR[,ADDR...]`, `PREFIX/LEN
     /// blackhole` or `PREFIX/LEN reject`; `#` starts a comment. Returns the number of routes.
     pub fn load_route_file(&mut self, path: &Path, vrf: &str) -> Result<usize, BuildError> {
-        let f = std::fs::File::open(path).map_err(|e| BuildError(format!("{}: {e}", path.display())))?;
+        let f = std::fs::File::open(path)
+            .map_err(|e| BuildError(format!("{}: {e}", path.display())))?;
         let vrf_i = self.vrf_index(vrf);
         let mut n = 0;
         let mut cache: HashMap<String, u32> = HashMap::new();
@@ -310,14 +334,18 @@ impl Router {
         // Next hops first, so no route can point at an id the workers do not know yet.
         self.shared.store(Arc::new(t));
         for f in &mut self.fibs {
-            f.v4.publish().map_err(|e| BuildError(format!("VRF {}: IPv4: {e}", f.name)))?;
-            f.v6.publish().map_err(|e| BuildError(format!("VRF {}: IPv6: {e}", f.name)))?;
+            f.v4.publish()
+                .map_err(|e| BuildError(format!("VRF {}: IPv4: {e}", f.name)))?;
+            f.v6.publish()
+                .map_err(|e| BuildError(format!("VRF {}: IPv6: {e}", f.name)))?;
         }
         Ok(())
     }
 
     pub fn route_counts(&self) -> (usize, usize) {
-        self.fibs.iter().fold((0, 0), |(a, b), f| (a + f.v4.len(), b + f.v6.len()))
+        self.fibs
+            .iter()
+            .fold((0, 0), |(a, b), f| (a + f.v4.len(), b + f.v6.len()))
     }
 }
 
@@ -362,7 +390,10 @@ impl Router {
     /// worker gets its own queue pair on every `mem` port. Returns the mem ports' other ends.
     pub fn start(&self, opts: StartOptions) -> Result<(Running, Vec<MemPeer>), BuildError> {
         let nw = self.cfg.workers;
-        let pool = opts.pool.clone().unwrap_or_else(|| Pool::new(self.cfg.buffers));
+        let pool = opts
+            .pool
+            .clone()
+            .unwrap_or_else(|| Pool::new(self.cfg.buffers));
         let mut per_worker: Vec<Vec<PortQueues>> = (0..nw).map(|_| Vec::new()).collect();
         let mut peers = Vec::new();
         for pc in &self.cfg.ports {
@@ -372,10 +403,13 @@ impl Router {
                         let (mut rxq, mut txq) = (None, None);
                         if w == 0 {
                             if let Some(p) = rx {
-                                rxq = Some(Box::new(PcapRx::open(p).map_err(BuildError)?) as Box<_>);
+                                rxq =
+                                    Some(Box::new(PcapRx::open(p).map_err(BuildError)?) as Box<_>);
                             }
                             if let Some(p) = tx {
-                                txq = Some(Box::new(PcapTx::create(p).map_err(BuildError)?) as Box<_>);
+                                txq = Some(
+                                    Box::new(PcapTx::create(p).map_err(BuildError)?) as Box<_>
+                                );
                             }
                         }
                         queues.push(PortQueues {

@@ -50,7 +50,9 @@ fn convert(n: MarkedYamlOwned) -> Result<Node, SyntaxError> {
     let value = match n.data {
         YamlDataOwned::Value(s) => scalar(s),
         YamlDataOwned::Representation(s, _, _) => Value::Scalar(s),
-        YamlDataOwned::Sequence(v) => Value::Seq(v.into_iter().map(convert).collect::<Result<_, _>>()?),
+        YamlDataOwned::Sequence(v) => {
+            Value::Seq(v.into_iter().map(convert).collect::<Result<_, _>>()?)
+        }
         YamlDataOwned::Mapping(m) => {
             let mut out: Vec<(String, Node)> = Vec::new();
             for (k, v) in m {
@@ -78,7 +80,9 @@ fn convert(n: MarkedYamlOwned) -> Result<Node, SyntaxError> {
             Value::Map(out)
         }
         YamlDataOwned::Tagged(_, inner) => return convert(*inner),
-        YamlDataOwned::Alias(_) => return Err(err("YAML aliases are not supported in configs".into())),
+        YamlDataOwned::Alias(_) => {
+            return Err(err("YAML aliases are not supported in configs".into()))
+        }
         YamlDataOwned::BadValue => return Err(err("unreadable value".into())),
     };
     Ok(Node { line, col, value })

@@ -303,7 +303,6 @@ fn drop_foreign(b: PktBuf) {
     // harmlessly.
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,7 +319,10 @@ mod tests {
         assert_eq!(b.data(), &[9, 9, 9, 9, 1, 2, 3, 4]);
         assert!(b.pull_front(6));
         assert_eq!(b.data(), &[3, 4]);
-        assert!(!b.push_front(HEADROOM + 7), "only the headroom can be pushed");
+        assert!(
+            !b.push_front(HEADROOM + 7),
+            "only the headroom can be pushed"
+        );
         assert!(!b.set_len(MAX_FRAME + HEADROOM));
         assert!(b.set_len(MAX_FRAME));
         c.free(b);

@@ -9,17 +9,17 @@ macro_rules! reasons {
         /// Why a frame was dropped. Every drop has exactly one.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
-        pub enum Drop { $($v,)* }
-        impl Drop {
-            pub const ALL: &'static [Drop] = &[$(Drop::$v,)*];
+        pub enum DropReason { $($v,)* }
+        impl DropReason {
+            pub const ALL: &'static [DropReason] = &[$(DropReason::$v,)*];
             pub const COUNT: usize = Self::ALL.len();
             /// Human text, as `show errors` prints it.
             pub fn text(self) -> &'static str {
-                match self { $(Drop::$v => $s,)* }
+                match self { $(DropReason::$v => $s,)* }
             }
             /// Stable machine name (metrics label, JSON key).
             pub fn name(self) -> &'static str {
-                match self { $(Drop::$v => stringify!($v),)* }
+                match self { $(DropReason::$v => stringify!($v),)* }
             }
         }
     };
@@ -47,7 +47,7 @@ reasons! {
     NoBuffer => "no buffer for a generated packet",
 }
 
-pub const DROP_COUNT: usize = Drop::COUNT;
+pub const DROP_COUNT: usize = DropReason::COUNT;
 
 /// One port's counters within one worker.
 #[derive(Default)]
@@ -139,7 +139,7 @@ impl Snapshot {
         s
     }
 
-    pub fn drop_count(&self, d: Drop) -> u64 {
+    pub fn drop_count(&self, d: DropReason) -> u64 {
         self.drops[d as usize]
     }
 

@@ -13,5 +13,5 @@ pub mod tables;
 pub mod worker;
 
 pub use buffer::{BufCache, PktBuf, Pool};
-pub use counters::{Drop, Snapshot, WorkerCounters};
+pub use counters::{DropReason, Snapshot, WorkerCounters};
 pub use tables::{Interface, NextHop, PortMap, Rewrite, SharedTables, Tables, Vrf, NO_IF};

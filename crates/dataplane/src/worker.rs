@@ -10,7 +10,7 @@ use std::time::Instant;
 use fib::EpochReader;
 
 use crate::buffer::{BufCache, PktBuf};
-use crate::counters::{bump, Drop, WorkerCounters};
+use crate::counters::{bump, DropReason, WorkerCounters};
 use crate::node::{self, Ctx, VECTOR};
 use crate::port::PortQueues;
 use crate::tables::SharedTables;
@@ -135,7 +135,7 @@ fn transmit(ctx: &mut Ctx, ports: &mut [PortQueues], counters: &WorkerCounters) 
             continue;
         }
         let Some(tx) = ports[p].tx.as_mut() else {
-            ctx.drops[Drop::TxQueueFull as usize] += out.len() as u64;
+            ctx.drops[DropReason::TxQueueFull as usize] += out.len() as u64;
             ctx.cache.free_all(out);
             continue;
         };
@@ -147,7 +147,7 @@ fn transmit(ctx: &mut Ctx, ports: &mut [PortQueues], counters: &WorkerCounters) 
         bump(&pc.tx_packets, (before - out.len()) as u64);
         bump(&pc.tx_bytes, (bytes - left) as u64);
         if !out.is_empty() {
-            ctx.drops[Drop::TxQueueFull as usize] += out.len() as u64;
+            ctx.drops[DropReason::TxQueueFull as usize] += out.len() as u64;
             ctx.cache.free_all(out);
         }
     }

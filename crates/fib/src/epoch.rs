@@ -34,7 +34,9 @@ impl EpochDomain {
     }
 
     pub fn register(self: &Arc<Self>) -> EpochReader {
-        let slot = Arc::new(ReaderSlot(AtomicU64::new(self.global.load(Ordering::Acquire))));
+        let slot = Arc::new(ReaderSlot(AtomicU64::new(
+            self.global.load(Ordering::Acquire),
+        )));
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
         readers.retain(|w| w.strong_count() > 0);
         readers.push(Arc::downgrade(&slot));
@@ -108,6 +110,10 @@ mod tests {
         b.offline();
         assert!(d.safe_epoch() < e2, "a is still online and behind");
         drop(a);
-        assert_eq!(d.safe_epoch(), e2, "dropped and offline readers do not hold memory");
+        assert_eq!(
+            d.safe_epoch(),
+            e2,
+            "dropped and offline readers do not hold memory"
+        );
     }
 }

@@ -83,7 +83,7 @@ mod tests {
         assert_eq!(k.bits(30, 6), 0b11_0000);
         let k6: u128 = 0x2001_0db8 << 96 | 0xff;
         assert_eq!(k6.bits(0, 16), 0x2001);
-        assert_eq!(k6.bits(124, 6), 0b1111_00);
+        assert_eq!(k6.bits(124, 6), 0b11_1100);
     }
 
     #[test]

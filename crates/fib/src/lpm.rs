@@ -59,10 +59,15 @@ impl LpmConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FibError {
     /// The table holds `max_routes` routes already.
-    TableFull { max_routes: usize },
+    TableFull {
+        max_routes: usize,
+    },
     /// The node or leaf arena is exhausted (fragmentation, or readers that never go quiescent).
     ArenaFull,
-    BadPrefixLength { len: u8, bits: u32 },
+    BadPrefixLength {
+        len: u8,
+        bits: u32,
+    },
     NextHopOutOfRange(u32),
 }
 
@@ -70,7 +75,10 @@ impl std::fmt::Display for FibError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FibError::TableFull { max_routes } => {
-                write!(f, "route table full ({max_routes} routes); raise the limit in the config")
+                write!(
+                    f,
+                    "route table full ({max_routes} routes); raise the limit in the config"
+                )
             }
             FibError::ArenaFull => write!(f, "route table memory exhausted"),
             FibError::BadPrefixLength { len, bits } => {
@@ -167,7 +175,11 @@ impl<K: Key> LpmTable<K> {
         let n = keys.len();
         let db = self.direct_bits;
         for i in 0..n {
-            prefetch(self.direct.as_ptr().wrapping_add(keys[i].bits(0, db) as usize));
+            prefetch(
+                self.direct
+                    .as_ptr()
+                    .wrapping_add(keys[i].bits(0, db) as usize),
+            );
         }
         let mut live = 0;
         for i in 0..n {
@@ -810,7 +822,10 @@ fn build_node<K: Key>(
     let mut rest = deeper;
     while !rest.is_empty() {
         let c = rest[0].prefix.bits(off, STRIDE);
-        let n = rest.iter().take_while(|r| r.prefix.bits(off, STRIDE) == c).count();
+        let n = rest
+            .iter()
+            .take_while(|r| r.prefix.bits(off, STRIDE) == c)
+            .count();
         let (group, tail) = rest.split_at_mut(n);
         build_node(group, end, vals[c as usize], child, nodes, leaves);
         child += 1;

@@ -190,7 +190,10 @@ fn lookups_during_publishing_see_old_or_new_never_torn() {
             }
         })
         .collect();
-    let allowed: Vec<(u32, u32)> = probes.iter().map(|&a| (ref_a.lookup(a), ref_b.lookup(a))).collect();
+    let allowed: Vec<(u32, u32)> = probes
+        .iter()
+        .map(|&a| (ref_a.lookup(a), ref_b.lookup(a)))
+        .collect();
     let load = |w: &mut LpmWriter<u32>, b: bool| {
         for (i, &(p, l)) in common.iter().enumerate() {
             if b && i % 3 == 0 {
@@ -225,7 +228,10 @@ fn lookups_during_publishing_see_old_or_new_never_torn() {
                         }
                         for (j, &got) in out[..chunk.len()].iter().enumerate() {
                             let (a, b) = allowed[chunk_i * 256 + j];
-                            assert!(got == a || got == b, "torn read: got {got}, want {a} or {b}");
+                            assert!(
+                                got == a || got == b,
+                                "torn read: got {got}, want {a} or {b}"
+                            );
                         }
                         checked += chunk.len() as u64;
                     }
@@ -245,5 +251,8 @@ fn lookups_during_publishing_see_old_or_new_never_torn() {
     // reuse would have left the arena about 100 times the live size; with reuse it holds the two
     // alternating versions plus what waits in limbo.
     let st = w.stats();
-    assert!(st.node_bytes_peak < 8 * st.node_bytes_live, "arena kept growing: {st:?}");
+    assert!(
+        st.node_bytes_peak < 8 * st.node_bytes_live,
+        "arena kept growing: {st:?}"
+    );
 }

@@ -5,11 +5,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use control::Router;
-use dataplane::Drop;
+use dataplane::DropReason;
 use fib::gen::{Profile, Spec};
 
 #[derive(Parser)]
-#[command(name = "linerate", version, about = "A software multi-service router and its tester")]
+#[command(
+    name = "linerate",
+    version,
+    about = "A software multi-service router and its tester"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -132,18 +136,50 @@ fn run(cmd: Cmd) -> Result<(), String> {
             // Route files are checked by loading them, as `run` would.
             let r = Router::build(cfg).map_err(|e| e.to_string())?;
             let (v4, v6) = r.route_counts();
-            println!("{}: ok ({} interfaces, {v4} IPv4 and {v6} IPv6 routes)", config.display(), r.ifs.len());
+            println!(
+                "{}: ok ({} interfaces, {v4} IPv4 and {v6} IPv6 routes)",
+                config.display(),
+                r.ifs.len()
+            );
             Ok(())
         }
         Cmd::Run { config, json } => run_router(config, json),
-        Cmd::Routes { cmd: RoutesCmd::Gen { profile, scale, family, seed, via, out } } => {
-            let spec = Spec { profile, seed, scale };
+        Cmd::Routes {
+            cmd:
+                RoutesCmd::Gen {
+                    profile,
+                    scale,
+                    family,
+                    seed,
+                    via,
+                    out,
+                },
+        } => {
+            let spec = Spec {
+                profile,
+                seed,
+                scale,
+            };
             spec.validate()?;
-            let v4 = if family != FamilyArg::Ipv6 { fib::gen::v4(&spec) } else { Vec::new() };
-            let v6 = if family != FamilyArg::Ipv4 { fib::gen::v6(&spec) } else { Vec::new() };
+            let v4 = if family != FamilyArg::Ipv6 {
+                fib::gen::v4(&spec)
+            } else {
+                Vec::new()
+            };
+            let v6 = if family != FamilyArg::Ipv4 {
+                fib::gen::v6(&spec)
+            } else {
+                Vec::new()
+            };
             let f = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             fib::gen::write_route_lines(f, &v4, &v6, &via).map_err(|e| e.to_string())?;
-            eprintln!("{}: {} IPv4 and {} IPv6 routes ({})", out.display(), v4.len(), v6.len(), profile.name());
+            eprintln!(
+                "{}: {} IPv4 and {} IPv6 routes ({})",
+                out.display(),
+                v4.len(),
+                v6.len(),
+                profile.name()
+            );
             Ok(())
         }
         Cmd::Bench { cmd } => bench(cmd),
@@ -153,7 +189,9 @@ fn run(cmd: Cmd) -> Result<(), String> {
 fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
     let cfg = control::config::load(&config).map_err(|e| e.to_string())?;
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
-    let (running, peers) = router.start(Default::default()).map_err(|e| e.to_string())?;
+    let (running, peers) = router
+        .start(Default::default())
+        .map_err(|e| e.to_string())?;
     if !peers.is_empty() {
         return Err("mem ports need a program that holds their other ends (linerate bench); use pcap ports with `run`".into());
     }
@@ -169,7 +207,7 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
                     "tx_packets": s.tx_packets[i], "tx_bytes": s.tx_bytes[i]})
             })
             .collect();
-        let drops: serde_json::Map<String, serde_json::Value> = Drop::ALL
+        let drops: serde_json::Map<String, serde_json::Value> = DropReason::ALL
             .iter()
             .filter(|d| s.drop_count(**d) > 0)
             .map(|d| (d.name().to_string(), s.drop_count(*d).into()))
@@ -179,18 +217,27 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
             "routes": {"ipv4": v4, "ipv6": v6}});
         println!("{v}");
     } else {
-        println!("{:<12} {:>12} {:>14} {:>12} {:>14}", "port", "rx packets", "rx bytes", "tx packets", "tx bytes");
+        println!(
+            "{:<12} {:>12} {:>14} {:>12} {:>14}",
+            "port", "rx packets", "rx bytes", "tx packets", "tx bytes"
+        );
         for (i, n) in router.port_names.iter().enumerate() {
-            println!("{:<12} {:>12} {:>14} {:>12} {:>14}", n, s.rx_packets[i], s.rx_bytes[i], s.tx_packets[i], s.tx_bytes[i]);
+            println!(
+                "{:<12} {:>12} {:>14} {:>12} {:>14}",
+                n, s.rx_packets[i], s.rx_bytes[i], s.tx_packets[i], s.tx_bytes[i]
+            );
         }
         println!("\ndrops by reason:");
-        for d in Drop::ALL.iter().filter(|d| s.drop_count(**d) > 0) {
+        for d in DropReason::ALL.iter().filter(|d| s.drop_count(**d) > 0) {
             println!("  {:<20} {:>10}  {}", d.name(), s.drop_count(*d), d.text());
         }
         if s.total_drops() == 0 {
             println!("  none");
         }
-        println!("\nICMP errors sent {}, rate-limited {}, echo replies {}", s.icmp_sent, s.icmp_rate_limited, s.echo_replies);
+        println!(
+            "\nICMP errors sent {}, rate-limited {}, echo replies {}",
+            s.icmp_sent, s.icmp_rate_limited, s.echo_replies
+        );
         println!("routes: {v4} IPv4, {v6} IPv6");
     }
     Ok(())
@@ -198,22 +245,69 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
 
 fn bench(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
-        BenchCmd::Lpm { family, profile, scale, trace, seconds, dpdk, workdir, json } => {
+        BenchCmd::Lpm {
+            family,
+            profile,
+            scale,
+            trace,
+            seconds,
+            dpdk,
+            workdir,
+            json,
+        } => {
             let fam = match family {
                 FamilyArg::Ipv6 => bench::lpm::Family::V6,
                 _ => bench::lpm::Family::V4,
             };
             let dpdk: Vec<String> = dpdk.into_iter().filter(|d| d != "none").collect();
-            let o = bench::lpm::Opts { family: fam, profile, scale, trace_len: trace, seconds, dpdk, workdir };
+            let o = bench::lpm::Opts {
+                family: fam,
+                profile,
+                scale,
+                trace_len: trace,
+                seconds,
+                dpdk,
+                workdir,
+            };
             let rows = bench::lpm::run(&o)?;
-            println!("LPM lookups, 1 core, {} table, scale {scale} ({}):", profile.name(), if fam == bench::lpm::Family::V4 { "IPv4" } else { "IPv6" });
-            println!("{:<12} {:<12} {:>9} {:>11} {:>8} {:>12} {:>9} {:>9} {:>9}", "trace", "engine", "routes", "Mlookups/s", "ns/lkp", "bytes", "B/route", "build s", "vs ours");
+            println!(
+                "LPM lookups, 1 core, {} table, scale {scale} ({}):",
+                profile.name(),
+                if fam == bench::lpm::Family::V4 {
+                    "IPv4"
+                } else {
+                    "IPv6"
+                }
+            );
+            println!(
+                "{:<12} {:<12} {:>9} {:>11} {:>8} {:>12} {:>9} {:>9} {:>9}",
+                "trace",
+                "engine",
+                "routes",
+                "Mlookups/s",
+                "ns/lkp",
+                "bytes",
+                "B/route",
+                "build s",
+                "vs ours"
+            );
             for r in &rows {
-                let ours = rows.iter().find(|x| x.trace == r.trace && x.engine == "linerate").map(|x| x.mlookups).unwrap_or(0.0);
+                let ours = rows
+                    .iter()
+                    .find(|x| x.trace == r.trace && x.engine == "linerate")
+                    .map(|x| x.mlookups)
+                    .unwrap_or(0.0);
                 println!(
                     "{:<12} {:<12} {:>9} {:>11.1} {:>8.2} {:>12} {:>9.1} {:>9.2} {:>8.2}x",
-                    r.trace, r.engine, r.routes, r.mlookups, r.ns_per_lookup, r.bytes,
-                    r.bytes as f64 / r.routes.max(1) as f64, r.build_s, ours / r.mlookups.max(1e-9)
+                    r.trace,
+                    r.engine,
+                    r.routes,
+                    r.mlookups,
+                    r.ns_per_lookup,
+                    r.bytes,
+                    r.bytes as f64 / r.routes.max(1) as f64,
+                    r.build_s,
+                    ours / r.mlookups.max(1e-9)
                 );
                 if json {
                     eprintln!("{}", r.json(fam, &profile, scale));
@@ -221,16 +315,56 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             }
             Ok(())
         }
-        BenchCmd::Forward { profile, scale, workers, sizes, seconds, churn, workdir, json } => {
-            println!("Forwarding through mem ports: {} table x{scale}, {workers} worker(s){}", profile.name(), if churn { ", with route churn" } else { "" });
-            println!("{:>6} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>6}", "frame", "routes", "Mpps", "Gbit/s", "ns/pkt", "cyc/pkt", "lost", "updates/s", "build");
+        BenchCmd::Forward {
+            profile,
+            scale,
+            workers,
+            sizes,
+            seconds,
+            churn,
+            workdir,
+            json,
+        } => {
+            println!(
+                "Forwarding through mem ports: {} table x{scale}, {workers} worker(s){}",
+                profile.name(),
+                if churn { ", with route churn" } else { "" }
+            );
+            println!(
+                "{:>6} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>6}",
+                "frame",
+                "routes",
+                "Mpps",
+                "Gbit/s",
+                "ns/pkt",
+                "cyc/pkt",
+                "lost",
+                "updates/s",
+                "build"
+            );
             for size in sizes {
-                let o = bench::forward::Opts { profile, scale, workers, frame_size: size, seconds, churn, workdir: workdir.clone() };
+                let o = bench::forward::Opts {
+                    profile,
+                    scale,
+                    workers,
+                    frame_size: size,
+                    seconds,
+                    churn,
+                    workdir: workdir.clone(),
+                };
                 let r = bench::forward::run(&o)?;
                 let gbps = r.mpps * 1e6 * (size as f64 + 20.0) * 8.0 / 1e9;
                 println!(
                     "{:>6} {:>9} {:>10.2} {:>10.2} {:>8.1} {:>9.1} {:>9} {:>10.0} {:>5.1}s",
-                    size, r.routes, r.mpps, gbps, r.busy_ns_per_packet, r.cycles_per_packet, r.lost, r.updates_per_s, r.build_s
+                    size,
+                    r.routes,
+                    r.mpps,
+                    gbps,
+                    r.busy_ns_per_packet,
+                    r.cycles_per_packet,
+                    r.lost,
+                    r.updates_per_s,
+                    r.build_s
                 );
                 if json {
                     eprintln!(

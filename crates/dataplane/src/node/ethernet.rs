@@ -7,7 +7,7 @@
 
 use super::{be16, Ctx};
 use crate::buffer::PktBuf;
-use crate::counters::Drop;
+use crate::counters::DropReason;
 use crate::tables::{Tables, NO_IF};
 
 pub fn ethernet_input(
@@ -22,7 +22,7 @@ pub fn ethernet_input(
     for mut b in pkts.drain(..) {
         let d = b.data();
         if d.len() < 14 {
-            ctx.drop(b, Drop::BadLength);
+            ctx.drop(b, DropReason::BadLength);
             continue;
         }
         let mut et = be16(d, 12);
@@ -30,7 +30,7 @@ pub fn ethernet_input(
         let mut ifx = pm.untagged;
         if et == 0x8100 {
             if d.len() < 18 {
-                ctx.drop(b, Drop::BadLength);
+                ctx.drop(b, DropReason::BadLength);
                 continue;
             }
             ifx = pm.by_vlan(be16(d, 14) & 0x0fff);
@@ -38,16 +38,16 @@ pub fn ethernet_input(
             l3 = 18;
         }
         if ifx == NO_IF {
-            ctx.drop(b, Drop::UnknownVlan);
+            ctx.drop(b, DropReason::UnknownVlan);
             continue;
         }
         let ifc = &t.ifs[ifx as usize];
         if !ifc.up {
-            ctx.drop(b, Drop::InterfaceDown);
+            ctx.drop(b, DropReason::InterfaceDown);
             continue;
         }
         if d[0] & 1 == 0 && d[0..6] != ifc.mac.0 {
-            ctx.drop(b, Drop::NotForUs);
+            ctx.drop(b, DropReason::NotForUs);
             continue;
         }
         let m = b.meta_mut();
@@ -58,8 +58,8 @@ pub fn ethernet_input(
             0x0800 => ip4.push(b),
             0x86dd => ip6.push(b),
             // ARP and ND arrive with real ports and the control plane; counted until then.
-            0x0806 => ctx.drop(b, Drop::LocalUnhandled),
-            _ => ctx.drop(b, Drop::UnknownEthertype),
+            0x0806 => ctx.drop(b, DropReason::LocalUnhandled),
+            _ => ctx.drop(b, DropReason::UnknownEthertype),
         }
     }
 }

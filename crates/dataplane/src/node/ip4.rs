@@ -10,7 +10,7 @@ use packet::checksum;
 
 use super::{be16, be32, mix, pick, rewrite_l2, Ctx, Slow, VECTOR};
 use crate::buffer::PktBuf;
-use crate::counters::Drop;
+use crate::counters::DropReason;
 use crate::tables::{NextHop, Tables};
 
 pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
@@ -23,25 +23,25 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let l3 = b.meta().l3_off as usize;
         let d = b.data();
         if d.len() < l3 + 20 {
-            ctx.drop(b, Drop::BadLength);
+            ctx.drop(b, DropReason::BadLength);
             continue;
         }
         let h = &d[l3..];
         if h[0] != 0x45 {
             if h[0] >> 4 != 4 || h[0] & 0x0f < 5 {
-                ctx.drop(b, Drop::Ip4BadHeader);
+                ctx.drop(b, DropReason::Ip4BadHeader);
             } else {
                 ctx.slow4.push((b, Slow::Options));
             }
             continue;
         }
         if !checksum::ipv4_header_ok(&h[..20]) {
-            ctx.drop(b, Drop::Ip4BadChecksum);
+            ctx.drop(b, DropReason::Ip4BadChecksum);
             continue;
         }
         let total = be16(h, 2) as usize;
         if total < 20 || total > h.len() {
-            ctx.drop(b, Drop::BadLength);
+            ctx.drop(b, DropReason::BadLength);
             continue;
         }
         let dst = be32(h, 16);
@@ -62,7 +62,9 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         return;
     }
     if !mixed {
-        t.vrfs[vrf as usize].v4.lookup_batch(&keys[..n], &mut nhs[..n]);
+        t.vrfs[vrf as usize]
+            .v4
+            .lookup_batch(&keys[..n], &mut nhs[..n]);
     } else {
         for i in 0..n {
             let v = t.ifs[good[i].meta().rx_if as usize].vrf;
@@ -107,7 +109,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: b
                 h[10..12].copy_from_slice(&c.to_be_bytes());
             }
             if !rewrite_l2(&mut b, rewrite) {
-                ctx.drop(b, Drop::NoBuffer);
+                ctx.drop(b, DropReason::NoBuffer);
                 return;
             }
             ctx.out[*port as usize].push(b);
@@ -115,10 +117,10 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: b
         NextHop::NoRoute => ctx.slow4.push((b, Slow::NoRoute)),
         NextHop::Local => ctx.slow4.push((b, Slow::Local)),
         NextHop::Reject => ctx.slow4.push((b, Slow::Reject)),
-        NextHop::Glean { .. } => ctx.drop(b, Drop::NeighborUnresolved),
-        NextHop::Blackhole => ctx.drop(b, Drop::Blackhole),
+        NextHop::Glean { .. } => ctx.drop(b, DropReason::NeighborUnresolved),
+        NextHop::Blackhole => ctx.drop(b, DropReason::Blackhole),
         // ECMP members are Forward next hops; a nested group is a control-plane bug.
-        NextHop::Ecmp(_) => ctx.drop(b, Drop::NoRoute),
+        NextHop::Ecmp(_) => ctx.drop(b, DropReason::NoRoute),
     }
 }
 

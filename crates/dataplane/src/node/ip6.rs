@@ -8,7 +8,7 @@
 
 use super::{be16, be32, mix, pick, rewrite_l2, Ctx, Slow, VECTOR};
 use crate::buffer::PktBuf;
-use crate::counters::Drop;
+use crate::counters::DropReason;
 use crate::tables::{NextHop, Tables};
 
 #[inline(always)]
@@ -26,16 +26,16 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let l3 = b.meta().l3_off as usize;
         let d = b.data();
         if d.len() < l3 + 40 {
-            ctx.drop(b, Drop::BadLength);
+            ctx.drop(b, DropReason::BadLength);
             continue;
         }
         let h = &d[l3..];
         if h[0] >> 4 != 6 {
-            ctx.drop(b, Drop::Ip6BadHeader);
+            ctx.drop(b, DropReason::Ip6BadHeader);
             continue;
         }
         if 40 + be16(h, 4) as usize > h.len() {
-            ctx.drop(b, Drop::BadLength);
+            ctx.drop(b, DropReason::BadLength);
             continue;
         }
         let dst = addr(h, 24);
@@ -44,7 +44,7 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         if src_hi & 0xffc0 == 0xfe80 || dst_hi & 0xffc0 == 0xfe80 || dst_hi >> 8 == 0xff {
             // Multicast and link-local traffic belongs to the control plane (ND, OSPFv3): it
             // reaches it through the punt path of real ports; here it stops.
-            ctx.drop(b, Drop::Ip6Scope);
+            ctx.drop(b, DropReason::Ip6Scope);
             continue;
         }
         if h[6] == 0 {
@@ -67,7 +67,9 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         return;
     }
     if !mixed {
-        t.vrfs[vrf as usize].v6.lookup_batch(&keys[..n], &mut nhs[..n]);
+        t.vrfs[vrf as usize]
+            .v6
+            .lookup_batch(&keys[..n], &mut nhs[..n]);
     } else {
         for i in 0..n {
             let v = t.ifs[good[i].meta().rx_if as usize].vrf;
@@ -101,7 +103,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: b
                 h[7] -= 1;
             }
             if !rewrite_l2(&mut b, rewrite) {
-                ctx.drop(b, Drop::NoBuffer);
+                ctx.drop(b, DropReason::NoBuffer);
                 return;
             }
             ctx.out[*port as usize].push(b);
@@ -109,9 +111,9 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: b
         NextHop::NoRoute => ctx.slow6.push((b, Slow::NoRoute)),
         NextHop::Local => ctx.slow6.push((b, Slow::Local)),
         NextHop::Reject => ctx.slow6.push((b, Slow::Reject)),
-        NextHop::Glean { .. } => ctx.drop(b, Drop::NeighborUnresolved),
-        NextHop::Blackhole => ctx.drop(b, Drop::Blackhole),
-        NextHop::Ecmp(_) => ctx.drop(b, Drop::NoRoute),
+        NextHop::Glean { .. } => ctx.drop(b, DropReason::NeighborUnresolved),
+        NextHop::Blackhole => ctx.drop(b, DropReason::Blackhole),
+        NextHop::Ecmp(_) => ctx.drop(b, DropReason::NoRoute),
     }
 }
 
@@ -133,7 +135,10 @@ pub fn flow_hash(b: &PktBuf) -> u32 {
         }
     }
     let x = mix(
-        mix((src >> 64) as u64 ^ src as u64, (dst >> 64) as u64 ^ dst as u64),
+        mix(
+            (src >> 64) as u64 ^ src as u64,
+            (dst >> 64) as u64 ^ dst as u64,
+        ),
         tail,
     );
     (x >> 32) as u32 ^ x as u32

@@ -16,7 +16,7 @@ pub mod ip6;
 pub mod slow;
 
 use crate::buffer::{BufCache, PktBuf};
-use crate::counters::{Drop, DROP_COUNT};
+use crate::counters::{DropReason, DROP_COUNT};
 use crate::tables::Rewrite;
 
 /// The most frames in one vector.
@@ -29,9 +29,13 @@ pub enum Slow {
     NoRoute,
     Reject,
     /// Too big for the egress MTU with DF set (IPv4) or at all (IPv6).
-    TooBig { mtu: u16 },
+    TooBig {
+        mtu: u16,
+    },
     /// Too big, DF clear: fragment (IPv4), towards this next hop.
-    Fragment { next_hop: u32 },
+    Fragment {
+        next_hop: u32,
+    },
     /// IPv4 options or an IPv6 hop-by-hop header: forwarded by the scalar path.
     Options,
     Local,
@@ -71,7 +75,7 @@ impl Ctx {
     }
 
     #[inline(always)]
-    pub fn drop(&mut self, b: PktBuf, why: Drop) {
+    pub fn drop(&mut self, b: PktBuf, why: DropReason) {
         self.drops[why as usize] += 1;
         self.cache.free(b);
     }

@@ -8,7 +8,7 @@ use packet::{checksum, icmpv4, icmpv6, ipv4, ipv6};
 
 use super::{be16, be32, ip4, ip6, Ctx, Slow};
 use crate::buffer::PktBuf;
-use crate::counters::Drop;
+use crate::counters::DropReason;
 use crate::tables::{NextHop, Tables};
 
 pub fn run(ctx: &mut Ctx, t: &Tables) {
@@ -31,23 +31,40 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
     match why {
         Slow::TtlExpired => {
             let dst = be32(b.data(), l3 + 16);
-            if matches!(t.next_hops[t.vrfs[vrf_of(t, &b)].v4.lookup(dst) as usize], NextHop::Local) {
+            if matches!(
+                t.next_hops[t.vrfs[vrf_of(t, &b)].v4.lookup(dst) as usize],
+                NextHop::Local
+            ) {
                 return local4(ctx, t, b);
             }
-            ctx.drops[Drop::TtlExpired as usize] += 1;
+            ctx.drops[DropReason::TtlExpired as usize] += 1;
             icmp4_error(ctx, t, b, icmpv4::TIME_EXCEEDED, 0, 0);
         }
         Slow::NoRoute => {
-            ctx.drops[Drop::NoRoute as usize] += 1;
-            icmp4_error(ctx, t, b, icmpv4::DEST_UNREACHABLE, icmpv4::NET_UNREACHABLE, 0);
+            ctx.drops[DropReason::NoRoute as usize] += 1;
+            icmp4_error(
+                ctx,
+                t,
+                b,
+                icmpv4::DEST_UNREACHABLE,
+                icmpv4::NET_UNREACHABLE,
+                0,
+            );
         }
         Slow::Reject => {
-            ctx.drops[Drop::Reject as usize] += 1;
+            ctx.drops[DropReason::Reject as usize] += 1;
             icmp4_error(ctx, t, b, icmpv4::DEST_UNREACHABLE, 13, 0);
         }
         Slow::TooBig { mtu } => {
-            ctx.drops[Drop::MtuExceeded as usize] += 1;
-            icmp4_error(ctx, t, b, icmpv4::DEST_UNREACHABLE, icmpv4::FRAG_NEEDED, mtu as u32);
+            ctx.drops[DropReason::MtuExceeded as usize] += 1;
+            icmp4_error(
+                ctx,
+                t,
+                b,
+                icmpv4::DEST_UNREACHABLE,
+                icmpv4::FRAG_NEEDED,
+                mtu as u32,
+            );
         }
         Slow::Fragment { next_hop } => fragment4(ctx, t, b, next_hop),
         Slow::Options => {
@@ -56,10 +73,10 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             let ihl = (d[l3] & 0x0f) as usize * 4;
             let total = be16(d, l3 + 2) as usize;
             if d.len() < l3 + ihl || total < ihl || l3 + total > d.len() {
-                return ctx.drop(b, Drop::BadLength);
+                return ctx.drop(b, DropReason::BadLength);
             }
             if checksum::fold(checksum::sum(&d[l3..l3 + ihl])) != 0 {
-                return ctx.drop(b, Drop::Ip4BadChecksum);
+                return ctx.drop(b, DropReason::Ip4BadChecksum);
             }
             if d[l3 + 8] <= 1 {
                 return slow4(ctx, t, b, Slow::TtlExpired);
@@ -79,11 +96,16 @@ fn local4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf) {
     let ihl = (d[l3] & 0x0f) as usize * 4;
     let total = be16(d, l3 + 2) as usize;
     let frag = be16(d, l3 + 6) & 0x3fff != 0;
-    if d[l3 + 9] != 1 || frag || total < ihl + 8 || !icmpv4::echo_reply_in_place(&mut d[l3 + ihl..l3 + total]) {
-        return ctx.drop(b, Drop::LocalUnhandled);
+    if d[l3 + 9] != 1
+        || frag
+        || total < ihl + 8
+        || !icmpv4::echo_reply_in_place(&mut d[l3 + ihl..l3 + total])
+    {
+        return ctx.drop(b, DropReason::LocalUnhandled);
     }
     let h = &mut d[l3..l3 + ihl];
-    let (src, dst): ([u8; 4], [u8; 4]) = (h[12..16].try_into().unwrap(), h[16..20].try_into().unwrap());
+    let (src, dst): ([u8; 4], [u8; 4]) =
+        (h[12..16].try_into().unwrap(), h[16..20].try_into().unwrap());
     h[12..16].copy_from_slice(&dst);
     h[16..20].copy_from_slice(&src);
     h[8] = 64;
@@ -120,7 +142,7 @@ fn icmp4_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, res
         return ctx.cache.free(b);
     }
     let Some(mut nb) = ctx.cache.alloc() else {
-        ctx.drops[Drop::NoBuffer as usize] += 1;
+        ctx.drops[DropReason::NoBuffer as usize] += 1;
         return ctx.cache.free(b);
     };
     nb.set_len(14 + icmpv4::MAX_ERROR_DATAGRAM);
@@ -157,7 +179,7 @@ fn fragment4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32) {
         port, mtu, rewrite, ..
     } = &t.next_hops[nh as usize]
     else {
-        return ctx.drop(b, Drop::MtuExceeded);
+        return ctx.drop(b, DropReason::MtuExceeded);
     };
     let l3 = b.meta().l3_off as usize;
     let d = b.data_mut();
@@ -165,7 +187,7 @@ fn fragment4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32) {
     let total = be16(d, l3 + 2) as usize;
     let chunk = (*mtu as usize).saturating_sub(ihl) / 8 * 8;
     if chunk == 0 {
-        return ctx.drop(b, Drop::MtuExceeded);
+        return ctx.drop(b, DropReason::MtuExceeded);
     }
     d[l3 + 8] -= 1; // TTL, once for all fragments
     let frag = be16(d, l3 + 6);
@@ -176,7 +198,7 @@ fn fragment4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32) {
     while off < payload {
         let len = chunk.min(payload - off);
         let Some(mut nb) = ctx.cache.alloc() else {
-            ctx.drops[Drop::NoBuffer as usize] += 1;
+            ctx.drops[DropReason::NoBuffer as usize] += 1;
             break;
         };
         nb.set_len(rw + ihl + len);
@@ -210,26 +232,29 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
     match why {
         Slow::TtlExpired => {
             let dst = u128::from_be_bytes(addr6(b.data(), l3 + 24));
-            if matches!(t.next_hops[t.vrfs[vrf_of(t, &b)].v6.lookup(dst) as usize], NextHop::Local) {
+            if matches!(
+                t.next_hops[t.vrfs[vrf_of(t, &b)].v6.lookup(dst) as usize],
+                NextHop::Local
+            ) {
                 return local6(ctx, t, b);
             }
-            ctx.drops[Drop::TtlExpired as usize] += 1;
+            ctx.drops[DropReason::TtlExpired as usize] += 1;
             icmp6_error(ctx, t, b, icmpv6::TIME_EXCEEDED, 0, 0);
         }
         Slow::NoRoute => {
-            ctx.drops[Drop::NoRoute as usize] += 1;
+            ctx.drops[DropReason::NoRoute as usize] += 1;
             icmp6_error(ctx, t, b, icmpv6::DST_UNREACHABLE, 0, 0);
         }
         Slow::Reject => {
-            ctx.drops[Drop::Reject as usize] += 1;
+            ctx.drops[DropReason::Reject as usize] += 1;
             icmp6_error(ctx, t, b, icmpv6::DST_UNREACHABLE, 1, 0);
         }
         Slow::TooBig { mtu } => {
-            ctx.drops[Drop::MtuExceeded as usize] += 1;
+            ctx.drops[DropReason::MtuExceeded as usize] += 1;
             icmp6_error(ctx, t, b, icmpv6::PACKET_TOO_BIG, 0, mtu as u32);
         }
         // IPv6 routers never fragment; the fast node never asks.
-        Slow::Fragment { .. } => ctx.drop(b, Drop::MtuExceeded),
+        Slow::Fragment { .. } => ctx.drop(b, DropReason::MtuExceeded),
         Slow::Options => {
             if b.data()[l3 + 7] <= 1 {
                 return slow6(ctx, t, b, Slow::TtlExpired);
@@ -251,7 +276,7 @@ fn local6(ctx: &mut Ctx, t: &Tables, mut b: PktBuf) {
     if d[l3 + 6] != icmpv6::PROTO
         || !icmpv6::echo_reply_in_place(&mut d[l3 + 40..l3 + 40 + plen], &dst, &src)
     {
-        return ctx.drop(b, Drop::LocalUnhandled);
+        return ctx.drop(b, DropReason::LocalUnhandled);
     }
     d[l3 + 8..l3 + 24].copy_from_slice(&dst);
     d[l3 + 24..l3 + 40].copy_from_slice(&src);
@@ -281,7 +306,7 @@ fn icmp6_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, res
         return ctx.cache.free(b);
     }
     let Some(mut nb) = ctx.cache.alloc() else {
-        ctx.drops[Drop::NoBuffer as usize] += 1;
+        ctx.drops[DropReason::NoBuffer as usize] += 1;
         return ctx.cache.free(b);
     };
     let me = me.to_be_bytes();

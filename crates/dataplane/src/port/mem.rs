@@ -46,7 +46,10 @@ impl RingRx {
         if n == 0 {
             return 0;
         }
-        let chunk = self.0.read_chunk(n).expect("slots() said there were frames");
+        let chunk = self
+            .0
+            .read_chunk(n)
+            .expect("slots() said there were frames");
         out.extend(chunk);
         n
     }
@@ -97,7 +100,10 @@ mod tests {
             while got.len() < 1500 {
                 out.clear();
                 rx.pop_burst(&mut out, 256);
-                got.extend(out.drain(..).map(|b| u32::from_be_bytes(b.data().try_into().unwrap())));
+                got.extend(
+                    out.drain(..)
+                        .map(|b| u32::from_be_bytes(b.data().try_into().unwrap())),
+                );
             }
             got
         });

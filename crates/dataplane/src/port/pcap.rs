@@ -80,8 +80,9 @@ pub struct PcapTx {
 impl PcapTx {
     pub fn create(path: &Path) -> Result<Self, String> {
         let f = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let writer = pcap::Writer::new(BufWriter::new(f), pcap::LINKTYPE_ETHERNET, MAX_FRAME as u32)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let writer =
+            pcap::Writer::new(BufWriter::new(f), pcap::LINKTYPE_ETHERNET, MAX_FRAME as u32)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Self {
             writer,
             start: std::time::Instant::now(),
