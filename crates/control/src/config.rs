@@ -752,7 +752,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
     }
     top.finish(&mut e);
-    cross_check(&cfg, &mut e);
+    // References are checked only between fields that are themselves valid; otherwise one typo
+    // would be reported again as every reference to it.
+    if e.list.is_empty() {
+        cross_check(&cfg, &mut e);
+    }
     if e.list.is_empty() {
         Ok(cfg)
     } else {
@@ -869,4 +873,82 @@ pub fn find_neighbor<'c>(cfg: &'c Config, vrf: &str, ip: IpAddr) -> Option<&'c N
                 .iter()
                 .any(|i| i.name == n.interface && i.vrf == vrf)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "\
+ports:
+  - { name: p0, driver: mem }
+interfaces:
+  - name: p0
+    port: p0
+    mac: 02:00:00:00:00:01
+    ipv4: [192.0.2.1/24]
+neighbors:
+  - { interface: p0, ip: 192.0.2.2, mac: 02:00:00:00:00:02 }
+routes:
+  - { prefix: 10.0.0.0/8, via: 192.0.2.2 }
+";
+
+    fn errors(text: &str) -> Vec<ConfigError> {
+        parse(text, Path::new("lab.yaml")).unwrap_err().0
+    }
+
+    #[test]
+    fn good_config_parses() {
+        let c = parse(GOOD, Path::new("lab.yaml")).unwrap();
+        assert_eq!(c.interfaces[0].ipv4, vec![(0xC000_0201, 24)]);
+        assert_eq!(c.routes[0].prefix, Prefix::V4(0x0A00_0000, 8));
+    }
+
+    #[test]
+    fn a_bad_value_names_file_line_and_field() {
+        let e = errors(&GOOD.replace("192.0.2.1/24", "192.0.2.300/24"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!((e[0].file.as_str(), e[0].line, e[0].field.as_str()), ("lab.yaml", 7, "interfaces[0].ipv4[0]"));
+        assert!(e[0].to_string().starts_with("lab.yaml:7:"), "{}", e[0]);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_not_silence() {
+        let e = errors(&GOOD.replace("    port: p0\n", "    port: p0\n    mtuu: 1500\n"));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!((e[0].line, e[0].field.as_str()), (6, "interfaces[0].mtuu"));
+        assert!(e[0].message.contains("unknown key `mtuu`"));
+    }
+
+    #[test]
+    fn cross_references_are_checked() {
+        let e = errors(&GOOD.replace("via: 192.0.2.2", "via: 192.0.2.9"));
+        assert_eq!(e.len(), 1);
+        assert_eq!((e[0].line, e[0].field.as_str()), (11, "routes[0]"));
+        assert!(e[0].message.contains("192.0.2.9 is not a neighbor"));
+        let e = errors(&GOOD.replace("port: p0", "port: p9"));
+        assert!(e[0].message.contains("no port named `p9`"), "{e:?}");
+    }
+
+    #[test]
+    fn every_error_is_reported_at_once() {
+        let bad = GOOD
+            .replace("10.0.0.0/8", "10.0.0.1/8")
+            .replace("02:00:00:00:00:02", "zz:00:00:00:00:02")
+            .replace("driver: mem", "driver: dpdk");
+        let e = errors(&bad);
+        let fields: Vec<_> = e.iter().map(|x| x.field.as_str()).collect();
+        assert!(fields.contains(&"ports[0].driver"), "{fields:?}");
+        assert!(fields.contains(&"neighbors[0].mac"), "{fields:?}");
+        assert!(fields.contains(&"routes[0].prefix"), "{fields:?}");
+        assert!(e.iter().any(|x| x.message.contains("did you mean 10.0.0.0/8")));
+    }
+
+    #[test]
+    fn yaml_syntax_errors_have_a_position() {
+        let e = errors("ports:\n  - { name: p0, driver: mem\n");
+        assert_eq!(e.len(), 1);
+        assert!(e[0].line >= 2, "{e:?}");
+        assert!(e[0].message.starts_with("YAML syntax"));
+    }
 }
