@@ -908,7 +908,10 @@ routes:
     fn a_bad_value_names_file_line_and_field() {
         let e = errors(&GOOD.replace("192.0.2.1/24", "192.0.2.300/24"));
         assert_eq!(e.len(), 1, "{e:?}");
-        assert_eq!((e[0].file.as_str(), e[0].line, e[0].field.as_str()), ("lab.yaml", 7, "interfaces[0].ipv4[0]"));
+        assert_eq!(
+            (e[0].file.as_str(), e[0].line, e[0].field.as_str()),
+            ("lab.yaml", 7, "interfaces[0].ipv4[0]")
+        );
         assert!(e[0].to_string().starts_with("lab.yaml:7:"), "{}", e[0]);
     }
 
@@ -941,7 +944,9 @@ routes:
         assert!(fields.contains(&"ports[0].driver"), "{fields:?}");
         assert!(fields.contains(&"neighbors[0].mac"), "{fields:?}");
         assert!(fields.contains(&"routes[0].prefix"), "{fields:?}");
-        assert!(e.iter().any(|x| x.message.contains("did you mean 10.0.0.0/8")));
+        assert!(e
+            .iter()
+            .any(|x| x.message.contains("did you mean 10.0.0.0/8")));
     }
 
     #[test]

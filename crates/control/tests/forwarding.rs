@@ -180,7 +180,7 @@ fn header_ok(ip: &[u8]) -> bool {
 fn ipv4_forwarded_with_ttl_checksum_and_macs_rewritten() {
     let mut bed = Bed::new(1000);
     let input = ip4_frame([10, 1, 2, 3], 64, 100, false, 17, 1000);
-    let out = bed.send(0, &[input.clone()]);
+    let out = bed.send(0, std::slice::from_ref(&input));
     assert_eq!(out[1].len(), 1, "one frame out of p1");
     let f = &out[1][0];
     assert_eq!(&f[0..6], &[2, 0, 0, 0, 1, 2], "neighbour's MAC");
@@ -257,7 +257,7 @@ fn ecmp_spreads_flows_and_keeps_each_flow_on_one_path() {
 fn ttl_expiry_sends_time_exceeded_from_the_ingress_address() {
     let mut bed = Bed::new(1000);
     let input = ip4_frame([10, 1, 2, 3], 1, 64, false, 17, 7);
-    let out = bed.send(0, &[input.clone()]);
+    let out = bed.send(0, std::slice::from_ref(&input));
     assert!(out[1].is_empty());
     let f = &out[0][0];
     assert_eq!(&f[0..6], &PEER0);
@@ -316,7 +316,7 @@ fn df_too_big_gets_frag_needed_and_no_df_is_fragmented() {
     assert_eq!(bed.snapshot().drop_count(DropReason::MtuExceeded), 1);
 
     let input = ip4_frame([10, 1, 2, 3], 64, 3000, false, 17, 1);
-    let out = bed.send(0, &[input.clone()]);
+    let out = bed.send(0, std::slice::from_ref(&input));
     assert_eq!(out[1].len(), 3, "3,020 bytes over a 1,400 MTU");
     let mut data = Vec::new();
     let mut expect_off = 0usize;

@@ -95,6 +95,9 @@ enum BenchCmd {
         workdir: PathBuf,
         #[arg(long)]
         json: bool,
+        /// Keep Linerate's tables on 4 KiB pages (DPDK's harness runs with --no-huge).
+        #[arg(long)]
+        no_huge: bool,
     },
     /// Forwarding rate through mem ports with a full table (and route churn with --churn).
     Forward {
@@ -254,7 +257,9 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             dpdk,
             workdir,
             json,
+            no_huge,
         } => {
+            fib::lpm::set_huge_pages(!no_huge);
             let fam = match family {
                 FamilyArg::Ipv6 => bench::lpm::Family::V6,
                 _ => bench::lpm::Family::V4,
