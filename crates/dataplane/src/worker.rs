@@ -70,12 +70,12 @@ impl Worker {
                 did += n;
                 let t0 = start.elapsed().as_nanos() as u64;
                 ctx.icmp.refill(t0);
-                let bytes: usize = rx.iter().map(PktBuf::len).sum();
+                let bytes = node::ethernet::ethernet_input(
+                    &mut ctx, t, p as u16, &mut rx, &mut ip4, &mut ip6,
+                );
                 let pc = &counters.ports[p];
                 bump(&pc.rx_packets, n as u64);
-                bump(&pc.rx_bytes, bytes as u64);
-
-                node::ethernet::ethernet_input(&mut ctx, t, p as u16, &mut rx, &mut ip4, &mut ip6);
+                bump(&pc.rx_bytes, bytes);
                 if !ip4.is_empty() {
                     node::ip4::ip4_forward(&mut ctx, t, &mut ip4);
                 }

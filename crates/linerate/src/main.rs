@@ -371,6 +371,9 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     r.updates_per_s,
                     r.build_s
                 );
+                for (name, n) in &r.drops {
+                    println!("       router drops: {name} {n}");
+                }
                 if json {
                     eprintln!(
                         "{}",
