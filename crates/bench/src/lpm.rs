@@ -40,6 +40,9 @@ pub struct Row {
     pub bytes: usize,
     pub build_s: f64,
     pub hits: u64,
+    /// Route replacements per second into the live table, published in batches of 10,000
+    /// (Linerate only).
+    pub updates_per_s: f64,
 }
 
 impl Row {
@@ -49,7 +52,7 @@ impl Row {
             "profile": profile.name(), "scale": scale, "engine": self.engine, "routes": self.routes,
             "trace": self.trace, "mlookups_per_s": self.mlookups, "ns_per_lookup": self.ns_per_lookup,
             "bytes": self.bytes, "bytes_per_route": self.bytes as f64 / self.routes.max(1) as f64,
-            "build_s": self.build_s, "hits": self.hits,
+            "build_s": self.build_s, "hits": self.hits, "updates_per_s": self.updates_per_s,
         })
     }
 }
@@ -207,6 +210,7 @@ fn dpdk_row(v: &serde_json::Value, trace: &str) -> Row {
         bytes: f("bytes") as usize,
         build_s: f("build_s"),
         hits: f("hits_one_pass") as u64,
+        updates_per_s: 0.0,
     }
 }
 
@@ -291,6 +295,7 @@ fn bench_family<K: Key>(
     }
     w.publish().map_err(|e| e.to_string())?;
     let build_s = t0.elapsed().as_secs_f64();
+    let updates_per_s = churn(&mut w, routes, o.seconds);
     let st = w.stats();
     let mut rows = Vec::new();
     for (name, trace) in &traces {
@@ -304,6 +309,7 @@ fn bench_family<K: Key>(
             bytes: st.lookup_bytes(),
             build_s,
             hits,
+            updates_per_s,
         });
         let tf = o.workdir.join(format!("trace-{name}.bin"));
         write_trace(&tf, trace, bytes).map_err(|e| e.to_string())?;
@@ -321,4 +327,25 @@ fn bench_family<K: Key>(
         }
     }
     Ok(rows)
+}
+
+/// Replaces next hops of existing routes (a BGP churn pattern), in batches of 10,000 with a
+/// publish after each, for `seconds`; returns updates per second. A reader is registered and
+/// quiescent between batches, as a worker would be, so reclamation runs as in service.
+fn churn<K: Key>(w: &mut LpmWriter<K>, routes: &[(K, u8)], seconds: f64) -> f64 {
+    let reader = w.reader();
+    let start = Instant::now();
+    let mut n = 0usize;
+    let mut round = 0u32;
+    while start.elapsed().as_secs_f64() < seconds {
+        for _ in 0..10_000 {
+            let (p, l) = routes[n % routes.len()];
+            let _ = w.insert(p, l, 1 + (n as u32 + round) % 1000);
+            n += 1;
+        }
+        round += 1;
+        let _ = w.publish();
+        reader.quiescent();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
 }

@@ -19,6 +19,8 @@
 //! A zero direct entry is the leaf "no route", so an empty table touches nothing.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -338,7 +340,7 @@ struct Arena {
     cap: usize,
     top: usize,
     live: usize,
-    free: HashMap<u32, Vec<u32>>,
+    free: FxHashMap<u32, Vec<u32>>,
 }
 
 impl Arena {
@@ -347,7 +349,7 @@ impl Arena {
             cap,
             top: 0,
             live: 0,
-            free: HashMap::new(),
+            free: FxHashMap::default(),
         }
     }
     fn alloc(&mut self, n: u32) -> Option<u32> {
@@ -410,9 +412,11 @@ pub struct LpmWriter<K: Key> {
     epoch: Arc<EpochDomain>,
     /// Routes no longer than the direct stride, per length: they set slot defaults.
     short: Vec<HashMap<K, u32>>,
-    /// Routes longer than the direct stride, per direct slot.
-    long: HashMap<u32, Vec<Route<K>>>,
-    blocks: HashMap<u32, Block>,
+    /// Routes longer than the direct stride, per direct slot. Slot-keyed maps use a fast integer
+    /// hash: a slot number is not something a peer can choose to collide (the prefix-keyed maps
+    /// above keep the standard, randomised hash).
+    long: FxHashMap<u32, Vec<Route<K>>>,
+    blocks: FxHashMap<u32, Block>,
     routes: usize,
     nodes: Arena,
     leaves: Arena,
@@ -437,8 +441,8 @@ impl<K: Key> LpmWriter<K> {
             table: Arc::new(LpmTable::new(cfg.direct_bits, node_cap, leaf_cap)),
             epoch,
             short: (0..=cfg.direct_bits).map(|_| HashMap::new()).collect(),
-            long: HashMap::new(),
-            blocks: HashMap::new(),
+            long: FxHashMap::default(),
+            blocks: FxHashMap::default(),
             routes: 0,
             nodes: Arena::new(node_cap),
             leaves: Arena::new(leaf_cap),

@@ -303,7 +303,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     .map(|x| x.mlookups)
                     .unwrap_or(0.0);
                 println!(
-                    "{:<12} {:<12} {:>9} {:>11.1} {:>8.2} {:>12} {:>9.1} {:>9.2} {:>8.2}x",
+                    "{:<12} {:<12} {:>9} {:>11.1} {:>8.2} {:>12} {:>9.1} {:>9.2} {:>10} {:>8.2}x",
                     r.trace,
                     r.engine,
                     r.routes,
@@ -312,6 +312,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     r.bytes,
                     r.bytes as f64 / r.routes.max(1) as f64,
                     r.build_s,
+                    if r.updates_per_s > 0.0 { format!("{:.0}", r.updates_per_s) } else { "-".into() },
                     ours / r.mlookups.max(1e-9)
                 );
                 if json {
