@@ -56,8 +56,8 @@ ports:
   - { name: p0, driver: mem }
   - { name: p1, driver: mem }
 interfaces:
-  - { name: p0, port: p0, mac: "02:00:00:00:00:01", mtu: 9000, ipv4: [192.0.2.1/24] }
-  - { name: p1, port: p1, mac: "02:00:00:00:01:01", mtu: 9000, ipv4: [198.51.100.1/24] }
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", mtu: 9198, ipv4: [192.0.2.1/24] }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", mtu: 9198, ipv4: [198.51.100.1/24] }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
@@ -66,12 +66,14 @@ route-files:
   - { path: bench.routes }
 "#;
 
+/// A test frame of `size` bytes on the wire: RFC 2544 sizes count the 4-byte FCS, which a
+/// buffer does not hold, so a 64-byte frame is 60 bytes here.
 fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
-    let mut f = vec![0u8; size.max(60)];
+    let mut f = vec![0u8; size.saturating_sub(4).max(60)];
     f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
     f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
     f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip_len = (f.len() - 14).min(9000) as u16;
+    let ip_len = (f.len() - 14) as u16;
     let repr = packet::ipv4::Repr {
         src: [192, 0, 2, 2],
         dst: dst.to_be_bytes(),
@@ -199,6 +201,11 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
         }
         cache.free_all(&mut all);
     }
+    // Templates differ only in their first 64 bytes (addresses, ports, checksums); payloads are
+    // identical and the router never writes them. A buffer that last held a frame of this size
+    // therefore needs only its headers rewritten, which keeps the generator's cost per frame flat
+    // across frame sizes.
+    let mut last_len = vec![0u32; pool.capacity()];
     let mut burst = Vec::with_capacity(256);
     let mut rx = Vec::with_capacity(256);
     let (mut sent, mut received) = (0u64, 0u64);
@@ -223,7 +230,16 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
                 .min(256);
             for _ in 0..room {
                 let Some(mut b) = cache.alloc() else { break };
-                b.fill(&templates[ti & 4095]);
+                let t = &templates[ti & 4095];
+                let idx = b.meta().index as usize;
+                if last_len[idx] == t.len() as u32 {
+                    b.set_len(t.len());
+                    let h = t.len().min(64);
+                    b.data_mut()[..h].copy_from_slice(&t[..h]);
+                } else {
+                    b.fill(t);
+                    last_len[idx] = t.len() as u32;
+                }
                 ti += 1;
                 burst.push(b);
             }

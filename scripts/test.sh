@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every test: formatting and lints, the Rust unit, property and black-box tests, and the
+# system tests (pytest, real pcap files decoded by tshark). Installs what they need first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+ensure_rust
+apt_install build-essential pkg-config tshark python3-pip
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import pytest, scapy' >/dev/null 2>&1; then
+  "$PY" -m pip install -q -r tests/system/requirements.txt || \
+    "$PY" -m pip install -q --break-system-packages -r tests/system/requirements.txt
+fi
+
+echo "== cargo fmt";    cargo fmt --all -- --check
+echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test";   cargo test --workspace --release
+echo "== build";        cargo build --release -p linerate
+echo "== system tests"
+LINERATE_REQUIRE_BIN=1 LINERATE_BIN="$PWD/target/release/linerate" "$PY" -m pytest -q tests/system
