@@ -340,9 +340,15 @@ mod tests {
             !b.push_front(HEADROOM + 7),
             "only the headroom can be pushed"
         );
-        assert!(!b.set_len(MAX_FRAME), "the pull moved the start past the headroom");
+        assert!(
+            !b.set_len(MAX_FRAME),
+            "the pull moved the start past the headroom"
+        );
         b.reset();
-        assert!(b.set_len(MAX_FRAME), "a full jumbo frame fits after the headroom");
+        assert!(
+            b.set_len(MAX_FRAME),
+            "a full jumbo frame fits after the headroom"
+        );
         assert!(!b.set_len(MAX_FRAME + 1));
         c.free(b);
         // Every buffer can be taken once, then the pool is dry, and all come back.
