@@ -284,16 +284,17 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             };
             let rows = bench::lpm::run(&o)?;
             println!(
-                "LPM lookups, 1 core, {} table, scale {scale} ({}):",
+                "LPM lookups, 1 core, {} table, scale {scale} ({}); Linerate on {} pages, DPDK on 4 KiB pages (--no-huge):",
                 profile.name(),
                 if fam == bench::lpm::Family::V4 {
                     "IPv4"
                 } else {
                     "IPv6"
-                }
+                },
+                if no_huge { "4 KiB" } else { "transparent huge" }
             );
             println!(
-                "{:<12} {:<12} {:>9} {:>11} {:>8} {:>12} {:>9} {:>9} {:>9}",
+                "{:<12} {:<12} {:>9} {:>11} {:>8} {:>12} {:>9} {:>9} {:>10} {:>9}",
                 "trace",
                 "engine",
                 "routes",
@@ -302,6 +303,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 "bytes",
                 "B/route",
                 "build s",
+                "updates/s",
                 "vs ours"
             );
             for r in &rows {
