@@ -27,6 +27,9 @@ pub struct Opts {
     /// Route updates per second to attempt while forwarding (0: none). Updates replace next hops
     /// of existing routes and delete/re-add routes not used by the traffic.
     pub churn: bool,
+    /// Each worker replays frames to itself instead of a tester thread feeding mem rings: for
+    /// measuring how workers scale when there is no spare core for a generator.
+    pub replay: bool,
     pub workdir: PathBuf,
 }
 
@@ -128,15 +131,6 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
     let build_s = t0.elapsed().as_secs_f64();
     let nroutes = router.route_counts().0;
-    let pool = Pool::new(65536);
-    let (running, mut peers) = router
-        .start(StartOptions {
-            ring_size: RING,
-            idle_yield_after: 0,
-            pool: Some(pool.clone()),
-        })
-        .map_err(|e| e.to_string())?;
-
     // Destinations inside the routes; a few thousand distinct frames, replayed.
     let mut rng = SmallRng::seed_from_u64(3);
     let templates: Vec<Vec<u8>> = (0..4096)
@@ -146,6 +140,19 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
             frame(p | host, o.frame_size, i as u16)
         })
         .collect();
+
+    let pool = Pool::new(65536);
+    if o.replay {
+        return replay(o, router, pool, templates, nroutes, build_s);
+    }
+    let (running, mut peers) = router
+        .start(StartOptions {
+            ring_size: RING,
+            idle_yield_after: 0,
+            pool: Some(pool.clone()),
+            replay: None,
+        })
+        .map_err(|e| e.to_string())?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let updates = Arc::new(AtomicU64::new(0));
@@ -282,6 +289,55 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
         cycles_per_packet: per_pkt * crate::cpu_ghz(),
         updates: u1 - u0,
         updates_per_s: (u1 - u0) as f64 / elapsed,
+        build_s,
+        drops: dataplane::DropReason::ALL
+            .iter()
+            .filter(|d| snap.drop_count(**d) > 0)
+            .map(|d| (d.name(), snap.drop_count(*d)))
+            .collect(),
+    })
+}
+
+fn replay(
+    o: &Opts,
+    router: Router,
+    pool: Arc<Pool>,
+    templates: Vec<Vec<u8>>,
+    routes: usize,
+    build_s: f64,
+) -> std::result::Result<Result, String> {
+    let (running, _) = router
+        .start(StartOptions {
+            ring_size: 64,
+            idle_yield_after: 0,
+            pool: Some(pool),
+            replay: Some(templates.into()),
+        })
+        .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(500));
+    let s0 = running.snapshot();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(o.seconds));
+    let s1 = running.snapshot();
+    let elapsed = t0.elapsed().as_secs_f64();
+    let snap = running.stop();
+    let tx = |s: &dataplane::Snapshot| s.tx_packets.iter().sum::<u64>();
+    let rx = |s: &dataplane::Snapshot| s.rx_packets.iter().sum::<u64>();
+    let fwd = tx(&s1) - tx(&s0);
+    let per_pkt = (s1.busy_ns - s0.busy_ns) as f64 / fwd.max(1) as f64 / o.workers as f64;
+    Ok(Result {
+        routes,
+        workers: o.workers,
+        frame_size: o.frame_size,
+        sent: rx(&s1) - rx(&s0),
+        received: fwd,
+        lost: (rx(&s1) - rx(&s0)).saturating_sub(fwd),
+        seconds: elapsed,
+        mpps: fwd as f64 / elapsed / 1e6,
+        busy_ns_per_packet: per_pkt * o.workers as f64,
+        cycles_per_packet: per_pkt * o.workers as f64 * crate::cpu_ghz(),
+        updates: 0,
+        updates_per_s: 0.0,
         build_s,
         drops: dataplane::DropReason::ALL
             .iter()

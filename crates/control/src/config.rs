@@ -23,6 +23,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use fib::Key;
 use packet::ethernet::MacAddr;
 
 use crate::yaml::{self, Node, Value};
@@ -177,33 +178,22 @@ impl Prefix {
                 .ok_or_else(|| format!("`{s}`: prefix length must be 0..={max}"))?,
             None => max as u8,
         };
+        let host_bits = |net: String| format!("`{s}` has host bits set; did you mean {net}/{len}?");
         let p = match addr {
             IpAddr::V4(v) => {
                 let a = u32::from(v);
-                let m = if len == 0 {
-                    0
-                } else {
-                    u32::MAX << (32 - len as u32)
-                };
-                if a & !m != 0 {
-                    return Err(format!(
-                        "`{s}` has host bits set; did you mean {}/{len}?",
-                        std::net::Ipv4Addr::from(a & m)
+                if a.masked(len) != a {
+                    return Err(host_bits(
+                        std::net::Ipv4Addr::from(a.masked(len)).to_string(),
                     ));
                 }
                 Prefix::V4(a, len)
             }
             IpAddr::V6(v) => {
                 let a = u128::from(v);
-                let m = if len == 0 {
-                    0
-                } else {
-                    u128::MAX << (128 - len as u32)
-                };
-                if a & !m != 0 {
-                    return Err(format!(
-                        "`{s}` has host bits set; did you mean {}/{len}?",
-                        std::net::Ipv6Addr::from(a & m)
+                if a.masked(len) != a {
+                    return Err(host_bits(
+                        std::net::Ipv6Addr::from(a.masked(len)).to_string(),
                     ));
                 }
                 Prefix::V6(a, len)

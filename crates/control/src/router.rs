@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use dataplane::port::mem::{ring, RingRx, RingTx};
 use dataplane::port::pcap::{PcapRx, PcapTx};
+use dataplane::port::replay::{ReplayRx, SinkTx};
 use dataplane::port::PortQueues;
 use dataplane::tables::{Interface, NextHop, PortMap, Rewrite, SharedTables, Tables, Vrf, NO_IF};
 use dataplane::worker::Worker;
@@ -373,6 +374,9 @@ pub struct StartOptions {
     pub idle_yield_after: u32,
     /// Pool to use; a new one of the config's size if None.
     pub pool: Option<Arc<Pool>>,
+    /// Benchmarks only: the first `mem` port replays these frames on every worker and every
+    /// `mem` port's transmit queue counts and frees (see `dataplane::port::replay`). No peers.
+    pub replay: Option<Arc<[Vec<u8>]>>,
 }
 
 impl Default for StartOptions {
@@ -381,6 +385,7 @@ impl Default for StartOptions {
             ring_size: 4096,
             idle_yield_after: 256,
             pool: None,
+            replay: None,
         }
     }
 }
@@ -416,6 +421,27 @@ impl Router {
                             name: pc.name.clone(),
                             rx: rxq,
                             tx: txq,
+                        });
+                    }
+                }
+                Driver::Mem if opts.replay.is_some() => {
+                    let first = !self
+                        .cfg
+                        .ports
+                        .iter()
+                        .take_while(|p| p.name != pc.name)
+                        .any(|p| p.driver == Driver::Mem);
+                    for queues in per_worker.iter_mut() {
+                        let rx = opts.replay.as_ref().filter(|_| first).map(|f| {
+                            Box::new(ReplayRx::new(f.clone(), pool.capacity()))
+                                as Box<dyn dataplane::port::RxQueue>
+                        });
+                        queues.push(PortQueues {
+                            name: pc.name.clone(),
+                            rx,
+                            tx: Some(Box::new(SinkTx {
+                                frames: Arc::new(AtomicU64::new(0)),
+                            })),
                         });
                     }
                 }

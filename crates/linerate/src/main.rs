@@ -122,6 +122,10 @@ enum BenchCmd {
         seconds: f64,
         #[arg(long)]
         churn: bool,
+        /// Workers replay frames to themselves (no tester thread): for scaling across workers
+        /// when the machine has no spare core.
+        #[arg(long)]
+        replay: bool,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         #[arg(long)]
@@ -343,11 +347,17 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             sizes,
             seconds,
             churn,
+            replay,
             workdir,
             json,
         } => {
             println!(
-                "Forwarding through mem ports: {} table x{scale}, {workers} worker(s){}",
+                "Forwarding {}: {} table x{scale}, {workers} worker(s){}",
+                if replay {
+                    "with each worker replaying frames to itself (the path's cost; frames arrive warm)"
+                } else {
+                    "through mem ports from a tester thread"
+                },
                 profile.name(),
                 if churn { ", with route churn" } else { "" }
             );
@@ -371,6 +381,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     frame_size: size,
                     seconds,
                     churn,
+                    replay,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;
@@ -442,6 +453,7 @@ fn demo(seconds: f64, workdir: PathBuf) -> Result<(), String> {
             frame_size: size,
             seconds,
             churn: false,
+            replay: false,
             workdir: workdir.clone(),
         };
         let r = bench::forward::run(&o)?;

@@ -8,10 +8,10 @@
 
 use packet::checksum;
 
-use super::{be16, be32, mix, pick, rewrite_l2, Ctx, Slow, VECTOR};
+use super::{be16, be32, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::tables::{NextHop, Tables};
+use crate::tables::Tables;
 
 pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     let mut keys = [0u32; VECTOR];
@@ -80,48 +80,35 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
 /// Sends `b` (whose IPv4 header is valid) towards next hop `nh`. `transit` packets get their TTL
 /// decremented; packets the router generated do not.
 #[inline]
-pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: bool) {
-    if let NextHop::Ecmp(members) = &t.next_hops[nh as usize] {
-        nh = members[pick(flow_hash(&b), members.len())];
-    }
+pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool) {
+    let (nh, action) = resolve(t, nh, || flow_hash(&b));
     b.meta_mut().next_hop = nh;
-    match &t.next_hops[nh as usize] {
-        NextHop::Forward {
-            port, mtu, rewrite, ..
-        } => {
-            let l3 = b.meta().l3_off as usize;
-            let h = &mut b.data_mut()[l3..];
-            let total = be16(h, 2);
-            if total > *mtu {
-                let why = if h[6] & 0x40 != 0 {
-                    Slow::TooBig { mtu: *mtu }
-                } else {
-                    Slow::Fragment { next_hop: nh }
-                };
-                ctx.slow4.push((b, why));
-                return;
-            }
-            if transit {
-                let old = u16::from_be_bytes([h[8], h[9]]);
-                h[8] -= 1;
-                let new = u16::from_be_bytes([h[8], h[9]]);
-                let c = checksum::update16(be16(h, 10), old, new);
-                h[10..12].copy_from_slice(&c.to_be_bytes());
-            }
-            if !rewrite_l2(&mut b, rewrite) {
-                ctx.drop(b, DropReason::NoBuffer);
-                return;
-            }
-            ctx.out[*port as usize].push(b);
-        }
-        NextHop::NoRoute => ctx.slow4.push((b, Slow::NoRoute)),
-        NextHop::Local => ctx.slow4.push((b, Slow::Local)),
-        NextHop::Reject => ctx.slow4.push((b, Slow::Reject)),
-        NextHop::Glean { .. } => ctx.drop(b, DropReason::NeighborUnresolved),
-        NextHop::Blackhole => ctx.drop(b, DropReason::Blackhole),
-        // ECMP members are Forward next hops; a nested group is a control-plane bug.
-        NextHop::Ecmp(_) => ctx.drop(b, DropReason::NoRoute),
+    let (port, mtu, rewrite) = match action {
+        Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
+        Action::Slow(why) => return ctx.slow4.push((b, why)),
+        Action::Drop(why) => return ctx.drop(b, why),
+    };
+    let l3 = b.meta().l3_off as usize;
+    let h = &mut b.data_mut()[l3..];
+    if be16(h, 2) > mtu {
+        let why = if h[6] & 0x40 != 0 {
+            Slow::TooBig { mtu }
+        } else {
+            Slow::Fragment { next_hop: nh }
+        };
+        return ctx.slow4.push((b, why));
     }
+    if transit {
+        let old = u16::from_be_bytes([h[8], h[9]]);
+        h[8] -= 1;
+        let new = u16::from_be_bytes([h[8], h[9]]);
+        let c = checksum::update16(be16(h, 10), old, new);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+    if !rewrite_l2(&mut b, rewrite) {
+        return ctx.drop(b, DropReason::NoBuffer);
+    }
+    ctx.out[port as usize].push(b);
 }
 
 /// 5-tuple hash; ports only for the first (or only) fragment of TCP, UDP and SCTP.

@@ -6,10 +6,10 @@
 //! (routers never fragment IPv6), hop-by-hop options and local delivery. Link-local sources or
 //! destinations and multicast are not forwarded (RFC 4291 2.5.6).
 
-use super::{be16, be32, mix, pick, rewrite_l2, Ctx, Slow, VECTOR};
+use super::{be16, be32, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::tables::{NextHop, Tables};
+use crate::tables::Tables;
 
 #[inline(always)]
 fn addr(h: &[u8], at: usize) -> u128 {
@@ -84,37 +84,26 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
 
 /// Sends `b` towards next hop `nh`; `transit` packets get their hop limit decremented.
 #[inline]
-pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, mut nh: u32, transit: bool) {
-    if let NextHop::Ecmp(members) = &t.next_hops[nh as usize] {
-        nh = members[pick(flow_hash(&b), members.len())];
-    }
+pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool) {
+    let (nh, action) = resolve(t, nh, || flow_hash(&b));
     b.meta_mut().next_hop = nh;
-    match &t.next_hops[nh as usize] {
-        NextHop::Forward {
-            port, mtu, rewrite, ..
-        } => {
-            let l3 = b.meta().l3_off as usize;
-            let h = &mut b.data_mut()[l3..];
-            if 40 + be16(h, 4) as usize > *mtu as usize {
-                ctx.slow6.push((b, Slow::TooBig { mtu: *mtu }));
-                return;
-            }
-            if transit {
-                h[7] -= 1;
-            }
-            if !rewrite_l2(&mut b, rewrite) {
-                ctx.drop(b, DropReason::NoBuffer);
-                return;
-            }
-            ctx.out[*port as usize].push(b);
-        }
-        NextHop::NoRoute => ctx.slow6.push((b, Slow::NoRoute)),
-        NextHop::Local => ctx.slow6.push((b, Slow::Local)),
-        NextHop::Reject => ctx.slow6.push((b, Slow::Reject)),
-        NextHop::Glean { .. } => ctx.drop(b, DropReason::NeighborUnresolved),
-        NextHop::Blackhole => ctx.drop(b, DropReason::Blackhole),
-        NextHop::Ecmp(_) => ctx.drop(b, DropReason::NoRoute),
+    let (port, mtu, rewrite) = match action {
+        Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
+        Action::Slow(why) => return ctx.slow6.push((b, why)),
+        Action::Drop(why) => return ctx.drop(b, why),
+    };
+    let l3 = b.meta().l3_off as usize;
+    let h = &mut b.data_mut()[l3..];
+    if 40 + be16(h, 4) as usize > mtu as usize {
+        return ctx.slow6.push((b, Slow::TooBig { mtu }));
     }
+    if transit {
+        h[7] -= 1;
+    }
+    if !rewrite_l2(&mut b, rewrite) {
+        return ctx.drop(b, DropReason::NoBuffer);
+    }
+    ctx.out[port as usize].push(b);
 }
 
 /// Addresses, flow label and, where the extension-header walk finds them, protocol and ports.

@@ -17,7 +17,7 @@ pub mod slow;
 
 use crate::buffer::{BufCache, PktBuf};
 use crate::counters::{DropReason, DROP_COUNT};
-use crate::tables::Rewrite;
+use crate::tables::{NextHop, Rewrite, Tables};
 
 /// The most frames in one vector.
 pub const VECTOR: usize = 256;
@@ -124,6 +124,43 @@ impl TokenBucket {
             false
         }
     }
+}
+
+/// What a next hop asks of a packet, the same for both address families.
+pub enum Action<'t> {
+    Transmit {
+        port: u16,
+        mtu: u16,
+        rewrite: &'t Rewrite,
+    },
+    Slow(Slow),
+    Drop(DropReason),
+}
+
+/// Resolves next hop `nh` (an ECMP group to one member, by `hash`, computed only for groups);
+/// returns the next hop used and what to do.
+#[inline(always)]
+pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Action<'_>) {
+    if let NextHop::Ecmp(members) = &t.next_hops[nh as usize] {
+        nh = members[pick(hash(), members.len())];
+    }
+    let a = match &t.next_hops[nh as usize] {
+        NextHop::Forward {
+            port, mtu, rewrite, ..
+        } => Action::Transmit {
+            port: *port,
+            mtu: *mtu,
+            rewrite,
+        },
+        NextHop::NoRoute => Action::Slow(Slow::NoRoute),
+        NextHop::Local => Action::Slow(Slow::Local),
+        NextHop::Reject => Action::Slow(Slow::Reject),
+        NextHop::Glean { .. } => Action::Drop(DropReason::NeighborUnresolved),
+        NextHop::Blackhole => Action::Drop(DropReason::Blackhole),
+        // ECMP members are Forward next hops; a nested group is a control-plane bug.
+        NextHop::Ecmp(_) => Action::Drop(DropReason::NoRoute),
+    };
+    (nh, a)
 }
 
 /// Replaces the L2 header in front of `meta.l3_off` with `rw`, growing into the headroom or

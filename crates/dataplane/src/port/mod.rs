@@ -5,11 +5,13 @@
 //!
 //! - [`mem`]: in-process rings, zero-copy, for the embedded tester and benchmarks.
 //! - [`pcap`]: a capture file as input, a capture file as output, for tests and replays.
+//! - [`replay`]: frames replayed by the worker itself and a counting sink, for benchmarks.
 //!
 //! Later drivers (af_xdp, af_packet, tap) implement the same traits.
 
 pub mod mem;
 pub mod pcap;
+pub mod replay;
 
 use crate::buffer::{BufCache, PktBuf};
 
