@@ -98,7 +98,15 @@ const RING: usize = 16384;
 const IN_FLIGHT: usize = 1024;
 
 pub fn run(o: &Opts) -> std::result::Result<Result, String> {
-    std::fs::create_dir_all(&o.workdir).map_err(|e| e.to_string())?;
+    // This run's own files, so concurrent runs cannot replace each other's table.
+    let dir = o.workdir.join(format!("fwd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let r = run_in(o, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String> {
     let spec = Spec {
         profile: o.profile,
         seed: 1,
@@ -108,7 +116,7 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
     let routes = gen::v4(&spec);
     {
         let mut f = std::io::BufWriter::new(
-            std::fs::File::create(o.workdir.join("bench.routes")).map_err(|e| e.to_string())?,
+            std::fs::File::create(dir.join("bench.routes")).map_err(|e| e.to_string())?,
         );
         for (i, &(p, l)) in routes.iter().enumerate() {
             let via = if i % 2 == 0 {
@@ -124,7 +132,7 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
     let text = CONFIG
         .replace("WORKERS", &o.workers.to_string())
         .replace("CORES", &cores.join(", "));
-    let cfg_path = o.workdir.join("bench.yaml");
+    let cfg_path = dir.join("bench.yaml");
     std::fs::write(&cfg_path, &text).map_err(|e| e.to_string())?;
     let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
     let t0 = Instant::now();

@@ -223,7 +223,21 @@ fn dpdk_row(v: &serde_json::Value, trace: &str) -> Row {
 
 /// Runs the comparison; returns every row (ours first per trace).
 pub fn run(o: &Opts) -> Result<Vec<Row>, String> {
-    std::fs::create_dir_all(&o.workdir).map_err(|e| e.to_string())?;
+    // A directory of this run's own: the DPDK harness reads its later traces only after loading
+    // the table, minutes later for rte_lpm, and a concurrent run must not replace them meanwhile.
+    let dir = o.workdir.join(format!("lpm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let o = &Opts {
+        workdir: dir.clone(),
+        dpdk: o.dpdk.clone(),
+        ..*o
+    };
+    let rows = run_in(o);
+    let _ = std::fs::remove_dir_all(&dir);
+    rows
+}
+
+fn run_in(o: &Opts) -> Result<Vec<Row>, String> {
     let spec = Spec {
         profile: o.profile,
         seed: 1,

@@ -55,7 +55,13 @@ impl Worker {
         let mut ip6: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let start = Instant::now();
         let mut idle = 0u32;
+        let mut polls = 0u32;
         loop {
+            // Checked busy or idle: a worker whose ports never run dry must still stop.
+            polls = polls.wrapping_add(1);
+            if polls % 1024 == 0 && stop.load(Ordering::Relaxed) {
+                break;
+            }
             epoch.quiescent();
             let t = &**tcache.load();
             let mut did = 0;
@@ -103,9 +109,6 @@ impl Worker {
                 }
             }
             if idle % 1024 == 0 {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
                 let drained = ports
                     .iter()
                     .all(|p| p.rx.as_ref().is_none_or(|q| q.is_exhausted()));
