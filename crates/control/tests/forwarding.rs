@@ -442,3 +442,25 @@ fn route_changes_while_forwarding_lose_nothing() {
     assert_eq!(got, 40 * 256);
     assert_eq!(bed.snapshot().total_drops(), 0);
 }
+
+#[test]
+fn martian_sources_and_destinations_are_not_forwarded() {
+    let mut bed = Bed::new(1000);
+    let mut from_loopback = ip4_frame([10, 1, 2, 3], 64, 30, false, 17, 1);
+    from_loopback[26..30].copy_from_slice(&[127, 0, 0, 1]);
+    from_loopback[24..26].copy_from_slice(&[0, 0]);
+    let c = checksum::fold(checksum::sum(&from_loopback[14..34]));
+    from_loopback[24..26].copy_from_slice(&c.to_be_bytes());
+    let out = bed.send(
+        0,
+        &[
+            from_loopback,
+            ip4_frame([127, 0, 0, 9], 64, 30, false, 17, 1),
+        ],
+    );
+    assert!(
+        out.iter().all(|p| p.is_empty()),
+        "nothing forwarded, no ICMP"
+    );
+    assert_eq!(bed.snapshot().drop_count(DropReason::Ip4Martian), 2);
+}

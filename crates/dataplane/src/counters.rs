@@ -33,7 +33,7 @@ reasons! {
     BadLength => "frame shorter than its headers claim",
     Ip4BadHeader => "IPv4 header malformed (version, IHL)",
     Ip4BadChecksum => "IPv4 header checksum wrong",
-    Ip4Martian => "IPv4 source or destination not routable",
+    Ip4Martian => "IPv4 martian source or destination (RFC 1812 5.3.7)",
     Ip6BadHeader => "IPv6 header malformed",
     Ip6Scope => "IPv6 link-local or multicast not forwarded",
     TtlExpired => "TTL or hop limit expired",

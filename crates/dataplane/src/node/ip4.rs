@@ -45,6 +45,12 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
             continue;
         }
         let dst = be32(h, 16);
+        let src = be32(h, 12);
+        // RFC 1812 5.3.7: never forward from or to 0/8 or 127/8, nor from multicast or class E.
+        if matches!(src >> 24, 0 | 127) || src >> 28 >= 14 || matches!(dst >> 24, 0 | 127) {
+            ctx.drop(b, DropReason::Ip4Martian);
+            continue;
+        }
         if h[8] <= 1 {
             // Unless it is for us: a packet to the router's address may arrive with TTL 1.
             ctx.slow4.push((b, Slow::TtlExpired));
