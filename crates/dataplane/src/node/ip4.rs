@@ -8,14 +8,13 @@
 
 use packet::checksum;
 
-use super::{be16, be32, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR};
+use super::{be16, be32, lookup_and_forward, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::tables::Tables;
 
 pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     let mut keys = [0u32; VECTOR];
-    let mut nhs = [0u32; VECTOR];
     let mut vrf = u32::MAX;
     let mut mixed = false;
     let mut good = std::mem::take(&mut ctx.tmp);
@@ -62,23 +61,9 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         keys[good.len()] = dst;
         good.push(b);
     }
-    let n = good.len();
-    if n == 0 {
-        ctx.tmp = good;
-        return;
-    }
-    if !mixed {
-        t.vrfs[vrf as usize]
-            .v4
-            .lookup_batch(&keys[..n], &mut nhs[..n]);
-    } else {
-        for i in 0..n {
-            let v = t.ifs[good[i].meta().rx_if as usize].vrf;
-            nhs[i] = t.vrfs[v as usize].v4.lookup(keys[i]);
-        }
-    }
-    for (i, b) in good.drain(..).enumerate() {
-        forward(ctx, t, b, nhs[i], true);
+    if !good.is_empty() {
+        let vrf = (!mixed).then_some(vrf);
+        lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v4, forward);
     }
     ctx.tmp = good;
 }

@@ -6,7 +6,7 @@
 //! (routers never fragment IPv6), hop-by-hop options and local delivery. Link-local sources or
 //! destinations and multicast are not forwarded (RFC 4291 2.5.6).
 
-use super::{be16, be32, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR};
+use super::{be16, be32, lookup_and_forward, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::tables::Tables;
@@ -18,7 +18,6 @@ fn addr(h: &[u8], at: usize) -> u128 {
 
 pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     let mut keys = [0u128; VECTOR];
-    let mut nhs = [0u32; VECTOR];
     let mut vrf = u32::MAX;
     let mut mixed = false;
     let mut good = std::mem::take(&mut ctx.tmp);
@@ -61,23 +60,9 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         keys[good.len()] = dst;
         good.push(b);
     }
-    let n = good.len();
-    if n == 0 {
-        ctx.tmp = good;
-        return;
-    }
-    if !mixed {
-        t.vrfs[vrf as usize]
-            .v6
-            .lookup_batch(&keys[..n], &mut nhs[..n]);
-    } else {
-        for i in 0..n {
-            let v = t.ifs[good[i].meta().rx_if as usize].vrf;
-            nhs[i] = t.vrfs[v as usize].v6.lookup(keys[i]);
-        }
-    }
-    for (i, b) in good.drain(..).enumerate() {
-        forward(ctx, t, b, nhs[i], true);
+    if !good.is_empty() {
+        let vrf = (!mixed).then_some(vrf);
+        lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v6, forward);
     }
     ctx.tmp = good;
 }

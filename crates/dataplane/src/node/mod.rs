@@ -163,6 +163,34 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
     (nh, a)
 }
 
+/// The second half of both forwarding nodes: looks `keys` up in each packet's VRF (as one batch
+/// when the whole vector shares a VRF, the usual case) and hands each packet to `forward`.
+#[inline(always)]
+pub(crate) fn lookup_and_forward<K: fib::Key>(
+    ctx: &mut Ctx,
+    t: &Tables,
+    good: &mut Vec<PktBuf>,
+    keys: &[K],
+    vrf: Option<u32>,
+    fib: impl Fn(&crate::tables::Vrf) -> &fib::LpmTable<K>,
+    forward: fn(&mut Ctx, &Tables, PktBuf, u32, bool),
+) {
+    let n = good.len();
+    let mut nhs = [0u32; VECTOR];
+    match vrf {
+        Some(v) => fib(&t.vrfs[v as usize]).lookup_batch(&keys[..n], &mut nhs[..n]),
+        None => {
+            for i in 0..n {
+                let v = t.ifs[good[i].meta().rx_if as usize].vrf;
+                nhs[i] = fib(&t.vrfs[v as usize]).lookup(keys[i]);
+            }
+        }
+    }
+    for (i, b) in good.drain(..).enumerate() {
+        forward(ctx, t, b, nhs[i], true);
+    }
+}
+
 /// Replaces the L2 header in front of `meta.l3_off` with `rw`, growing into the headroom or
 /// shrinking as needed. Reads and sets `meta.l3_off`.
 #[inline(always)]
