@@ -339,7 +339,9 @@ fn replay(
         frame_size: o.frame_size,
         sent: rx(&s1) - rx(&s0),
         received: fwd,
-        lost: (rx(&s1) - rx(&s0)).saturating_sub(fwd),
+        // Counters are read while workers run, so rx - tx includes the vector in flight; what the
+        // router lost is what it dropped.
+        lost: snap.total_drops(),
         seconds: elapsed,
         mpps: fwd as f64 / elapsed / 1e6,
         busy_ns_per_packet: per_pkt * o.workers as f64,
