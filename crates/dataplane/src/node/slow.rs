@@ -9,7 +9,7 @@ use packet::{checksum, icmpv4, icmpv6, ipv4, ipv6};
 use super::{be16, be32, ip4, ip6, Ctx, Slow};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::tables::{NextHop, Tables};
+use crate::tables::{NextHop, Tables, Vrf};
 
 pub fn run(ctx: &mut Ctx, t: &Tables) {
     while let Some((b, why)) = ctx.slow4.pop() {
@@ -157,19 +157,46 @@ fn icmp4_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, res
         dont_frag: false,
         ident: 0,
     };
-    let ok = repr.emit(&mut nb.data_mut()[14..]).is_ok();
-    nb.set_len(34 + n);
+    let ok = repr.emit(&mut nb.data_mut()[14..]).is_ok() && n > 0;
+    send_error(
+        ctx,
+        t,
+        b,
+        nb,
+        34 + n,
+        ok,
+        |v| v.v4.lookup(src),
+        ip4::forward,
+    );
+}
+
+/// Sends the ICMP or ICMPv6 error `nb` (IP header at byte 14, `len` bytes in all) back out of
+/// the VRF `b` came in on, and frees `b`. `route` finds the next hop of the error's destination.
+// Eight arguments: the two families differ in exactly the last three, and a struct bundling them
+// would be built at one place and read at one place.
+#[allow(clippy::too_many_arguments)]
+fn send_error(
+    ctx: &mut Ctx,
+    t: &Tables,
+    b: PktBuf,
+    mut nb: PktBuf,
+    len: usize,
+    ok: bool,
+    route: impl FnOnce(&Vrf) -> u32,
+    forward: fn(&mut Ctx, &Tables, PktBuf, u32, bool),
+) {
+    nb.set_len(len);
     let vrf = vrf_of(t, &b);
     let m = nb.meta_mut();
     m.l3_off = 14;
     m.rx_if = b.meta().rx_if;
     ctx.cache.free(b);
-    if !ok || n == 0 {
+    if !ok {
         return ctx.cache.free(nb);
     }
     ctx.icmp_sent += 1;
-    let nh = t.vrfs[vrf].v4.lookup(src);
-    ip4::forward(ctx, t, nb, nh, false);
+    let nh = route(&t.vrfs[vrf]);
+    forward(ctx, t, nb, nh, false);
 }
 
 /// Splits `b` into fragments that fit the next hop's MTU (RFC 791). Options are copied into every
@@ -321,17 +348,15 @@ fn icmp6_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, res
         traffic_class: 0xc0,
         flow_label: 0,
     };
-    let ok = repr.emit(&mut nb.data_mut()[14..]).is_ok();
-    nb.set_len(54 + n);
-    let vrf = vrf_of(t, &b);
-    let m = nb.meta_mut();
-    m.l3_off = 14;
-    m.rx_if = b.meta().rx_if;
-    ctx.cache.free(b);
-    if !ok || n == 0 {
-        return ctx.cache.free(nb);
-    }
-    ctx.icmp_sent += 1;
-    let nh = t.vrfs[vrf].v6.lookup(src_n);
-    ip6::forward(ctx, t, nb, nh, false);
+    let ok = repr.emit(&mut nb.data_mut()[14..]).is_ok() && n > 0;
+    send_error(
+        ctx,
+        t,
+        b,
+        nb,
+        54 + n,
+        ok,
+        |v| v.v6.lookup(src_n),
+        ip6::forward,
+    );
 }
