@@ -229,13 +229,20 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     let mut ti = 0usize;
     let busy0 = running.snapshot();
     let u0 = updates.load(Ordering::Relaxed);
-    while Instant::now() < deadline {
-        for q in 0..o.workers {
+    // The sink: takes everything the router has sent on worker q's queues.
+    let drain =
+        |q: usize, peers: &mut [control::MemPeer], cache: &mut BufCache, rx: &mut Vec<_>| {
+            let mut n = 0;
             for p in peers.iter_mut() {
                 rx.clear();
-                received += p.from_router[q].pop_burst(&mut rx, usize::MAX) as u64;
-                cache.free_all(&mut rx);
+                n += p.from_router[q].pop_burst(rx, usize::MAX) as u64;
+                cache.free_all(rx);
             }
+            n
+        };
+    while Instant::now() < deadline {
+        for q in 0..o.workers {
+            received += drain(q, &mut peers, &mut cache, &mut rx);
             let peer = &mut peers[0];
             // At most IN_FLIGHT frames queued ahead of the worker: if this thread is descheduled,
             // the worker runs dry instead of overflowing the transmit ring nobody is draining.
@@ -269,11 +276,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     let drain_until = Instant::now() + Duration::from_millis(200);
     while Instant::now() < drain_until {
         for q in 0..o.workers {
-            for p in peers.iter_mut() {
-                rx.clear();
-                received += p.from_router[q].pop_burst(&mut rx, usize::MAX) as u64;
-                cache.free_all(&mut rx);
-            }
+            received += drain(q, &mut peers, &mut cache, &mut rx);
         }
     }
     if let Some(h) = churn {

@@ -316,7 +316,7 @@ fn bench_family<K: Key>(
     }
     w.publish().map_err(|e| e.to_string())?;
     let build_s = t0.elapsed().as_secs_f64();
-    let updates_per_s = churn(&mut w, routes, o.seconds);
+    let updates_per_s = churn(&mut w, routes, o.seconds)?;
     let st = w.stats();
     let mut rows = Vec::new();
     let mut files = Vec::new();
@@ -365,7 +365,7 @@ fn bench_family<K: Key>(
 /// Replaces next hops of existing routes (a BGP churn pattern), in batches of 10,000 with a
 /// publish after each, for `seconds`; returns updates per second. A reader is registered and
 /// quiescent between batches, as a worker would be, so reclamation runs as in service.
-fn churn<K: Key>(w: &mut LpmWriter<K>, routes: &[(K, u8)], seconds: f64) -> f64 {
+fn churn<K: Key>(w: &mut LpmWriter<K>, routes: &[(K, u8)], seconds: f64) -> Result<f64, String> {
     let reader = w.reader();
     let start = Instant::now();
     let mut n = 0usize;
@@ -373,12 +373,13 @@ fn churn<K: Key>(w: &mut LpmWriter<K>, routes: &[(K, u8)], seconds: f64) -> f64 
     while start.elapsed().as_secs_f64() < seconds {
         for _ in 0..10_000 {
             let (p, l) = routes[n % routes.len()];
-            let _ = w.insert(p, l, 1 + (n as u32 + round) % 1000);
+            w.insert(p, l, 1 + (n as u32 + round) % 1000)
+                .map_err(|e| e.to_string())?;
             n += 1;
         }
         round += 1;
-        let _ = w.publish();
+        w.publish().map_err(|e| e.to_string())?;
         reader.quiescent();
     }
-    n as f64 / start.elapsed().as_secs_f64()
+    Ok(n as f64 / start.elapsed().as_secs_f64())
 }

@@ -215,7 +215,6 @@ impl fmt::Display for Prefix {
 /// Reads the fields of one mapping, collecting errors instead of stopping at the first, and
 /// complaining about keys nobody asked for (a misspelt key is a mistake, not a default).
 struct Fields<'a> {
-    file: &'a str,
     path: String,
     node: &'a Node,
     map: &'a [(String, Node)],
@@ -257,17 +256,15 @@ fn join(path: &str, key: &str) -> String {
 }
 
 impl<'a> Fields<'a> {
-    fn new(file: &'a str, path: String, node: &'a Node, e: &mut Errs) -> Option<Self> {
+    fn new(path: String, node: &'a Node, e: &mut Errs) -> Option<Self> {
         match &node.value {
             Value::Map(m) => Some(Self {
-                file,
                 path,
                 node,
                 map: m,
                 used: Vec::new(),
             }),
             Value::Null => Some(Self {
-                file,
                 path,
                 node,
                 map: &[],
@@ -375,7 +372,6 @@ impl<'a> Fields<'a> {
                 );
             }
         }
-        let _ = self.file;
     }
 }
 
@@ -462,12 +458,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         routes: Vec::new(),
         route_files: Vec::new(),
     };
-    let Some(mut top) = Fields::new(&file, String::new(), &root, &mut e) else {
+    let Some(mut top) = Fields::new(String::new(), &root, &mut e) else {
         return Err(ConfigErrors(e.list));
     };
 
     if let Some(n) = top.get("router") {
-        if let Some(mut f) = Fields::new(&file, "router".into(), n, &mut e) {
+        if let Some(mut f) = Fields::new("router".into(), n, &mut e) {
             if let Some(w) = f.parse::<usize>("workers", "a worker count", &mut e) {
                 if w == 0 || w > 64 {
                     e.at(n, "router.workers", "workers must be 1..=64");
@@ -495,7 +491,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
     }
     if let Some(n) = top.get("limits") {
-        if let Some(mut f) = Fields::new(&file, "limits".into(), n, &mut e) {
+        if let Some(mut f) = Fields::new("limits".into(), n, &mut e) {
             if let Some(v) = f.parse("ipv4-routes", "a route count", &mut e) {
                 cfg.max_v4_routes = v;
             }
@@ -513,7 +509,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
     }
     for (n, path) in seq(&mut top, "ports", &mut e) {
-        let Some(mut f) = Fields::new(&file, path.clone(), n, &mut e) else {
+        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
             continue;
         };
         let origin = f.origin();
@@ -556,7 +552,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
     }
     for (n, path) in seq(&mut top, "interfaces", &mut e) {
-        let Some(mut f) = Fields::new(&file, path.clone(), n, &mut e) else {
+        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
             continue;
         };
         let origin = f.origin();
@@ -636,7 +632,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
     }
     for (n, path) in seq(&mut top, "neighbors", &mut e) {
-        let Some(mut f) = Fields::new(&file, path.clone(), n, &mut e) else {
+        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
             continue;
         };
         let origin = f.origin();
@@ -659,7 +655,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
     }
     for (n, path) in seq(&mut top, "routes", &mut e) {
-        let Some(mut f) = Fields::new(&file, path.clone(), n, &mut e) else {
+        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
             continue;
         };
         let origin = f.origin();
@@ -718,7 +714,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         }
     }
     for (n, path) in seq(&mut top, "route-files", &mut e) {
-        let Some(mut f) = Fields::new(&file, path.clone(), n, &mut e) else {
+        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
             continue;
         };
         let origin = f.origin();

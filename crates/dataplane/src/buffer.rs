@@ -32,8 +32,6 @@ pub struct Meta {
     pub rx_if: u32,
     /// Chosen next hop (set by the lookup nodes).
     pub next_hop: u32,
-    /// Transmit timestamp or any per-packet note a tester keeps (ns).
-    pub user: u64,
     pub pool: u32,
     pub index: u32,
 }
@@ -105,7 +103,6 @@ impl PktBuf {
         m.data_off = HEADROOM as u16;
         m.len = 0;
         m.l3_off = 0;
-        m.user = 0;
     }
 
     /// Sets the frame length; the bytes are whatever the room held. False if too long.

@@ -51,10 +51,6 @@ impl EpochDomain {
         self.global.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    pub fn current(&self) -> u64 {
-        self.global.load(Ordering::Acquire)
-    }
-
     /// Every epoch up to and including the returned one has been left by all online readers.
     pub fn safe_epoch(&self) -> u64 {
         let readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
@@ -66,11 +62,6 @@ impl EpochDomain {
             }
         }
         min
-    }
-
-    pub fn reader_count(&self) -> usize {
-        let readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        readers.iter().filter(|w| w.strong_count() > 0).count()
     }
 }
 
