@@ -1,0 +1,273 @@
+//! The analyzer: reads the signature of every received frame and keeps, per stream, what arrived,
+//! what arrived twice, late or at the wrong port, and how long each frame took.
+//!
+//! Sequence tracking follows RFC 4737: a frame whose sequence number is below the next expected
+//! one is reordered (it arrived after a later frame), unless the 128-frame window of recently seen
+//! numbers says it already arrived, in which case it is a duplicate. Loss is what the generator
+//! sent minus the distinct frames that arrived where they should.
+
+use packet::checksum;
+
+use crate::histogram::Histogram;
+use crate::signature::{self, Parsed};
+use crate::stream::pattern;
+
+/// Per-stream receive state: one cache line, touched once per frame.
+#[derive(Clone, Debug, Default)]
+#[repr(align(64))]
+pub struct RxStream {
+    pub expect_port: u16,
+    /// Next sequence number expected.
+    next: u32,
+    /// Bit k: sequence number `next - 1 - k` has arrived.
+    window: u128,
+    pub received: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub misdelivered: u64,
+    pub corrupted: u64,
+    pub lat_min: u32,
+    pub lat_max: u32,
+    pub lat_sum: u64,
+}
+
+/// Frames a port received that belong to no stream of this trial.
+#[derive(Clone, Debug, Default)]
+pub struct PortRx {
+    pub frames: u64,
+    pub foreign: u64,
+    pub stale: u64,
+    /// Corrupted frames whose stream id is itself out of range.
+    pub corrupted_unknown: u64,
+}
+
+pub struct Analyzer {
+    pub trial: u8,
+    pub streams: Vec<RxStream>,
+    pub hist: Vec<Histogram>,
+    pub ports: Vec<PortRx>,
+    /// Check every payload byte against the pattern (reads the whole frame: off by default).
+    pub verify_payload: bool,
+}
+
+impl Analyzer {
+    pub fn new(expect_ports: &[usize], ports: usize) -> Self {
+        Analyzer {
+            trial: 0,
+            streams: expect_ports
+                .iter()
+                .map(|&p| RxStream {
+                    expect_port: p as u16,
+                    lat_min: u32::MAX,
+                    ..Default::default()
+                })
+                .collect(),
+            hist: expect_ports.iter().map(|_| Histogram::new()).collect(),
+            ports: vec![PortRx::default(); ports],
+            verify_payload: false,
+        }
+    }
+
+    /// Forgets everything and expects frames of `trial`.
+    pub fn reset(&mut self, trial: u8) {
+        self.trial = trial;
+        for s in &mut self.streams {
+            *s = RxStream {
+                expect_port: s.expect_port,
+                lat_min: u32::MAX,
+                ..Default::default()
+            };
+        }
+        for h in &mut self.hist {
+            *h = Histogram::new();
+        }
+        for p in &mut self.ports {
+            *p = PortRx::default();
+        }
+    }
+
+    /// Accounts one frame received on `port` at `rx_ns` (tester clock, low 32 bits). Returns
+    /// false when the frame's payload was found damaged (the buffer should not be reused as is).
+    #[inline(always)]
+    pub fn frame(&mut self, port: usize, frame: &[u8], rx_ns: u32) -> bool {
+        let pr = &mut self.ports[port];
+        pr.frames += 1;
+        let Some((l3, end, v)) = signature::locate(frame) else {
+            pr.foreign += 1;
+            return true;
+        };
+        let ip_len = (end - l3) as u16;
+        let sig = &frame[end - signature::LEN..end];
+        let mut intact = true;
+        let sig = match signature::read(sig, self.trial, ip_len) {
+            Parsed::Ok(s) => s,
+            Parsed::Foreign => {
+                pr.foreign += 1;
+                return true;
+            }
+            Parsed::Stale => {
+                pr.stale += 1;
+                return true;
+            }
+            Parsed::Corrupted { stream } => {
+                match self.streams.get_mut(stream as usize) {
+                    Some(s) => s.corrupted += 1,
+                    None => pr.corrupted_unknown += 1,
+                }
+                return false;
+            }
+        };
+        let Some(s) = self.streams.get_mut(sig.stream as usize) else {
+            pr.corrupted_unknown += 1;
+            return false;
+        };
+        if v == 4 && !checksum::ipv4_header_ok(&frame[l3..l3 + 20]) {
+            s.corrupted += 1;
+            return false;
+        }
+        if self.verify_payload {
+            let hdr = match v {
+                4 => ((frame[l3] & 0x0f) as usize * 4, frame[l3 + 9]),
+                _ => (40, frame[l3 + 6]),
+            };
+            let start = l3 + hdr.0 + if hdr.1 == 17 { 8 } else { 0 };
+            let stop = end - signature::LEN;
+            if start > stop || frame[start..stop] != *pattern(stop - start) {
+                s.corrupted += 1;
+                intact = false;
+                return intact;
+            }
+        }
+        if s.expect_port as usize != port {
+            s.misdelivered += 1;
+            return intact;
+        }
+        let d = sig.seq.wrapping_sub(s.next) as i32;
+        if d >= 0 {
+            let shift = d as u32 + 1;
+            s.window = if shift >= 128 {
+                1
+            } else {
+                s.window << shift | 1
+            };
+            s.next = sig.seq.wrapping_add(1);
+        } else {
+            let k = (-(d as i64) - 1) as u32;
+            if k < 128 {
+                if s.window >> k & 1 == 1 {
+                    s.duplicated += 1;
+                    return intact;
+                }
+                s.window |= 1 << k;
+            }
+            s.reordered += 1;
+        }
+        s.received += 1;
+        let lat = rx_ns.wrapping_sub(sig.tx_ns);
+        s.lat_min = s.lat_min.min(lat);
+        s.lat_max = s.lat_max.max(lat);
+        s.lat_sum += lat as u64;
+        self.hist[sig.stream as usize].add(lat);
+        intact
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::{finish, GenStream, StreamSpec, L3};
+
+    fn spec() -> StreamSpec {
+        StreamSpec {
+            name: "s".into(),
+            tx_port: 0,
+            rx_port: 1,
+            src_mac: [2, 0, 0, 0, 0, 2],
+            dst_mac: [2, 0, 0, 0, 0, 1],
+            vlan: None,
+            l3: L3::V4 {
+                src: [198, 18, 0, 2],
+                dst: [198, 19, 0, 2],
+            },
+            udp: Some((1024, 5000)),
+            ttl: 64,
+            dscp: 0,
+            fields: vec![],
+            weight: 1.0,
+        }
+    }
+
+    fn frames(n: usize, size: u16) -> Vec<Vec<u8>> {
+        let mut g = GenStream::new(&spec(), &[size], 1);
+        (0..n)
+            .map(|i| {
+                let mut f = vec![0u8; g.templates[0].len as usize];
+                let s = g.build(0, &mut f, 1, 0, false);
+                finish(&g.templates[0], &mut f, 1000 + i as u32, s);
+                f
+            })
+            .collect()
+    }
+
+    #[test]
+    fn counts_loss_duplicates_reordering_and_misdelivery() {
+        let f = frames(10, 64);
+        let mut a = Analyzer::new(&[1], 3);
+        a.reset(1);
+        // 0 1 3 2 2 5 (lost: 4, 6..9), then frame 7 on the wrong port.
+        for i in [0, 1, 3, 2, 2, 5] {
+            assert!(a.frame(1, &f[i], 5000));
+        }
+        a.frame(2, &f[7], 5000);
+        let s = &a.streams[0];
+        assert_eq!(
+            (s.received, s.duplicated, s.reordered, s.misdelivered),
+            (5, 1, 1, 1)
+        );
+        assert_eq!(s.lat_min, 5000 - 1005);
+        assert_eq!(s.lat_max, 5000 - 1000);
+        assert_eq!(a.hist[0].count(), 5);
+    }
+
+    #[test]
+    fn stale_foreign_and_corrupted_frames_are_told_apart() {
+        let f = frames(3, 128);
+        let mut a = Analyzer::new(&[1], 2);
+        a.reset(2);
+        a.frame(1, &f[0], 0);
+        assert_eq!(a.ports[1].stale, 1);
+        a.reset(1);
+        let mut bad = f[1].clone();
+        let n = bad.len();
+        bad[n - 6] ^= 0x10; // in the timestamp
+        assert!(!a.frame(1, &bad, 0));
+        let mut hdr = f[2].clone();
+        hdr[22] ^= 1; // the TTL: the IPv4 checksum no longer holds
+        assert!(!a.frame(1, &hdr, 0));
+        a.frame(1, &[0u8; 60], 0);
+        assert_eq!(a.streams[0].corrupted, 2);
+        assert_eq!(a.ports[1].foreign, 1);
+        // A payload byte is only seen when payloads are verified.
+        let mut pay = f[0].clone();
+        pay[50] ^= 0xff;
+        assert!(a.frame(1, &pay, 0));
+        a.reset(1);
+        a.verify_payload = true;
+        assert!(!a.frame(1, &pay, 0));
+        assert!(a.frame(1, &f[1], 0));
+        assert_eq!((a.streams[0].corrupted, a.streams[0].received), (1, 1));
+    }
+
+    #[test]
+    fn a_long_gap_then_late_frames() {
+        let f = frames(300, 64);
+        let mut a = Analyzer::new(&[1], 2);
+        a.reset(1);
+        a.frame(1, &f[299], 0);
+        for i in 0..299 {
+            a.frame(1, &f[i], 0);
+        }
+        let s = &a.streams[0];
+        assert_eq!((s.received, s.reordered, s.duplicated), (300, 299, 0));
+    }
+}

@@ -1,0 +1,117 @@
+//! Embedded mode: a Linerate router in this process, its `mem` ports wired to tester ports. The
+//! router's workers run on the cores its config names; the tester runs on the calling thread,
+//! which [`Embedded::pin_tester`] moves to a core of its own where the machine has one.
+
+use std::sync::Arc;
+
+use control::{MemPeer, Router, Running, StartOptions};
+use dataplane::{DropReason, Pool};
+
+use crate::engine::{DutProbe, TesterPort};
+
+pub struct Embedded {
+    pub running: Option<Running>,
+    pub pool: Arc<Pool>,
+    /// Cores the router's workers are pinned to.
+    pub worker_cores: Vec<usize>,
+}
+
+/// Drop counters of a running router, for the tester to attribute loss.
+pub struct RouterProbe {
+    counters: Vec<Arc<dataplane::WorkerCounters>>,
+    ports: usize,
+}
+
+impl DutProbe for RouterProbe {
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        let s = dataplane::Snapshot::sum(&self.counters, self.ports);
+        DropReason::ALL
+            .iter()
+            .map(|&d| (d.name(), s.drop_count(d)))
+            .collect()
+    }
+}
+
+impl Embedded {
+    /// Starts the router's workers with rings of `ring` frames (a NIC's descriptor ring: what
+    /// absorbs a burst before the device drops). Each `mem` port becomes a tester port with the
+    /// nominal speed `speeds[i]`.
+    pub fn start(
+        router: &Router,
+        ring: usize,
+        buffers: usize,
+        speeds: &[f64],
+    ) -> Result<(Embedded, Vec<TesterPort>, RouterProbe), String> {
+        let pool = Pool::new(buffers);
+        let (running, peers) = router
+            .start(StartOptions {
+                ring_size: ring,
+                idle_yield_after: 0,
+                pool: Some(pool.clone()),
+                replay: None,
+            })
+            .map_err(|e| e.to_string())?;
+        if peers.len() != speeds.len() {
+            return Err(format!(
+                "{} mem ports but {} port speeds",
+                peers.len(),
+                speeds.len()
+            ));
+        }
+        let ports = peers
+            .into_iter()
+            .zip(speeds)
+            .map(|(p, &speed_bps)| {
+                let MemPeer {
+                    name,
+                    to_router,
+                    from_router,
+                } = p;
+                TesterPort {
+                    name,
+                    speed_bps,
+                    tx: to_router
+                        .into_iter()
+                        .map(|q| Box::new(q) as Box<dyn dataplane::port::TxQueue>)
+                        .collect(),
+                    rx: from_router
+                        .into_iter()
+                        .map(|q| Box::new(q) as Box<dyn dataplane::port::RxQueue>)
+                        .collect(),
+                    load_scale: 1.0,
+                }
+            })
+            .collect();
+        let probe = RouterProbe {
+            counters: running.counters.clone(),
+            ports: running.ports,
+        };
+        Ok((
+            Embedded {
+                running: Some(running),
+                pool,
+                worker_cores: router.cfg.cores.clone(),
+            },
+            ports,
+            probe,
+        ))
+    }
+
+    /// Pins the calling (tester) thread to the first core the workers do not use; returns it, or
+    /// None when every core runs a worker (then the report says the tester shared a core).
+    pub fn pin_tester(&self) -> Option<usize> {
+        let cores = core_affinity::get_core_ids()?;
+        let free = cores.iter().find(|c| !self.worker_cores.contains(&c.id))?;
+        core_affinity::set_for_current(*free).then_some(free.id)
+    }
+
+    pub fn stop(&mut self) -> Option<dataplane::Snapshot> {
+        self.running.take().map(|r| r.stop())
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,574 @@
+//! The trial engine: one thread that paces every port's generator, polls every port's receive
+//! queues into the analyzer, and at the end of a trial waits for the queues to drain before it
+//! reads anything. Procedures (RFC 2544, RFC 2889) are sequences of trials.
+//!
+//! The engine sees ports only as [`TxQueue`]/[`RxQueue`] pairs: in embedded mode they are `mem`
+//! rings into a router in the same process, in external mode they will be Linux interfaces.
+//!
+//! Timing. Every burst is stamped after it is built, just before it is handed to the port, and
+//! every received burst right after it is taken from the port, with one clock read per burst.
+//! A frame's latency is therefore exact to within the time it waited in the receive queue for the
+//! next poll, which the engine reports as its resolution (the longest gap between two polls of a
+//! port during the trial).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dataplane::port::{RxQueue, TxQueue};
+use dataplane::{BufCache, PktBuf, Pool};
+
+use crate::analyzer::Analyzer;
+use crate::histogram::Histogram;
+use crate::load::{line_rate_fps, FrameSizes};
+use crate::stream::{finish, GenStream, StreamSpec};
+
+/// A tester port: queues to and from the device under test, and the nominal rate that offered
+/// load is a percentage of.
+pub struct TesterPort {
+    pub name: String,
+    pub speed_bps: f64,
+    pub tx: Vec<Box<dyn TxQueue>>,
+    pub rx: Vec<Box<dyn RxQueue>>,
+    /// Multiplies the trial's load on this port (a backbone pattern offers less on the side with
+    /// more ports, so 100% fills the other side exactly).
+    pub load_scale: f64,
+}
+
+/// What the device under test can tell the tester about a trial (embedded mode): its drop
+/// counters, so loss can be attributed.
+pub trait DutProbe {
+    /// Drops by reason since start.
+    fn drops(&self) -> Vec<(&'static str, u64)>;
+}
+
+/// One trial's settings.
+pub struct TrialSpec {
+    /// Offered load, a fraction of each port's nominal rate (times its `load_scale`).
+    pub load: f64,
+    pub sizes: FrameSizes,
+    pub seconds: f64,
+    /// Traffic at the trial's rate before the trial, not counted (its frames are stale).
+    pub warmup: f64,
+    /// The streams that send; None: all.
+    pub active: Option<Vec<usize>>,
+    /// Each port stops after this many frames (back-to-back bursts); the trial ends when every
+    /// port has sent them, or after `seconds`.
+    pub frames_per_port: Option<u64>,
+    /// The trial is over when no frame has arrived for this long after the generators stopped...
+    pub drain_quiet: Duration,
+    /// ... or after this long, whichever comes first.
+    pub drain_max: Duration,
+    pub verify_payload: bool,
+    /// Called once, this many seconds into the trial (to cut a link, withdraw a route, ...).
+    pub event: Option<(f64, Box<dyn FnMut()>)>,
+}
+
+impl TrialSpec {
+    pub fn new(load: f64, sizes: FrameSizes, seconds: f64) -> Self {
+        TrialSpec {
+            load,
+            sizes,
+            seconds,
+            warmup: 0.0,
+            active: None,
+            frames_per_port: None,
+            drain_quiet: Duration::from_millis(50),
+            drain_max: Duration::from_secs(2),
+            verify_payload: false,
+            event: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LatencyStats {
+    pub min_ns: u64,
+    pub avg_ns: f64,
+    pub max_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+}
+
+impl LatencyStats {
+    fn from(min: u32, sum: u64, max: u32, n: u64, h: &Histogram) -> Option<Self> {
+        if n == 0 {
+            return None;
+        }
+        Some(LatencyStats {
+            min_ns: min as u64,
+            avg_ns: sum as f64 / n as f64,
+            max_ns: max as u64,
+            p50_ns: h.quantile(0.5)?,
+            p99_ns: h.quantile(0.99)?,
+            p999_ns: h.quantile(0.999)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct StreamResult {
+    pub name: String,
+    pub tx: u64,
+    pub rx: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub misdelivered: u64,
+    pub corrupted: u64,
+    pub latency: Option<LatencyStats>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TrialResult {
+    pub load: f64,
+    pub sizes: String,
+    pub seconds: f64,
+    /// The rate asked for, all ports, frames/s.
+    pub offered_fps: f64,
+    /// The rate the generators achieved.
+    pub tx_fps: f64,
+    /// Frames received where they belonged, per second of the trial.
+    pub rx_fps: f64,
+    /// Mean frame size of what was sent (FCS included), for bit rates.
+    pub mean_size: f64,
+    pub tx: u64,
+    pub rx: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub misdelivered: u64,
+    pub corrupted: u64,
+    pub foreign: u64,
+    pub stale: u64,
+    /// Frames the device's receive queues refused (full): part of `lost`.
+    pub refused: u64,
+    /// The generators fell behind the schedule (the tester, not the device, set the rate).
+    pub tester_limited: bool,
+    /// Frames the schedule asked for that the generators could not send in time.
+    pub behind: u64,
+    pub latency: Option<LatencyStats>,
+    /// Longest gap between two polls of a receive queue: latency resolution.
+    pub poll_gap_ns: u64,
+    /// Device drops during the trial, by reason (embedded mode).
+    pub dut_drops: Vec<(&'static str, u64)>,
+    pub streams: Vec<StreamResult>,
+}
+
+impl TrialResult {
+    pub fn loss_ratio(&self) -> f64 {
+        if self.tx == 0 {
+            0.0
+        } else {
+            self.lost as f64 / self.tx as f64
+        }
+    }
+}
+
+/// Progress of a running trial, for displays.
+pub struct Progress {
+    pub elapsed: f64,
+    pub seconds: f64,
+    pub tx: u64,
+    pub rx: u64,
+}
+
+/// Frames built per port per turn: small enough that a burst's timestamp is close to every
+/// frame's departure, big enough to amortize the clock read and the queue call.
+const BURST: usize = 32;
+/// How far (frames per port) the generator may fall behind its schedule before it gives up on
+/// catching up and counts the trial as tester-limited.
+const MAX_DEBT: u64 = 1024;
+
+pub struct Tester {
+    pub ports: Vec<TesterPort>,
+    pub streams: Vec<StreamSpec>,
+    pub probe: Option<Box<dyn DutProbe>>,
+    cache: BufCache,
+    pool: Arc<Pool>,
+    /// Per buffer: the frame length whose payload pattern the buffer holds (0: unknown).
+    pattern_len: Vec<u16>,
+    analyzer: Analyzer,
+    clock: Instant,
+    trial_no: u32,
+    compiled: Option<(Vec<u16>, Vec<GenStream>)>,
+}
+
+impl Tester {
+    /// Streams must already be validated against the sizes they will be sent at
+    /// ([`Tester::validate`] does it for a size set).
+    pub fn new(ports: Vec<TesterPort>, streams: Vec<StreamSpec>, pool: Arc<Pool>) -> Self {
+        let expect: Vec<usize> = streams.iter().map(|s| s.rx_port).collect();
+        let n = ports.len();
+        Tester {
+            ports,
+            streams,
+            probe: None,
+            cache: BufCache::new(pool.clone()),
+            pattern_len: vec![0; pool.capacity()],
+            pool,
+            analyzer: Analyzer::new(&expect, n),
+            clock: Instant::now(),
+            trial_no: 0,
+            compiled: None,
+        }
+    }
+
+    /// Replaces the streams (a procedure that changes what it sends between steps).
+    pub fn set_streams(&mut self, streams: Vec<StreamSpec>) {
+        let expect: Vec<usize> = streams.iter().map(|s| s.rx_port).collect();
+        self.analyzer = Analyzer::new(&expect, self.ports.len());
+        self.streams = streams;
+        self.compiled = None;
+    }
+
+    pub fn validate(&self, sizes: &FrameSizes) -> Result<(), String> {
+        let s = sizes.sizes();
+        for st in &self.streams {
+            st.validate(&s, self.ports.len())?;
+        }
+        Ok(())
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+
+    fn compile(&mut self, sizes: &[u16]) {
+        if matches!(&self.compiled, Some((s, _)) if s == sizes) {
+            return;
+        }
+        let gens = self
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| GenStream::new(s, sizes, i as u64 + 1))
+            .collect();
+        self.compiled = Some((sizes.to_vec(), gens));
+    }
+
+    /// Runs one trial: warm-up, traffic, drain, then the count.
+    pub fn trial(
+        &mut self,
+        spec: &mut TrialSpec,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> TrialResult {
+        self.validate(&spec.sizes)
+            .expect("streams validated before the trial");
+        let sizes = spec.sizes.sizes();
+        self.compile(&sizes);
+        let active: Vec<usize> = match &spec.active {
+            Some(a) => a.clone(),
+            None => (0..self.streams.len()).collect(),
+        };
+        if spec.warmup > 0.0 {
+            self.trial_no += 1;
+            let mut w = TrialSpec::new(spec.load, spec.sizes.clone(), spec.warmup);
+            w.active = Some(active.clone());
+            w.drain_quiet = spec.drain_quiet;
+            w.drain_max = spec.drain_max;
+            self.run(&mut w, &active, &mut |_| {});
+        }
+        self.trial_no += 1;
+        let before = self.probe.as_ref().map(|p| p.drops()).unwrap_or_default();
+        let mut r = self.run(spec, &active, progress);
+        if let Some(p) = &self.probe {
+            let after = p.drops();
+            r.dut_drops = after
+                .iter()
+                .map(|&(k, v)| {
+                    let b = before.iter().find(|x| x.0 == k).map_or(0, |x| x.1);
+                    (k, v - b)
+                })
+                .filter(|x| x.1 > 0)
+                .collect();
+        }
+        r
+    }
+
+    fn run(
+        &mut self,
+        spec: &mut TrialSpec,
+        active: &[usize],
+        progress: &mut dyn FnMut(&Progress),
+    ) -> TrialResult {
+        let trial = self.trial_no as u8;
+        // Moved out for the trial so the loop can borrow the rest of self.
+        let (compiled_sizes, mut gens) = self.compiled.take().expect("compiled");
+        for (i, g) in gens.iter_mut().enumerate() {
+            g.restart(i as u64 + 1 + ((trial as u64) << 32));
+        }
+        self.analyzer.reset(trial);
+        self.analyzer.verify_payload = spec.verify_payload;
+        let nports = self.ports.len();
+        let size_cycle = spec.sizes.cycle();
+        let mean = spec.sizes.mean();
+        // Each port's streams, in the order they take turns.
+        let mut port_streams: Vec<Vec<u32>> = vec![Vec::new(); nports];
+        for &s in active {
+            port_streams[self.streams[s].tx_port].push(s as u32);
+        }
+        let rate: Vec<f64> = (0..nports)
+            .map(|p| {
+                if port_streams[p].is_empty() {
+                    0.0
+                } else {
+                    spec.load
+                        * self.ports[p].load_scale
+                        * line_rate_fps(self.ports[p].speed_bps, mean)
+                }
+            })
+            .collect();
+        let offered_fps: f64 = rate.iter().sum();
+        // Per-stream position in the size cycle; per-port turn among its streams.
+        let mut size_pos = vec![0usize; self.streams.len()];
+        let mut turn = vec![0usize; nports];
+        let mut sent = vec![0u64; nports];
+        let mut behind = 0u64;
+        let mut refused = 0u64;
+        let limit = spec.frames_per_port.unwrap_or(u64::MAX);
+        let mut burst: Vec<PktBuf> = Vec::with_capacity(BURST);
+        let mut meta: Vec<(u32, u8, u32)> = Vec::with_capacity(BURST);
+        let mut per_q: Vec<Vec<PktBuf>> = Vec::new();
+        let mut rxv: Vec<PktBuf> = Vec::with_capacity(256);
+        let mut last_poll = vec![0u64; nports];
+        let mut poll_gap = 0u64;
+        let dur = Duration::from_secs_f64(spec.seconds);
+        let t0 = Instant::now();
+        let pool_id = self.pool.id();
+        let mut next_progress = t0 + Duration::from_millis(250);
+        let mut event = spec.event.take();
+        let mut loops = 0u64;
+        let (mut tx_total, mut rx_total) = (0u64, 0u64);
+        loop {
+            let now = Instant::now();
+            let el = now.duration_since(t0);
+            if el >= dur {
+                break;
+            }
+            let el_s = el.as_secs_f64();
+            let mut all_done = true;
+            for p in 0..nports {
+                if rate[p] == 0.0 || sent[p] >= limit {
+                    continue;
+                }
+                all_done = false;
+                let due = ((el_s * rate[p]) as u64 + 1).min(limit);
+                let mut want = due.saturating_sub(sent[p]);
+                if want > MAX_DEBT {
+                    behind += want - MAX_DEBT;
+                    sent[p] += want - MAX_DEBT;
+                    want = MAX_DEBT;
+                }
+                let n = (want as usize).min(BURST);
+                if n == 0 {
+                    continue;
+                }
+                let ps = &port_streams[p];
+                for _ in 0..n {
+                    let Some(mut b) = self.cache.alloc() else {
+                        break;
+                    };
+                    let s = ps[turn[p]] as usize;
+                    turn[p] += 1;
+                    if turn[p] == ps.len() {
+                        turn[p] = 0;
+                    }
+                    let z = size_cycle[size_pos[s]] as usize;
+                    size_pos[s] += 1;
+                    if size_pos[s] == size_cycle.len() {
+                        size_pos[s] = 0;
+                    }
+                    let g = &mut gens[s];
+                    let len = g.templates[z].len;
+                    b.set_len(len as usize);
+                    let idx = b.meta().index as usize;
+                    let ok = !spec.verify_payload
+                        && b.meta().pool == pool_id
+                        && self.pattern_len[idx] == len;
+                    let sum = g.build(z, b.data_mut(), trial, s as u32, ok);
+                    if b.meta().pool == pool_id {
+                        self.pattern_len[idx] = len;
+                    }
+                    meta.push((s as u32, z as u8, sum));
+                    burst.push(b);
+                }
+                let ts = self.clock.elapsed().as_nanos() as u32;
+                for (b, &(s, z, sum)) in burst.iter_mut().zip(&meta) {
+                    finish(
+                        &gens[s as usize].templates[z as usize],
+                        b.data_mut(),
+                        ts,
+                        sum,
+                    );
+                }
+                let built = burst.len() as u64;
+                sent[p] += built;
+                tx_total += built;
+                let port = &mut self.ports[p];
+                let nq = port.tx.len();
+                if nq == 1 {
+                    port.tx[0].tx_burst(&mut burst, &mut self.cache);
+                } else {
+                    // A stream always uses the same queue, so its frames stay in order.
+                    per_q.resize_with(nq, Vec::new);
+                    for (b, &(s, _, _)) in burst.drain(..).zip(&meta) {
+                        per_q[s as usize % nq].push(b);
+                    }
+                    for (q, v) in per_q.iter_mut().enumerate() {
+                        port.tx[q].tx_burst(v, &mut self.cache);
+                        refused += v.len() as u64;
+                        self.cache.free_all(v);
+                    }
+                }
+                refused += burst.len() as u64;
+                self.cache.free_all(&mut burst);
+                meta.clear();
+            }
+            rx_total += self.poll(&mut rxv, &mut last_poll, &mut poll_gap);
+            if all_done {
+                break;
+            }
+            loops += 1;
+            if loops & 63 == 0 {
+                let now = Instant::now();
+                if let Some((at, f)) = event.as_mut() {
+                    if now.duration_since(t0).as_secs_f64() >= *at {
+                        f();
+                        event = None;
+                    }
+                }
+                if now >= next_progress {
+                    next_progress = now + Duration::from_millis(250);
+                    progress(&Progress {
+                        elapsed: now.duration_since(t0).as_secs_f64(),
+                        seconds: spec.seconds,
+                        tx: tx_total,
+                        rx: rx_total,
+                    });
+                }
+            }
+        }
+        let elapsed = t0.elapsed().as_secs_f64();
+        // Drain: the generators have stopped; wait until nothing has arrived for drain_quiet.
+        let stop = Instant::now();
+        let mut quiet_since = stop;
+        while stop.elapsed() < spec.drain_max && quiet_since.elapsed() < spec.drain_quiet {
+            if self.poll(&mut rxv, &mut last_poll, &mut poll_gap) > 0 {
+                quiet_since = Instant::now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        self.compiled = Some((compiled_sizes, gens));
+        self.summarize(
+            spec,
+            active,
+            elapsed,
+            offered_fps,
+            mean,
+            behind,
+            refused,
+            poll_gap,
+        )
+    }
+
+    /// Takes everything waiting on every receive queue into the analyzer. Returns frames taken.
+    fn poll(&mut self, rxv: &mut Vec<PktBuf>, last_poll: &mut [u64], poll_gap: &mut u64) -> u64 {
+        let mut total = 0;
+        let pool_id = self.pool.id();
+        for p in 0..self.ports.len() {
+            for q in 0..self.ports[p].rx.len() {
+                let n = self.ports[p].rx[q].rx_burst(&mut self.cache, rxv, 256);
+                if n == 0 {
+                    continue;
+                }
+                let now = self.now_ns();
+                if last_poll[p] != 0 {
+                    *poll_gap = (*poll_gap).max(now - last_poll[p]);
+                }
+                let ts = now as u32;
+                for b in rxv.iter() {
+                    if !self.analyzer.frame(p, b.data(), ts) && b.meta().pool == pool_id {
+                        // Damaged on the way: lay the payload down afresh next time.
+                        self.pattern_len[b.meta().index as usize] = 0;
+                    }
+                }
+                total += n as u64;
+                self.cache.free_all(rxv);
+            }
+            last_poll[p] = self.now_ns();
+        }
+        total
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn summarize(
+        &self,
+        spec: &TrialSpec,
+        active: &[usize],
+        elapsed: f64,
+        offered_fps: f64,
+        mean: f64,
+        behind: u64,
+        refused: u64,
+        poll_gap: u64,
+    ) -> TrialResult {
+        let gens = &self.compiled.as_ref().unwrap().1;
+        let a = &self.analyzer;
+        let mut r = TrialResult {
+            load: spec.load,
+            sizes: spec.sizes.to_string(),
+            seconds: elapsed,
+            offered_fps,
+            mean_size: mean,
+            refused,
+            behind,
+            poll_gap_ns: poll_gap,
+            ..Default::default()
+        };
+        let mut hist = Histogram::new();
+        let (mut lmin, mut lmax, mut lsum) = (u32::MAX, 0u32, 0u64);
+        for &i in active {
+            let g = &gens[i];
+            let s = &a.streams[i];
+            let lost = g.tx.saturating_sub(s.received);
+            r.tx += g.tx;
+            r.rx += s.received;
+            r.lost += lost;
+            r.duplicated += s.duplicated;
+            r.reordered += s.reordered;
+            r.misdelivered += s.misdelivered;
+            r.corrupted += s.corrupted;
+            hist.merge(&a.hist[i]);
+            lmin = lmin.min(s.lat_min);
+            lmax = lmax.max(s.lat_max);
+            lsum += s.lat_sum;
+            r.streams.push(StreamResult {
+                name: self.streams[i].name.clone(),
+                tx: g.tx,
+                rx: s.received,
+                lost,
+                duplicated: s.duplicated,
+                reordered: s.reordered,
+                misdelivered: s.misdelivered,
+                corrupted: s.corrupted,
+                latency: LatencyStats::from(
+                    s.lat_min, s.lat_sum, s.lat_max, s.received, &a.hist[i],
+                ),
+            });
+        }
+        for p in &a.ports {
+            r.foreign += p.foreign;
+            r.stale += p.stale;
+            r.corrupted += p.corrupted_unknown;
+        }
+        r.latency = LatencyStats::from(lmin, lsum, lmax, r.rx, &hist);
+        r.tx_fps = r.tx as f64 / elapsed;
+        r.rx_fps = r.rx as f64 / elapsed;
+        // Behind by more than the debt allowance, or short of the schedule by over 0.5%.
+        r.tester_limited =
+            spec.frames_per_port.is_none() && (behind > 0 || r.tx_fps < offered_fps * 0.995);
+        r
+    }
+}

@@ -1,0 +1,395 @@
+//! The test procedures, each a sequence of trials:
+//! - RFC 2544 26.1 throughput (binary search for the highest zero-loss load, or the highest load
+//!   within a loss tolerance such as the GRF report's 2%), with the latency of the passing trial
+//!   at that load (26.2); 26.3 frame loss rate against offered load; 26.4 back-to-back frames.
+//! - RFC 2889 5.7/5.8 address learning capacity and rate, and the flooding check.
+//! - Failover time = frames lost / offered rate.
+//! - Stream-count scaling (GRF report: 1, 2, ... N streams).
+
+use crate::engine::{Progress, Tester, TrialResult, TrialSpec};
+use crate::load::FrameSizes;
+
+/// Settings shared by every trial of a procedure.
+#[derive(Clone, Debug)]
+pub struct TrialOpts {
+    pub seconds: f64,
+    pub warmup: f64,
+    pub drain_quiet_ms: u64,
+    pub drain_max_ms: u64,
+    pub verify_payload: bool,
+}
+
+impl Default for TrialOpts {
+    fn default() -> Self {
+        TrialOpts {
+            seconds: 60.0,
+            warmup: 0.0,
+            drain_quiet_ms: 50,
+            drain_max_ms: 2000,
+            verify_payload: false,
+        }
+    }
+}
+
+impl TrialOpts {
+    pub fn spec(&self, load: f64, sizes: &FrameSizes) -> TrialSpec {
+        let mut t = TrialSpec::new(load, sizes.clone(), self.seconds);
+        t.warmup = self.warmup;
+        t.drain_quiet = std::time::Duration::from_millis(self.drain_quiet_ms);
+        t.drain_max = std::time::Duration::from_millis(self.drain_max_ms);
+        t.verify_payload = self.verify_payload;
+        t
+    }
+}
+
+/// What the caller hears about while a procedure runs.
+pub trait Observer {
+    /// A trial is running (called a few times a second).
+    fn progress(&mut self, _what: &str, _p: &Progress) {}
+    /// A trial finished.
+    fn trial(&mut self, _what: &str, _r: &TrialResult, _pass: bool) {}
+}
+
+/// An observer that says nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+#[derive(Clone, Debug)]
+pub struct SearchOpts {
+    /// Highest load tried, as a fraction of nominal (1.0 = 100%).
+    pub max_load: f64,
+    /// The search stops when the passing and failing loads are this close (fraction of nominal).
+    pub resolution: f64,
+    /// Largest loss ratio that still passes (0: RFC 2544's zero loss; 0.02: the GRF report).
+    pub loss_tolerance: f64,
+    /// The streams to send (None: all).
+    pub active: Option<Vec<usize>>,
+}
+
+impl Default for SearchOpts {
+    fn default() -> Self {
+        SearchOpts {
+            max_load: 1.0,
+            resolution: 0.005,
+            loss_tolerance: 0.0,
+            active: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Throughput {
+    /// Highest passing load (fraction of nominal); 0 if none passed.
+    pub load: f64,
+    /// The passing trial at that load: its rx_fps is the throughput, its latency is the latency
+    /// at throughput (RFC 2544 26.2).
+    pub best: Option<TrialResult>,
+    /// The first trial, at `max_load`: the forwarding rate at overload (RFC 2889's "forwarding
+    /// rate" when it did not pass).
+    pub at_max: TrialResult,
+    /// Every trial, in order: (load, passed, result).
+    pub trials: Vec<(f64, bool, TrialResult)>,
+    /// A passing trial was limited by the tester (it could not offer more): the device did at
+    /// least this much, maybe more.
+    pub tester_limited: bool,
+}
+
+impl Throughput {
+    pub fn fps(&self) -> f64 {
+        self.best.as_ref().map_or(0.0, |b| b.rx_fps)
+    }
+}
+
+fn passes(r: &TrialResult, tol: f64) -> bool {
+    let bad = r.lost + r.duplicated + r.corrupted;
+    r.tx > 0 && bad as f64 <= tol * r.tx as f64
+}
+
+/// RFC 2544 26.1: the highest load at which the device loses nothing (or no more than the
+/// tolerance). The first trial runs at `max_load`; if it fails, its forwarding rate at overload
+/// is the first guess, then the search gallops up from a pass and bisects after a fail until the
+/// bracket is narrower than the resolution. Counters are read only after each trial's drain.
+pub fn throughput(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    o: &SearchOpts,
+    obs: &mut dyn Observer,
+) -> Throughput {
+    let label = format!("{sizes} throughput");
+    let run = |t: &mut Tester, load: f64, obs: &mut dyn Observer| {
+        let mut spec = trial.spec(load, sizes);
+        spec.active = o.active.clone();
+        let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
+        let ok = passes(&r, o.loss_tolerance);
+        obs.trial(&label, &r, ok);
+        (r, ok)
+    };
+    let mut trials = Vec::new();
+    let (first, ok) = run(t, o.max_load, obs);
+    trials.push((o.max_load, ok, first.clone()));
+    let mut tester_limited = ok && first.tester_limited;
+    if ok {
+        return Throughput {
+            load: o.max_load,
+            best: Some(first.clone()),
+            at_max: first,
+            trials,
+            tester_limited,
+        };
+    }
+    let (mut lo, mut hi) = (0.0f64, o.max_load);
+    let mut best: Option<(f64, TrialResult)> = None;
+    // The forwarding rate at overload, a little under: usually the answer or close to it.
+    let mut next = if first.offered_fps > 0.0 {
+        (o.max_load * first.rx_fps / first.offered_fps * 0.995).clamp(o.resolution, o.max_load)
+    } else {
+        o.max_load / 2.0
+    };
+    if next >= hi {
+        next = hi / 2.0;
+    }
+    let mut gallop = o.resolution;
+    while hi - lo > o.resolution && next > 0.0 {
+        let (r, ok) = run(t, next, obs);
+        trials.push((next, ok, r.clone()));
+        if ok {
+            lo = next;
+            tester_limited = r.tester_limited;
+            best = Some((next, r));
+            if tester_limited {
+                // The tester cannot offer more: searching higher would measure the tester.
+                break;
+            }
+            next = (lo + gallop)
+                .min((lo + hi) / 2.0)
+                .max(lo + o.resolution / 2.0);
+            gallop *= 2.0;
+        } else {
+            hi = next;
+            gallop = o.resolution;
+            next = (lo + hi) / 2.0;
+        }
+        if next >= hi {
+            next = (lo + hi) / 2.0;
+        }
+    }
+    Throughput {
+        load: best.as_ref().map_or(0.0, |b| b.0),
+        best: best.map(|b| b.1),
+        at_max: first,
+        trials,
+        tester_limited,
+    }
+}
+
+/// RFC 2544 26.3: loss at 100%, 90%, ... of `max_load`, until two successive trials lose nothing.
+pub fn loss_vs_load(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    max_load: f64,
+    obs: &mut dyn Observer,
+) -> Vec<(f64, TrialResult)> {
+    let label = format!("{sizes} frame loss rate");
+    let mut out = Vec::new();
+    let mut clean = 0;
+    for step in 0..10 {
+        let load = max_load * (1.0 - step as f64 / 10.0);
+        let mut spec = trial.spec(load, sizes);
+        let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
+        let ok = passes(&r, 0.0);
+        obs.trial(&label, &r, ok);
+        out.push((load, r));
+        clean = if ok { clean + 1 } else { 0 };
+        if clean == 2 {
+            break;
+        }
+    }
+    out
+}
+
+/// RFC 2544 26.4: the longest burst at `load` (normally 100%) that every port can send with no
+/// loss, searched between 1 frame and `max_frames` per port (to within 1%).
+pub fn back_to_back(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    load: f64,
+    max_frames: u64,
+    obs: &mut dyn Observer,
+) -> (u64, Vec<(u64, TrialResult)>) {
+    let label = format!("{sizes} back-to-back");
+    let run = |t: &mut Tester, n: u64, obs: &mut dyn Observer| {
+        let mut spec = trial.spec(load, sizes);
+        spec.frames_per_port = Some(n);
+        let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
+        let ok = passes(&r, 0.0);
+        obs.trial(&label, &r, ok);
+        (r, ok)
+    };
+    let mut trials = Vec::new();
+    let (r, ok) = run(t, max_frames, obs);
+    trials.push((max_frames, r));
+    if ok {
+        return (max_frames, trials);
+    }
+    let (mut lo, mut hi) = (0u64, max_frames);
+    while hi - lo > (hi / 100).max(1) {
+        let mid = (lo + hi) / 2;
+        let (r, ok) = run(t, mid, obs);
+        trials.push((mid, r));
+        if ok {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo, trials)
+}
+
+/// Failover time: a trial at `load` during which `event` (cutting a link, withdrawing a route)
+/// happens `at` seconds in; the time is frames lost / offered rate (frames/s), as the reports
+/// compute it. Returns (seconds, the trial).
+pub fn failover(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    load: f64,
+    at: f64,
+    event: Box<dyn FnMut()>,
+    obs: &mut dyn Observer,
+) -> (f64, TrialResult) {
+    let label = format!("{sizes} failover");
+    let mut spec = trial.spec(load, sizes);
+    spec.event = Some((at, event));
+    let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
+    obs.trial(&label, &r, true);
+    let offered = r.tx as f64 / r.seconds;
+    let secs = if offered > 0.0 {
+        r.lost as f64 / offered
+    } else {
+        0.0
+    };
+    (secs, r)
+}
+
+/// Stream-count scaling (GR-1): throughput with streams `0..n` active, for each n in `counts`.
+pub fn stream_scaling(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    search: &SearchOpts,
+    counts: &[usize],
+    obs: &mut dyn Observer,
+) -> Vec<(usize, Throughput)> {
+    counts
+        .iter()
+        .map(|&n| {
+            let mut o = search.clone();
+            o.active = Some((0..n).collect());
+            (n, throughput(t, sizes, trial, &o, obs))
+        })
+        .collect()
+}
+
+/// RFC 2889 5.7 address learning, one step: `learn` streams (whose source MACs vary over the
+/// addresses) are sent first at `learn_load`; then `test` streams (to those addresses) at
+/// `test_load`. Every test frame must arrive at its port and nowhere else: misdelivered frames
+/// are the flooded copies of frames to addresses the device did not learn.
+pub struct LearningStep {
+    pub learned_ok: bool,
+    pub learn: TrialResult,
+    pub test: TrialResult,
+}
+
+pub fn learning_step(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    learn: &[usize],
+    learn_load: f64,
+    test: &[usize],
+    test_load: f64,
+    obs: &mut dyn Observer,
+) -> LearningStep {
+    let mut ls = trial.spec(learn_load, sizes);
+    ls.active = Some(learn.to_vec());
+    let lr = t.trial(&mut ls, &mut |p| obs.progress("address learning", p));
+    obs.trial("learning frames", &lr, true);
+    let mut ts = trial.spec(test_load, sizes);
+    ts.active = Some(test.to_vec());
+    let tr = t.trial(&mut ts, &mut |p| obs.progress("address learning", p));
+    let ok = tr.lost == 0 && tr.misdelivered == 0;
+    obs.trial("test frames", &tr, ok);
+    LearningStep {
+        learned_ok: ok,
+        learn: lr,
+        test: tr,
+    }
+}
+
+/// RFC 2889 5.8 flooding check: the frames of `streams` (to addresses nobody announced) counted
+/// per receiving port. Returns, per tester port, the frames it received that were addressed
+/// elsewhere: all of them flooded means each other port got every frame.
+pub fn flooding(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    streams: &[usize],
+    load: f64,
+    obs: &mut dyn Observer,
+) -> TrialResult {
+    let mut s = trial.spec(load, sizes);
+    s.active = Some(streams.to_vec());
+    let r = t.trial(&mut s, &mut |p| obs.progress("flooding", p));
+    obs.trial("flooding", &r, true);
+    r
+}
+
+/// RFC 2889 5.7 address learning capacity: the largest address count `n` in `1..=max` for which
+/// a learning step passes. `streams(n)` gives the streams for `n` addresses and the indices of the
+/// learning and test streams; learning frames go out as exactly one frame per address.
+pub fn address_capacity(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    max: u32,
+    learn_load: f64,
+    test_load: f64,
+    streams: &dyn Fn(u32) -> (Vec<crate::StreamSpec>, Vec<usize>, Vec<usize>),
+    obs: &mut dyn Observer,
+) -> (u32, Vec<(u32, bool)>) {
+    let mut steps = Vec::new();
+    let mut step = |t: &mut Tester, n: u32, obs: &mut dyn Observer| {
+        let (specs, learn, test) = streams(n);
+        t.set_streams(specs);
+        let mut o = trial.clone();
+        o.seconds = o.seconds.max(n as f64 / 1000.0);
+        let mut ls = o.spec(learn_load, sizes);
+        ls.active = Some(learn.clone());
+        ls.frames_per_port = Some(n as u64);
+        let lr = t.trial(&mut ls, &mut |p| obs.progress("address learning", p));
+        obs.trial("learning frames", &lr, true);
+        let mut ts = o.spec(test_load, sizes);
+        ts.active = Some(test);
+        let tr = t.trial(&mut ts, &mut |p| obs.progress("address learning", p));
+        let ok = tr.lost == 0 && tr.misdelivered == 0;
+        obs.trial(&format!("{n} addresses"), &tr, ok);
+        steps.push((n, ok));
+        ok
+    };
+    if step(t, max, obs) {
+        return (max, steps);
+    }
+    let (mut lo, mut hi) = (0u32, max);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if step(t, mid, obs) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo, steps)
+}

@@ -1,0 +1,208 @@
+//! The test-frame signature: 16 bytes at the end of the IP packet that let the analyzer tell
+//! which stream a frame belongs to, where it falls in that stream's sequence, when it left the
+//! generator, and whether it arrived intact.
+//!
+//! ```text
+//!  0      1       2       4          8          12         16
+//!  +------+-------+-------+----------+----------+----------+
+//!  | 'L'  | trial | check | stream   | sequence | tx time  |   little-endian
+//!  +------+-------+-------+----------+----------+----------+
+//! ```
+//!
+//! - `trial` (low 8 bits of the trial number) tells a late frame of an earlier trial from a frame
+//!   of this one, so a trial never counts what a previous one sent.
+//! - `check` is a keyed 16-bit hash of the other fields and the IP length: a frame whose
+//!   signature or length changed on the way is counted as corrupted, not as a frame of a stream.
+//! - `tx time` is nanoseconds on the tester's clock, modulo 2^32: latencies up to 4.29 s are
+//!   measured exactly; the time wraps, the difference does not.
+//!
+//! The signature sits at the *end* of the IP packet (found through the IP length), so it survives
+//! whatever the device under test does to the L2 header (VLAN push or pop, MAC rewrite) and any
+//! Ethernet padding. 16 bytes fit a 64-byte IPv4/UDP frame and a 78-byte IPv6 frame without an L4
+//! header, the minimum sizes of the seed reports.
+
+pub const LEN: usize = 16;
+const MAGIC: u8 = b'L';
+
+/// What the analyzer makes of a received frame's signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed {
+    /// A frame of this trial, intact.
+    Ok(Signature),
+    /// Not a test frame (no IP, too short, no magic): router chatter, ARP, ICMP errors.
+    Foreign,
+    /// A test frame from an earlier trial.
+    Stale,
+    /// A test frame whose signature does not check: the stream id is the one it claims, which may
+    /// itself be the corrupted part.
+    Corrupted { stream: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signature {
+    pub stream: u32,
+    pub seq: u32,
+    pub tx_ns: u32,
+}
+
+/// The check value: two rounds of the splitmix64 finalizer, whose every input bit reaches every
+/// output bit, keyed by the trial. Not cryptographic, but any change to the fields changes the
+/// result with probability 1 - 2^-16.
+#[inline(always)]
+pub fn check(trial: u8, stream: u32, seq: u32, tx_ns: u32, ip_len: u16) -> u16 {
+    let h = mix(((stream as u64) << 32 | seq as u64) ^ 0x9e37_79b9_7f4a_7c15);
+    let h = mix(h ^ ((tx_ns as u64) << 24 | (ip_len as u64) << 8 | trial as u64));
+    (h >> 48) as u16
+}
+
+#[inline(always)]
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Writes every field but the time and the check (the generator's first pass).
+#[inline(always)]
+pub fn write_ids(sig: &mut [u8], trial: u8, stream: u32, seq: u32) {
+    sig[0] = MAGIC;
+    sig[1] = trial;
+    sig[4..8].copy_from_slice(&stream.to_le_bytes());
+    sig[8..12].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// Writes the time and the check (the generator's second pass, just before the burst leaves).
+/// Returns the two 16-bit words added to the frame, for an L4 checksum fix-up.
+#[inline(always)]
+pub fn write_time(sig: &mut [u8], tx_ns: u32, ip_len: u16) -> u16 {
+    let trial = sig[1];
+    let stream = u32::from_le_bytes(sig[4..8].try_into().unwrap());
+    let seq = u32::from_le_bytes(sig[8..12].try_into().unwrap());
+    let c = check(trial, stream, seq, tx_ns, ip_len);
+    sig[2..4].copy_from_slice(&c.to_le_bytes());
+    sig[12..16].copy_from_slice(&tx_ns.to_le_bytes());
+    c
+}
+
+/// Reads a signature. `sig` is the 16 bytes before the end of the IP packet.
+#[inline(always)]
+pub fn read(sig: &[u8], trial: u8, ip_len: u16) -> Parsed {
+    if sig.len() < LEN || sig[0] != MAGIC {
+        return Parsed::Foreign;
+    }
+    let stream = u32::from_le_bytes(sig[4..8].try_into().unwrap());
+    let seq = u32::from_le_bytes(sig[8..12].try_into().unwrap());
+    let tx_ns = u32::from_le_bytes(sig[12..16].try_into().unwrap());
+    let c = u16::from_le_bytes(sig[2..4].try_into().unwrap());
+    if check(sig[1], stream, seq, tx_ns, ip_len) != c {
+        return Parsed::Corrupted { stream };
+    }
+    if sig[1] != trial {
+        return Parsed::Stale;
+    }
+    Parsed::Ok(Signature { stream, seq, tx_ns })
+}
+
+/// Where the IP packet of an Ethernet frame ends, through up to two VLAN tags. `(l3 offset, end,
+/// version)`, or None for a frame that carries no whole IP packet long enough for a signature.
+#[inline(always)]
+pub fn locate(frame: &[u8]) -> Option<(usize, usize, u8)> {
+    let mut off = 12;
+    let mut ty = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+    let mut tags = 0;
+    while (ty == 0x8100 || ty == 0x88a8) && tags < 2 {
+        off += 4;
+        ty = u16::from_be_bytes([*frame.get(off)?, *frame.get(off + 1)?]);
+        tags += 1;
+    }
+    let l3 = off + 2;
+    let (end, v) = match ty {
+        0x0800 => {
+            let tl = u16::from_be_bytes([*frame.get(l3 + 2)?, *frame.get(l3 + 3)?]) as usize;
+            (l3 + tl, 4)
+        }
+        0x86dd => {
+            let pl = u16::from_be_bytes([*frame.get(l3 + 4)?, *frame.get(l3 + 5)?]) as usize;
+            (l3 + 40 + pl, 6)
+        }
+        _ => return None,
+    };
+    let min_hdr = if v == 4 { 20 } else { 40 };
+    if end > frame.len() || end < l3 + min_hdr + LEN {
+        return None;
+    }
+    Some((l3, end, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signed(trial: u8, stream: u32, seq: u32, t: u32) -> [u8; 16] {
+        let mut s = [0u8; 16];
+        write_ids(&mut s, trial, stream, seq);
+        write_time(&mut s, t, 46);
+        s
+    }
+
+    #[test]
+    fn round_trip() {
+        let s = signed(7, 123_456, 0xdead_beef, 4_000_000_000);
+        assert_eq!(
+            read(&s, 7, 46),
+            Parsed::Ok(Signature {
+                stream: 123_456,
+                seq: 0xdead_beef,
+                tx_ns: 4_000_000_000
+            })
+        );
+    }
+
+    #[test]
+    fn earlier_trial_is_stale_and_other_bytes_are_foreign() {
+        let s = signed(6, 1, 2, 3);
+        assert_eq!(read(&s, 7, 46), Parsed::Stale);
+        assert_eq!(read(&[0u8; 16], 7, 46), Parsed::Foreign);
+        assert_eq!(read(&s[..15], 6, 46), Parsed::Foreign);
+    }
+
+    #[test]
+    fn any_single_bit_flip_after_the_magic_is_caught() {
+        let s = signed(1, 42, 1000, 5000);
+        let mut caught = 0;
+        for bit in 8..128 {
+            let mut c = s;
+            c[bit / 8] ^= 1 << (bit % 8);
+            match read(&c, 1, 46) {
+                Parsed::Corrupted { .. } => caught += 1,
+                other => panic!("bit {bit}: {other:?}"),
+            }
+        }
+        assert_eq!(caught, 120);
+        // A changed length is a corruption too (the DUT truncated or padded the packet).
+        assert!(matches!(read(&s, 1, 50), Parsed::Corrupted { .. }));
+    }
+
+    #[test]
+    fn locate_walks_vlan_tags_and_ignores_padding() {
+        // IPv4, 46-byte packet, in a 60-byte frame with one tag, padded to 64 by a NIC.
+        let mut f = vec![0u8; 64];
+        f[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+        f[16..18].copy_from_slice(&0x0800u16.to_be_bytes());
+        f[18] = 0x45;
+        f[20..22].copy_from_slice(&42u16.to_be_bytes());
+        assert_eq!(locate(&f), Some((18, 60, 4)));
+        // Too short an IP packet for a signature.
+        f[20..22].copy_from_slice(&30u16.to_be_bytes());
+        assert_eq!(locate(&f), None);
+        // Longer than the frame.
+        f[20..22].copy_from_slice(&100u16.to_be_bytes());
+        assert_eq!(locate(&f), None);
+        // ARP.
+        f[16..18].copy_from_slice(&0x0806u16.to_be_bytes());
+        assert_eq!(locate(&f), None);
+        assert_eq!(locate(&f[..10]), None);
+    }
+}

@@ -1,0 +1,747 @@
+//! Streams: what the generator sends. A stream goes from one tester port to one expected receiving
+//! port and has fixed headers (Ethernet, optional 802.1Q tag, IPv4 or IPv6, optional UDP) whose
+//! fields may vary frame by frame, so one stream can carry millions of flows.
+//!
+//! A stream is compiled into one template per frame size: the header bytes followed by the start
+//! of the payload pattern, so building a frame is one fixed-size copy, a few field writes, the
+//! checksums and the signature. The payload pattern is a function of the distance from the
+//! signature, so the analyzer can check it whatever the device did to the L2 header.
+
+use std::sync::Arc;
+
+use packet::checksum;
+
+use crate::load::FCS;
+use crate::signature;
+
+/// The header fields a stream can vary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldKind {
+    SrcMac,
+    DstMac,
+    VlanId,
+    SrcIp,
+    DstIp,
+    SrcPort,
+    DstPort,
+    /// IPv6 flow label (20 bits).
+    FlowLabel,
+}
+
+/// How a field varies from frame to frame. Step and Random start from the header's value.
+#[derive(Debug, Clone)]
+pub enum Vary {
+    /// base, base+step, ... `count` values, then round again.
+    Step { count: u32, step: u128 },
+    /// A uniformly random one of the `count` values base, base+1, ...
+    Random { count: u32 },
+    /// These values in turn (one destination per route).
+    List(Arc<[u128]>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub kind: FieldKind,
+    pub vary: Vary,
+    /// Steps only when the field before it wraps (nested loops: every combination), instead of
+    /// on every frame.
+    pub nested: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L3 {
+    V4 { src: [u8; 4], dst: [u8; 4] },
+    V6 { src: [u8; 16], dst: [u8; 16] },
+}
+
+#[derive(Debug, Clone)]
+pub struct StreamSpec {
+    pub name: String,
+    /// Tester port it leaves from.
+    pub tx_port: usize,
+    /// Tester port it must arrive on; anywhere else is a misdelivery.
+    pub rx_port: usize,
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub vlan: Option<u16>,
+    pub l3: L3,
+    /// UDP source and destination ports; None sends the signature straight after the IP header
+    /// (IPv4 protocol 253, IPv6 next header 59), as testers do for 78-byte IPv6 frames.
+    pub udp: Option<(u16, u16)>,
+    pub ttl: u8,
+    pub dscp: u8,
+    pub fields: Vec<Field>,
+    /// Share of its port's load, relative to the port's other streams (1.0 each by default).
+    pub weight: f64,
+}
+
+impl StreamSpec {
+    /// Bytes of headers before the payload.
+    pub fn header_len(&self) -> usize {
+        14 + if self.vlan.is_some() { 4 } else { 0 }
+            + match self.l3 {
+                L3::V4 { .. } => 20,
+                L3::V6 { .. } => 40,
+            }
+            + if self.udp.is_some() { 8 } else { 0 }
+    }
+
+    /// The smallest frame (FCS included) that holds the headers and the signature.
+    pub fn min_frame(&self) -> usize {
+        (self.header_len() + signature::LEN + FCS).max(64)
+    }
+
+    pub fn is_v6(&self) -> bool {
+        matches!(self.l3, L3::V6 { .. })
+    }
+
+    /// Distinct flows the stream carries (combinations of varying fields), saturating.
+    pub fn flows(&self) -> u64 {
+        let mut total: u64 = 1;
+        let mut group: u64 = 1;
+        for f in &self.fields {
+            let n = match &f.vary {
+                Vary::Step { count, .. } | Vary::Random { count } => *count as u64,
+                Vary::List(l) => l.len() as u64,
+            };
+            if f.nested {
+                group = group.saturating_mul(n);
+            } else {
+                total = total.saturating_mul(group);
+                group = n;
+            }
+        }
+        total.saturating_mul(group)
+    }
+
+    /// Checks the spec can be built at every size of `sizes`; the message names the stream.
+    pub fn validate(&self, sizes: &[u16], ports: usize) -> Result<(), String> {
+        let n = &self.name;
+        if self.tx_port >= ports || self.rx_port >= ports {
+            return Err(format!("stream {n}: port index beyond the {ports} ports"));
+        }
+        if let Some(&s) = sizes.iter().find(|&&s| (s as usize) < self.min_frame()) {
+            return Err(format!(
+                "stream {n}: a {s}-byte frame cannot hold its headers and the 16-byte signature \
+                 (at least {} bytes{})",
+                self.min_frame(),
+                if self.is_v6() && self.udp.is_some() {
+                    "; an IPv6 stream without UDP fits 78 bytes"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if matches!(self.vlan, Some(v) if v == 0 || v > 4094) {
+            return Err(format!("stream {n}: VLAN id must be 1..=4094"));
+        }
+        for f in &self.fields {
+            let ok = match f.kind {
+                FieldKind::VlanId => self.vlan.is_some(),
+                FieldKind::SrcPort | FieldKind::DstPort => self.udp.is_some(),
+                FieldKind::FlowLabel => self.is_v6(),
+                _ => true,
+            };
+            if !ok {
+                return Err(format!(
+                    "stream {n}: varies {:?}, which its headers do not have",
+                    f.kind
+                ));
+            }
+            match &f.vary {
+                Vary::Step { count: 0, .. } | Vary::Random { count: 0 } => {
+                    return Err(format!(
+                        "stream {n}: a varying field needs a count of 1 or more"
+                    ))
+                }
+                Vary::List(l) if l.is_empty() => {
+                    return Err(format!("stream {n}: a list of values must not be empty"))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes copied from a template into every frame: all headers (at most 18 + 40 + 8) and the
+/// start of the payload.
+pub const HDR_COPY: usize = 96;
+const PATTERN_LEN: usize = dataplane::buffer::MAX_FRAME;
+
+/// The payload pattern, indexed from its end: the byte `d` bytes before the signature is
+/// `PATTERN[PATTERN_LEN - 1 - d]`.
+static PATTERN: [u8; PATTERN_LEN] = {
+    let mut p = [0u8; PATTERN_LEN];
+    let mut i = 0;
+    while i < PATTERN_LEN {
+        // Not constant and not periodic over short spans, so a shifted or stuck copy shows.
+        p[i] = ((i * 151 + (i >> 8) * 7) as u8) ^ 0x5a;
+        i += 1;
+    }
+    p
+};
+
+/// The pattern for a payload of `len` bytes that ends where the signature starts.
+#[inline(always)]
+pub fn pattern(len: usize) -> &'static [u8] {
+    &PATTERN[PATTERN_LEN - len..]
+}
+
+/// One stream at one frame size, ready to copy.
+#[derive(Clone)]
+pub struct Template {
+    pub hdr: [u8; HDR_COPY],
+    /// Frame length in the buffer (size without FCS).
+    pub len: u16,
+    pub l3_off: u16,
+    pub ip_len: u16,
+    pub sig_off: u16,
+    /// UDP checksum offset in the frame, or 0 when the frame's L4 checksum is not computed.
+    pub l4_csum_off: u16,
+    /// One's-complement sum of everything the UDP checksum covers that never varies: the payload
+    /// pattern, the UDP length and protocol (IPv6 only; IPv4 sends a zero UDP checksum).
+    pub l4_fixed_sum: u32,
+    /// The signature starts at an odd offset from the UDP header (odd frame sizes).
+    pub sig_odd: bool,
+}
+
+/// The checksum contribution of signature bytes that start at an even offset within `sig`: one's
+/// complement sums commute with byte swapping, so bytes at an odd offset from the UDP header
+/// count swapped.
+#[inline(always)]
+fn sig_sum(bytes: &[u8], odd: bool) -> u32 {
+    let f = !checksum::fold(checksum::sum(bytes));
+    (if odd { f.swap_bytes() } else { f }) as u32
+}
+
+/// Where a varying field lives in the frame.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    off: u16,
+    width: u8,
+}
+
+/// A varying field's run-time state.
+#[derive(Clone)]
+pub struct FieldGen {
+    place: Place,
+    nested: bool,
+    base: u128,
+    step: u128,
+    count: u32,
+    idx: u32,
+    cur: u128,
+    random: bool,
+    list: Option<Arc<[u128]>>,
+}
+
+/// A stream as the generator runs it.
+#[derive(Clone)]
+pub struct GenStream {
+    pub templates: Vec<Template>,
+    pub fields: Vec<FieldGen>,
+    pub v6: bool,
+    pub udp: bool,
+    pub seq: u32,
+    pub tx: u64,
+    rng: u64,
+}
+
+fn place_of(spec: &StreamSpec, kind: FieldKind) -> Place {
+    let l2 = if spec.vlan.is_some() { 18 } else { 14 };
+    let (src, dst, w) = match spec.l3 {
+        L3::V4 { .. } => (l2 + 12, l2 + 16, 4),
+        L3::V6 { .. } => (l2 + 8, l2 + 24, 16),
+    };
+    let l4 = l2 + if spec.is_v6() { 40 } else { 20 };
+    let (off, width) = match kind {
+        FieldKind::DstMac => (0, 6),
+        FieldKind::SrcMac => (6, 6),
+        FieldKind::VlanId => (14, 12),
+        FieldKind::SrcIp => (src, w),
+        FieldKind::DstIp => (dst, w),
+        FieldKind::SrcPort => (l4, 2),
+        FieldKind::DstPort => (l4 + 2, 2),
+        FieldKind::FlowLabel => (l2, 20),
+    };
+    Place {
+        off: off as u16,
+        width,
+    }
+}
+
+#[inline(always)]
+fn read_field(h: &[u8], p: Place) -> u128 {
+    let o = p.off as usize;
+    match p.width {
+        2 => u16::from_be_bytes([h[o], h[o + 1]]) as u128,
+        4 => u32::from_be_bytes(h[o..o + 4].try_into().unwrap()) as u128,
+        6 => {
+            let mut b = [0u8; 8];
+            b[2..].copy_from_slice(&h[o..o + 6]);
+            u64::from_be_bytes(b) as u128
+        }
+        12 => (u16::from_be_bytes([h[o], h[o + 1]]) & 0x0fff) as u128,
+        20 => (u32::from_be_bytes(h[o..o + 4].try_into().unwrap()) & 0xf_ffff) as u128,
+        _ => u128::from_be_bytes(h[o..o + 16].try_into().unwrap()),
+    }
+}
+
+#[inline(always)]
+fn write_field(h: &mut [u8], p: Place, v: u128) {
+    let o = p.off as usize;
+    match p.width {
+        2 => h[o..o + 2].copy_from_slice(&(v as u16).to_be_bytes()),
+        4 => h[o..o + 4].copy_from_slice(&(v as u32).to_be_bytes()),
+        6 => h[o..o + 6].copy_from_slice(&(v as u64).to_be_bytes()[2..]),
+        12 => {
+            let w = u16::from_be_bytes([h[o], h[o + 1]]) & 0xf000 | (v as u16 & 0x0fff);
+            h[o..o + 2].copy_from_slice(&w.to_be_bytes());
+        }
+        20 => {
+            let cur = u32::from_be_bytes(h[o..o + 4].try_into().unwrap());
+            let w = cur & 0xfff0_0000 | (v as u32 & 0xf_ffff);
+            h[o..o + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        _ => h[o..o + 16].copy_from_slice(&v.to_be_bytes()),
+    }
+}
+
+fn header(spec: &StreamSpec, size: u16) -> Template {
+    let len = size as usize - FCS;
+    let mut h = [0u8; HDR_COPY];
+    h[0..6].copy_from_slice(&spec.dst_mac);
+    h[6..12].copy_from_slice(&spec.src_mac);
+    let mut off = 12;
+    if let Some(v) = spec.vlan {
+        h[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+        h[14..16].copy_from_slice(&v.to_be_bytes());
+        off = 16;
+    }
+    let l3 = off + 2;
+    let ip_len = len - l3;
+    let hdr_end = spec.header_len();
+    let sig_off = l3 + ip_len - signature::LEN;
+    let mut l4_csum_off = 0;
+    let mut l4_fixed_sum = 0u32;
+    match spec.l3 {
+        L3::V4 { src, dst } => {
+            h[off..off + 2].copy_from_slice(&0x0800u16.to_be_bytes());
+            let ip = &mut h[l3..l3 + 20];
+            ip[0] = 0x45;
+            ip[1] = spec.dscp << 2;
+            ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+            ip[6] = 0x40; // DF: test frames are never fragmented on the way
+            ip[8] = spec.ttl;
+            ip[9] = if spec.udp.is_some() { 17 } else { 253 };
+            ip[12..16].copy_from_slice(&src);
+            ip[16..20].copy_from_slice(&dst);
+        }
+        L3::V6 { src, dst } => {
+            h[off..off + 2].copy_from_slice(&0x86ddu16.to_be_bytes());
+            let ip = &mut h[l3..l3 + 40];
+            let vtf = 6u32 << 28 | (spec.dscp as u32) << 22;
+            ip[0..4].copy_from_slice(&vtf.to_be_bytes());
+            ip[4..6].copy_from_slice(&((ip_len - 40) as u16).to_be_bytes());
+            ip[6] = if spec.udp.is_some() { 17 } else { 59 };
+            ip[7] = spec.ttl;
+            ip[8..24].copy_from_slice(&src);
+            ip[24..40].copy_from_slice(&dst);
+        }
+    }
+    if let Some((sp, dp)) = spec.udp {
+        let l4 = hdr_end - 8;
+        let ulen = (l3 + ip_len - l4) as u16;
+        h[l4..l4 + 2].copy_from_slice(&sp.to_be_bytes());
+        h[l4 + 2..l4 + 4].copy_from_slice(&dp.to_be_bytes());
+        h[l4 + 4..l4 + 6].copy_from_slice(&ulen.to_be_bytes());
+        if spec.is_v6() {
+            l4_csum_off = (l4 + 6) as u16;
+            // UDP length twice (pseudo-header and header), next header, and the pattern.
+            let payload = pattern(sig_off - hdr_end);
+            // The payload starts on an even offset (headers are even); sum() pads an odd
+            // length's last byte as a high half, the signature supplies the low half (see
+            // sig_sum).
+            let mut s = checksum::sum(payload);
+            s += ulen as u32 * 2 + 17;
+            l4_fixed_sum = s;
+        }
+    }
+    // The start of the payload pattern after the headers, so the fixed-size copy lays it down.
+    let pay = sig_off.saturating_sub(hdr_end);
+    let pat = pattern(pay);
+    let upto = HDR_COPY.min(sig_off);
+    if upto > hdr_end {
+        h[hdr_end..upto].copy_from_slice(&pat[..upto - hdr_end]);
+    }
+    Template {
+        hdr: h,
+        len: len as u16,
+        l3_off: l3 as u16,
+        ip_len: ip_len as u16,
+        sig_off: sig_off as u16,
+        l4_csum_off,
+        l4_fixed_sum,
+        sig_odd: (sig_off - hdr_end) % 2 == 1,
+    }
+}
+
+impl GenStream {
+    /// Compiles `spec` for `sizes` (already validated). `seed` makes Random fields reproducible.
+    pub fn new(spec: &StreamSpec, sizes: &[u16], seed: u64) -> Self {
+        let templates: Vec<Template> = sizes.iter().map(|&s| header(spec, s)).collect();
+        let fields = spec
+            .fields
+            .iter()
+            .map(|f| {
+                let place = place_of(spec, f.kind);
+                let base = read_field(&templates[0].hdr, place);
+                let (step, count, random, list) = match &f.vary {
+                    Vary::Step { count, step } => (*step, *count, false, None),
+                    Vary::Random { count } => (1, *count, true, None),
+                    Vary::List(l) => (0, l.len() as u32, false, Some(l.clone())),
+                };
+                FieldGen {
+                    place,
+                    nested: f.nested,
+                    base,
+                    step,
+                    count,
+                    idx: 0,
+                    cur: base,
+                    random,
+                    list,
+                }
+            })
+            .collect();
+        let mut g = GenStream {
+            templates,
+            fields,
+            v6: spec.is_v6(),
+            udp: spec.udp.is_some(),
+            seq: 0,
+            tx: 0,
+            rng: seed | 1,
+        };
+        g.restart(seed);
+        g
+    }
+
+    /// Back to the first frame: sequence 0, every field at its first value.
+    pub fn restart(&mut self, seed: u64) {
+        self.seq = 0;
+        self.tx = 0;
+        self.rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        for f in &mut self.fields {
+            f.idx = 0;
+            f.cur = match &f.list {
+                Some(l) => l[0],
+                None => f.base,
+            };
+        }
+        // Random fields draw their first value too.
+        let mut rng = self.rng;
+        for f in &mut self.fields {
+            if f.random {
+                f.cur = f.base + draw(&mut rng, f.count) as u128;
+            }
+        }
+        self.rng = rng;
+    }
+
+    /// Moves every varying field to its next value.
+    #[inline(always)]
+    fn advance(&mut self) {
+        let mut carry = true;
+        for f in &mut self.fields {
+            if f.nested && !carry {
+                continue;
+            }
+            carry = false;
+            if f.random {
+                f.cur = f.base + draw(&mut self.rng, f.count) as u128;
+                continue;
+            }
+            f.idx += 1;
+            if f.idx == f.count {
+                f.idx = 0;
+                carry = true;
+            }
+            f.cur = match &f.list {
+                Some(l) => l[f.idx as usize],
+                None => f.base.wrapping_add(f.step.wrapping_mul(f.idx as u128)),
+            };
+        }
+    }
+
+    /// Writes the next frame of size index `z` into `frame` (which must be `templates[z].len`
+    /// long), all but the time; `payload_ok` says the bytes beyond the header copy already hold
+    /// this size's pattern. Returns the partial L4 checksum sum (IPv6 UDP) for [`finish`].
+    #[inline(always)]
+    pub fn build(
+        &mut self,
+        z: usize,
+        frame: &mut [u8],
+        trial: u8,
+        id: u32,
+        payload_ok: bool,
+    ) -> u32 {
+        let t = &self.templates[z];
+        let len = t.len as usize;
+        let sig_off = t.sig_off as usize;
+        let n = HDR_COPY.min(len);
+        frame[..n].copy_from_slice(&t.hdr[..n]);
+        if !payload_ok && sig_off > HDR_COPY {
+            frame[HDR_COPY..sig_off].copy_from_slice(&pattern(sig_off - HDR_COPY));
+        }
+        for f in &self.fields {
+            write_field(frame, f.place, f.cur);
+        }
+        let l3 = t.l3_off as usize;
+        let l4_csum_off = t.l4_csum_off as usize;
+        let fixed = t.l4_fixed_sum;
+        let odd = t.sig_odd;
+        signature::write_ids(&mut frame[sig_off..sig_off + 16], trial, id, self.seq);
+        let mut l4_sum = 0;
+        if self.v6 {
+            if l4_csum_off != 0 {
+                // Addresses (pseudo-header), UDP ports, the signature's fixed words.
+                let mut s = fixed + checksum::sum(&frame[l3 + 8..l3 + 40]);
+                s += checksum::sum(&frame[l4_csum_off - 6..l4_csum_off - 2]);
+                l4_sum = s + sig_sum(&frame[sig_off..sig_off + 12], odd);
+            }
+        } else {
+            let ip = &mut frame[l3..l3 + 20];
+            ip[10] = 0;
+            ip[11] = 0;
+            let c = checksum::fold(checksum::sum(ip));
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        self.seq = self.seq.wrapping_add(1);
+        self.tx += 1;
+        self.advance();
+        l4_sum
+    }
+}
+
+/// The generator's second pass, when the burst is about to leave: the time, the check value and
+/// the L4 checksum that covers them.
+#[inline(always)]
+pub fn finish(t: &Template, frame: &mut [u8], tx_ns: u32, l4_sum: u32) {
+    let sig_off = t.sig_off as usize;
+    let sig = &mut frame[sig_off..sig_off + 16];
+    signature::write_time(sig, tx_ns, t.ip_len);
+    if t.l4_csum_off != 0 {
+        let s = l4_sum + sig_sum(&sig[2..4], t.sig_odd) + sig_sum(&sig[12..16], t.sig_odd);
+        let mut c = checksum::fold(s);
+        if c == 0 {
+            c = 0xffff;
+        }
+        let o = t.l4_csum_off as usize;
+        frame[o..o + 2].copy_from_slice(&c.to_be_bytes());
+    }
+}
+
+/// A uniformly distributed number below `n` (xorshift64*, Lemire's multiply-shift).
+#[inline(always)]
+fn draw(s: &mut u64, n: u32) -> u32 {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    let r = s.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    (((r >> 32) * n as u64) >> 32) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use packet::ethernet::Frame;
+
+    pub(crate) fn v4_stream() -> StreamSpec {
+        StreamSpec {
+            name: "s".into(),
+            tx_port: 0,
+            rx_port: 1,
+            src_mac: [2, 0, 0, 0, 0, 2],
+            dst_mac: [2, 0, 0, 0, 0, 1],
+            vlan: None,
+            l3: L3::V4 {
+                src: [198, 18, 0, 2],
+                dst: [198, 19, 0, 2],
+            },
+            udp: Some((1024, 5000)),
+            ttl: 64,
+            dscp: 0,
+            fields: vec![],
+            weight: 1.0,
+        }
+    }
+
+    fn build_one(g: &mut GenStream, z: usize, seq_ts: u32) -> Vec<u8> {
+        let mut f = vec![0u8; g.templates[z].len as usize];
+        let s = g.build(z, &mut f, 3, 9, false);
+        finish(&g.templates[z], &mut f, seq_ts, s);
+        f
+    }
+
+    #[test]
+    fn ipv4_udp_frames_are_valid_and_signed() {
+        let spec = v4_stream();
+        let mut g = GenStream::new(&spec, &[64, 1518], 1);
+        for z in 0..2 {
+            let f = build_one(&mut g, z, 777);
+            assert_eq!(f.len(), [60, 1514][z]);
+            let eth = Frame::new_checked(&f[..]).unwrap();
+            assert_eq!(eth.ethertype_raw(), 0x0800);
+            assert!(checksum::ipv4_header_ok(&f[14..34]));
+            let (l3, end, v) = signature::locate(&f).unwrap();
+            assert_eq!((l3, end, v), (14, f.len(), 4));
+            match signature::read(&f[end - 16..end], 3, (end - l3) as u16) {
+                signature::Parsed::Ok(s) => {
+                    assert_eq!((s.stream, s.seq, s.tx_ns), (9, z as u32, 777))
+                }
+                other => panic!("{other:?}"),
+            }
+            // The payload between UDP and the signature is the pattern.
+            assert_eq!(&f[42..end - 16], pattern(end - 16 - 42));
+        }
+    }
+
+    #[test]
+    fn ipv6_udp_checksum_verifies_and_78_byte_frames_need_no_l4() {
+        let mut spec = v4_stream();
+        spec.l3 = L3::V6 {
+            src: [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            dst: [0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+        };
+        spec.fields.push(Field {
+            kind: FieldKind::DstIp,
+            vary: Vary::Random { count: 1000 },
+            nested: false,
+        });
+        assert!(spec
+            .validate(&[78], 2)
+            .unwrap_err()
+            .contains("without UDP fits 78"));
+        let mut g = GenStream::new(&spec, &[86, 333, 1518], 5);
+        for z in 0..3 {
+            for _ in 0..5 {
+                let f = build_one(&mut g, z, 0xffff_fff0);
+                let l4 = 14 + 40;
+                let mut s = checksum::pseudo_v6(
+                    f[22..38].try_into().unwrap(),
+                    f[38..54].try_into().unwrap(),
+                    17,
+                    (f.len() - l4) as u32,
+                );
+                s += checksum::sum(&f[l4..]);
+                assert_eq!(checksum::fold(s), 0, "UDP checksum verifies, size {z}");
+            }
+        }
+        spec.udp = None;
+        spec.fields.clear();
+        spec.validate(&[78], 2).unwrap();
+        let mut g = GenStream::new(&spec, &[78], 5);
+        let f = build_one(&mut g, 0, 1);
+        assert_eq!(f.len(), 74);
+        assert_eq!(f[20], 59, "no next header");
+        assert!(matches!(
+            signature::read(&f[58..74], 3, 60),
+            signature::Parsed::Ok(_)
+        ));
+    }
+
+    #[test]
+    fn fields_step_nest_and_draw_within_range() {
+        let mut spec = v4_stream();
+        spec.fields = vec![
+            Field {
+                kind: FieldKind::DstIp,
+                vary: Vary::Step {
+                    count: 3,
+                    step: 256,
+                },
+                nested: false,
+            },
+            Field {
+                kind: FieldKind::SrcPort,
+                vary: Vary::Step { count: 2, step: 1 },
+                nested: true,
+            },
+            Field {
+                kind: FieldKind::DstPort,
+                vary: Vary::Random { count: 10 },
+                nested: false,
+            },
+        ];
+        assert_eq!(spec.flows(), 60);
+        let mut g = GenStream::new(&spec, &[64], 1);
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            let f = build_one(&mut g, 0, 0);
+            let dst = u32::from_be_bytes(f[30..34].try_into().unwrap());
+            let sp = u16::from_be_bytes([f[34], f[35]]);
+            let dp = u16::from_be_bytes([f[36], f[37]]);
+            assert!((5000..5010).contains(&dp));
+            seen.push((dst - u32::from_be_bytes([198, 19, 0, 2]), sp));
+        }
+        assert_eq!(
+            seen,
+            vec![
+                (0, 1024),
+                (256, 1024),
+                (512, 1024),
+                (0, 1025),
+                (256, 1025),
+                (512, 1025)
+            ]
+        );
+        g.restart(1);
+        let f = build_one(&mut g, 0, 0);
+        assert_eq!(
+            &f[30..34],
+            &[198, 19, 0, 2],
+            "restart goes back to the first value"
+        );
+    }
+
+    #[test]
+    fn lists_vlans_and_macs_are_written() {
+        let mut spec = v4_stream();
+        spec.vlan = Some(100);
+        spec.fields = vec![
+            Field {
+                kind: FieldKind::DstIp,
+                vary: Vary::List(vec![0x0a00_0001, 0x0b00_0001].into()),
+                nested: false,
+            },
+            Field {
+                kind: FieldKind::VlanId,
+                vary: Vary::Step { count: 2, step: 1 },
+                nested: false,
+            },
+            Field {
+                kind: FieldKind::SrcMac,
+                vary: Vary::Step { count: 4, step: 1 },
+                nested: false,
+            },
+        ];
+        assert!(
+            spec.validate(&[64], 2).is_err(),
+            "64 bytes cannot hold a tag and UDP"
+        );
+        spec.validate(&[68], 2).unwrap();
+        let mut g = GenStream::new(&spec, &[68], 1);
+        let a = build_one(&mut g, 0, 0);
+        let b = build_one(&mut g, 0, 0);
+        assert_eq!(
+            (&a[34..38], &b[34..38]),
+            (&[10, 0, 0, 1][..], &[11, 0, 0, 1][..])
+        );
+        assert_eq!((a[15], b[15]), (100, 101));
+        assert_eq!((a[11], b[11]), (2, 3));
+        assert!(checksum::ipv4_header_ok(&b[18..38]));
+        assert_eq!(signature::locate(&b), Some((18, 64, 4)));
+    }
+}
