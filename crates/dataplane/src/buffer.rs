@@ -168,6 +168,25 @@ impl PktBuf {
         }
     }
 
+    /// Starts loading the line that holds frame byte `off` (the metadata must already be
+    /// readable: this reads the frame's start from it). Out-of-range offsets are clamped to the
+    /// slot, so any value is safe.
+    #[inline(always)]
+    pub fn prefetch_frame_byte(&self, off: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let at = (META_SIZE + self.meta().data_off as usize + off)
+                .min(std::mem::size_of::<Slot>() - 1);
+            let p = (self.0.as_ptr() as *const i8).wrapping_add(at);
+            // SAFETY: prefetch never faults and reads nothing into the program; `at` is clamped
+            // to lie inside this slot.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = off;
+    }
+
     pub fn headroom(&self) -> usize {
         self.meta().data_off as usize
     }

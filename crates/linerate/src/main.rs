@@ -1,5 +1,7 @@
 //! `linerate`: the router and its tester from the command line.
 
+mod tester_cmd;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -99,14 +101,20 @@ enum BenchCmd {
         #[arg(long)]
         no_huge: bool,
     },
-    /// The embedded demo: ME-1's table (240,000 routes) and frame sizes, Linerate's forwarding rate
-    /// beside the Cisco ME 6524's figures from the seed report.
+    /// The embedded demo: scenario ME-1 (240,000 routes, 24 access + 8 uplink ports, backbone,
+    /// every frame size 64..9,216) with short trials, beside the Cisco ME 6524's table.
     Demo {
-        #[arg(long, default_value_t = 2.0)]
+        /// Seconds per trial (the report used 300).
+        #[arg(long, default_value_t = 1.0)]
         seconds: f64,
+        /// Where the table, JSON and SVG chart go.
         #[arg(long, default_value = "target/bench")]
-        workdir: PathBuf,
+        out: PathBuf,
     },
+    /// Run a seed report's test as a scenario (ME-1, ME-2, XR-3, XR-4, GR-1, GR-2, GR-3).
+    Scenario(tester_cmd::ScenarioArgs),
+    /// The tester's own speed: generator and analyzer frames/s on one core.
+    Tester(tester_cmd::CapacityArgs),
     /// Forwarding rate through mem ports with a full table (and route churn with --churn).
     Forward {
         #[arg(long, default_value = "xr6")]
@@ -339,7 +347,9 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             }
             Ok(())
         }
-        BenchCmd::Demo { seconds, workdir } => demo(seconds, workdir),
+        BenchCmd::Demo { seconds, out } => tester_cmd::demo(seconds, out),
+        BenchCmd::Scenario(a) => tester_cmd::scenario(a),
+        BenchCmd::Tester(a) => tester_cmd::capacity(a),
         BenchCmd::Forward {
             profile,
             scale,
@@ -414,73 +424,4 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             Ok(())
         }
     }
-}
-
-/// ME-1, table 1 of the ME 6524 report: frame length, aggregate throughput (frames/s) over 32
-/// gigabit ports with a 10,000-line ACL, QoS re-marking and NetFlow on.
-const ME1_SEED: &[(usize, u64)] = &[
-    (64, 15_009_592),
-    (128, 9_933_748),
-    (256, 5_954_112),
-    (512, 3_250_110),
-    (1024, 1_700_212),
-    (1280, 1_371_135),
-    (1518, 1_143_183),
-    (2034, 865_532),
-    (4068, 427_715),
-    (9216, 190_559),
-];
-
-fn demo(seconds: f64, workdir: PathBuf) -> Result<(), String> {
-    println!("Linerate embedded demo: ME-1 (IPv4, 240,000 routes), 1 worker, mem ports");
-    println!(
-        "Forwarding rate is the worker's maximum (frames the tester offers faster than it can"
-    );
-    println!(
-        "forward, none lost); the RFC 2544 zero-loss search and the 32-port backbone pattern come"
-    );
-    println!("with the tester (issue 3). Seed: Cisco ME 6524, 32 x 1 Gbit/s, services on.\n");
-    println!(
-        "{:>8} {:>16} {:>16} {:>10} {:>8} {:>8} {:>9}",
-        "frame", "seed frames/s", "linerate fps", "Gbit/s", "ns/pkt", "lost", "vs seed"
-    );
-    let mut rows = Vec::new();
-    for &(size, seed) in ME1_SEED {
-        let o = bench::forward::Opts {
-            profile: Profile::Me1,
-            scale: 1.0,
-            workers: 1,
-            frame_size: size,
-            seconds,
-            churn: false,
-            replay: false,
-            workdir: workdir.clone(),
-        };
-        let r = bench::forward::run(&o)?;
-        let fps = r.mpps * 1e6;
-        let gbps = fps * (size as f64 + 20.0) * 8.0 / 1e9;
-        println!(
-            "{:>8} {:>16} {:>16.0} {:>10.2} {:>8.1} {:>8} {:>8.2}x",
-            size,
-            seed,
-            fps,
-            gbps,
-            r.busy_ns_per_packet,
-            r.lost,
-            fps / seed as f64
-        );
-        rows.push(
-            serde_json::json!({"frame": size, "seed_fps": seed, "fps": fps, "gbps": gbps,
-            "busy_ns_per_packet": r.busy_ns_per_packet, "lost": r.lost, "routes": r.routes}),
-        );
-    }
-    std::fs::create_dir_all(&workdir).map_err(|e| e.to_string())?;
-    let out = workdir.join("demo-me1.json");
-    std::fs::write(
-        &out,
-        serde_json::to_string_pretty(&rows).unwrap_or_default(),
-    )
-    .map_err(|e| e.to_string())?;
-    println!("\nresults: {}", out.display());
-    Ok(())
 }

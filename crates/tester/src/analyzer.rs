@@ -79,7 +79,7 @@ impl Analyzer {
             };
         }
         for h in &mut self.hist {
-            *h = Histogram::new();
+            h.clear();
         }
         for p in &mut self.ports {
             *p = PortRx::default();
@@ -194,6 +194,7 @@ mod tests {
             dscp: 0,
             fields: vec![],
             weight: 1.0,
+            min_size: 0,
         }
     }
 

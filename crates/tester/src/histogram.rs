@@ -39,9 +39,16 @@ pub fn bucket_range(i: usize) -> (u64, u64) {
 
 impl Histogram {
     pub fn new() -> Self {
-        Self {
-            counts: Box::new([0; BUCKETS]),
-        }
+        let mut counts = Box::new([0; BUCKETS]);
+        // Commit the pages now, not at the first sample of a trial.
+        counts.fill(1);
+        counts.fill(0);
+        Self { counts }
+    }
+
+    /// Empties it in place (no new allocation, whose fresh pages would fault during a trial).
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
     }
 
     #[inline(always)]

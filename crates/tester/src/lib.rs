@@ -13,10 +13,12 @@
 //!   learning and flooding; failover time; stream-count scaling.
 //! - [`fake_dut`]: a device under test with known faults, to test the tester against.
 //! - [`embedded`]: a Linerate router in the same process on `mem` ports.
+//! - [`run`]: a scenario in embedded mode, from config to report rows.
 //! - [`scenario`]: the seed reports' tests (ME-1, ME-2, XR-3, XR-4, GR-1..3) as runnable profiles.
 //! - [`report`] and [`chart`]: seed-shaped tables, JSON, SVG charts, progress lines.
 
 pub mod analyzer;
+pub mod capacity;
 pub mod chart;
 pub mod embedded;
 pub mod engine;
@@ -24,8 +26,9 @@ pub mod fake_dut;
 pub mod histogram;
 pub mod load;
 pub mod procedures;
-// pub mod report;
-// pub mod scenario;
+pub mod report;
+pub mod run;
+pub mod scenario;
 pub mod signature;
 pub mod stream;
 

@@ -303,22 +303,27 @@ pub struct LearningStep {
     pub test: TrialResult,
 }
 
+/// What a learning step sends: learning streams at one load, then test streams at another.
+pub struct LearningLoads<'a> {
+    pub learn: &'a [usize],
+    pub learn_load: f64,
+    pub test: &'a [usize],
+    pub test_load: f64,
+}
+
 pub fn learning_step(
     t: &mut Tester,
     sizes: &FrameSizes,
     trial: &TrialOpts,
-    learn: &[usize],
-    learn_load: f64,
-    test: &[usize],
-    test_load: f64,
+    l: &LearningLoads,
     obs: &mut dyn Observer,
 ) -> LearningStep {
-    let mut ls = trial.spec(learn_load, sizes);
-    ls.active = Some(learn.to_vec());
+    let mut ls = trial.spec(l.learn_load, sizes);
+    ls.active = Some(l.learn.to_vec());
     let lr = t.trial(&mut ls, &mut |p| obs.progress("address learning", p));
     obs.trial("learning frames", &lr, true);
-    let mut ts = trial.spec(test_load, sizes);
-    ts.active = Some(test.to_vec());
+    let mut ts = trial.spec(l.test_load, sizes);
+    ts.active = Some(l.test.to_vec());
     let tr = t.trial(&mut ts, &mut |p| obs.progress("address learning", p));
     let ok = tr.lost == 0 && tr.misdelivered == 0;
     obs.trial("test frames", &tr, ok);
@@ -355,8 +360,7 @@ pub fn address_capacity(
     sizes: &FrameSizes,
     trial: &TrialOpts,
     max: u32,
-    learn_load: f64,
-    test_load: f64,
+    (learn_load, test_load): (f64, f64),
     streams: &dyn Fn(u32) -> (Vec<crate::StreamSpec>, Vec<usize>, Vec<usize>),
     obs: &mut dyn Observer,
 ) -> (u32, Vec<(u32, bool)>) {

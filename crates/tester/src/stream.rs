@@ -73,6 +73,9 @@ pub struct StreamSpec {
     pub fields: Vec<Field>,
     /// Share of its port's load, relative to the port's other streams (1.0 each by default).
     pub weight: f64,
+    /// Frames smaller than this are sent at this size (an IPv6 stream in a mix whose smallest
+    /// frame cannot carry it: testers send IMIX's 64-byte frames as 78 bytes for IPv6). 0: none.
+    pub min_size: u16,
 }
 
 impl StreamSpec {
@@ -120,7 +123,10 @@ impl StreamSpec {
         if self.tx_port >= ports || self.rx_port >= ports {
             return Err(format!("stream {n}: port index beyond the {ports} ports"));
         }
-        if let Some(&s) = sizes.iter().find(|&&s| (s as usize) < self.min_frame()) {
+        if let Some(&s) = sizes
+            .iter()
+            .find(|&&s| (s.max(self.min_size) as usize) < self.min_frame())
+        {
             return Err(format!(
                 "stream {n}: a {s}-byte frame cannot hold its headers and the 16-byte signature \
                  (at least {} bytes{})",
@@ -390,7 +396,10 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
 impl GenStream {
     /// Compiles `spec` for `sizes` (already validated). `seed` makes Random fields reproducible.
     pub fn new(spec: &StreamSpec, sizes: &[u16], seed: u64) -> Self {
-        let templates: Vec<Template> = sizes.iter().map(|&s| header(spec, s)).collect();
+        let templates: Vec<Template> = sizes
+            .iter()
+            .map(|&s| header(spec, s.max(spec.min_size)))
+            .collect();
         let fields = spec
             .fields
             .iter()
@@ -426,6 +435,15 @@ impl GenStream {
         };
         g.restart(seed);
         g
+    }
+
+    /// Mean frame size (FCS included) over a size cycle ([`crate::load::FrameSizes::cycle`]).
+    pub fn mean_size(&self, cycle: &[u8]) -> f64 {
+        let sum: f64 = cycle
+            .iter()
+            .map(|&z| (self.templates[z as usize].len as usize + FCS) as f64)
+            .sum();
+        sum / cycle.len().max(1) as f64
     }
 
     /// Back to the first frame: sequence 0, every field at its first value.
@@ -493,7 +511,7 @@ impl GenStream {
         let n = HDR_COPY.min(len);
         frame[..n].copy_from_slice(&t.hdr[..n]);
         if !payload_ok && sig_off > HDR_COPY {
-            frame[HDR_COPY..sig_off].copy_from_slice(&pattern(sig_off - HDR_COPY));
+            frame[HDR_COPY..sig_off].copy_from_slice(pattern(sig_off - HDR_COPY));
         }
         for f in &self.fields {
             write_field(frame, f.place, f.cur);
@@ -575,6 +593,7 @@ mod tests {
             dscp: 0,
             fields: vec![],
             weight: 1.0,
+            min_size: 0,
         }
     }
 

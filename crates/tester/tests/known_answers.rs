@@ -32,6 +32,7 @@ fn stream(name: &str, from: usize, to: usize) -> StreamSpec {
         dscp: 0,
         fields: vec![],
         weight: 1.0,
+        min_size: 0,
     }
 }
 
@@ -275,8 +276,7 @@ fn address_learning_capacity_of_a_bridge_is_found_exactly() {
         &FrameSizes::Fixed(64),
         &trial,
         1500,
-        0.1,
-        0.1,
+        (0.1, 0.1),
         &learning_streams,
         &mut Quiet,
     );

@@ -1,0 +1,348 @@
+//! Reports: the seed-shaped table (frame length against aggregate throughput, the seed's figure
+//! beside ours), JSON for machines, an SVG chart, and the progress lines printed while trials run.
+
+use std::io::{IsTerminal, Write};
+
+use serde_json::{json, Value};
+
+use crate::chart;
+use crate::engine::{LatencyStats, Progress, TrialResult};
+use crate::procedures::Observer;
+use crate::run::{Row, ScenarioReport};
+
+/// 15009592.4 -> "15,009,592".
+pub fn thousands(v: f64) -> String {
+    let s = format!("{:.0}", v.max(0.0));
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
+impl Row {
+    pub fn fps(&self) -> f64 {
+        self.search.fps()
+    }
+    pub fn mbps(&self) -> f64 {
+        self.search
+            .best
+            .as_ref()
+            .map_or(0.0, |b| b.rx_fps * b.mean_size * 8.0 / 1e6)
+    }
+    pub fn latency(&self) -> Option<&LatencyStats> {
+        self.search.best.as_ref().and_then(|b| b.latency.as_ref())
+    }
+}
+
+/// The table, as Markdown (readable as text, pastes into docs/results.md).
+pub fn table(r: &ScenarioReport) -> String {
+    let mut s = String::new();
+    let scaling = r
+        .rows
+        .first()
+        .is_some_and(|row| row.key.parse::<usize>().is_ok() && row.sizes.to_string() != row.key);
+    s += &format!("{}: {}\n", r.id, r.title);
+    s += &format!("Seed: {}\n", r.seed_title);
+    s += &format!(
+        "Routes: {} IPv4 + {} IPv6; {} streams, {} flows; {} ports\n",
+        thousands(r.routes.0 as f64),
+        thousands(r.routes.1 as f64),
+        r.streams,
+        thousands(r.flows as f64),
+        r.ports
+    );
+    s += &format!(
+        "Cores ({}): router {} worker(s) on core(s) {:?}; tester (generator + analyzer) on {}\n",
+        r.cpu,
+        r.workers,
+        r.worker_cores,
+        match r.tester_core {
+            Some(c) => format!("core {c}"),
+            None => "an unpinned thread (no free core)".into(),
+        }
+    );
+    s += &format!(
+        "Method: RFC 2544 throughput, {} s trials (seed: {} s), resolution {}% of nominal, loss tolerance {}%\n\n",
+        r.trial_seconds,
+        r.seed_seconds,
+        r.resolution * 100.0,
+        r.tolerance * 100.0
+    );
+    let first = if scaling { "streams" } else { "frame (B)" };
+    s += &format!(
+        "| {first} | seed (fps) | Linerate (fps) | Mbit/s | % of nominal | latency avg / p99 / max (us) | lost | trials | vs seed |\n"
+    );
+    s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for row in &r.rows {
+        let seed = row.seed.as_ref();
+        let seed_txt = match seed {
+            Some(sr) => match sr.fps {
+                Some(f) if sr.note.is_empty() => thousands(f),
+                Some(f) => format!("{} ({})", thousands(f), sr.note),
+                None => sr.note.clone(),
+            },
+            None => "-".into(),
+        };
+        let fps = row.fps();
+        let fps_txt = if row.search.best.is_none() {
+            format!("0 (at 100%: {})", thousands(row.search.at_max.rx_fps))
+        } else if row.search.tester_limited {
+            format!(">= {} (tester-bound)", thousands(fps))
+        } else {
+            thousands(fps)
+        };
+        let lat = row
+            .latency()
+            .map(|l| {
+                format!(
+                    "{} / {} / {}",
+                    us(l.avg_ns),
+                    us(l.p99_ns as f64),
+                    us(l.max_ns as f64)
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let lost = row.search.best.as_ref().map_or(0, |b| b.lost);
+        let vs = match seed.and_then(|x| x.fps) {
+            Some(f) if f > 0.0 && fps > 0.0 => format!("{:.2}x", fps / f),
+            _ => "-".into(),
+        };
+        s += &format!(
+            "| {} | {} | {} | {:.0} | {:.1}% | {} | {} | {} | {} |\n",
+            row.key,
+            seed_txt,
+            fps_txt,
+            row.mbps(),
+            if row.nominal_fps > 0.0 {
+                fps / row.nominal_fps * 100.0
+            } else {
+                0.0
+            },
+            lat,
+            lost,
+            row.search.trials.len(),
+            vs
+        );
+    }
+    let drops: Vec<String> = r
+        .rows
+        .iter()
+        .flat_map(|row| row.search.trials.iter().map(|t| &t.2))
+        .flat_map(|t| t.dut_drops.iter())
+        .fold(Vec::<(&str, u64)>::new(), |mut acc, &(k, v)| {
+            match acc.iter_mut().find(|a| a.0 == k) {
+                Some(a) => a.1 += v,
+                None => acc.push((k, v)),
+            }
+            acc
+        })
+        .into_iter()
+        .map(|(k, v)| format!("{k} {}", thousands(v as f64)))
+        .collect();
+    s += "\n";
+    if !drops.is_empty() {
+        s += &format!(
+            "Router drops over all trials (failed ones included): {}\n",
+            drops.join(", ")
+        );
+    }
+    for n in &r.notes {
+        s += &format!("Note: {n}\n");
+    }
+    s
+}
+
+fn lat_json(l: &Option<LatencyStats>) -> Value {
+    match l {
+        Some(l) => json!({
+            "min_ns": l.min_ns, "avg_ns": l.avg_ns, "max_ns": l.max_ns,
+            "p50_ns": l.p50_ns, "p99_ns": l.p99_ns, "p999_ns": l.p999_ns,
+        }),
+        None => Value::Null,
+    }
+}
+
+pub fn trial_json(t: &TrialResult) -> Value {
+    json!({
+        "load": t.load, "sizes": t.sizes, "seconds": t.seconds,
+        "offered_fps": t.offered_fps, "tx_fps": t.tx_fps, "rx_fps": t.rx_fps,
+        "tx": t.tx, "rx": t.rx, "lost": t.lost, "duplicated": t.duplicated,
+        "reordered": t.reordered, "misdelivered": t.misdelivered, "corrupted": t.corrupted,
+        "foreign": t.foreign, "stale": t.stale, "refused": t.refused,
+        "tester_limited": t.tester_limited, "behind": t.behind,
+        "poll_gap_ns": t.poll_gap_ns,
+        "latency": lat_json(&t.latency),
+        "dut_drops": t.dut_drops.iter().map(|(k, v)| json!({"reason": k, "frames": v})).collect::<Vec<_>>(),
+    })
+}
+
+pub fn json(r: &ScenarioReport) -> Value {
+    json!({
+        "scenario": r.id,
+        "title": r.title,
+        "seed_title": r.seed_title,
+        "routes": {"ipv4": r.routes.0, "ipv6": r.routes.1},
+        "flows": r.flows, "streams": r.streams, "ports": r.ports,
+        "cores": {"cpu": r.cpu, "router_workers": r.workers, "worker_cores": r.worker_cores, "tester_core": r.tester_core},
+        "method": {"trial_seconds": r.trial_seconds, "seed_seconds": r.seed_seconds,
+                   "resolution": r.resolution, "loss_tolerance": r.tolerance},
+        "build_seconds": r.build_s,
+        "rows": r.rows.iter().map(|row| json!({
+            "key": row.key,
+            "sizes": row.sizes.to_string(),
+            "mean_frame": row.sizes.mean(),
+            "nominal_fps": row.nominal_fps,
+            "seed_fps": row.seed.as_ref().and_then(|s| s.fps),
+            "seed_note": row.seed.as_ref().map(|s| s.note.clone()),
+            "throughput_fps": row.fps(),
+            "throughput_load": row.search.load,
+            "mbps": row.mbps(),
+            "tester_limited": row.search.tester_limited,
+            "latency": lat_json(&row.search.best.as_ref().and_then(|b| b.latency.clone())),
+            "forwarding_rate_at_max_fps": row.search.at_max.rx_fps,
+            "trials": row.search.trials.iter().map(|(l, ok, t)| {
+                let mut v = trial_json(t);
+                v["pass"] = json!(ok);
+                v["load"] = json!(l);
+                v
+            }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "notes": r.notes,
+    })
+}
+
+pub fn svg(r: &ScenarioReport) -> String {
+    let cats: Vec<String> = r.rows.iter().map(|row| row.key.clone()).collect();
+    let ours = chart::Series {
+        name: format!(
+            "Linerate ({} worker{})",
+            r.workers,
+            if r.workers == 1 { "" } else { "s" }
+        ),
+        values: r.rows.iter().map(|row| Some(row.fps())).collect(),
+    };
+    let seed = chart::Series {
+        name: "seed report".into(),
+        values: r
+            .rows
+            .iter()
+            .map(|row| row.seed.as_ref().and_then(|s| s.fps))
+            .collect(),
+    };
+    let nominal = chart::Series {
+        name: "100% of nominal".into(),
+        values: r.rows.iter().map(|row| Some(row.nominal_fps)).collect(),
+    };
+    let x = if r
+        .rows
+        .first()
+        .is_some_and(|row| row.key.parse::<usize>().is_ok() && row.sizes.to_string() != row.key)
+    {
+        "streams"
+    } else {
+        "frame size (bytes)"
+    };
+    chart::svg(
+        &format!("{}: throughput (RFC 2544)", r.id),
+        x,
+        "frames/s",
+        &cats,
+        &[seed, ours, nominal],
+        true,
+    )
+}
+
+/// Prints a line per finished trial, and (on a terminal) a live line while one runs.
+pub struct ProgressPrinter {
+    live: bool,
+    pub verbose: bool,
+}
+
+impl ProgressPrinter {
+    pub fn new() -> Self {
+        ProgressPrinter {
+            live: std::io::stderr().is_terminal(),
+            verbose: true,
+        }
+    }
+}
+
+impl Default for ProgressPrinter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observer for ProgressPrinter {
+    fn progress(&mut self, what: &str, p: &Progress) {
+        if self.live {
+            let mut e = std::io::stderr();
+            let _ = write!(
+                e,
+                "\r  {what}: {:.1}/{:.1} s, sent {}, received {}   ",
+                p.elapsed,
+                p.seconds,
+                thousands(p.tx as f64),
+                thousands(p.rx as f64)
+            );
+            let _ = e.flush();
+        }
+    }
+
+    fn trial(&mut self, what: &str, r: &TrialResult, pass: bool) {
+        if !self.verbose {
+            return;
+        }
+        let mut e = std::io::stderr();
+        if self.live {
+            let _ = write!(e, "\r{:80}\r", "");
+        }
+        let _ = writeln!(
+            e,
+            "  {what}: load {:.2}% offered {} fps, received {} fps, lost {}{}{} -> {}",
+            r.load * 100.0,
+            thousands(r.offered_fps),
+            thousands(r.rx_fps),
+            thousands(r.lost as f64),
+            if r.tester_limited {
+                format!(" (tester behind by {})", thousands(r.behind as f64))
+            } else {
+                String::new()
+            },
+            if r.dut_drops.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " [router: {}]",
+                    r.dut_drops
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            if pass { "pass" } else { "fail" }
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(15_009_592.4), "15,009,592");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(0.0), "0");
+    }
+}

@@ -1,0 +1,203 @@
+//! Runs a scenario in embedded mode: writes its config and route table, builds the router,
+//! starts its workers on their cores, pins the tester to a core of its own, and runs the
+//! scenario's procedure for each frame size (or stream count).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use control::Router;
+
+use crate::embedded::Embedded;
+use crate::engine::Tester;
+use crate::load::FrameSizes;
+use crate::procedures::{self, Observer, SearchOpts, Throughput, TrialOpts};
+use crate::scenario::{Procedure, Scenario, SeedRow};
+
+#[derive(Clone, Debug)]
+pub struct RunOpts {
+    pub trial: TrialOpts,
+    /// Search resolution, fraction of nominal.
+    pub resolution: f64,
+    /// Loss tolerance; None: the scenario's (0, or 2% for the GRF tests).
+    pub tolerance: Option<f64>,
+    /// Frame sizes instead of the scenario's.
+    pub sizes: Option<Vec<FrameSizes>>,
+    /// Receive ring per router queue, frames.
+    pub ring: usize,
+    pub workdir: PathBuf,
+}
+
+impl Default for RunOpts {
+    fn default() -> Self {
+        RunOpts {
+            trial: TrialOpts::default(),
+            resolution: 0.005,
+            tolerance: None,
+            sizes: None,
+            ring: 1024,
+            workdir: std::env::temp_dir(),
+        }
+    }
+}
+
+/// One row of the report: a frame size (or stream count) and its search.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub key: String,
+    pub sizes: FrameSizes,
+    /// Nominal frames/s at 100% load with the streams of this row.
+    pub nominal_fps: f64,
+    pub seed: Option<SeedRow>,
+    pub search: Throughput,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScenarioReport {
+    pub id: String,
+    pub title: String,
+    pub seed_title: String,
+    pub routes: (usize, usize),
+    pub flows: u64,
+    pub streams: usize,
+    pub ports: usize,
+    pub workers: usize,
+    pub worker_cores: Vec<usize>,
+    pub tester_core: Option<usize>,
+    pub cpu: String,
+    pub trial_seconds: f64,
+    pub seed_seconds: f64,
+    pub tolerance: f64,
+    pub resolution: f64,
+    pub build_s: f64,
+    pub rows: Vec<Row>,
+    pub notes: Vec<String>,
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+pub(crate) fn build_router(s: &Scenario, dir: &Path) -> Result<Router, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let cfg_path = dir.join("scenario.yaml");
+    std::fs::write(&cfg_path, &s.config_yaml).map_err(|e| e.to_string())?;
+    let mut routes = String::with_capacity(s.route_lines.len() * 32);
+    for l in &s.route_lines {
+        routes.push_str(l);
+        routes.push('\n');
+    }
+    std::fs::write(dir.join("scenario.routes"), routes).map_err(|e| e.to_string())?;
+    let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
+    Router::build(cfg).map_err(|e| e.to_string())
+}
+
+pub fn run(s: Scenario, ro: &RunOpts, obs: &mut dyn Observer) -> Result<ScenarioReport, String> {
+    // This run's own files, so two runs cannot replace each other's table.
+    let dir = ro
+        .workdir
+        .join(format!("linerate-{}-{}", s.id, std::process::id()));
+    let t0 = Instant::now();
+    let router = build_router(&s, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let router = router?;
+    let build_s = t0.elapsed().as_secs_f64();
+    let routes = router.route_counts();
+    let speeds: Vec<f64> = s.ports.iter().map(|p| p.1).collect();
+    // Enough buffers for every receive ring of the router full (overload), plus what is in
+    // flight back to the tester and the threads' caches.
+    let buffers = s.ports.len() * router.cfg.workers * ro.ring + 32768;
+    let (emb, mut ports, probe) = Embedded::start(&router, ro.ring, buffers, &speeds)?;
+    for (p, &k) in ports.iter_mut().zip(&s.load_scale) {
+        p.load_scale = k;
+    }
+    let tester_core = emb.pin_tester();
+    let mut tester = Tester::new(ports, s.streams.clone(), emb.pool.clone());
+    tester.probe = Some(Box::new(probe));
+    let sizes = ro.sizes.clone().unwrap_or_else(|| s.sizes.clone());
+    for sz in &sizes {
+        tester.validate(sz)?;
+    }
+    let tolerance = ro.tolerance.unwrap_or(s.loss_tolerance);
+    let search = SearchOpts {
+        resolution: ro.resolution,
+        loss_tolerance: tolerance,
+        ..Default::default()
+    };
+    let nominal = |t: &Tester, sz: &FrameSizes, active: &[usize]| -> f64 {
+        let mut on = vec![false; t.ports.len()];
+        for &a in active {
+            on[t.streams[a].tx_port] = true;
+        }
+        t.ports
+            .iter()
+            .zip(&on)
+            .filter(|(_, &o)| o)
+            .map(|(p, _)| p.load_scale * crate::load::line_rate_fps(p.speed_bps, sz.mean()))
+            .sum()
+    };
+    let seed_for = |key: &str| s.seed.iter().find(|r| r.key == key).cloned();
+    let mut rows = Vec::new();
+    match &s.procedure {
+        Procedure::ThroughputPerSize => {
+            let all: Vec<usize> = (0..s.streams.len()).collect();
+            for sz in &sizes {
+                let r = procedures::throughput(&mut tester, sz, &ro.trial, &search, obs);
+                rows.push(Row {
+                    key: sz.to_string(),
+                    nominal_fps: nominal(&tester, sz, &all),
+                    sizes: sz.clone(),
+                    seed: seed_for(&sz.to_string()),
+                    search: r,
+                });
+            }
+        }
+        Procedure::StreamScaling { counts } => {
+            let sz = &sizes[0];
+            for &n in counts {
+                let mut o = search.clone();
+                o.active = Some((0..n).collect());
+                let r = procedures::throughput(&mut tester, sz, &ro.trial, &o, obs);
+                let active: Vec<usize> = (0..n).collect();
+                rows.push(Row {
+                    key: n.to_string(),
+                    nominal_fps: nominal(&tester, sz, &active),
+                    sizes: sz.clone(),
+                    seed: seed_for(&n.to_string()),
+                    search: r,
+                });
+            }
+        }
+    }
+    let workers = router.cfg.workers;
+    let worker_cores = router.cfg.cores.clone();
+    drop(tester);
+    drop(emb);
+    Ok(ScenarioReport {
+        id: s.id.into(),
+        title: s.title,
+        seed_title: s.seed_title.into(),
+        routes,
+        flows: s.flows,
+        streams: s.streams.len(),
+        ports: s.ports.len(),
+        workers,
+        worker_cores,
+        tester_core,
+        cpu: cpu_model(),
+        trial_seconds: ro.trial.seconds,
+        seed_seconds: s.seed_seconds,
+        tolerance,
+        resolution: ro.resolution,
+        build_s,
+        rows,
+        notes: s.notes,
+    })
+}
