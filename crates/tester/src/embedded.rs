@@ -30,6 +30,16 @@ impl DutProbe for RouterProbe {
             .map(|&d| (d.name(), s.drop_count(d)))
             .collect()
     }
+
+    /// Every port of an embedded router is a tester port, so a full transmit queue is always
+    /// the tester not keeping up.
+    fn tester_fault(&self, trial_drops: &[(&'static str, u64)]) -> u64 {
+        trial_drops
+            .iter()
+            .filter(|d| d.0 == DropReason::TxQueueFull.name())
+            .map(|d| d.1)
+            .sum()
+    }
 }
 
 impl Embedded {

@@ -174,8 +174,14 @@ pub fn throughput(
             next = (lo + hi) / 2.0;
         }
     }
+    // The answer is the tester's if any trial at or above it was limited by the tester: the
+    // device might have passed a load the tester could not offer or receive.
+    let load = best.as_ref().map_or(0.0, |b| b.0);
+    tester_limited |= trials
+        .iter()
+        .any(|(l, _, r)| *l >= load - 1e-12 && r.tester_limited);
     Throughput {
-        load: best.as_ref().map_or(0.0, |b| b.0),
+        load,
         best: best.map(|b| b.1),
         at_max: first,
         trials,
