@@ -113,6 +113,9 @@ enum BenchCmd {
     },
     /// Run a seed report's test as a scenario (ME-1, ME-2, XR-3, XR-4, GR-1, GR-2, GR-3).
     Scenario(tester_cmd::ScenarioArgs),
+    /// RFC 2544 against a router config of your own: streams from a YAML file (--streams) or a
+    /// pattern (--pattern pair|mesh|backbone) between the neighbours on its mem ports.
+    Run(tester_cmd::RunArgs),
     /// The tester's own speed: generator and analyzer frames/s on one core.
     Tester(tester_cmd::CapacityArgs),
     /// Forwarding rate through mem ports with a full table (and route churn with --churn).
@@ -350,6 +353,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
         BenchCmd::Demo { seconds, out } => tester_cmd::demo(seconds, out),
         BenchCmd::Scenario(a) => tester_cmd::scenario(a),
         BenchCmd::Tester(a) => tester_cmd::capacity(a),
+        BenchCmd::Run(a) => tester_cmd::custom(a),
         BenchCmd::Forward {
             profile,
             scale,

@@ -7,25 +7,20 @@ use tester::procedures::TrialOpts;
 use tester::report::{self, ProgressPrinter};
 use tester::run::{self, RunOpts};
 use tester::scenario::{self, ScenarioOpts};
+use tester::streams_file;
 use tester::FrameSizes;
 
-#[derive(Args)]
-pub struct ScenarioArgs {
-    /// ME-1, ME-2, XR-3, XR-4, GR-1, GR-2 or GR-3; --list shows them.
-    id: Option<String>,
-    #[arg(long)]
-    list: bool,
-    /// Seconds per trial (the reports used 60 or 300; 300 is the seed's ME figure).
+/// What every tester command shares: how trials run and where reports go.
+#[derive(Args, Clone)]
+pub struct TrialArgs {
+    /// Seconds per trial (the reports used 60 or 300).
     #[arg(long, default_value_t = 60.0)]
     seconds: f64,
     /// Seconds of traffic before each trial, not counted.
     #[arg(long, default_value_t = 0.0)]
     warmup: f64,
-    /// Fraction of the seed's routes and flows (CI runs scenarios at 0.01).
-    #[arg(long, default_value_t = 1.0)]
-    scale: f64,
-    /// Frame sizes instead of the scenario's: 64,128,imix,ggsn-imix or a mix 64:7,594:4,1518:1
-    /// (separate several with spaces in one argument or repeat the flag).
+    /// Frame sizes: 64, 128, imix, ggsn-imix or a mix 64:7,594:4,1518:1 (several: separate with
+    /// spaces in one argument, or repeat the flag).
     #[arg(long)]
     sizes: Vec<String>,
     /// Search resolution, percent of nominal load.
@@ -34,24 +29,70 @@ pub struct ScenarioArgs {
     /// Loss tolerance, percent (default: the scenario's: 0, or 2 for the GRF tests).
     #[arg(long)]
     tolerance: Option<f64>,
-    /// Router workers (the tester takes a core of its own when there is one).
-    #[arg(long, default_value_t = 1)]
-    workers: usize,
-    /// Stream-scaling scenarios (GR-1, GR-3): the largest stream count.
-    #[arg(long)]
-    max_streams: Option<usize>,
     /// Receive ring per router queue, frames.
     #[arg(long, default_value_t = 1024)]
     ring: usize,
     /// Check every payload byte of every received frame (costs analyzer time).
     #[arg(long)]
     verify_payload: bool,
+    /// Also measure frame loss rate against offered load (RFC 2544 26.3).
+    #[arg(long)]
+    loss_vs_load: bool,
+    /// Also measure back-to-back frames (RFC 2544 26.4), up to this many per port.
+    #[arg(long)]
+    back_to_back: Option<u64>,
     /// Where the table (.md), the JSON and the SVG chart go.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
     /// No per-trial lines.
     #[arg(long)]
     quiet: bool,
+}
+
+#[derive(Args)]
+pub struct ScenarioArgs {
+    /// ME-1, ME-2, XR-3, XR-4, GR-1, GR-2 or GR-3; --list shows them.
+    id: Option<String>,
+    #[arg(long)]
+    list: bool,
+    /// Fraction of the seed's routes and flows (CI runs scenarios at 0.01).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Router workers (the tester takes a core of its own when there is one).
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    /// Stream-scaling scenarios (GR-1, GR-3): the largest stream count.
+    #[arg(long)]
+    max_streams: Option<usize>,
+    #[command(flatten)]
+    trial: TrialArgs,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The router's config; its mem ports become the tester's ports.
+    #[arg(long)]
+    router: PathBuf,
+    /// Streams file (YAML; see `tester::streams_file`). Without it, --pattern makes the streams.
+    #[arg(long)]
+    streams: Option<PathBuf>,
+    /// pair, mesh or backbone, between the neighbours the router config names on its ports.
+    #[arg(long, default_value = "pair")]
+    pattern: String,
+    /// Backbone uplinks (mem port names).
+    #[arg(long, value_delimiter = ',')]
+    uplinks: Vec<String>,
+    /// Pattern streams over IPv6 instead of IPv4.
+    #[arg(long)]
+    ipv6: bool,
+    /// Pattern streams: flows per stream (UDP source ports).
+    #[arg(long, default_value_t = 1)]
+    flows: u32,
+    /// Pattern streams: nominal port speed (1g, 10g, 622m, ...).
+    #[arg(long, default_value = "10g")]
+    speed: String,
+    #[command(flatten)]
+    trial: TrialArgs,
 }
 
 #[derive(Args)]
@@ -86,6 +127,63 @@ fn write_outputs(r: &run::ScenarioReport, out: &Path) -> Result<Vec<PathBuf>, St
     Ok(paths)
 }
 
+fn run_opts(t: &TrialArgs) -> Result<RunOpts, String> {
+    if t.seconds.is_nan() || t.seconds <= 0.0 {
+        return Err("--seconds: must be above 0".into());
+    }
+    if !(t.resolution > 0.0 && t.resolution < 50.0) {
+        return Err("--resolution: a percentage above 0 and below 50".into());
+    }
+    if let Some(x) = t.tolerance {
+        if !(0.0..100.0).contains(&x) {
+            return Err("--tolerance: a percentage from 0 to below 100".into());
+        }
+    }
+    if t.ring < 64 || !t.ring.is_power_of_two() {
+        return Err("--ring: a power of two, at least 64".into());
+    }
+    let sizes = if t.sizes.is_empty() {
+        None
+    } else {
+        Some(
+            t.sizes
+                .iter()
+                .flat_map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+                .map(|s| FrameSizes::parse(&s).map_err(|e| format!("--sizes: {e}")))
+                .collect::<Result<Vec<_>, _>>()?,
+        )
+    };
+    Ok(RunOpts {
+        trial: TrialOpts {
+            seconds: t.seconds,
+            warmup: t.warmup,
+            verify_payload: t.verify_payload,
+            ..Default::default()
+        },
+        resolution: t.resolution / 100.0,
+        tolerance: t.tolerance.map(|x| x / 100.0),
+        sizes,
+        ring: t.ring,
+        workdir: t.out.clone(),
+        loss_vs_load: t.loss_vs_load,
+        back_to_back: t.back_to_back,
+    })
+}
+
+fn finish(r: &run::ScenarioReport, out: &Path) -> Result<(), String> {
+    println!("\n{}", report::table(r));
+    let paths = write_outputs(r, out)?;
+    println!(
+        "Wrote {}",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
 pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
     if a.list || a.id.is_none() {
         println!("Scenarios (../shared/TESTPLAN.md):");
@@ -95,31 +193,10 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
         return Ok(());
     }
     let id = a.id.clone().unwrap_or_default();
-    if a.seconds.is_nan() || a.seconds <= 0.0 {
-        return Err("--seconds: must be above 0".into());
-    }
-    if !(a.resolution > 0.0 && a.resolution < 50.0) {
-        return Err("--resolution: a percentage above 0 and below 50".into());
-    }
-    if let Some(t) = a.tolerance {
-        if !(0.0..100.0).contains(&t) {
-            return Err("--tolerance: a percentage from 0 to below 100".into());
-        }
-    }
     if a.workers == 0 {
         return Err("--workers: at least 1".into());
     }
-    let sizes = if a.sizes.is_empty() {
-        None
-    } else {
-        Some(
-            a.sizes
-                .iter()
-                .flat_map(|s| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-                .map(|s| FrameSizes::parse(&s).map_err(|e| format!("--sizes: {e}")))
-                .collect::<Result<Vec<_>, _>>()?,
-        )
-    };
+    let ro = run_opts(&a.trial)?;
     let so = ScenarioOpts {
         scale: a.scale,
         workers: a.workers,
@@ -133,33 +210,79 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
         s.ports.len(),
         s.streams.len()
     );
-    let ro = RunOpts {
-        trial: TrialOpts {
-            seconds: a.seconds,
-            warmup: a.warmup,
-            verify_payload: a.verify_payload,
-            ..Default::default()
-        },
-        resolution: a.resolution / 100.0,
-        tolerance: a.tolerance.map(|t| t / 100.0),
+    let mut obs = ProgressPrinter::new();
+    obs.verbose = !a.trial.quiet;
+    let r = run::run(s, &ro, &mut obs)?;
+    finish(&r, &a.trial.out)
+}
+
+/// `bench run`: the user's router config, streams from a file or a pattern.
+pub fn custom(a: RunArgs) -> Result<(), String> {
+    let ro = run_opts(&a.trial)?;
+    let t0 = std::time::Instant::now();
+    let cfg = control::config::load(&a.router).map_err(|e| e.to_string())?;
+    let ports = streams_file::ports_of(&cfg);
+    let (streams, speeds, what) = match &a.streams {
+        Some(path) => {
+            let f = streams_file::load(path, &cfg)?;
+            (
+                f.streams,
+                f.speeds,
+                format!("streams from {}", path.display()),
+            )
+        }
+        None => {
+            let pat = match a.pattern.as_str() {
+                "pair" => streams_file::Pattern::Pair,
+                "mesh" => streams_file::Pattern::Mesh,
+                "backbone" => streams_file::Pattern::Backbone,
+                other => return Err(format!("--pattern {other:?}: pair, mesh or backbone")),
+            };
+            let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
+            let s = streams_file::pattern(&ports, pat, &a.uplinks, a.ipv6, a.flows.max(1))?;
+            (
+                s,
+                vec![speed; ports.len()],
+                format!("{} pattern, {} flows per stream", a.pattern, a.flows.max(1)),
+            )
+        }
+    };
+    let sizes = ro
+        .sizes
+        .clone()
+        .unwrap_or_else(|| vec![FrameSizes::Fixed(if a.ipv6 { 78 } else { 64 })]);
+    for sz in &sizes {
+        for st in &streams {
+            st.validate(&sz.sizes(), ports.len())?;
+        }
+    }
+    let router = control::Router::build(cfg).map_err(|e| e.to_string())?;
+    let flows = streams.iter().map(|s| s.flows()).sum();
+    let plan = scenario::Scenario {
+        id: "custom",
+        title: format!("{}: {what}", a.router.display()),
+        seed_title: "(none: a user-defined test)",
+        config_yaml: String::new(),
+        route_lines: vec![],
+        ports: ports
+            .iter()
+            .zip(&speeds)
+            .map(|(p, &s)| (p.name.clone(), s))
+            .collect(),
+        load_scale: vec![1.0; ports.len()],
+        streams,
         sizes,
-        ring: a.ring,
-        workdir: a.out.clone(),
+        procedure: scenario::Procedure::ThroughputPerSize,
+        loss_tolerance: 0.0,
+        seed_seconds: 0.0,
+        seed: vec![],
+        notes: vec![],
+        flows,
     };
     let mut obs = ProgressPrinter::new();
-    obs.verbose = !a.quiet;
-    let r = run::run(s, &ro, &mut obs)?;
-    println!("\n{}", report::table(&r));
-    let paths = write_outputs(&r, &a.out)?;
-    println!(
-        "Wrote {}",
-        paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(())
+    obs.verbose = !a.trial.quiet;
+    let r = run::run_with(router, plan, t0.elapsed().as_secs_f64(), &ro, &mut obs)?;
+    finish(&r, &a.trial.out)
 }
 
 /// The README's demo: ME-1 at seed scale with short trials.
@@ -167,18 +290,22 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
     scenario(ScenarioArgs {
         id: Some("ME-1".into()),
         list: false,
-        seconds,
-        warmup: 0.0,
         scale: 1.0,
-        sizes: vec![],
-        resolution: 0.5,
-        tolerance: None,
         workers: 1,
         max_streams: None,
-        ring: 1024,
-        verify_payload: false,
-        out,
-        quiet: false,
+        trial: TrialArgs {
+            seconds,
+            warmup: 0.0,
+            sizes: vec![],
+            resolution: 0.5,
+            tolerance: None,
+            ring: 1024,
+            verify_payload: false,
+            loss_vs_load: false,
+            back_to_back: None,
+            out,
+            quiet: false,
+        },
     })
 }
 

@@ -11,6 +11,7 @@
 //! - [`engine`]: a trial: pacing, polling, draining, counting. Knows ports only as queues.
 //! - [`procedures`]: RFC 2544 throughput, latency, loss vs. load, back-to-back; RFC 2889 address
 //!   learning and flooding; failover time; stream-count scaling.
+//! - [`streams_file`]: streams from YAML or from a pattern over a router config.
 //! - [`fake_dut`]: a device under test with known faults, to test the tester against.
 //! - [`embedded`]: a Linerate router in the same process on `mem` ports.
 //! - [`run`]: a scenario in embedded mode, from config to report rows.
@@ -31,6 +32,7 @@ pub mod run;
 pub mod scenario;
 pub mod signature;
 pub mod stream;
+pub mod streams_file;
 
 pub use engine::{Tester, TesterPort, TrialResult, TrialSpec};
 pub use load::FrameSizes;

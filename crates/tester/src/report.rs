@@ -148,6 +148,27 @@ pub fn table(r: &ScenarioReport) -> String {
         .map(|(k, v)| format!("{k} {}", thousands(v as f64)))
         .collect();
     s += "\n";
+    for (size, trials) in &r.loss {
+        s += &format!("Frame loss rate against offered load, {size} (RFC 2544 26.3):\n\n");
+        s += "| offered load | offered (fps) | received (fps) | lost | loss |\n|---:|---:|---:|---:|---:|\n";
+        for (load, t) in trials {
+            s += &format!(
+                "| {:.0}% | {} | {} | {} | {:.3}% |\n",
+                load * 100.0,
+                thousands(t.offered_fps),
+                thousands(t.rx_fps),
+                thousands(t.lost as f64),
+                t.loss_ratio() * 100.0
+            );
+        }
+        s += "\n";
+    }
+    for (size, n) in &r.back_to_back {
+        s += &format!(
+            "Back-to-back (RFC 2544 26.4), {size}: {} frames per port at 100% with no loss\n",
+            thousands(*n as f64)
+        );
+    }
     if !drops.is_empty() {
         s += &format!(
             "Router drops over all trials (failed ones included): {}\n",
@@ -215,6 +236,11 @@ pub fn json(r: &ScenarioReport) -> Value {
                 v
             }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
+        "loss_vs_load": r.loss.iter().map(|(size, trials)| json!({
+            "sizes": size,
+            "trials": trials.iter().map(|(l, t)| { let mut v = trial_json(t); v["load"] = json!(l); v }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "back_to_back": r.back_to_back.iter().map(|(size, n)| json!({"sizes": size, "frames_per_port": n})).collect::<Vec<_>>(),
         "notes": r.notes,
     })
 }

@@ -25,6 +25,10 @@ pub struct RunOpts {
     /// Receive ring per router queue, frames.
     pub ring: usize,
     pub workdir: PathBuf,
+    /// Also RFC 2544 26.3 frame loss rate against offered load, per frame size.
+    pub loss_vs_load: bool,
+    /// Also RFC 2544 26.4 back-to-back frames, per frame size, up to this many frames per port.
+    pub back_to_back: Option<u64>,
 }
 
 impl Default for RunOpts {
@@ -36,6 +40,8 @@ impl Default for RunOpts {
             sizes: None,
             ring: 1024,
             workdir: std::env::temp_dir(),
+            loss_vs_load: false,
+            back_to_back: None,
         }
     }
 }
@@ -70,6 +76,10 @@ pub struct ScenarioReport {
     pub resolution: f64,
     pub build_s: f64,
     pub rows: Vec<Row>,
+    /// Frame loss rate against offered load, per frame size (when asked for).
+    pub loss: Vec<(String, Vec<(f64, crate::engine::TrialResult)>)>,
+    /// Back-to-back: per frame size, the longest zero-loss burst per port (when asked for).
+    pub back_to_back: Vec<(String, u64)>,
     pub notes: Vec<String>,
 }
 
@@ -108,7 +118,18 @@ pub fn run(s: Scenario, ro: &RunOpts, obs: &mut dyn Observer) -> Result<Scenario
     let router = build_router(&s, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     let router = router?;
-    let build_s = t0.elapsed().as_secs_f64();
+    run_with(router, s, t0.elapsed().as_secs_f64(), ro, obs)
+}
+
+/// Runs `s`'s streams and procedure against an already built router (`linerate bench run` builds
+/// it from the user's config).
+pub fn run_with(
+    router: Router,
+    s: Scenario,
+    build_s: f64,
+    ro: &RunOpts,
+    obs: &mut dyn Observer,
+) -> Result<ScenarioReport, String> {
     let routes = router.route_counts();
     let speeds: Vec<f64> = s.ports.iter().map(|p| p.1).collect();
     // Enough buffers for every receive ring of the router full (overload), plus what is in
@@ -176,6 +197,20 @@ pub fn run(s: Scenario, ro: &RunOpts, obs: &mut dyn Observer) -> Result<Scenario
             }
         }
     }
+    let mut loss = Vec::new();
+    let mut b2b = Vec::new();
+    for sz in &sizes {
+        if ro.loss_vs_load {
+            loss.push((
+                sz.to_string(),
+                procedures::loss_vs_load(&mut tester, sz, &ro.trial, 1.0, obs),
+            ));
+        }
+        if let Some(max) = ro.back_to_back {
+            let (n, _) = procedures::back_to_back(&mut tester, sz, &ro.trial, 1.0, max, obs);
+            b2b.push((sz.to_string(), n));
+        }
+    }
     let workers = router.cfg.workers;
     let worker_cores = router.cfg.cores.clone();
     drop(tester);
@@ -198,6 +233,8 @@ pub fn run(s: Scenario, ro: &RunOpts, obs: &mut dyn Observer) -> Result<Scenario
         resolution: ro.resolution,
         build_s,
         rows,
+        loss,
+        back_to_back: b2b,
         notes: s.notes,
     })
 }
