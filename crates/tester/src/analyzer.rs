@@ -172,6 +172,18 @@ impl Analyzer {
     }
 }
 
+/// One arbitrary frame through a fresh analyzer with a few streams, on a port chosen by the
+/// first byte: the fuzz target's body (and the robustness test's).
+pub fn fuzz_frame(data: &[u8]) {
+    let mut a = Analyzer::new(&[0, 1, 2], 3);
+    a.reset(data.first().copied().unwrap_or(0));
+    let port = data.get(1).map_or(0, |&b| b as usize % 3);
+    a.verify_payload = data.get(2).is_some_and(|&b| b & 1 == 1);
+    a.frame(port, data, 12345);
+    let total: u64 = a.ports.iter().map(|p| p.frames).sum();
+    assert_eq!(total, 1, "every frame is counted once");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +269,23 @@ mod tests {
         assert!(!a.frame(1, &pay, 0));
         assert!(a.frame(1, &f[1], 0));
         assert_eq!((a.streams[0].corrupted, a.streams[0].received), (1, 1));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_are_counted_never_a_panic(data in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            fuzz_frame(&data);
+        }
+
+        /// Valid frames with one byte changed anywhere: still counted, never a panic.
+        #[test]
+        fn damaged_frames_are_counted(at in 0usize..1514, bit in 0u8..8, size in 0usize..3) {
+            let f = &frames(1, [64, 333, 1518][size])[0];
+            let mut g = f.clone();
+            let at = at % g.len();
+            g[at] ^= 1 << bit;
+            fuzz_frame(&g);
+        }
     }
 
     #[test]

@@ -20,6 +20,9 @@
 //!     weight: 2                         # twice the share of its port's rate
 //! ```
 //!
+//! IPv6 streams send frames smaller than 78 bytes (86 with UDP) at that size, as testers send
+//! IMIX's 64-byte frames for IPv6.
+//!
 //! Errors name the file, line and column of the field, as the router's config errors do, and no
 //! trial runs until the whole file is valid.
 
@@ -161,7 +164,7 @@ pub fn pattern(
                     }
                 }
             };
-            Ok(StreamSpec {
+            let mut s = StreamSpec {
                 name: format!("{}>{}", pa.name, pb.name),
                 tx_port: a,
                 rx_port: b,
@@ -186,9 +189,21 @@ pub fn pattern(
                 },
                 weight: 1.0,
                 min_size: 0,
-            })
+            };
+            s.min_size = v6_min_size(&s);
+            Ok(s)
         })
         .collect()
+}
+
+/// IPv6 streams send frames below 78 bytes (or the headers' minimum, 86 with UDP) at that size,
+/// as testers do with IMIX's 64-byte frames; IPv4 streams send every size as asked.
+fn v6_min_size(s: &StreamSpec) -> u16 {
+    if s.is_v6() {
+        (s.min_frame() as u16).max(78)
+    } else {
+        0
+    }
 }
 
 /// A parsed streams file: the streams and each port's nominal speed (bits/s).
@@ -485,7 +500,7 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
         return None;
     }
     let (from, to, l3) = (from?, to?, l3?);
-    let spec = StreamSpec {
+    let mut spec = StreamSpec {
         name: get("name")
             .and_then(scalar)
             .map(str::to_string)
@@ -503,6 +518,7 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
         weight,
         min_size: 0,
     };
+    spec.min_size = v6_min_size(&spec);
     Some(spec)
 }
 

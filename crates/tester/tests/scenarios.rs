@@ -1,0 +1,94 @@
+//! The scenario runner end to end, at CI scale: a router on mem ports, the tester on the other
+//! core, the search per row, and the reports. Figures are not asserted (CI machines vary); what
+//! is asserted is that the pipeline measures: frames went through with no loss at the passing
+//! load, every stream was received at its own port, and the reports carry the rows.
+
+use tester::procedures::{Quiet, TrialOpts};
+use tester::run::{self, RunOpts};
+use tester::scenario::{self, ScenarioOpts};
+use tester::{report, FrameSizes};
+
+fn opts(seconds: f64) -> RunOpts {
+    RunOpts {
+        trial: TrialOpts {
+            seconds,
+            ..Default::default()
+        },
+        resolution: 0.05,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn me1_at_ci_scale_passes_every_size_with_no_misdelivery() {
+    let s = scenario::build(
+        "ME-1",
+        &ScenarioOpts {
+            scale: 0.01,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut o = opts(0.2);
+    o.sizes = Some(vec![FrameSizes::Fixed(1518), FrameSizes::Fixed(9216)]);
+    let r = run::run(s, &o, &mut Quiet).unwrap();
+    assert_eq!(r.rows.len(), 2);
+    assert_eq!(
+        r.routes.0,
+        2400 + 24 + 32 * 3,
+        "generated + customer + interface routes"
+    );
+    for row in &r.rows {
+        let best = row.search.best.as_ref().expect("some load passes");
+        assert!(best.rx > 10_000, "{}: {best:?}", row.key);
+        assert_eq!((best.lost, best.misdelivered, best.corrupted), (0, 0, 0));
+        assert_eq!(best.streams.len(), 384);
+        assert!(
+            best.streams.iter().all(|s| s.rx > 0),
+            "every stream got through"
+        );
+        assert!(best.latency.is_some());
+    }
+    let md = report::table(&r);
+    assert!(md.contains("| 1518 | 1,143,183 |"), "{md}");
+    let js = report::json(&r);
+    assert_eq!(js["rows"].as_array().unwrap().len(), 2);
+    assert!(js["rows"][0]["throughput_fps"].as_f64().unwrap() > 0.0);
+    let svg = report::svg(&r);
+    assert!(svg.starts_with("<svg") && svg.contains("ME-1"));
+}
+
+#[test]
+fn gr1_scales_streams_and_ipv6_me2_forwards() {
+    let s = scenario::build(
+        "GR-1",
+        &ScenarioOpts {
+            max_streams: Some(3),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let r = run::run(s, &opts(0.2), &mut Quiet).unwrap();
+    let keys: Vec<&str> = r.rows.iter().map(|x| x.key.as_str()).collect();
+    assert_eq!(keys, ["1", "2", "3"]);
+    for (i, row) in r.rows.iter().enumerate() {
+        let best = row.search.best.as_ref().unwrap();
+        assert_eq!(best.streams.len(), i + 1, "row {i} runs {} streams", i + 1);
+        // The GRF rule: output at most 2% below input.
+        assert!(best.lost as f64 <= 0.02 * best.tx as f64);
+    }
+    let s = scenario::build(
+        "ME-2",
+        &ScenarioOpts {
+            scale: 0.01,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut o = opts(0.2);
+    o.sizes = Some(vec![FrameSizes::Fixed(1518)]);
+    let r = run::run(s, &o, &mut Quiet).unwrap();
+    let best = r.rows[0].search.best.as_ref().unwrap();
+    assert_eq!((best.lost, best.misdelivered), (0, 0));
+    assert!(best.rx > 10_000);
+}

@@ -1,0 +1,116 @@
+"""The tester's command line: `linerate bench run` and `linerate bench scenario`, as a user runs
+them, checked through the files they write (JSON, Markdown, SVG) and their exit status.
+
+Trials are short (CI scale); the assertions are about what was measured (frames through, no loss
+at the passing load, every stream received where it was sent), never about speed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+ROUTER = """\
+router: { workers: 1 }
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+  - { name: p2, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [198.18.0.1/24], ipv6: ["2001:db8::1/64"] }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", ipv4: [198.18.1.1/24], ipv6: ["2001:db8:0:1::1/64"] }
+  - { name: p2, port: p2, mac: "02:00:00:00:02:01", ipv4: [198.18.2.1/24] }
+neighbors:
+  - { interface: p0, ip: 198.18.0.2, mac: "02:00:00:00:00:02" }
+  - { interface: p0, ip: "2001:db8::2", mac: "02:00:00:00:00:02" }
+  - { interface: p1, ip: 198.18.1.2, mac: "02:00:00:00:01:02" }
+  - { interface: p1, ip: "2001:db8:0:1::2", mac: "02:00:00:00:01:02" }
+  - { interface: p2, ip: 198.18.2.2, mac: "02:00:00:00:02:02" }
+routes:
+  - { prefix: 10.1.0.0/16, via: 198.18.1.2 }
+"""
+
+STREAMS = """\
+speeds: { default: 100m }
+streams:
+  - name: to-customers
+    from: p0
+    to: p1
+    ipv4: { src: 198.18.0.2, dst: 10.1.0.1 }
+    vary:
+      - { field: dst-ip, count: 500 }
+      - { field: src-port, count: 20, random: true }
+  - { name: v6-back, from: p1, to: p0, ipv6: { src: "2001:db8:0:1::2", dst: "2001:db8::2" }, udp: none }
+"""
+
+
+def run(bin_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(bin_path), *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_streams_file_run_reports_every_stream(linerate_bin, tmp_path):
+    (tmp_path / "router.yaml").write_text(ROUTER)
+    (tmp_path / "streams.yaml").write_text(STREAMS)
+    out = tmp_path / "out"
+    p = run(
+        linerate_bin, "bench", "run", "--router", str(tmp_path / "router.yaml"),
+        "--streams", str(tmp_path / "streams.yaml"), "--sizes", "128 imix",
+        "--seconds", "0.3", "--resolution", "5", "--out", str(out), "--quiet",
+    )
+    assert p.returncode == 0, p.stderr
+    rep = json.loads((out / "custom.json").read_text())
+    assert [r["sizes"] for r in rep["rows"]] == ["128", "IMIX"]
+    assert rep["flows"] == 500 * 20 + 1
+    for row in rep["rows"]:
+        best = [t for t in row["trials"] if t["pass"]]
+        assert best, row
+        t = max(best, key=lambda t: t["load"])
+        assert t["rx"] > 1000 and t["lost"] == 0 and t["misdelivered"] == 0
+        assert t["latency"]["min_ns"] > 0
+        # 100 Mbit/s nominal on two ports: at 100% load, 84,459 128-byte frames/s each.
+        assert t["offered_fps"] <= 2 * 84_460 * t["load"] + 1
+    assert (out / "custom.svg").read_text().startswith("<svg")
+    assert "| 128 |" in (out / "custom.md").read_text()
+
+
+def test_a_bad_streams_file_names_its_mistakes_and_runs_nothing(linerate_bin, tmp_path):
+    (tmp_path / "router.yaml").write_text(ROUTER)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "streams:\n"
+        "  - { from: p0, to: p7, ipv4: { src: 198.18.0.2, dst: 10.1.0.1 } }\n"
+        "  - { from: p0, to: p1, ipv4: { src: 198.18.0.2, dst: 10.1.0.1 }, vary: [ { field: dst-ip } ] }\n"
+    )
+    out = tmp_path / "out"
+    p = run(
+        linerate_bin, "bench", "run", "--router", str(tmp_path / "router.yaml"),
+        "--streams", str(bad), "--seconds", "0.1", "--out", str(out),
+    )
+    assert p.returncode != 0
+    assert f"{bad}:2:" in p.stderr and "streams[0].to: no mem port" in p.stderr
+    assert f"{bad}:3:" in p.stderr and "streams[1].vary[0].count" in p.stderr
+    assert not out.exists(), "nothing ran, nothing was written"
+
+
+def test_a_seed_scenario_runs_at_ci_scale(linerate_bin, tmp_path):
+    p = run(linerate_bin, "bench", "scenario", "--list")
+    assert p.returncode == 0 and "GR-3" in p.stdout and "XR-4" in p.stdout
+    out = tmp_path / "gr2"
+    p = run(
+        linerate_bin, "bench", "scenario", "GR-2", "--max-streams", "2",
+        "--seconds", "0.2", "--resolution", "5", "--out", str(out), "--quiet",
+    )
+    assert p.returncode == 0, p.stderr
+    assert "| streams | seed (fps) |" in p.stdout
+    rep = json.loads((out / "gr-2.json").read_text())
+    assert rep["scenario"] == "GR-2"
+    assert [r["key"] for r in rep["rows"]] == ["1", "2"]
+    assert rep["method"]["loss_tolerance"] == 0.02
+    for r in rep["rows"]:
+        assert r["throughput_fps"] > 0
+    assert rep["rows"][0]["seed_fps"] == 529.54e6 / (1518 * 8)
+    p = run(linerate_bin, "bench", "scenario", "ZZ-9")
+    assert p.returncode != 0 and "no scenario" in p.stderr
