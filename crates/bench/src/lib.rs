@@ -1,6 +1,7 @@
-//! The tester and the benchmarks behind `linerate bench`. Each benchmark prints figures beside a
-//! peer measured in the same run (DPDK's rte_lpm / rte_lpm6 for the lookup engines) and writes
-//! rows of JSON for machines. Measurement lives here; nothing in the tests times anything.
+//! Peer benchmarks behind `linerate bench lpm|forward`: each prints figures beside a peer measured
+//! in the same run (DPDK's rte_lpm / rte_lpm6 / rte_fib for the lookup engines) and writes rows of
+//! JSON for machines. The tester (RFC 2544/2889, scenarios) is the `tester` crate. Measurement
+//! lives here and there; nothing in the tests times anything.
 
 pub mod forward;
 pub mod lpm;

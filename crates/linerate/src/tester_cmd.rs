@@ -64,6 +64,9 @@ pub struct ScenarioArgs {
     /// Stream-scaling scenarios (GR-1, GR-3): the largest stream count.
     #[arg(long)]
     max_streams: Option<usize>,
+    /// Stream-scaling scenarios: only these stream counts (e.g. --counts 1,16).
+    #[arg(long, value_delimiter = ',')]
+    counts: Vec<usize>,
     #[command(flatten)]
     trial: TrialArgs,
 }
@@ -106,6 +109,12 @@ pub struct CapacityArgs {
     ports: usize,
     #[arg(long, default_value_t = 8)]
     streams_per_port: usize,
+    /// Also run this many throughput searches against a fake device that polices at
+    /// --policer frames/s, to show how repeatable the search is.
+    #[arg(long, default_value_t = 0)]
+    repeat: usize,
+    #[arg(long, default_value_t = 2_000_000.0)]
+    policer: f64,
 }
 
 fn write_outputs(r: &run::ScenarioReport, out: &Path) -> Result<Vec<PathBuf>, String> {
@@ -201,6 +210,7 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
         scale: a.scale,
         workers: a.workers,
         max_streams: a.max_streams,
+        counts: (!a.counts.is_empty()).then(|| a.counts.clone()),
     };
     let s = scenario::build(&id, &so)?;
     eprintln!(
@@ -293,6 +303,7 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
         scale: 1.0,
         workers: 1,
         max_streams: None,
+        counts: vec![],
         trial: TrialArgs {
             seconds,
             warmup: 0.0,
@@ -348,6 +359,27 @@ pub fn capacity(a: CapacityArgs) -> Result<(), String> {
                 "generator_fps": c.generator_fps, "loopback_fps": c.loopback_fps,
                 "analyzer_fps": c.analyzer_fps, "poll_gap_ns": c.poll_gap_ns,
                 "loop_latency_avg_ns": c.loop_latency_avg_ns})
+        );
+    }
+    if a.repeat > 0 {
+        let v = tester::capacity::repeatability(a.repeat, a.policer, a.seconds, 0.001)?;
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        println!(
+            "Throughput search x{} against a fake device policing at {} fps (2 x 10G ports, 64 B, {} s trials, 0.1% resolution):",
+            a.repeat,
+            report::thousands(a.policer),
+            a.seconds
+        );
+        println!(
+            "  results {}; spread (max-min)/mean {:.2}%",
+            v.iter()
+                .map(|x| report::thousands(*x))
+                .collect::<Vec<_>>()
+                .join(", "),
+            (hi - lo) / mean * 100.0
         );
     }
     Ok(())

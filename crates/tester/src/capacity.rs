@@ -121,3 +121,54 @@ pub fn measure(seconds: f64, size: u16, ports: usize, per_port: usize) -> Result
         lost: lb.lost,
     })
 }
+
+/// The throughput search's repeatability: `runs` searches against a fake device that polices at
+/// `policer_fps` (on its own thread), two ports, 64-byte frames. Returns each search's answer in
+/// frames/s. The device's limit is fixed, so the spread is the tester's own.
+pub fn repeatability(
+    runs: usize,
+    policer_fps: f64,
+    seconds: f64,
+    resolution: f64,
+) -> Result<Vec<f64>, String> {
+    use crate::fake_dut::{FakeDut, Faults, Forwarding};
+    use crate::procedures::{throughput, Quiet, SearchOpts, TrialOpts};
+    let pool = Pool::new(65536);
+    // A deep bucket: the device's own thread loses its core now and then, and a shallow bucket
+    // would then drop the backlog as if it were excess.
+    let faults = Faults {
+        max_fps: policer_fps,
+        max_burst: 8192,
+        ..Default::default()
+    };
+    let fwd = Forwarding::Routes {
+        v4: vec![(20 << 24, 8, 0), (21 << 24, 8, 1)],
+        v6: vec![],
+    };
+    let mut specs = streams(2, 4, 1000);
+    for s in &mut specs {
+        // Port p's streams go to the other port (20.p.k.2 -> 21-p).
+        s.rx_port = 1 - s.tx_port;
+        if let L3::V4 { dst, .. } = &mut s.l3 {
+            dst[0] = 20 + s.rx_port as u8;
+        }
+    }
+    let mut out = Vec::new();
+    for _ in 0..runs {
+        let (dut, ports) = FakeDut::start(2, 10e9, fwd.clone(), faults.clone(), pool.clone());
+        let mut t = Tester::new(ports, specs.clone(), pool.clone());
+        let trial = TrialOpts {
+            seconds,
+            ..Default::default()
+        };
+        let search = SearchOpts {
+            resolution,
+            ..Default::default()
+        };
+        let r = throughput(&mut t, &FrameSizes::Fixed(64), &trial, &search, &mut Quiet);
+        out.push(r.fps());
+        drop(t);
+        dut.stop();
+    }
+    Ok(out)
+}

@@ -694,9 +694,9 @@ impl Tester {
         r.latency = LatencyStats::from(lmin, lsum, lmax, r.rx, &hist);
         r.tx_fps = r.tx as f64 / elapsed;
         r.rx_fps = r.rx as f64 / elapsed;
-        // Behind by more than the debt allowance, or short of the schedule by over 0.5%.
-        r.tester_limited =
-            spec.frames_per_port.is_none() && (behind > 0 || r.tx_fps < offered_fps * 0.995);
+        // Short of the schedule by over 0.5%: the tester, not the device, set the rate (a few
+        // frames skipped after the tester thread lost its core are within that).
+        r.tester_limited = spec.frames_per_port.is_none() && r.tx_fps < offered_fps * 0.995;
         r
     }
 }

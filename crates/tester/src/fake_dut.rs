@@ -129,6 +129,8 @@ impl FakeDut {
             delayed: (0..nports).map(|_| VecDeque::new()).collect(),
             held: (0..nports).map(|_| None).collect(),
             stats: DutStats::default(),
+            outs: Vec::with_capacity(64),
+            release_buf: Vec::with_capacity(256),
         };
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -177,6 +179,9 @@ struct Device {
     delayed: Vec<VecDeque<(u64, PktBuf)>>,
     held: Vec<Option<PktBuf>>,
     stats: DutStats,
+    /// Output ports of the frame at hand (kept to save an allocation per frame).
+    outs: Vec<usize>,
+    release_buf: Vec<PktBuf>,
 }
 
 fn every(n: u64, k: u64) -> bool {
@@ -217,11 +222,12 @@ impl Device {
         self.stats
     }
 
-    fn out_ports(&mut self, in_port: usize, f: &[u8]) -> Vec<usize> {
+    fn out_ports(&mut self, in_port: usize, f: &[u8], outs: &mut Vec<usize>) {
+        outs.clear();
         match &self.fwd {
             Forwarding::Routes { v4, v6 } => {
                 let Some((l3, _, ver)) = crate::signature::locate(f) else {
-                    return vec![];
+                    return;
                 };
                 let best = if ver == 4 {
                     let d = u32::from_be_bytes(f[l3 + 16..l3 + 20].try_into().unwrap());
@@ -240,7 +246,7 @@ impl Device {
                         .max_by_key(|r| r.1)
                         .map(|r| r.2)
                 };
-                best.into_iter().collect()
+                outs.extend(best);
             }
             Forwarding::Bridge { capacity } => {
                 let src: [u8; 6] = f[6..12].try_into().unwrap();
@@ -249,11 +255,11 @@ impl Device {
                     self.macs.insert(src, in_port);
                 }
                 match self.macs.get(&dst) {
-                    Some(&p) if p != in_port => vec![p],
-                    Some(_) => vec![],
+                    Some(&p) if p != in_port => outs.push(p),
+                    Some(_) => {}
                     None => {
                         self.stats.flooded += 1;
-                        (0..self.tx.len()).filter(|&p| p != in_port).collect()
+                        outs.extend((0..self.tx.len()).filter(|&p| p != in_port));
                     }
                 }
             }
@@ -283,14 +289,16 @@ impl Device {
             }
         }
         drop |= every(n, f.drop_every);
-        let outs = if drop {
-            vec![]
+        let mut outs = std::mem::take(&mut self.outs);
+        if drop {
+            outs.clear();
         } else {
-            self.out_ports(in_port, b.data())
-        };
+            self.out_ports(in_port, b.data(), &mut outs);
+        }
         if outs.is_empty() {
             self.stats.dropped += 1;
             self.cache.free(b);
+            self.outs = outs;
             return;
         }
         let f = &self.faults;
@@ -302,27 +310,15 @@ impl Device {
         let duplicate = every(n, f.duplicate_every);
         let reorder = every(n, f.reorder_every);
         let nports = self.tx.len();
-        // Copies for every output but the last (flooding), plus one more for a duplicate.
-        let mut copies: Vec<(usize, PktBuf)> = Vec::new();
-        for (i, &o) in outs.iter().enumerate() {
-            let o = if misdeliver { (o + 1) % nports } else { o };
-            if i + 1 < outs.len() {
-                if let Some(c) = self.copy(&b) {
-                    copies.push((o, c));
-                }
+        let wrong = |o: usize| if misdeliver { (o + 1) % nports } else { o };
+        // A copy for every output but the last (flooding).
+        for i in 0..outs.len() - 1 {
+            if let Some(c) = self.copy(&b) {
+                self.queue(wrong(outs[i]), c, now);
             }
         }
-        let last = {
-            let o = *outs.last().unwrap();
-            if misdeliver {
-                (o + 1) % nports
-            } else {
-                o
-            }
-        };
-        for (o, c) in copies {
-            self.queue(o, c, now);
-        }
+        let last = wrong(outs[outs.len() - 1]);
+        self.outs = outs;
         if duplicate {
             if let Some(c) = self.copy(&b) {
                 self.queue(last, c, now);
@@ -350,7 +346,7 @@ impl Device {
     }
 
     fn release(&mut self, now: u64) {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.release_buf);
         for p in 0..self.delayed.len() {
             while let Some((at, _)) = self.delayed[p].front() {
                 if *at > now {
@@ -367,5 +363,6 @@ impl Device {
             self.stats.dropped += out.len() as u64;
             self.cache.free_all(&mut out);
         }
+        self.release_buf = out;
     }
 }

@@ -4,8 +4,8 @@
 //! report with one command.
 //!
 //! Addressing, the same in every scenario:
-//! - tester port i faces router interface i, 198.18.i.1/24 (RFC 2544's benchmarking range) and
-//!   2001:db8:0:i::1/64; the tester's host on it is .2 / ::2, a static neighbour;
+//! - tester port i faces router interface i, 100.64.i.1/24 (outside every test destination
+//!   range) and 2001:db8:0:i::1/64; the tester's host on it is .2 / ::2, a static neighbour;
 //! - behind each port's host are "customer" networks: 10.i.0.0/16 and 2001:db8:1:i::/64
 //!   (XR-3/XR-4: a flat /8 per port, as the report's flat networks);
 //! - generated route tables (ME-1, ME-2, GR-3) are spread over the uplinks' hosts.
@@ -65,6 +65,8 @@ pub struct ScenarioOpts {
     pub workers: usize,
     /// Stream-scaling scenarios: the largest stream count.
     pub max_streams: Option<usize>,
+    /// Stream-scaling scenarios: exactly these stream counts (instead of 1..=max).
+    pub counts: Option<Vec<usize>>,
 }
 
 impl Default for ScenarioOpts {
@@ -73,6 +75,7 @@ impl Default for ScenarioOpts {
             scale: 1.0,
             workers: 1,
             max_streams: None,
+            counts: None,
         }
     }
 }
@@ -142,8 +145,10 @@ fn router_mac(i: usize) -> String {
 fn host_mac(i: usize) -> [u8; 6] {
     [2, 0, 0, 0, i as u8, 2]
 }
+/// Port subnets: 100.64.i.0/24, outside the Class C space GR-3 sends to and the flat networks
+/// XR-3 uses, so no test destination lands on an interface subnet.
 fn if_v4(i: usize) -> u32 {
-    0xc612_0000 | (i as u32) << 8 // 198.18.i.0
+    0x6440_0000 | (i as u32) << 8 // 100.64.i.0
 }
 fn if_v6(i: usize) -> u128 {
     0x2001_0db8_0000_0000u128 << 64 | (i as u128) << 64
@@ -303,7 +308,7 @@ fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
         };
         let routes: Vec<(u32, u8)> = gen::v4(&spec)
             .into_iter()
-            .filter(|&(p, _)| p >> 24 != 10 && p >> 17 != 0xc612 >> 1)
+            .filter(|&(p, _)| p >> 24 != 10 && p >> 16 != 0x6440)
             .take(want)
             .collect();
         for (k, &(p, l)) in routes.iter().enumerate() {
@@ -692,6 +697,10 @@ fn grf(o: &ScenarioOpts, kind: Grf) -> Scenario {
         streams.push(s);
     }
     let max = o.max_streams.unwrap_or(N).clamp(1, N);
+    let counts: Vec<usize> = match &o.counts {
+        Some(c) => c.iter().map(|&n| n.clamp(1, N)).collect(),
+        None => (1..=max).collect(),
+    };
     let flows = streams.iter().map(|s| s.flows()).sum();
     let (id, title, seed_title, sizes, procedure, seed) = match kind {
         Grf::Scaling => (
@@ -700,7 +709,7 @@ fn grf(o: &ScenarioOpts, kind: Grf) -> Scenario {
             "Ascend GRF 1600, figure 1: aggregate 64-byte throughput, ATM OC-12, 1..16 streams",
             vec![FrameSizes::Fixed(64)],
             Procedure::StreamScaling {
-                counts: (1..=max).collect(),
+                counts: counts.clone(),
             },
             vec![
                 seed_row("1", Some(295_604.0), ""),
@@ -713,7 +722,7 @@ fn grf(o: &ScenarioOpts, kind: Grf) -> Scenario {
             "Ascend GRF 1600, figure 3: varying Class C destinations, 1..16 streams",
             vec![FrameSizes::Fixed(64)],
             Procedure::StreamScaling {
-                counts: (1..=max).collect(),
+                counts: counts.clone(),
             },
             vec![
                 seed_row("1", Some(295_604.0), ""),
@@ -728,7 +737,7 @@ fn grf(o: &ScenarioOpts, kind: Grf) -> Scenario {
             "Ascend GRF 1600, figure 2: aggregate 1,518-byte throughput, 16 modules",
             vec![FrameSizes::Fixed(1518)],
             Procedure::StreamScaling {
-                counts: vec![1, max],
+                counts: o.counts.clone().unwrap_or_else(|| vec![1, max]),
             },
             vec![
                 seed_row("1", Some(529.54e6 / (1518.0 * 8.0)), "529.54 Mbit/s"),
