@@ -156,6 +156,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     let (running, mut peers) = router
         .start(StartOptions {
             ring_size: RING,
+            tx_ring_size: None,
             idle_yield_after: 0,
             pool: Some(pool.clone()),
             replay: None,
@@ -320,6 +321,7 @@ fn replay(
     let (running, _) = router
         .start(StartOptions {
             ring_size: 64,
+            tx_ring_size: None,
             idle_yield_after: 0,
             pool: Some(pool),
             replay: Some(templates.into()),

@@ -370,7 +370,12 @@ pub struct Running {
 /// Options for starting workers that the config does not carry (the tester sets them).
 #[derive(Clone)]
 pub struct StartOptions {
+    /// Frames each receive ring holds (a NIC's receive descriptor ring).
     pub ring_size: usize,
+    /// Frames each transmit ring towards a mem peer holds; None: `ring_size`. The tester makes
+    /// these deep: they stand for the wire and the tester's own receive side, which a real
+    /// tester never lets overflow.
+    pub tx_ring_size: Option<usize>,
     pub idle_yield_after: u32,
     /// Pool to use; a new one of the config's size if None.
     pub pool: Option<Arc<Pool>>,
@@ -383,6 +388,7 @@ impl Default for StartOptions {
     fn default() -> Self {
         Self {
             ring_size: 4096,
+            tx_ring_size: None,
             idle_yield_after: 256,
             pool: None,
             replay: None,
@@ -453,7 +459,7 @@ impl Router {
                     };
                     for queues in per_worker.iter_mut() {
                         let (to_tx, to_rx) = ring(opts.ring_size);
-                        let (from_tx, from_rx) = ring(opts.ring_size);
+                        let (from_tx, from_rx) = ring(opts.tx_ring_size.unwrap_or(opts.ring_size));
                         peer.to_router.push(to_tx);
                         peer.from_router.push(from_rx);
                         queues.push(PortQueues {

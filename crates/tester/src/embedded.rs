@@ -9,6 +9,12 @@ use dataplane::{DropReason, Pool};
 
 use crate::engine::{DutProbe, TesterPort};
 
+/// Frames each router-to-tester ring holds: enough to ride out the tester thread losing its core
+/// for a few milliseconds at several Mpps per port without the router's transmit queue filling
+/// (which would read as router loss). Buffers come from the shared pool, so a deep ring costs
+/// memory only while it is full.
+pub const TX_RING: usize = 16384;
+
 pub struct Embedded {
     pub running: Option<Running>,
     pub pool: Arc<Pool>,
@@ -56,6 +62,7 @@ impl Embedded {
         let (running, peers) = router
             .start(StartOptions {
                 ring_size: ring,
+                tx_ring_size: Some(TX_RING),
                 idle_yield_after: 0,
                 pool: Some(pool.clone()),
                 replay: None,
