@@ -194,17 +194,16 @@ const TURN: usize = 512;
 /// as `behind`.
 const MAX_DEBT: u64 = 256;
 
-/// Writes every page of every free buffer once, so the kernel commits the pool's memory now
-/// and not during the first trial (a page fault costs more than building twenty frames).
+/// Writes the first page of every free buffer once (metadata, headroom and the first 3.8 KB of
+/// frame), so the kernel commits that memory now and not during the first trial: a page fault
+/// costs more than building twenty frames. Jumbo frames fault their later pages in on first use,
+/// at rates where that does not matter.
 fn touch_pool(pool: &Arc<Pool>) {
     let mut cache = BufCache::new(pool.clone());
     let mut all = Vec::with_capacity(pool.available());
     while let Some(mut b) = cache.alloc() {
-        if b.set_len(dataplane::buffer::MAX_FRAME) {
-            let d = b.data_mut();
-            for i in (0..d.len()).step_by(4096) {
-                d[i] = 0;
-            }
+        if b.set_len(1) {
+            b.data_mut()[0] = 0;
         }
         all.push(b);
     }

@@ -70,6 +70,11 @@ pub fn table(r: &ScenarioReport) -> String {
         }
     );
     s += &format!(
+        "Router receive rings: {} frames per queue; router-to-tester rings: {} frames\n",
+        thousands(r.ring as f64),
+        thousands(crate::embedded::TX_RING as f64)
+    );
+    s += &format!(
         "Method: RFC 2544 throughput, {} s trials (seed: {} s), resolution {}% of nominal, loss tolerance {}%\n\n",
         r.trial_seconds,
         r.seed_seconds,
@@ -213,6 +218,7 @@ pub fn json(r: &ScenarioReport) -> Value {
         "routes": {"ipv4": r.routes.0, "ipv6": r.routes.1},
         "flows": r.flows, "streams": r.streams, "ports": r.ports,
         "cores": {"cpu": r.cpu, "router_workers": r.workers, "worker_cores": r.worker_cores, "tester_core": r.tester_core},
+        "rings": {"router_rx": r.ring, "router_to_tester": crate::embedded::TX_RING},
         "method": {"trial_seconds": r.trial_seconds, "seed_seconds": r.seed_seconds,
                    "resolution": r.resolution, "loss_tolerance": r.tolerance},
         "build_seconds": r.build_s,

@@ -38,7 +38,7 @@ impl Default for RunOpts {
             resolution: 0.005,
             tolerance: None,
             sizes: None,
-            ring: 1024,
+            ring: 4096,
             workdir: std::env::temp_dir(),
             loss_vs_load: false,
             back_to_back: None,
@@ -75,6 +75,8 @@ pub struct ScenarioReport {
     pub tolerance: f64,
     pub resolution: f64,
     pub build_s: f64,
+    /// Receive ring per router queue, frames.
+    pub ring: usize,
     pub rows: Vec<Row>,
     /// Frame loss rate against offered load, per frame size (when asked for).
     pub loss: Vec<(String, Vec<(f64, crate::engine::TrialResult)>)>,
@@ -232,6 +234,7 @@ pub fn run_with(
         tolerance,
         resolution: ro.resolution,
         build_s,
+        ring: ro.ring,
         rows,
         loss,
         back_to_back: b2b,
