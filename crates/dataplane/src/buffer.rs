@@ -34,6 +34,10 @@ pub struct Meta {
     pub next_hop: u32,
     pub pool: u32,
     pub index: u32,
+    /// Free for the buffer's owner across uses; nothing in the data plane reads or writes it, and
+    /// `reset` keeps it. The tester records here which frame length's payload pattern the buffer
+    /// holds, so it need not write the payload again.
+    pub owner_tag: u32,
 }
 
 const META_SIZE: usize = 64;

@@ -216,9 +216,6 @@ pub struct Tester {
     pub streams: Vec<StreamSpec>,
     pub probe: Option<Box<dyn DutProbe>>,
     cache: BufCache,
-    pool: Arc<Pool>,
-    /// Per buffer: the frame length whose payload pattern the buffer holds (0: unknown).
-    pattern_len: Vec<u16>,
     analyzer: Analyzer,
     clock: Instant,
     trial_no: u32,
@@ -240,9 +237,7 @@ impl Tester {
             ports,
             streams,
             probe: None,
-            cache: BufCache::new(pool.clone()),
-            pattern_len: vec![0; pool.capacity()],
-            pool,
+            cache: BufCache::new(pool),
             analyzer: Analyzer::new(&expect, n),
             clock: Instant::now(),
             trial_no: 0,
@@ -403,7 +398,6 @@ impl Tester {
             .collect();
         let t0 = Instant::now();
         let t0_ns = self.now_ns();
-        let pool_id = self.pool.id();
         let mut next_progress = t0 + Duration::from_millis(250);
         let mut event = spec.event.take();
         let mut loops = 0u64;
@@ -469,14 +463,11 @@ impl Tester {
                         let g = &mut gens[s];
                         let len = g.templates[z].len;
                         b.set_len(len as usize);
-                        let idx = b.meta().index as usize;
-                        let ok = !spec.verify_payload
-                            && b.meta().pool == pool_id
-                            && self.pattern_len[idx] == len;
+                        // The buffer's own tag says which length's payload it holds: the line is
+                        // the metadata line, which alloc just wrote anyway.
+                        let ok = !spec.verify_payload && b.meta().owner_tag == len as u32;
                         let sum = g.build(z, b.data_mut(), trial, s as u32, ok);
-                        if b.meta().pool == pool_id {
-                            self.pattern_len[idx] = len;
-                        }
+                        b.meta_mut().owner_tag = len as u32;
                         meta.push((s as u32, z as u8, sum));
                         burst.push(b);
                     }
@@ -580,7 +571,6 @@ impl Tester {
 
     /// Takes everything waiting on every receive queue into the analyzer. Returns frames taken.
     fn poll(&mut self, rxv: &mut Vec<PktBuf>, poll_gap: &mut u64) -> u64 {
-        let pool_id = self.pool.id();
         // Take what every port has first, then read the clock once: every frame is stamped after
         // it was taken, late by at most this sweep of queue reads (latency is never under-read,
         // even if the thread loses its core mid-sweep).
@@ -631,10 +621,9 @@ impl Tester {
                 if let Some(b) = rxv.get(i + 4) {
                     b.prefetch_frame_byte(b.len().saturating_sub(16));
                 }
-                let b = &rxv[i];
-                if !self.analyzer.frame(port, b.data(), ts) && b.meta().pool == pool_id {
+                if !self.analyzer.frame(port, rxv[i].data(), ts) {
                     // Damaged on the way: lay the payload down afresh next time.
-                    self.pattern_len[b.meta().index as usize] = 0;
+                    rxv[i].meta_mut().owner_tag = 0;
                 }
             }
             start = end as usize;

@@ -210,6 +210,9 @@ pub struct Template {
     pub l4_fixed_sum: u32,
     /// The signature starts at an odd offset from the UDP header (odd frame sizes).
     pub sig_odd: bool,
+    /// IPv4: the header's one's-complement sum without its checksum and without the addresses
+    /// the stream varies, so a frame's checksum is this plus the current addresses.
+    pub ip_sum_base: u32,
 }
 
 /// The checksum contribution of signature bytes that start at an even offset within `sig`: one's
@@ -232,6 +235,8 @@ struct Place {
 #[derive(Clone)]
 pub struct FieldGen {
     place: Place,
+    /// An IPv4 address: part of the IPv4 header checksum.
+    v4_addr: bool,
     nested: bool,
     base: u128,
     step: u128,
@@ -343,6 +348,8 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
             ip[9] = if spec.udp.is_some() { 17 } else { 253 };
             ip[12..16].copy_from_slice(&src);
             ip[16..20].copy_from_slice(&dst);
+            let c = checksum::fold(checksum::sum(ip));
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
         }
         L3::V6 { src, dst } => {
             h[off..off + 2].copy_from_slice(&0x86ddu16.to_be_bytes());
@@ -390,6 +397,7 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
         l4_csum_off,
         l4_fixed_sum,
         sig_odd: (sig_off - hdr_end) % 2 == 1,
+        ip_sum_base: 0,
     }
 }
 
@@ -400,7 +408,7 @@ impl GenStream {
             .iter()
             .map(|&s| header(spec, s.max(spec.min_size)))
             .collect();
-        let fields = spec
+        let fields: Vec<FieldGen> = spec
             .fields
             .iter()
             .map(|f| {
@@ -413,6 +421,7 @@ impl GenStream {
                 };
                 FieldGen {
                     place,
+                    v4_addr: !spec.is_v6() && matches!(f.kind, FieldKind::SrcIp | FieldKind::DstIp),
                     nested: f.nested,
                     base,
                     step,
@@ -424,6 +433,25 @@ impl GenStream {
                 }
             })
             .collect();
+        let mut templates = templates;
+        if !spec.is_v6() {
+            // The checksum base of each size: the header with its checksum and the varied
+            // addresses zeroed.
+            for t in &mut templates {
+                let l3 = t.l3_off as usize;
+                let mut h = [0u8; 20];
+                h.copy_from_slice(&t.hdr[l3..l3 + 20]);
+                h[10] = 0;
+                h[11] = 0;
+                for f in &fields {
+                    if f.v4_addr {
+                        let o = f.place.off as usize - l3;
+                        h[o..o + 4].fill(0);
+                    }
+                }
+                t.ip_sum_base = checksum::sum(&h);
+            }
+        }
         let mut g = GenStream {
             templates,
             fields,
@@ -530,11 +558,21 @@ impl GenStream {
                 l4_sum = s + sig_sum(&frame[sig_off..sig_off + 12], odd);
             }
         } else {
-            let ip = &mut frame[l3..l3 + 20];
-            ip[10] = 0;
-            ip[11] = 0;
-            let c = checksum::fold(checksum::sum(ip));
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            // The template's checksum holds unless an address varies; then it is the base plus
+            // the current addresses (no reading back of what was just written).
+            let mut s = t.ip_sum_base;
+            let mut varies = false;
+            for f in &self.fields {
+                if f.v4_addr {
+                    let a = f.cur as u32;
+                    s += (a >> 16) + (a & 0xffff);
+                    varies = true;
+                }
+            }
+            if varies {
+                let c = checksum::fold(s);
+                frame[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+            }
         }
         self.seq = self.seq.wrapping_add(1);
         self.tx += 1;
@@ -703,6 +741,10 @@ mod tests {
             let sp = u16::from_be_bytes([f[34], f[35]]);
             let dp = u16::from_be_bytes([f[36], f[37]]);
             assert!((5000..5010).contains(&dp));
+            assert!(
+                checksum::ipv4_header_ok(&f[14..34]),
+                "checksum follows the addresses"
+            );
             seen.push((dst - u32::from_be_bytes([198, 19, 0, 2]), sp));
         }
         assert_eq!(
