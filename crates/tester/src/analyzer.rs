@@ -121,7 +121,9 @@ impl Analyzer {
             pr.corrupted_unknown += 1;
             return false;
         };
-        if v == 4 && !checksum::ipv4_header_ok(&frame[l3..l3 + 20]) {
+        let ihl = (frame[l3] & 0x0f) as usize * 4;
+        if v == 4 && (ihl < 20 || l3 + ihl > end || !checksum::ipv4_header_ok(&frame[l3..l3 + ihl]))
+        {
             s.corrupted += 1;
             return false;
         }

@@ -159,6 +159,8 @@ pub struct TrialResult {
     /// Device drops during the trial, by reason (embedded mode).
     pub dut_drops: Vec<(&'static str, u64)>,
     pub streams: Vec<StreamResult>,
+    /// Why the trial could not run (streams that do not fit its frame sizes); nothing was sent.
+    pub error: Option<String>,
 }
 
 impl TrialResult {
@@ -287,8 +289,15 @@ impl Tester {
         spec: &mut TrialSpec,
         progress: &mut dyn FnMut(&Progress),
     ) -> TrialResult {
-        self.validate(&spec.sizes)
-            .expect("streams validated before the trial");
+        if let Err(e) = self.validate(&spec.sizes) {
+            // Nothing is sent; the trial fails with the reason (callers normally validate first).
+            return TrialResult {
+                load: spec.load,
+                sizes: spec.sizes.to_string(),
+                error: Some(e),
+                ..Default::default()
+            };
+        }
         let sizes = spec.sizes.sizes();
         self.compile(&sizes);
         let active: Vec<usize> = match &spec.active {

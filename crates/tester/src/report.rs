@@ -205,6 +205,7 @@ pub fn trial_json(t: &TrialResult) -> Value {
         "foreign": t.foreign, "stale": t.stale, "refused": t.refused,
         "tester_limited": t.tester_limited, "behind": t.behind,
         "poll_gap_ns": t.poll_gap_ns,
+        "error": t.error,
         "latency": lat_json(&t.latency),
         "dut_drops": t.dut_drops.iter().map(|(k, v)| json!({"reason": k, "frames": v})).collect::<Vec<_>>(),
     })
@@ -336,6 +337,10 @@ impl Observer for ProgressPrinter {
         let mut e = std::io::stderr();
         if self.live {
             let _ = write!(e, "\r{:80}\r", "");
+        }
+        if let Some(err) = &r.error {
+            let _ = writeln!(e, "  {what}: not run: {err}");
+            return;
         }
         let _ = writeln!(
             e,

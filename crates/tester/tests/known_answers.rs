@@ -118,6 +118,21 @@ fn every_nth_frame_dropped_duplicated_corrupted_or_misdelivered_is_counted_exact
 }
 
 #[test]
+fn streams_that_do_not_fit_the_frame_size_fail_the_trial_and_send_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut s = stream("a", 0, 1);
+    s.vlan = Some(10); // a tag and UDP do not fit 64 bytes
+    let (dut, mut t) = setup(2, routes(2), Faults::default(), vec![s]);
+    let r = one_trial(&mut t, 0.5, 0.1);
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("cannot hold"),
+        "{r:?}"
+    );
+    assert_eq!((r.tx, r.rx), (0, 0));
+    assert_eq!(dut.stop().received, 0);
+}
+
+#[test]
 fn held_back_frames_are_reordered_not_lost() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let f = Faults {
