@@ -48,6 +48,9 @@ pub struct Faults {
     pub misdeliver_every: u64,
     /// Every frame is held this long.
     pub delay: Duration,
+    /// Bridge: learns at most this many new addresses per second (0: no limit), a learning
+    /// engine with a fixed speed for RFC 2889's learning-rate test.
+    pub learn_per_s: f64,
 }
 
 /// Switches a running fake device responds to.
@@ -55,12 +58,19 @@ pub struct Faults {
 pub struct Control {
     /// Frames arriving before this time (ns on the device's clock) are dropped: an outage.
     down_until_ns: AtomicU64,
+    /// Set to have the bridge forget every address (as if they aged out).
+    flush: AtomicBool,
     epoch: std::sync::OnceLock<Instant>,
 }
 
 impl Control {
     fn now_ns(&self) -> u64 {
         self.epoch.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+
+    /// Forgets every learned address before the next frame (RFC 2889's aging between steps).
+    pub fn flush_addresses(&self) {
+        self.flush.store(true, Ordering::Release);
     }
 
     /// Drops everything for `d` from now (a link cut followed by a reroute).
@@ -131,6 +141,8 @@ impl FakeDut {
             stats: DutStats::default(),
             outs: Vec::with_capacity(64),
             release_buf: Vec::with_capacity(256),
+            learn_tokens: 64.0,
+            learn_refill: 0,
         };
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -182,6 +194,8 @@ struct Device {
     /// Output ports of the frame at hand (kept to save an allocation per frame).
     outs: Vec<usize>,
     release_buf: Vec<PktBuf>,
+    learn_tokens: f64,
+    learn_refill: u64,
 }
 
 fn every(n: u64, k: u64) -> bool {
@@ -251,8 +265,28 @@ impl Device {
             Forwarding::Bridge { capacity } => {
                 let src: [u8; 6] = f[6..12].try_into().unwrap();
                 let dst: [u8; 6] = f[0..6].try_into().unwrap();
-                if self.macs.len() < *capacity || self.macs.contains_key(&src) {
+                if self.control.flush.swap(false, Ordering::Acquire) {
+                    self.macs.clear();
+                }
+                if self.macs.contains_key(&src) {
                     self.macs.insert(src, in_port);
+                } else if self.macs.len() < *capacity {
+                    let rate = self.faults.learn_per_s;
+                    let now = self.control.now_ns();
+                    let ok = rate <= 0.0 || {
+                        let dt = (now - self.learn_refill) as f64 / 1e9;
+                        self.learn_refill = now;
+                        self.learn_tokens = (self.learn_tokens + dt * rate).min(64.0);
+                        if self.learn_tokens >= 1.0 {
+                            self.learn_tokens -= 1.0;
+                            true
+                        } else {
+                            false
+                        }
+                    };
+                    if ok {
+                        self.macs.insert(src, in_port);
+                    }
                 }
                 match self.macs.get(&dst) {
                     Some(&p) if p != in_port => outs.push(p),

@@ -406,3 +406,53 @@ pub fn address_capacity(
     }
     (lo, steps)
 }
+
+/// RFC 2889 5.8 address learning rate: the highest rate (fraction of nominal) at which `n`
+/// learning frames, one per address, are all learned, searched to within `resolution`. Before
+/// each step `age_out` must make the device forget what it learned (RFC 2889 waits for the aging
+/// time; a test device can be told).
+#[allow(clippy::too_many_arguments)]
+pub fn address_learning_rate(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    n: u32,
+    test_load: f64,
+    resolution: f64,
+    streams: &dyn Fn(u32) -> (Vec<crate::StreamSpec>, Vec<usize>, Vec<usize>),
+    age_out: &mut dyn FnMut(),
+    obs: &mut dyn Observer,
+) -> (f64, Vec<(f64, bool)>) {
+    let (specs, learn, test) = streams(n);
+    t.set_streams(specs);
+    let mut steps = Vec::new();
+    let mut step = |t: &mut Tester, load: f64, obs: &mut dyn Observer| {
+        age_out();
+        let mut ls = trial.spec(load, sizes);
+        ls.seconds = ls.seconds.max(60.0);
+        ls.active = Some(learn.clone());
+        ls.frames_per_port = Some(n as u64);
+        let lr = t.trial(&mut ls, &mut |p| obs.progress("learning rate", p));
+        obs.trial("learning frames", &lr, true);
+        let mut ts = trial.spec(test_load, sizes);
+        ts.active = Some(test.clone());
+        let tr = t.trial(&mut ts, &mut |p| obs.progress("learning rate", p));
+        let ok = tr.tx > 0 && tr.lost == 0 && tr.misdelivered == 0;
+        obs.trial(&format!("learning at {:.2}%", load * 100.0), &tr, ok);
+        steps.push((load, ok));
+        ok
+    };
+    if step(t, 1.0, obs) {
+        return (1.0, steps);
+    }
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    while hi - lo > resolution {
+        let mid = (lo + hi) / 2.0;
+        if step(t, mid, obs) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo, steps)
+}
