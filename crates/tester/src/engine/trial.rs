@@ -1,0 +1,174 @@
+//! What a trial is given (ports, settings) and what it returns (per-stream and aggregate counts,
+//! latency), and what a device under test may report about itself.
+
+use std::time::Duration;
+
+use dataplane::port::{RxQueue, TxQueue};
+
+use crate::histogram::Histogram;
+use crate::load::FrameSizes;
+
+/// A tester port: queues to and from the device under test, and the nominal rate that offered
+/// load is a percentage of.
+pub struct TesterPort {
+    pub name: String,
+    pub speed_bps: f64,
+    pub tx: Vec<Box<dyn TxQueue>>,
+    pub rx: Vec<Box<dyn RxQueue>>,
+    /// Multiplies the trial's load on this port (a backbone pattern offers less on the side with
+    /// more ports, so 100% fills the other side exactly).
+    pub load_scale: f64,
+}
+
+/// What the device under test can tell the tester about a trial (embedded mode): its drop
+/// counters, so loss can be attributed.
+pub trait DutProbe {
+    /// Drops by reason since start.
+    fn drops(&self) -> Vec<(&'static str, u64)>;
+
+    /// Of a trial's drops, those that are the tester's doing (in embedded mode: a full queue
+    /// towards the tester, which the tester did not drain in time).
+    fn tester_fault(&self, _trial_drops: &[(&'static str, u64)]) -> u64 {
+        0
+    }
+}
+
+/// One trial's settings.
+pub struct TrialSpec {
+    /// Offered load, a fraction of each port's nominal rate (times its `load_scale`).
+    pub load: f64,
+    pub sizes: FrameSizes,
+    pub seconds: f64,
+    /// Traffic at the trial's rate before the trial, not counted (its frames are stale).
+    pub warmup: f64,
+    /// The streams that send; None: all.
+    pub active: Option<Vec<usize>>,
+    /// Each port stops after this many frames (back-to-back bursts); the trial ends when every
+    /// port has sent them, or after `seconds`.
+    pub frames_per_port: Option<u64>,
+    /// The trial is over when no frame has arrived for this long after the generators stopped...
+    pub drain_quiet: Duration,
+    /// ... or after this long, whichever comes first.
+    pub drain_max: Duration,
+    pub verify_payload: bool,
+    /// Called once, this many seconds into the trial (to cut a link, withdraw a route, ...).
+    pub event: Option<(f64, Box<dyn FnMut()>)>,
+}
+
+impl TrialSpec {
+    pub fn new(load: f64, sizes: FrameSizes, seconds: f64) -> Self {
+        TrialSpec {
+            load,
+            sizes,
+            seconds,
+            warmup: 0.0,
+            active: None,
+            frames_per_port: None,
+            drain_quiet: Duration::from_millis(50),
+            drain_max: Duration::from_secs(2),
+            verify_payload: false,
+            event: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LatencyStats {
+    pub min_ns: u64,
+    pub avg_ns: f64,
+    pub max_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+}
+
+impl LatencyStats {
+    pub(crate) fn from_samples(
+        min: u32,
+        sum: u64,
+        max: u32,
+        n: u64,
+        h: &Histogram,
+    ) -> Option<Self> {
+        if n == 0 {
+            return None;
+        }
+        Some(LatencyStats {
+            min_ns: min as u64,
+            avg_ns: sum as f64 / n as f64,
+            max_ns: max as u64,
+            p50_ns: h.quantile(0.5)?,
+            p99_ns: h.quantile(0.99)?,
+            p999_ns: h.quantile(0.999)?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct StreamResult {
+    pub name: String,
+    pub tx: u64,
+    pub rx: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub misdelivered: u64,
+    pub corrupted: u64,
+    pub latency: Option<LatencyStats>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TrialResult {
+    pub load: f64,
+    pub sizes: String,
+    pub seconds: f64,
+    /// The rate asked for, all ports, frames/s.
+    pub offered_fps: f64,
+    /// The rate the generators achieved.
+    pub tx_fps: f64,
+    /// Frames received where they belonged, per second of the trial.
+    pub rx_fps: f64,
+    /// Mean frame size of what was sent (FCS included), for bit rates.
+    pub mean_size: f64,
+    pub tx: u64,
+    pub rx: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub misdelivered: u64,
+    pub corrupted: u64,
+    pub foreign: u64,
+    pub stale: u64,
+    /// Frames the device's receive queues refused (full): part of `lost`.
+    pub refused: u64,
+    /// The generators fell behind the schedule (the tester, not the device, set the rate).
+    pub tester_limited: bool,
+    /// Frames the schedule asked for that the generators could not send in time.
+    pub behind: u64,
+    pub latency: Option<LatencyStats>,
+    /// Longest gap between two polls of a receive queue: latency resolution.
+    pub poll_gap_ns: u64,
+    /// Device drops during the trial, by reason (embedded mode).
+    pub dut_drops: Vec<(&'static str, u64)>,
+    pub streams: Vec<StreamResult>,
+    /// Why the trial could not run (streams that do not fit its frame sizes); nothing was sent.
+    pub error: Option<String>,
+}
+
+impl TrialResult {
+    pub fn loss_ratio(&self) -> f64 {
+        if self.tx == 0 {
+            0.0
+        } else {
+            self.lost as f64 / self.tx as f64
+        }
+    }
+}
+
+/// Progress of a running trial, for displays.
+pub struct Progress {
+    pub elapsed: f64,
+    pub seconds: f64,
+    pub tx: u64,
+    pub rx: u64,
+}

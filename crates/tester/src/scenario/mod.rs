@@ -1,0 +1,307 @@
+//! The seed reports' tests as runnable profiles (names from ../shared/TESTPLAN.md). Each builds a
+//! router config and route table, the tester's ports and streams, and says which procedure to
+//! run and what the seed measured, so `linerate bench scenario ME-1` reproduces a table of the
+//! report with one command.
+//!
+//! Addressing, the same in every scenario:
+//! - tester port i faces router interface i, 100.64.i.1/24 (outside every test destination
+//!   range) and 2001:db8:0:i::1/64; the tester's host on it is .2 / ::2, a static neighbour;
+//! - behind each port's host are "customer" networks: 10.i.0.0/16 and 2001:db8:1:i::/64
+//!   (XR-3/XR-4: a flat /8 per port, as the report's flat networks);
+//! - generated route tables (ME-1, ME-2, GR-3) are spread over the uplinks' hosts.
+
+mod grf;
+mod metro;
+mod xr;
+
+use crate::load::FrameSizes;
+use crate::stream::{StreamSpec, L3};
+
+/// What a scenario measures.
+#[derive(Clone, Debug)]
+pub enum Procedure {
+    /// RFC 2544 throughput (and latency at it) for each frame size.
+    ThroughputPerSize,
+    /// Throughput with 1, 2, ... streams (GR-1, GR-3).
+    StreamScaling { counts: Vec<usize> },
+}
+
+/// A seed figure for one row of the table.
+#[derive(Clone, Debug)]
+pub struct SeedRow {
+    /// Frame size label ("64", "IMIX") or stream count ("16").
+    pub key: String,
+    pub fps: Option<f64>,
+    /// What the figure means when it is not frames/s ("line rate", "529.54 Mbit/s").
+    pub note: String,
+}
+
+pub struct Scenario {
+    pub id: &'static str,
+    pub title: String,
+    /// The seed's own description of its table.
+    pub seed_title: &'static str,
+    pub config_yaml: String,
+    pub route_lines: Vec<String>,
+    pub ports: Vec<(String, f64)>,
+    pub load_scale: Vec<f64>,
+    pub streams: Vec<StreamSpec>,
+    pub sizes: Vec<FrameSizes>,
+    pub procedure: Procedure,
+    pub loss_tolerance: f64,
+    /// The report's trial duration, seconds.
+    pub seed_seconds: f64,
+    pub seed: Vec<SeedRow>,
+    pub notes: Vec<String>,
+    /// Flows across all streams.
+    pub flows: u64,
+}
+
+/// Options that scale a scenario down (CI) or change its defaults.
+#[derive(Clone, Debug)]
+pub struct ScenarioOpts {
+    /// Fraction of the seed's routes and flows (1.0: seed scale).
+    pub scale: f64,
+    pub workers: usize,
+    /// Stream-scaling scenarios: the largest stream count.
+    pub max_streams: Option<usize>,
+    /// Stream-scaling scenarios: exactly these stream counts (instead of 1..=max).
+    pub counts: Option<Vec<usize>>,
+}
+
+impl Default for ScenarioOpts {
+    fn default() -> Self {
+        ScenarioOpts {
+            scale: 1.0,
+            workers: 1,
+            max_streams: None,
+            counts: None,
+        }
+    }
+}
+
+pub const NAMES: &[(&str, &str)] = &[
+    (
+        "ME-1",
+        "ME 6524 IPv4: 240,000 OSPF routes, 24 access + 8 uplinks, backbone, 64..9216 B",
+    ),
+    (
+        "ME-2",
+        "ME 6524 IPv6: 118,000 OSPFv3 routes, 24 access + 8 uplinks, backbone, 78..9216 B",
+    ),
+    (
+        "XR-3",
+        "XR 12000 IPv4: 4 logical routers, 1,600,000 flows, IMIX and 64 B",
+    ),
+    (
+        "XR-4",
+        "XR 12000 IPv4+IPv6: 4 logical routers, 3,200,000 flows, IMIX",
+    ),
+    (
+        "GR-1",
+        "GRF 1600: 64 B streams added one by one, 1..16, 2% loss rule",
+    ),
+    (
+        "GR-2",
+        "GRF 1600: 1,518 B streams on 16 modules, each at line rate",
+    ),
+    (
+        "GR-3",
+        "GRF 1600: as GR-1 to random Class C destinations (2,097,152 routes)",
+    ),
+];
+
+pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
+    if !(o.scale > 0.0 && o.scale <= 1.0) {
+        return Err(format!(
+            "--scale {}: must be above 0 and at most 1",
+            o.scale
+        ));
+    }
+    match id.to_ascii_uppercase().as_str() {
+        "ME-1" => Ok(metro::metro(o, false)),
+        "ME-2" => Ok(metro::metro(o, true)),
+        "XR-3" => Ok(xr::xr(o, false)),
+        "XR-4" => Ok(xr::xr(o, true)),
+        "GR-1" => Ok(grf::grf(o, grf::Grf::Scaling)),
+        "GR-2" => Ok(grf::grf(o, grf::Grf::Large)),
+        "GR-3" => Ok(grf::grf(o, grf::Grf::ClassC)),
+        other => Err(format!(
+            "no scenario {other:?}; known: {}",
+            NAMES.iter().map(|n| n.0).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+fn v4(a: u32) -> [u8; 4] {
+    a.to_be_bytes()
+}
+fn v6(a: u128) -> [u8; 16] {
+    a.to_be_bytes()
+}
+fn router_mac(i: usize) -> String {
+    format!("02:00:00:00:{:02x}:01", i)
+}
+fn host_mac(i: usize) -> [u8; 6] {
+    [2, 0, 0, 0, i as u8, 2]
+}
+/// Port subnets: 100.64.i.0/24, outside the Class C space GR-3 sends to and the flat networks
+/// XR-3 uses, so no test destination lands on an interface subnet.
+fn if_v4(i: usize) -> u32 {
+    0x6440_0000 | (i as u32) << 8 // 100.64.i.0
+}
+fn if_v6(i: usize) -> u128 {
+    0x2001_0db8_0000_0000u128 << 64 | (i as u128) << 64
+}
+fn cust_v6(i: usize) -> u128 {
+    0x2001_0db8_0001_0000u128 << 64 | (i as u128) << 64
+}
+
+/// Config text: one mem port and interface per tester port (in `vrfs[i]`), the tester host as a
+/// static neighbour, and `routes` (YAML lines, already indented).
+fn config(
+    ports: &[(String, f64)],
+    vrf_of: &dyn Fn(usize) -> String,
+    extra_routes: &[String],
+    workers: usize,
+    v6: bool,
+) -> String {
+    let mut y = String::new();
+    let cores: Vec<String> = (0..workers).map(|w| (w + 1).to_string()).collect();
+    y += &format!(
+        "router: {{ workers: {workers}, cores: [{}], buffers: 1024 }}\n",
+        cores.join(", ")
+    );
+    y += "limits: { ipv4-routes: 4000000, ipv6-routes: 1000000 }\n";
+    let mut vrfs: Vec<String> = (0..ports.len())
+        .map(vrf_of)
+        .filter(|v| v != "default")
+        .collect();
+    vrfs.sort();
+    vrfs.dedup();
+    if !vrfs.is_empty() {
+        y += &format!("vrfs: [{}]\n", vrfs.join(", "));
+    }
+    y += "ports:\n";
+    for (n, _) in ports {
+        y += &format!("  - {{ name: {n}, driver: mem }}\n");
+    }
+    y += "interfaces:\n";
+    for (i, (n, _)) in ports.iter().enumerate() {
+        let a = std::net::Ipv4Addr::from(if_v4(i) | 1);
+        let six = if v6 {
+            format!(
+                ", ipv6: [\"{}/64\"]",
+                std::net::Ipv6Addr::from(if_v6(i) | 1)
+            )
+        } else {
+            String::new()
+        };
+        y += &format!(
+            "  - {{ name: {n}, port: {n}, vrf: {}, mac: \"{}\", mtu: 9198, ipv4: [{a}/24]{six} }}\n",
+            vrf_of(i),
+            router_mac(i)
+        );
+    }
+    y += "neighbors:\n";
+    for (i, (n, _)) in ports.iter().enumerate() {
+        let m = host_mac(i);
+        let mac = format!(
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            m[0], m[1], m[2], m[3], m[4], m[5]
+        );
+        y += &format!(
+            "  - {{ interface: {n}, ip: {}, mac: \"{mac}\" }}\n",
+            std::net::Ipv4Addr::from(if_v4(i) | 2)
+        );
+        if v6 {
+            y += &format!(
+                "  - {{ interface: {n}, ip: \"{}\", mac: \"{mac}\" }}\n",
+                std::net::Ipv6Addr::from(if_v6(i) | 2)
+            );
+        }
+    }
+    if !extra_routes.is_empty() {
+        y += "routes:\n";
+        for r in extra_routes {
+            y += r;
+            y += "\n";
+        }
+    }
+    y += "route-files:\n  - { path: scenario.routes }\n";
+    y
+}
+
+fn base_stream(name: String, from: usize, to: usize) -> StreamSpec {
+    StreamSpec {
+        name,
+        tx_port: from,
+        rx_port: to,
+        src_mac: host_mac(from),
+        dst_mac: {
+            let mut m = [2, 0, 0, 0, from as u8, 1];
+            m[4] = from as u8;
+            m
+        },
+        vlan: None,
+        l3: L3::V4 {
+            src: v4(0x0a00_0002 | (from as u32) << 16),
+            dst: v4(0x0a00_0002 | (to as u32) << 16),
+        },
+        udp: Some((1024, 5000)),
+        ttl: 64,
+        dscp: 0,
+        fields: vec![],
+        weight: 1.0,
+        min_size: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_builds_a_valid_config_and_valid_streams() {
+        let o = ScenarioOpts {
+            scale: 0.01,
+            ..Default::default()
+        };
+        let dir = std::env::temp_dir().join(format!("lr-scen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (id, _) in NAMES {
+            let s = build(id, &o).unwrap();
+            let router = crate::run::build_router(&s, &dir)
+                .unwrap_or_else(|e| panic!("{id}: {e}\n{}", s.config_yaml));
+            assert_eq!(router.cfg.ports.len(), s.ports.len(), "{id}");
+            let (v4, v6) = router.route_counts();
+            // Plus the connected and local routes of the interfaces.
+            assert!(
+                v4 + v6 >= s.route_lines.len() + router.cfg.routes.len(),
+                "{id}"
+            );
+            for sz in &s.sizes {
+                for st in &s.streams {
+                    st.validate(&sz.sizes(), s.ports.len())
+                        .unwrap_or_else(|e| panic!("{id}: {e}"));
+                }
+            }
+            assert_eq!(s.load_scale.len(), s.ports.len());
+            assert!(!s.seed.is_empty());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn seed_scale_counts() {
+        let full = ScenarioOpts::default();
+        let me1 = build("ME-1", &full).unwrap();
+        assert_eq!(me1.route_lines.len(), 240_000);
+        assert_eq!(me1.streams.len(), 2 * 24 * 8);
+        let xr3 = build("xr-3", &full).unwrap();
+        assert_eq!(xr3.flows, 1_600_000);
+        let xr4 = build("XR-4", &full).unwrap();
+        assert_eq!(xr4.flows, 3_200_000);
+        assert!(build("ME-99", &full).is_err());
+    }
+}
