@@ -98,7 +98,6 @@ impl Analyzer {
         };
         let ip_len = (end - l3) as u16;
         let sig = &frame[end - signature::LEN..end];
-        let mut intact = true;
         let sig = match signature::read(sig, self.trial, ip_len) {
             Parsed::Ok(s) => s,
             Parsed::Foreign => {
@@ -128,21 +127,20 @@ impl Analyzer {
             return false;
         }
         if self.verify_payload {
-            let hdr = match v {
-                4 => ((frame[l3] & 0x0f) as usize * 4, frame[l3 + 9]),
+            let (hdr_len, proto) = match v {
+                4 => (ihl, frame[l3 + 9]),
                 _ => (40, frame[l3 + 6]),
             };
-            let start = l3 + hdr.0 + if hdr.1 == 17 { 8 } else { 0 };
+            let start = l3 + hdr_len + if proto == 17 { 8 } else { 0 };
             let stop = end - signature::LEN;
             if start > stop || frame[start..stop] != *pattern(stop - start) {
                 s.corrupted += 1;
-                intact = false;
-                return intact;
+                return false;
             }
         }
         if s.expect_port as usize != port {
             s.misdelivered += 1;
-            return intact;
+            return true;
         }
         let d = sig.seq.wrapping_sub(s.next) as i32;
         if d >= 0 {
@@ -158,7 +156,7 @@ impl Analyzer {
             if k < 128 {
                 if s.window >> k & 1 == 1 {
                     s.duplicated += 1;
-                    return intact;
+                    return true;
                 }
                 s.window |= 1 << k;
             }
@@ -170,7 +168,7 @@ impl Analyzer {
         s.lat_max = s.lat_max.max(lat);
         s.lat_sum += lat as u64;
         self.hist[sig.stream as usize].add(lat);
-        intact
+        true
     }
 }
 
@@ -189,31 +187,10 @@ pub fn fuzz_frame(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::{finish, GenStream, StreamSpec, L3};
-
-    fn spec() -> StreamSpec {
-        StreamSpec {
-            name: "s".into(),
-            tx_port: 0,
-            rx_port: 1,
-            src_mac: [2, 0, 0, 0, 0, 2],
-            dst_mac: [2, 0, 0, 0, 0, 1],
-            vlan: None,
-            l3: L3::V4 {
-                src: [198, 18, 0, 2],
-                dst: [198, 19, 0, 2],
-            },
-            udp: Some((1024, 5000)),
-            ttl: 64,
-            dscp: 0,
-            fields: vec![],
-            weight: 1.0,
-            min_size: 0,
-        }
-    }
+    use crate::stream::{finish, v4_stream, GenStream};
 
     fn frames(n: usize, size: u16) -> Vec<Vec<u8>> {
-        let mut g = GenStream::new(&spec(), &[size], 1);
+        let mut g = GenStream::new(&v4_stream(), &[size], 1);
         (0..n)
             .map(|i| {
                 let mut f = vec![0u8; g.templates[0].len as usize];

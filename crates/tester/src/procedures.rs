@@ -329,18 +329,32 @@ pub fn learning_step(
 ) -> LearningStep {
     let mut ls = trial.spec(l.learn_load, sizes);
     ls.active = Some(l.learn.to_vec());
-    let lr = t.trial(&mut ls, &mut |p| obs.progress("address learning", p));
-    obs.trial("learning frames", &lr, true);
     let mut ts = trial.spec(l.test_load, sizes);
     ts.active = Some(l.test.to_vec());
-    let tr = t.trial(&mut ts, &mut |p| obs.progress("address learning", p));
-    let ok = tr.lost == 0 && tr.misdelivered == 0;
-    obs.trial("test frames", &tr, ok);
+    let (lr, tr, ok) = learn_then_test(t, ls, ts, "address learning", "test frames", obs);
     LearningStep {
         learned_ok: ok,
         learn: lr,
         test: tr,
     }
+}
+
+/// Learning frames, then test frames: the test passes when every test frame arrived at its port
+/// and nowhere else (a flooded copy is a misdelivery). Both trials are reported to `obs`.
+fn learn_then_test(
+    t: &mut Tester,
+    mut learn: TrialSpec,
+    mut test: TrialSpec,
+    what: &str,
+    test_label: &str,
+    obs: &mut dyn Observer,
+) -> (TrialResult, TrialResult, bool) {
+    let lr = t.trial(&mut learn, &mut |p| obs.progress(what, p));
+    obs.trial("learning frames", &lr, true);
+    let tr = t.trial(&mut test, &mut |p| obs.progress(what, p));
+    let ok = tr.tx > 0 && tr.lost == 0 && tr.misdelivered == 0;
+    obs.trial(test_label, &tr, ok);
+    (lr, tr, ok)
 }
 
 /// RFC 2889 5.8 flooding check: the frames of `streams` (to addresses nobody announced) counted
@@ -380,15 +394,12 @@ pub fn address_capacity(
         let mut o = trial.clone();
         o.seconds = o.seconds.max(n as f64 / 1000.0);
         let mut ls = o.spec(learn_load, sizes);
-        ls.active = Some(learn.clone());
+        ls.active = Some(learn);
         ls.frames_per_port = Some(n as u64);
-        let lr = t.trial(&mut ls, &mut |p| obs.progress("address learning", p));
-        obs.trial("learning frames", &lr, true);
         let mut ts = o.spec(test_load, sizes);
         ts.active = Some(test);
-        let tr = t.trial(&mut ts, &mut |p| obs.progress("address learning", p));
-        let ok = tr.lost == 0 && tr.misdelivered == 0;
-        obs.trial(&format!("{n} addresses"), &tr, ok);
+        let label = format!("{n} addresses");
+        let (_, _, ok) = learn_then_test(t, ls, ts, "address learning", &label, obs);
         steps.push((n, ok));
         ok
     };
@@ -432,13 +443,10 @@ pub fn address_learning_rate(
         ls.seconds = ls.seconds.max(60.0);
         ls.active = Some(learn.clone());
         ls.frames_per_port = Some(n as u64);
-        let lr = t.trial(&mut ls, &mut |p| obs.progress("learning rate", p));
-        obs.trial("learning frames", &lr, true);
         let mut ts = trial.spec(test_load, sizes);
         ts.active = Some(test.clone());
-        let tr = t.trial(&mut ts, &mut |p| obs.progress("learning rate", p));
-        let ok = tr.tx > 0 && tr.lost == 0 && tr.misdelivered == 0;
-        obs.trial(&format!("learning at {:.2}%", load * 100.0), &tr, ok);
+        let label = format!("learning at {:.2}%", load * 100.0);
+        let (_, _, ok) = learn_then_test(t, ls, ts, "learning rate", &label, obs);
         steps.push((load, ok));
         ok
     };

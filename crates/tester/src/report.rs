@@ -42,13 +42,17 @@ impl Row {
     }
 }
 
+/// Rows are stream counts (GR-1, GR-3), not frame sizes.
+fn by_stream_count(r: &ScenarioReport) -> bool {
+    r.rows
+        .first()
+        .is_some_and(|row| row.key.parse::<usize>().is_ok() && row.sizes.to_string() != row.key)
+}
+
 /// The table, as Markdown (readable as text, pastes into docs/results.md).
 pub fn table(r: &ScenarioReport) -> String {
     let mut s = String::new();
-    let scaling = r
-        .rows
-        .first()
-        .is_some_and(|row| row.key.parse::<usize>().is_ok() && row.sizes.to_string() != row.key);
+    let scaling = by_stream_count(r);
     s += &format!("{}: {}\n", r.id, r.title);
     s += &format!("Seed: {}\n", r.seed_title);
     s += &format!(
@@ -288,11 +292,7 @@ pub fn svg(r: &ScenarioReport) -> String {
         name: "100% of nominal".into(),
         values: r.rows.iter().map(|row| Some(row.nominal_fps)).collect(),
     };
-    let x = if r
-        .rows
-        .first()
-        .is_some_and(|row| row.key.parse::<usize>().is_ok() && row.sizes.to_string() != row.key)
-    {
+    let x = if by_stream_count(r) {
         "streams"
     } else {
         "frame size (bytes)"

@@ -609,31 +609,33 @@ fn draw(s: &mut u64, n: u32) -> u32 {
     (((r >> 32) * n as u64) >> 32) as u32
 }
 
+/// An IPv4/UDP stream from port 0 to port 1, for tests across the crate.
+#[cfg(test)]
+pub(crate) fn v4_stream() -> StreamSpec {
+    StreamSpec {
+        name: "s".into(),
+        tx_port: 0,
+        rx_port: 1,
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        vlan: None,
+        l3: L3::V4 {
+            src: [198, 18, 0, 2],
+            dst: [198, 19, 0, 2],
+        },
+        udp: Some((1024, 5000)),
+        ttl: 64,
+        dscp: 0,
+        fields: vec![],
+        weight: 1.0,
+        min_size: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use packet::ethernet::Frame;
-
-    pub(crate) fn v4_stream() -> StreamSpec {
-        StreamSpec {
-            name: "s".into(),
-            tx_port: 0,
-            rx_port: 1,
-            src_mac: [2, 0, 0, 0, 0, 2],
-            dst_mac: [2, 0, 0, 0, 0, 1],
-            vlan: None,
-            l3: L3::V4 {
-                src: [198, 18, 0, 2],
-                dst: [198, 19, 0, 2],
-            },
-            udp: Some((1024, 5000)),
-            ttl: 64,
-            dscp: 0,
-            fields: vec![],
-            weight: 1.0,
-            min_size: 0,
-        }
-    }
 
     fn build_one(g: &mut GenStream, z: usize, seq_ts: u32) -> Vec<u8> {
         let mut f = vec![0u8; g.templates[z].len as usize];

@@ -14,6 +14,8 @@ mod grf;
 mod metro;
 mod xr;
 
+use packet::ethernet::MacAddr;
+
 use crate::load::FrameSizes;
 use crate::stream::{StreamSpec, L3};
 
@@ -139,8 +141,8 @@ fn v4(a: u32) -> [u8; 4] {
 fn v6(a: u128) -> [u8; 16] {
     a.to_be_bytes()
 }
-fn router_mac(i: usize) -> String {
-    format!("02:00:00:00:{:02x}:01", i)
+fn router_mac(i: usize) -> [u8; 6] {
+    [2, 0, 0, 0, i as u8, 1]
 }
 fn host_mac(i: usize) -> [u8; 6] {
     [2, 0, 0, 0, i as u8, 2]
@@ -200,16 +202,12 @@ fn config(
         y += &format!(
             "  - {{ name: {n}, port: {n}, vrf: {}, mac: \"{}\", mtu: 9198, ipv4: [{a}/24]{six} }}\n",
             vrf_of(i),
-            router_mac(i)
+            MacAddr(router_mac(i))
         );
     }
     y += "neighbors:\n";
     for (i, (n, _)) in ports.iter().enumerate() {
-        let m = host_mac(i);
-        let mac = format!(
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        );
+        let mac = MacAddr(host_mac(i));
         y += &format!(
             "  - {{ interface: {n}, ip: {}, mac: \"{mac}\" }}\n",
             std::net::Ipv4Addr::from(if_v4(i) | 2)
@@ -238,11 +236,7 @@ fn base_stream(name: String, from: usize, to: usize) -> StreamSpec {
         tx_port: from,
         rx_port: to,
         src_mac: host_mac(from),
-        dst_mac: {
-            let mut m = [2, 0, 0, 0, from as u8, 1];
-            m[4] = from as u8;
-            m
-        },
+        dst_mac: router_mac(from),
         vlan: None,
         l3: L3::V4 {
             src: v4(0x0a00_0002 | (from as u32) << 16),
