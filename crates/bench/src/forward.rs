@@ -160,6 +160,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             idle_yield_after: 0,
             pool: Some(pool.clone()),
             replay: None,
+            exit_when_drained: false,
         })
         .map_err(|e| e.to_string())?;
 
@@ -230,13 +231,13 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     let mut ti = 0usize;
     let busy0 = running.snapshot();
     let u0 = updates.load(Ordering::Relaxed);
-    // The sink: takes everything the router has sent on worker q's queues.
+    // The sink: takes everything the router has sent, from every worker's ring.
     let drain =
-        |q: usize, peers: &mut [control::MemPeer], cache: &mut BufCache, rx: &mut Vec<_>| {
+        |_q: usize, peers: &mut [control::MemPeer], cache: &mut BufCache, rx: &mut Vec<_>| {
             let mut n = 0;
             for p in peers.iter_mut() {
                 rx.clear();
-                n += p.from_router[q].pop_burst(rx, usize::MAX) as u64;
+                n += p.from_router.pop_burst(rx, usize::MAX) as u64;
                 cache.free_all(rx);
             }
             n
@@ -325,6 +326,7 @@ fn replay(
             idle_yield_after: 0,
             pool: Some(pool),
             replay: Some(templates.into()),
+            exit_when_drained: false,
         })
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(500));

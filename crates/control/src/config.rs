@@ -17,6 +17,11 @@
 //!   - { prefix: 203.0.113.0/24, blackhole: true }
 //! route-files:
 //!   - { path: table.routes, vrf: default }
+//! logging:   # RFC 5424 syslog
+//!   servers: ["192.0.2.10:514"]
+//!   file: /var/log/linerate.log
+//!   facility: local7
+//!   severity: info
 //! ```
 
 use std::fmt;
@@ -88,6 +93,7 @@ pub struct Config {
     pub neighbors: Vec<NeighborCfg>,
     pub routes: Vec<RouteCfg>,
     pub route_files: Vec<RouteFileCfg>,
+    pub logging: crate::syslog::LogConfig,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -457,6 +463,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         neighbors: Vec::new(),
         routes: Vec::new(),
         route_files: Vec::new(),
+        logging: Default::default(),
     };
     let Some(mut top) = Fields::new(String::new(), &root, &mut e) else {
         return Err(ConfigErrors(e.list));
@@ -735,6 +742,59 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 vrf,
                 origin,
             });
+        }
+    }
+    if let Some(n) = top.get("logging") {
+        if let Some(mut f) = Fields::new("logging".into(), n, &mut e) {
+            for (s, node, field) in f.list("servers", &mut e) {
+                // A bare address means the syslog port.
+                let full = if s.parse::<IpAddr>().is_ok() {
+                    if s.contains(':') {
+                        format!("[{s}]:514")
+                    } else {
+                        format!("{s}:514")
+                    }
+                } else {
+                    s.clone()
+                };
+                match full.parse() {
+                    Ok(a) => cfg.logging.servers.push(a),
+                    Err(_) => e.at(
+                        node,
+                        &field,
+                        format!("`{s}` is not ADDRESS or ADDRESS:PORT (IPv6 as [ADDRESS]:PORT)"),
+                    ),
+                }
+            }
+            if let Some(p) = f.str("file", &mut e) {
+                cfg.logging.file = Some(dir.join(p));
+            }
+            if let Some(v) = f.str("facility", &mut e) {
+                match crate::syslog::Facility::parse(&v) {
+                    Some(x) => cfg.logging.facility = x,
+                    None => e.at(
+                        n,
+                        "logging.facility",
+                        format!("unknown facility `{v}` (daemon, local0 ... local7, ...)"),
+                    ),
+                }
+            }
+            if let Some(v) = f.str("severity", &mut e) {
+                match crate::syslog::Severity::parse(&v) {
+                    Some(x) => cfg.logging.min_severity = x,
+                    None => e.at(
+                        n,
+                        "logging.severity",
+                        format!(
+                            "unknown severity `{v}` (emerg, alert, crit, err, warning, notice, info, debug)"
+                        ),
+                    ),
+                }
+            }
+            if let Some(h) = f.str("hostname", &mut e) {
+                cfg.logging.hostname = Some(h);
+            }
+            f.finish(&mut e);
         }
     }
     top.finish(&mut e);

@@ -1,9 +1,16 @@
-//! The control side of the router: the YAML config and its checks, and the building of the data
-//! plane's tables and workers from it. Later: the runtime API, FPM, neighbours, syslog.
+//! The control side of the router: the YAML config and its checks, the building of the data
+//! plane's tables ([`router`]) and the running ports and workers ([`runtime`]) from it, and the
+//! management core ([`mgmt`]: the one typed API every adapter calls, with config commits and
+//! history), syslog and metrics. Later: FPM, neighbours.
 
 pub mod config;
+pub mod metrics;
+pub mod mgmt;
 pub mod router;
+pub mod runtime;
+pub mod syslog;
 pub mod yaml;
 
 pub use config::{Config, ConfigError, ConfigErrors, Prefix};
-pub use router::{BuildError, MemPeer, Router, Running, StartOptions};
+pub use router::{BuildError, Router};
+pub use runtime::{MemPeer, PeerRx, Runtime, StartOptions};

@@ -6,21 +6,13 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
-use dataplane::port::mem::{ring, RingRx, RingTx};
-use dataplane::port::pcap::{PcapRx, PcapTx};
-use dataplane::port::replay::{ReplayRx, SinkTx};
-use dataplane::port::PortQueues;
 use dataplane::tables::{Interface, NextHop, PortMap, Rewrite, SharedTables, Tables, Vrf, NO_IF};
-use dataplane::worker::Worker;
-use dataplane::{BufCache, Pool, Snapshot, WorkerCounters};
 use fib::{EpochDomain, LpmConfig, LpmWriter};
 
-use crate::config::{find_neighbor, Config, Driver, Prefix, Target};
+use crate::config::{find_neighbor, Config, Prefix, Target};
 
 pub struct Fibs {
     pub name: String,
@@ -46,8 +38,14 @@ pub struct Router {
     pub next_hops: Vec<NextHop>,
     nh_ids: HashMap<NhKey, u32>,
     pub ifs: Vec<Interface>,
+    /// Port index -> how its frames map to interfaces; indexed like `port_slots`.
     pub ports: Vec<PortMap>,
-    pub port_names: Vec<String>,
+    /// Port index -> port name; None for a free slot. A port keeps its index across config
+    /// commits, so counters and queues stay attached to it.
+    pub port_slots: Vec<Option<String>>,
+    /// Ports that are present in the config but out of service (removed at run time): their
+    /// interfaces are operationally down and next hops through them are not used.
+    pub ports_down: std::collections::HashSet<String>,
     pub shared: SharedTables,
 }
 
@@ -66,7 +64,21 @@ impl Router {
     /// Builds every table from the config and loads its route files; nothing is visible to
     /// workers until all of it succeeded.
     pub fn build(cfg: Config) -> Result<Router, BuildError> {
-        let epoch = EpochDomain::new();
+        let shared: SharedTables = Arc::new(ArcSwap::from_pointee(Tables::empty(cfg.icmp_rate)));
+        let mut r = Self::build_unpublished(cfg, &[], EpochDomain::new(), shared)?;
+        r.publish()?;
+        Ok(r)
+    }
+
+    /// Builds every table from `cfg` without making any of it visible: the workers go on with
+    /// whatever `shared` holds until [`Router::activate`]. Ports named in `slots` keep their
+    /// index; new ports take free slots. This is how a config commit is prepared.
+    pub fn build_unpublished(
+        cfg: Config,
+        slots: &[Option<String>],
+        epoch: Arc<EpochDomain>,
+        shared: SharedTables,
+    ) -> Result<Router, BuildError> {
         let fibs: Vec<Fibs> = cfg
             .vrfs
             .iter()
@@ -76,8 +88,8 @@ impl Router {
                 v6: LpmWriter::new(LpmConfig::v6(cfg.max_v6_routes), epoch.clone()),
             })
             .collect();
-        let port_names: Vec<String> = cfg.ports.iter().map(|p| p.name.clone()).collect();
-        let mut ports: Vec<PortMap> = port_names
+        let port_slots = assign_slots(slots, cfg.ports.iter().map(|p| p.name.as_str()))?;
+        let mut ports: Vec<PortMap> = port_slots
             .iter()
             .map(|_| PortMap {
                 untagged: NO_IF,
@@ -87,9 +99,9 @@ impl Router {
         let vrf_idx = |name: &str| cfg.vrfs.iter().position(|v| v == name).expect("checked") as u32;
         let mut ifs = Vec::new();
         for (i, ic) in cfg.interfaces.iter().enumerate() {
-            let port = port_names
+            let port = port_slots
                 .iter()
-                .position(|p| *p == ic.port)
+                .position(|p| p.as_deref() == Some(ic.port.as_str()))
                 .expect("checked");
             let pm = &mut ports[port];
             match ic.vlan {
@@ -113,13 +125,6 @@ impl Router {
                 v6: ic.ipv6.clone(),
             });
         }
-        let shared: SharedTables = Arc::new(ArcSwap::from_pointee(Tables {
-            ifs: Box::new([]),
-            ports: Box::new([]),
-            next_hops: vec![NextHop::NoRoute].into_boxed_slice(),
-            vrfs: Box::new([]),
-            icmp_rate: cfg.icmp_rate,
-        }));
         let mut r = Router {
             cfg,
             epoch,
@@ -128,7 +133,8 @@ impl Router {
             nh_ids: HashMap::new(),
             ifs,
             ports,
-            port_names,
+            port_slots,
+            ports_down: Default::default(),
             shared,
         };
         r.install_connected()?;
@@ -137,8 +143,15 @@ impl Router {
         for rf in &files {
             r.load_route_file(&rf.path, &rf.vrf)?;
         }
-        r.publish()?;
+        // Fills this router's own (not yet shared) tables.
+        r.publish_fibs()?;
         Ok(r)
+    }
+
+    /// Makes this router's tables the ones the workers use, in one pointer swap: interfaces, next
+    /// hops and every FIB change together, so no frame is forwarded by a mix of two versions.
+    pub fn activate(&mut self) {
+        self.shared.store(Arc::new(self.tables()));
     }
 
     fn nh(&mut self, key: NhKey, make: impl FnOnce(&Self) -> NextHop) -> u32 {
@@ -315,12 +328,40 @@ impl Router {
         Ok(n)
     }
 
-    /// Publishes the FIB changes and a new version of the small tables.
-    pub fn publish(&mut self) -> Result<(), BuildError> {
-        let t = Tables {
-            ifs: self.ifs.clone().into_boxed_slice(),
+    /// The small tables as the workers should see them: interfaces on ports that are out of
+    /// service are down, and next hops through them are replaced (ECMP groups lose the member).
+    fn tables(&self) -> Tables {
+        let mut ifs = self.ifs.clone();
+        for i in ifs.iter_mut() {
+            let port = self.port_slots[i.port as usize].as_deref().unwrap_or("");
+            i.up &= !self.ports_down.contains(port);
+        }
+        let down = |nh: u32| match &self.next_hops[nh as usize] {
+            NextHop::Forward { tx_if, .. } => !ifs[*tx_if as usize].up,
+            _ => false,
+        };
+        let next_hops = self
+            .next_hops
+            .iter()
+            .map(|nh| match nh {
+                NextHop::Forward { tx_if, .. } if !ifs[*tx_if as usize].up => {
+                    NextHop::Down { tx_if: *tx_if }
+                }
+                NextHop::Ecmp(m) if m.iter().any(|&x| down(x)) => {
+                    let live: Box<[u32]> = m.iter().copied().filter(|&x| !down(x)).collect();
+                    match live.len() {
+                        0 => NextHop::Down { tx_if: NO_IF },
+                        1 => self.next_hops[live[0] as usize].clone(),
+                        _ => NextHop::Ecmp(live),
+                    }
+                }
+                other => other.clone(),
+            })
+            .collect();
+        Tables {
+            ifs: ifs.into_boxed_slice(),
             ports: self.ports.clone().into_boxed_slice(),
-            next_hops: self.next_hops.clone().into_boxed_slice(),
+            next_hops,
             vrfs: self
                 .fibs
                 .iter()
@@ -331,9 +372,13 @@ impl Router {
                 })
                 .collect(),
             icmp_rate: self.cfg.icmp_rate,
-        };
+        }
+    }
+
+    /// Publishes route changes made to the live FIBs, and a new version of the small tables.
+    pub fn publish(&mut self) -> Result<(), BuildError> {
         // Next hops first, so no route can point at an id the workers do not know yet.
-        self.shared.store(Arc::new(t));
+        self.shared.store(Arc::new(self.tables()));
         for f in &mut self.fibs {
             f.v4.publish()
                 .map_err(|e| BuildError(format!("VRF {}: IPv4: {e}", f.name)))?;
@@ -343,6 +388,83 @@ impl Router {
         Ok(())
     }
 
+    /// Adds (or replaces) a route in VRF index `vrf`; the caller publishes.
+    pub fn add_route(&mut self, vrf: usize, p: Prefix, t: &Target) -> Result<(), String> {
+        let name = self
+            .cfg
+            .vrfs
+            .get(vrf)
+            .cloned()
+            .ok_or_else(|| format!("no VRF {vrf}"))?;
+        let nh = self.resolve(&name, t)?;
+        self.add(vrf, p, nh).map_err(|e| e.0)
+    }
+
+    /// Removes a route; returns whether it was there. The caller publishes.
+    pub fn remove_route(&mut self, vrf: usize, p: Prefix) -> bool {
+        let Some(f) = self.fibs.get_mut(vrf) else {
+            return false;
+        };
+        match p {
+            Prefix::V4(a, l) => f.v4.remove(a, l).is_some(),
+            Prefix::V6(a, l) => f.v6.remove(a, l).is_some(),
+        }
+    }
+
+    /// Publishes the FIBs' pending changes into their own tables (visible to workers only if
+    /// these tables are the active ones).
+    pub fn publish_fibs(&mut self) -> Result<(), BuildError> {
+        for f in &mut self.fibs {
+            f.v4.publish()
+                .map_err(|e| BuildError(format!("VRF {}: IPv4: {e}", f.name)))?;
+            f.v6.publish()
+                .map_err(|e| BuildError(format!("VRF {}: IPv6: {e}", f.name)))?;
+        }
+        Ok(())
+    }
+
+    /// For `show`: each next hop's kind and what it points at (`192.0.2.2 on p0`), by id.
+    pub fn next_hop_descriptions(&self) -> Vec<(&'static str, Vec<String>)> {
+        let mut by_id: Vec<Option<&NhKey>> = vec![None; self.next_hops.len()];
+        for (k, &id) in &self.nh_ids {
+            by_id[id as usize] = Some(k);
+        }
+        let ifname = |i: u32| {
+            self.ifs
+                .get(i as usize)
+                .map_or("?".to_string(), |x| x.name.clone())
+        };
+        let neighbor = |k: Option<&NhKey>| match k {
+            Some(NhKey::Neighbor(i, ip)) => format!("{ip} on {}", ifname(*i)),
+            _ => "?".into(),
+        };
+        by_id
+            .iter()
+            .enumerate()
+            .map(|(id, k)| match (&self.next_hops[id], k) {
+                (NextHop::NoRoute, _) => ("none", vec![]),
+                (NextHop::Forward { .. }, k) => ("forward", vec![neighbor(*k)]),
+                (NextHop::Ecmp(m), _) => (
+                    "ecmp",
+                    m.iter().map(|&x| neighbor(by_id[x as usize])).collect(),
+                ),
+                (NextHop::Local, _) => ("local", vec![]),
+                (NextHop::Glean { tx_if }, _) => ("connected", vec![ifname(*tx_if)]),
+                (NextHop::Down { tx_if }, _) => ("down", vec![ifname(*tx_if)]),
+                (NextHop::Blackhole, _) => ("blackhole", vec![]),
+                (NextHop::Reject, _) => ("reject", vec![]),
+            })
+            .collect()
+    }
+
+    /// The index of a port by name.
+    pub fn port_index(&self, name: &str) -> Option<u16> {
+        self.port_slots
+            .iter()
+            .position(|p| p.as_deref() == Some(name))
+            .map(|i| i as u16)
+    }
+
     pub fn route_counts(&self) -> (usize, usize) {
         self.fibs
             .iter()
@@ -350,180 +472,54 @@ impl Router {
     }
 }
 
-/// The other ends of a `mem` port's rings, for the tester: it sends into `to_router[q]` (the
-/// router's receive queue of worker q) and receives from `from_router[q]`.
-pub struct MemPeer {
-    pub name: String,
-    pub to_router: Vec<RingTx>,
-    pub from_router: Vec<RingRx>,
-}
-
-/// A router with its workers started.
-pub struct Running {
-    pub workers: Vec<JoinHandle<()>>,
-    pub counters: Vec<Arc<WorkerCounters>>,
-    pub stop: Arc<AtomicBool>,
-    pub pool: Arc<Pool>,
-    pub ports: usize,
-}
-
-/// Options for starting workers that the config does not carry (the tester sets them).
-#[derive(Clone)]
-pub struct StartOptions {
-    /// Frames each receive ring holds (a NIC's receive descriptor ring).
-    pub ring_size: usize,
-    /// Frames each transmit ring towards a mem peer holds; None: `ring_size`. The tester makes
-    /// these deep: they stand for the wire and the tester's own receive side, which a real
-    /// tester never lets overflow.
-    pub tx_ring_size: Option<usize>,
-    pub idle_yield_after: u32,
-    /// Pool to use; a new one of the config's size if None.
-    pub pool: Option<Arc<Pool>>,
-    /// Benchmarks only: the first `mem` port replays these frames on every worker and every
-    /// `mem` port's transmit queue counts and frees (see `dataplane::port::replay`). No peers.
-    pub replay: Option<Arc<[Vec<u8>]>>,
-}
-
-impl Default for StartOptions {
-    fn default() -> Self {
-        Self {
-            ring_size: 4096,
-            tx_ring_size: None,
-            idle_yield_after: 256,
-            pool: None,
-            replay: None,
+/// Gives each port name an index: the one it had in `old` if any, else the first free slot.
+fn assign_slots<'a>(
+    old: &[Option<String>],
+    names: impl Iterator<Item = &'a str> + Clone,
+) -> Result<Vec<Option<String>>, BuildError> {
+    let mut slots: Vec<Option<String>> = old
+        .iter()
+        .map(|s| s.clone().filter(|n| names.clone().any(|m| m == n)))
+        .collect();
+    for n in names {
+        if slots.iter().any(|s| s.as_deref() == Some(n)) {
+            continue;
+        }
+        match slots.iter().position(Option::is_none) {
+            Some(i) => slots[i] = Some(n.to_string()),
+            None => slots.push(Some(n.to_string())),
         }
     }
+    while slots.last().is_some_and(Option::is_none) {
+        slots.pop();
+    }
+    if slots.len() > dataplane::counters::MAX_PORTS {
+        return Err(BuildError(format!(
+            "{} ports: at most {} are supported",
+            slots.len(),
+            dataplane::counters::MAX_PORTS
+        )));
+    }
+    Ok(slots)
 }
 
-impl Router {
-    /// Opens the ports and starts the workers. Capture-file ports are served by worker 0; every
-    /// worker gets its own queue pair on every `mem` port. Returns the mem ports' other ends.
-    pub fn start(&self, opts: StartOptions) -> Result<(Running, Vec<MemPeer>), BuildError> {
-        let nw = self.cfg.workers;
-        let pool = opts
-            .pool
-            .clone()
-            .unwrap_or_else(|| Pool::new(self.cfg.buffers));
-        let mut per_worker: Vec<Vec<PortQueues>> = (0..nw).map(|_| Vec::new()).collect();
-        let mut peers = Vec::new();
-        for pc in &self.cfg.ports {
-            match &pc.driver {
-                Driver::Pcap { rx, tx } => {
-                    for (w, queues) in per_worker.iter_mut().enumerate() {
-                        let (mut rxq, mut txq) = (None, None);
-                        if w == 0 {
-                            if let Some(p) = rx {
-                                rxq =
-                                    Some(Box::new(PcapRx::open(p).map_err(BuildError)?) as Box<_>);
-                            }
-                            if let Some(p) = tx {
-                                txq = Some(
-                                    Box::new(PcapTx::create(p).map_err(BuildError)?) as Box<_>
-                                );
-                            }
-                        }
-                        queues.push(PortQueues {
-                            name: pc.name.clone(),
-                            rx: rxq,
-                            tx: txq,
-                        });
-                    }
-                }
-                Driver::Mem if opts.replay.is_some() => {
-                    let first = !self
-                        .cfg
-                        .ports
-                        .iter()
-                        .take_while(|p| p.name != pc.name)
-                        .any(|p| p.driver == Driver::Mem);
-                    for queues in per_worker.iter_mut() {
-                        let rx = opts.replay.as_ref().filter(|_| first).map(|f| {
-                            Box::new(ReplayRx::new(f.clone(), pool.capacity()))
-                                as Box<dyn dataplane::port::RxQueue>
-                        });
-                        queues.push(PortQueues {
-                            name: pc.name.clone(),
-                            rx,
-                            tx: Some(Box::new(SinkTx {
-                                frames: Arc::new(AtomicU64::new(0)),
-                            })),
-                        });
-                    }
-                }
-                Driver::Mem => {
-                    let mut peer = MemPeer {
-                        name: pc.name.clone(),
-                        to_router: Vec::new(),
-                        from_router: Vec::new(),
-                    };
-                    for queues in per_worker.iter_mut() {
-                        let (to_tx, to_rx) = ring(opts.ring_size);
-                        let (from_tx, from_rx) = ring(opts.tx_ring_size.unwrap_or(opts.ring_size));
-                        peer.to_router.push(to_tx);
-                        peer.from_router.push(from_rx);
-                        queues.push(PortQueues {
-                            name: pc.name.clone(),
-                            rx: Some(Box::new(to_rx)),
-                            tx: Some(Box::new(from_tx)),
-                        });
-                    }
-                    peers.push(peer);
-                }
-            }
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let nports = self.cfg.ports.len();
-        let mut counters = Vec::new();
-        let mut workers = Vec::new();
-        for (id, ports) in per_worker.into_iter().enumerate() {
-            let c = Arc::new(WorkerCounters::new(nports));
-            counters.push(c.clone());
-            let w = Worker {
-                id,
-                core: self.cfg.cores.get(id).copied(),
-                ports,
-                cache: BufCache::new(pool.clone()),
-                tables: self.shared.clone(),
-                epoch: self.epoch.register(),
-                counters: c,
-                stop: stop.clone(),
-                idle_yield_after: opts.idle_yield_after,
-            };
-            let h = std::thread::Builder::new()
-                .name(format!("worker{id}"))
-                .spawn(move || w.run())
-                .map_err(|e| BuildError(format!("cannot start worker {id}: {e}")))?;
-            workers.push(h);
-        }
-        Ok((
-            Running {
-                workers,
-                counters,
-                stop,
-                pool,
-                ports: nports,
-            },
-            peers,
-        ))
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::assign_slots;
 
-impl Running {
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::sum(&self.counters, self.ports)
+    fn names(v: &[Option<String>]) -> Vec<&str> {
+        v.iter().map(|s| s.as_deref().unwrap_or("-")).collect()
     }
 
-    /// Waits for workers that stop by themselves (drained capture files).
-    pub fn join(self) -> Snapshot {
-        for h in self.workers {
-            let _ = h.join();
-        }
-        Snapshot::sum(&self.counters, self.ports)
-    }
-
-    pub fn stop(self) -> Snapshot {
-        self.stop.store(true, Ordering::Relaxed);
-        self.join()
+    #[test]
+    fn ports_keep_their_index_and_new_ones_fill_holes() {
+        let a = assign_slots(&[], ["p0", "p1", "p2"].into_iter()).unwrap();
+        assert_eq!(names(&a), ["p0", "p1", "p2"]);
+        let b = assign_slots(&a, ["p2", "p0"].into_iter()).unwrap();
+        assert_eq!(names(&b), ["p0", "-", "p2"]);
+        let c = assign_slots(&b, ["p0", "p2", "p9", "p8"].into_iter()).unwrap();
+        assert_eq!(names(&c), ["p0", "p9", "p2", "p8"]);
+        let d = assign_slots(&c, ["p0"].into_iter()).unwrap();
+        assert_eq!(names(&d), ["p0"], "trailing free slots are trimmed");
     }
 }

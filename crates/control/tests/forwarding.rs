@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use control::{MemPeer, Router, Running, StartOptions};
+use control::{MemPeer, Router, Runtime, StartOptions};
 use dataplane::{BufCache, DropReason, Pool, Snapshot};
 use packet::checksum;
 
@@ -36,7 +36,7 @@ routes:
 
 struct Bed {
     router: Router,
-    running: Option<Running>,
+    running: Option<Runtime>,
     peers: Vec<MemPeer>,
     cache: BufCache,
 }
@@ -91,7 +91,7 @@ impl Bed {
         for peer in self.peers.iter_mut() {
             let mut got = Vec::new();
             let mut bufs = Vec::new();
-            peer.from_router[0].pop_burst(&mut bufs, usize::MAX);
+            peer.from_router.pop_burst(&mut bufs, usize::MAX);
             for b in bufs {
                 got.push(b.data().to_vec());
                 self.cache.free(b);

@@ -38,6 +38,8 @@ pub struct Meta {
     /// `reset` keeps it. The tester records here which frame length's payload pattern the buffer
     /// holds, so it need not write the payload again.
     pub owner_tag: u32,
+    /// Nonzero while the frame is being traced (see `tap`): its trace id.
+    pub trace: u32,
 }
 
 const META_SIZE: usize = 64;
@@ -107,6 +109,7 @@ impl PktBuf {
         m.data_off = HEADROOM as u16;
         m.len = 0;
         m.l3_off = 0;
+        m.trace = 0;
     }
 
     /// Sets the frame length; the bytes are whatever the room held. False if too long.

@@ -49,6 +49,27 @@ reasons! {
 
 pub const DROP_COUNT: usize = DropReason::COUNT;
 
+/// Port slots every worker counts for: ports are added at run time, and a port's counters must
+/// exist before its first frame. A port's index is its slot for as long as it exists.
+pub const MAX_PORTS: usize = 256;
+
+impl DropReason {
+    /// The node that drops for this reason, as `show errors` groups them.
+    pub fn node(self) -> &'static str {
+        use DropReason::*;
+        match self {
+            NotForUs | UnknownEthertype | UnknownVlan | InterfaceDown | BadLength => {
+                "ethernet-input"
+            }
+            Ip4BadHeader | Ip4BadChecksum | Ip4Martian => "ip4-forward",
+            Ip6BadHeader | Ip6Scope => "ip6-forward",
+            NoRoute | Blackhole | Reject | NeighborUnresolved => "ip-lookup",
+            TtlExpired | MtuExceeded | LocalUnhandled | NoBuffer => "slow-path",
+            TxQueueFull => "tx",
+        }
+    }
+}
+
 /// One port's counters within one worker.
 #[derive(Default)]
 pub struct PortCounters {

@@ -10,6 +10,7 @@ pub mod counters;
 pub mod node;
 pub mod port;
 pub mod tables;
+pub mod tap;
 pub mod worker;
 
 pub use buffer::{BufCache, PktBuf, Pool};

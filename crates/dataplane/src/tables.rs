@@ -93,6 +93,8 @@ pub enum NextHop {
     /// A connected subnet whose neighbour is not known: dropped and counted (ARP/ND resolution
     /// comes with real ports).
     Glean { tx_if: u32 },
+    /// Through an interface that is down (its port was removed): dropped and counted.
+    Down { tx_if: u32 },
     /// Silently discarded (a null route).
     Blackhole,
     /// Discarded with ICMP destination unreachable, administratively prohibited.
@@ -112,6 +114,19 @@ pub struct Tables {
     pub vrfs: Box<[Vrf]>,
     /// ICMP errors each worker may send per second (RFC 1812 4.3.2.8 rate limiting).
     pub icmp_rate: u32,
+}
+
+impl Tables {
+    /// Tables with nothing in them: every frame is dropped as arriving on an unknown interface.
+    pub fn empty(icmp_rate: u32) -> Tables {
+        Tables {
+            ifs: Box::new([]),
+            ports: Box::new([]),
+            next_hops: vec![NextHop::NoRoute].into_boxed_slice(),
+            vrfs: Box::new([]),
+            icmp_rate,
+        }
+    }
 }
 
 /// Where the current tables are published.

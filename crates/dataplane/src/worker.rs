@@ -2,9 +2,15 @@
 //! then transmits. It reads the tables published by the control plane and announces a quiescent
 //! point once per loop, so table memory can be reclaimed behind it. Nothing here allocates, locks
 //! or makes a system call per packet (pcap ports do file I/O per burst, by their nature).
+//!
+//! Which queues a worker polls changes at run time: the control plane posts [`Command`]s to the
+//! worker's [`Mailbox`] (a port added or removed, a receive queue moved to another worker, the
+//! worker retired). The worker looks at one relaxed flag per loop and handles commands between
+//! vectors, so a queue changes hands between two bursts and no frame in it is lost.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use fib::EpochReader;
@@ -12,45 +18,114 @@ use fib::EpochReader;
 use crate::buffer::{BufCache, PktBuf};
 use crate::counters::{bump, DropReason, WorkerCounters};
 use crate::node::{self, Ctx, VECTOR};
-use crate::port::PortQueues;
+use crate::port::{RxQueue, TxQueue};
 use crate::tables::SharedTables;
+use crate::tap::{self, Taps};
+
+/// One receive queue of one port, as owned by a worker.
+pub struct RxSlot {
+    pub port: u16,
+    pub queue: u16,
+    pub q: Box<dyn RxQueue>,
+}
+
+/// What a retiring worker hands back: every queue it owned.
+pub struct Retired {
+    pub rx: Vec<RxSlot>,
+    pub tx: Vec<(u16, Box<dyn TxQueue>)>,
+}
+
+/// A change to what a worker polls, applied between two vectors.
+pub enum Command {
+    /// Start polling this queue.
+    AddRx(RxSlot),
+    /// Stop polling the queues of `port` (all of them, or only `queue`) and send them back.
+    TakeRx {
+        port: u16,
+        queue: Option<u16>,
+        reply: Sender<Vec<RxSlot>>,
+    },
+    /// Transmit to `port` through `tx` (None: the port is gone); the old queue is sent back,
+    /// flushed.
+    SetTx {
+        port: u16,
+        tx: Option<Box<dyn TxQueue>>,
+        reply: Sender<Option<Box<dyn TxQueue>>>,
+    },
+    /// Flush, hand every queue back and end the thread.
+    Retire { reply: Sender<Retired> },
+}
+
+/// Where the control plane posts commands for one worker.
+#[derive(Default)]
+pub struct Mailbox {
+    pending: AtomicBool,
+    cmds: Mutex<Vec<Command>>,
+}
+
+impl Mailbox {
+    pub fn post(&self, c: Command) {
+        self.cmds.lock().unwrap_or_else(|e| e.into_inner()).push(c);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    fn take(&self) -> Vec<Command> {
+        self.pending.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *self.cmds.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
 
 pub struct Worker {
     pub id: usize,
     /// Pin to this CPU, if set.
     pub core: Option<usize>,
-    pub ports: Vec<PortQueues>,
+    pub rx: Vec<RxSlot>,
+    /// Transmit queue per port index; None where the port is absent or not served by this worker.
+    pub tx: Vec<Option<Box<dyn TxQueue>>>,
     pub cache: BufCache,
     pub tables: SharedTables,
     pub epoch: EpochReader,
     pub counters: Arc<WorkerCounters>,
+    pub mailbox: Arc<Mailbox>,
     pub stop: Arc<AtomicBool>,
+    /// Capture and trace points (see [`crate::tap`]); one relaxed load per vector when idle.
+    pub taps: Arc<Taps>,
     /// Give the CPU away (yield) after this many empty polls; 0 spins forever, as a dedicated
     /// core should. On a machine with fewer cores than threads, yielding keeps the rest alive.
     pub idle_yield_after: u32,
+    /// End the thread once every receive queue is exhausted (capture-file runs); a daemon's
+    /// workers stay for ports added later.
+    pub exit_when_drained: bool,
 }
 
 impl Worker {
-    /// Runs until `stop` is set, or until every receive queue is exhausted (capture files).
+    /// Runs until `stop` is set, the worker is retired, or (with `exit_when_drained`) every
+    /// receive queue is exhausted.
     pub fn run(self) {
         let Worker {
-            id: _,
+            id,
             core,
-            mut ports,
+            mut rx,
+            mut tx,
             cache,
             tables,
             epoch,
             counters,
+            mailbox,
             stop,
+            taps,
             idle_yield_after,
+            exit_when_drained,
         } = self;
         if let Some(c) = core {
             core_affinity::set_for_current(core_affinity::CoreId { id: c });
         }
         let mut tcache = arc_swap::Cache::new(tables);
         let icmp_rate = tcache.load().icmp_rate;
-        let mut ctx = Ctx::new(cache, ports.len(), icmp_rate);
-        let mut rx: Vec<PktBuf> = Vec::with_capacity(VECTOR);
+        let mut ctx = Ctx::new(cache, tx.len(), icmp_rate);
+        ctx.worker = id as u16;
+        ctx.taps = Some(taps.clone());
+        let mut buf: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let mut ip4: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let mut ip6: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let start = Instant::now();
@@ -62,36 +137,107 @@ impl Worker {
             if polls % 1024 == 0 && stop.load(Ordering::Relaxed) {
                 break;
             }
+            if mailbox.pending.load(Ordering::Acquire) {
+                let mut retire = None;
+                for c in mailbox.take() {
+                    match c {
+                        Command::AddRx(s) => rx.push(s),
+                        Command::TakeRx { port, queue, reply } => {
+                            let (give, keep) = std::mem::take(&mut rx).into_iter().partition(|s| {
+                                s.port == port && queue.is_none_or(|q| q == s.queue)
+                            });
+                            rx = keep;
+                            let _ = reply.send(give);
+                        }
+                        Command::SetTx {
+                            port,
+                            tx: new,
+                            reply,
+                        } => {
+                            let p = port as usize;
+                            if tx.len() <= p {
+                                tx.resize_with(p + 1, || None);
+                            }
+                            if ctx.out.len() <= p {
+                                ctx.out
+                                    .resize_with(p + 1, || Vec::with_capacity(VECTOR * 2));
+                            }
+                            let mut old = std::mem::replace(&mut tx[p], new);
+                            if let Some(o) = old.as_mut() {
+                                o.flush();
+                            }
+                            let _ = reply.send(old);
+                        }
+                        Command::Retire { reply } => retire = Some(reply),
+                    }
+                }
+                if let Some(reply) = retire {
+                    finish(&epoch, &mut tx, &mut ctx);
+                    let tx = tx
+                        .into_iter()
+                        .enumerate()
+                        .filter_map(|(p, q)| q.map(|q| (p as u16, q)))
+                        .collect();
+                    let _ = reply.send(Retired { rx, tx });
+                    return;
+                }
+            }
             epoch.quiescent();
             let t = &**tcache.load();
+            let tapping = taps.armed();
             let mut did = 0;
-            for p in 0..ports.len() {
-                let Some(q) = ports[p].rx.as_mut() else {
-                    continue;
-                };
-                let n = q.rx_burst(&mut ctx.cache, &mut rx, VECTOR);
+            for s in rx.iter_mut() {
+                let n = s.q.rx_burst(&mut ctx.cache, &mut buf, VECTOR);
                 if n == 0 {
                     continue;
                 }
                 did += n;
+                let p = s.port;
                 let t0 = start.elapsed().as_nanos() as u64;
+                ctx.now_ns = t0;
                 ctx.icmp.refill(t0);
-                let bytes = node::ethernet::ethernet_input(
-                    &mut ctx, t, p as u16, &mut rx, &mut ip4, &mut ip6,
-                );
-                let pc = &counters.ports[p];
+                if tapping {
+                    taps.on_rx(&mut ctx, t, p, &mut buf);
+                }
+                let bytes =
+                    node::ethernet::ethernet_input(&mut ctx, t, p, &mut buf, &mut ip4, &mut ip6);
+                if tapping {
+                    taps.after_ethernet(&mut ctx, t, &ip4, &ip6);
+                }
+                let pc = &counters.ports[p as usize];
                 bump(&pc.rx_packets, n as u64);
                 bump(&pc.rx_bytes, bytes);
                 if !ip4.is_empty() {
+                    if tapping {
+                        taps.mark(&mut ctx);
+                    }
                     node::ip4::ip4_forward(&mut ctx, t, &mut ip4);
+                    if tapping {
+                        taps.after_node(&mut ctx, t, tap::Node::Ip4Forward);
+                    }
                 }
                 if !ip6.is_empty() {
+                    if tapping {
+                        taps.mark(&mut ctx);
+                    }
                     node::ip6::ip6_forward(&mut ctx, t, &mut ip6);
+                    if tapping {
+                        taps.after_node(&mut ctx, t, tap::Node::Ip6Forward);
+                    }
                 }
                 if !ctx.slow4.is_empty() || !ctx.slow6.is_empty() {
+                    if tapping {
+                        taps.mark(&mut ctx);
+                    }
                     node::slow::run(&mut ctx, t);
+                    if tapping {
+                        taps.after_node(&mut ctx, t, tap::Node::SlowPath);
+                    }
                 }
-                transmit(&mut ctx, &mut ports, &counters);
+                if tapping {
+                    taps.on_tx(&mut ctx);
+                }
+                transmit(&mut ctx, &mut tx, &counters);
                 flush_counters(&mut ctx, &counters);
                 bump(&counters.vectors, 1);
                 bump(&counters.busy_ns, start.elapsed().as_nanos() as u64 - t0);
@@ -102,17 +248,13 @@ impl Worker {
             }
             idle = idle.saturating_add(1);
             if idle == 64 {
-                for p in ports.iter_mut() {
-                    if let Some(tx) = p.tx.as_mut() {
-                        tx.flush();
-                    }
+                for q in tx.iter_mut().flatten() {
+                    q.flush();
                 }
             }
-            if idle % 1024 == 0 {
-                let drained = ports
-                    .iter()
-                    .all(|p| p.rx.as_ref().is_none_or(|q| q.is_exhausted()));
-                if drained && ports.iter().any(|p| p.rx.is_some()) {
+            if exit_when_drained && idle % 1024 == 0 {
+                let drained = rx.iter().all(|s| s.q.is_exhausted());
+                if drained && !rx.is_empty() {
                     break;
                 }
             }
@@ -122,23 +264,26 @@ impl Worker {
                 std::hint::spin_loop();
             }
         }
-        epoch.offline();
-        for p in ports.iter_mut() {
-            if let Some(tx) = p.tx.as_mut() {
-                tx.flush();
-            }
-        }
-        ctx.cache.flush();
+        finish(&epoch, &mut tx, &mut ctx);
     }
 }
 
-fn transmit(ctx: &mut Ctx, ports: &mut [PortQueues], counters: &WorkerCounters) {
+fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ctx) {
+    epoch.offline();
+    for q in tx.iter_mut().flatten() {
+        q.flush();
+    }
+    ctx.cache.flush();
+}
+
+fn transmit(ctx: &mut Ctx, ports: &mut [Option<Box<dyn TxQueue>>], counters: &WorkerCounters) {
     for (p, out) in ctx.out.iter_mut().enumerate() {
         if out.is_empty() {
             continue;
         }
-        let Some(tx) = ports[p].tx.as_mut() else {
-            ctx.drops[DropReason::TxQueueFull as usize] += out.len() as u64;
+        let Some(tx) = ports.get_mut(p).and_then(|q| q.as_mut()) else {
+            // The port was removed while these frames were on their way to it.
+            ctx.drops[DropReason::InterfaceDown as usize] += out.len() as u64;
             ctx.cache.free_all(out);
             continue;
         };

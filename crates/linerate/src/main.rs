@@ -1,5 +1,7 @@
 //! `linerate`: the router and its tester from the command line.
 
+mod client_cmd;
+mod daemon_cmd;
 mod tester_cmd;
 
 use std::path::PathBuf;
@@ -14,9 +16,12 @@ use fib::gen::{Profile, Spec};
 #[command(
     name = "linerate",
     version,
-    about = "A software multi-service router and its tester"
+    about = "A software multi-service router and its tester",
+    infer_subcommands = true
 )]
 struct Cli {
+    #[command(flatten)]
+    api: client_cmd::ApiArgs,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -33,6 +38,50 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Run the router as a service with its runtime API (until SIGTERM).
+    Daemon(daemon_cmd::DaemonArgs),
+    /// Look at the running router (`show ip route`, `show interfaces`, ...; `--json` on all).
+    #[command(infer_subcommands = true)]
+    Show {
+        /// Print JSON, for machines.
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        what: client_cmd::ShowCmd,
+    },
+    /// Reset what shows count from.
+    Clear {
+        #[command(subcommand)]
+        what: client_cmd::ClearCmd,
+    },
+    /// The config lifecycle: apply (atomic, with a diff), diff, history, show, rollback, confirm.
+    #[command(infer_subcommands = true)]
+    Config {
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        cmd: client_cmd::ConfigCmd,
+    },
+    /// Add or remove routes at run time (API origin; configured routes take precedence).
+    Route {
+        #[command(subcommand)]
+        cmd: client_cmd::RouteCmd,
+    },
+    /// Take a port out of service or put it back, under traffic.
+    Port {
+        #[command(subcommand)]
+        cmd: client_cmd::PortCmd,
+    },
+    /// Add or remove workers, under traffic.
+    Worker {
+        #[command(subcommand)]
+        cmd: client_cmd::WorkerCmd,
+    },
+    /// Write the frames of a port (RX/TX), a node's output or the drops to a pcap file, while
+    /// forwarding goes on.
+    Capture(client_cmd::CaptureArgs),
+    /// Follow the next N frames through the nodes: which node, what it decided, where next.
+    Trace(client_cmd::TraceArgs),
     /// Route tables.
     Routes {
         #[command(subcommand)]
@@ -146,7 +195,20 @@ enum BenchCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.cmd) {
+    let api = cli.api.clone();
+    let res = match cli.cmd {
+        Cmd::Daemon(a) => daemon_cmd::daemon(api.socket, a),
+        Cmd::Show { json, what } => client_cmd::show(&api, json, what),
+        Cmd::Clear { what } => client_cmd::clear(&api, what),
+        Cmd::Config { json, cmd } => client_cmd::config(&api, json, cmd),
+        Cmd::Route { cmd } => client_cmd::route(&api, cmd),
+        Cmd::Port { cmd } => client_cmd::port(&api, cmd),
+        Cmd::Worker { cmd } => client_cmd::worker(&api, cmd),
+        Cmd::Capture(a) => client_cmd::capture(&api, a),
+        Cmd::Trace(a) => client_cmd::trace(&api, a),
+        other => run(other),
+    };
+    match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");
@@ -209,6 +271,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             Ok(())
         }
         Cmd::Bench { cmd } => bench(cmd),
+        _ => unreachable!("handled in main"),
     }
 }
 
@@ -225,9 +288,10 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
     let (v4, v6) = router.route_counts();
     if json {
         let ports: Vec<_> = router
-            .port_names
+            .port_slots
             .iter()
             .enumerate()
+            .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
             .map(|(i, n)| {
                 serde_json::json!({"name": n, "rx_packets": s.rx_packets[i], "rx_bytes": s.rx_bytes[i],
                     "tx_packets": s.tx_packets[i], "tx_bytes": s.tx_bytes[i]})
@@ -247,7 +311,12 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
             "{:<12} {:>12} {:>14} {:>12} {:>14}",
             "port", "rx packets", "rx bytes", "tx packets", "tx bytes"
         );
-        for (i, n) in router.port_names.iter().enumerate() {
+        for (i, n) in router
+            .port_slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
+        {
             println!(
                 "{:<12} {:>12} {:>14} {:>12} {:>14}",
                 n, s.rx_packets[i], s.rx_bytes[i], s.tx_packets[i], s.tx_bytes[i]

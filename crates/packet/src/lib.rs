@@ -13,6 +13,7 @@
 
 pub mod checksum;
 pub mod ethernet;
+pub mod filter;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use control::{MemPeer, Router, Running, StartOptions};
+use control::runtime::CounterRegistry;
+use control::{MemPeer, Router, Runtime, StartOptions};
 use dataplane::{DropReason, Pool};
 
 use crate::engine::{DutProbe, TesterPort};
@@ -16,7 +17,7 @@ use crate::engine::{DutProbe, TesterPort};
 pub const TX_RING: usize = 16384;
 
 pub struct Embedded {
-    pub running: Option<Running>,
+    pub running: Option<Runtime>,
     pub pool: Arc<Pool>,
     /// Cores the router's workers are pinned to.
     pub worker_cores: Vec<usize>,
@@ -24,13 +25,18 @@ pub struct Embedded {
 
 /// Drop counters of a running router, for the tester to attribute loss.
 pub struct RouterProbe {
-    counters: Vec<Arc<dataplane::WorkerCounters>>,
+    counters: CounterRegistry,
     ports: usize,
 }
 
 impl DutProbe for RouterProbe {
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        let s = dataplane::Snapshot::sum(&self.counters, self.ports);
+        let all = self
+            .counters
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let s = dataplane::Snapshot::sum(&all, self.ports);
         DropReason::ALL
             .iter()
             .map(|&d| (d.name(), s.drop_count(d)))
@@ -66,6 +72,7 @@ impl Embedded {
                 idle_yield_after: 0,
                 pool: Some(pool.clone()),
                 replay: None,
+                exit_when_drained: false,
             })
             .map_err(|e| e.to_string())?;
         if peers.len() != speeds.len() {
@@ -91,17 +98,14 @@ impl Embedded {
                         .into_iter()
                         .map(|q| Box::new(q) as Box<dyn dataplane::port::TxQueue>)
                         .collect(),
-                    rx: from_router
-                        .into_iter()
-                        .map(|q| Box::new(q) as Box<dyn dataplane::port::RxQueue>)
-                        .collect(),
+                    rx: vec![Box::new(from_router) as Box<dyn dataplane::port::RxQueue>],
                     load_scale: 1.0,
                 }
             })
             .collect();
         let probe = RouterProbe {
-            counters: running.counters.clone(),
-            ports: running.ports,
+            counters: running.counter_registry(),
+            ports: router.port_slots.len(),
         };
         Ok((
             Embedded {

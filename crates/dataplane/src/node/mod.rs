@@ -55,6 +55,13 @@ pub struct Ctx {
     pub echo_replies: u64,
     pub slow_path: u64,
     pub(crate) tmp: Vec<PktBuf>,
+    /// This worker's id (for captures and traces).
+    pub worker: u16,
+    /// Nanoseconds since the worker started, at the start of the vector.
+    pub now_ns: u64,
+    /// Capture and trace recordings of this vector (see `tap`).
+    pub tap: crate::tap::Scratch,
+    pub taps: Option<std::sync::Arc<crate::tap::Taps>>,
 }
 
 impl Ctx {
@@ -71,12 +78,19 @@ impl Ctx {
             echo_replies: 0,
             slow_path: 0,
             tmp: Vec::with_capacity(VECTOR),
+            worker: 0,
+            now_ns: 0,
+            tap: Default::default(),
+            taps: None,
         }
     }
 
     #[inline(always)]
     pub fn drop(&mut self, b: PktBuf, why: DropReason) {
         self.drops[why as usize] += 1;
+        if self.tap.active {
+            self.tap.on_drop(self.worker, &b, why, self.taps.as_deref());
+        }
         self.cache.free(b);
     }
 }
@@ -157,6 +171,7 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
         NextHop::Reject => Action::Slow(Slow::Reject),
         NextHop::Glean { .. } => Action::Drop(DropReason::NeighborUnresolved),
         NextHop::Blackhole => Action::Drop(DropReason::Blackhole),
+        NextHop::Down { .. } => Action::Drop(DropReason::InterfaceDown),
         // ECMP members are Forward next hops; a nested group is a control-plane bug.
         NextHop::Ecmp(_) => Action::Drop(DropReason::NoRoute),
     };

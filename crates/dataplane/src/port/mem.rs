@@ -61,6 +61,11 @@ impl RingRx {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// True once the sending end is gone: nothing more will arrive after what is in the ring.
+    pub fn is_abandoned(&self) -> bool {
+        self.0.is_abandoned()
+    }
 }
 
 impl RxQueue for RingRx {

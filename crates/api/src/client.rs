@@ -1,0 +1,142 @@
+//! The API client: one HTTP/1.1 request over the Unix socket (or TCP with a token), answered
+//! with the status and the body. The CLI makes one request per command.
+
+use std::path::PathBuf;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+
+/// Where the API is.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    Unix(PathBuf),
+    /// `host:port` and the bearer token.
+    Tcp(String, String),
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    pub fn json(&self) -> Result<serde_json::Value, String> {
+        serde_json::from_slice(&self.body).map_err(|e| format!("bad answer from the router: {e}"))
+    }
+}
+
+pub struct Client {
+    ep: Endpoint,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Client {
+    pub fn new(ep: Endpoint) -> Result<Client, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Client { ep, rt })
+    }
+
+    pub fn get(&self, path: &str) -> Result<Response, String> {
+        self.request("GET", path, None)
+    }
+
+    pub fn post(&self, path: &str, body: &serde_json::Value) -> Result<Response, String> {
+        self.request("POST", path, Some(body.to_string().into_bytes()))
+    }
+
+    pub fn delete(&self, path: &str) -> Result<Response, String> {
+        self.request("DELETE", path, None)
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, String> {
+        self.rt.block_on(self.send(method, path, body))
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, String> {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "linerate");
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        if let Endpoint::Tcp(_, token) = &self.ep {
+            req = req.header("authorization", format!("Bearer {token}"));
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| e.to_string())?;
+        let resp = match &self.ep {
+            Endpoint::Unix(p) => {
+                let s = tokio::net::UnixStream::connect(p).await.map_err(|e| {
+                    format!(
+                        "cannot reach the router at {}: {e} (is `linerate daemon` running? --socket names another socket)",
+                        p.display()
+                    )
+                })?;
+                exchange(TokioIo::new(s), req).await?
+            }
+            Endpoint::Tcp(addr, _) => {
+                let s = tokio::net::TcpStream::connect(addr)
+                    .await
+                    .map_err(|e| format!("cannot reach the router at {addr}: {e}"))?;
+                exchange(TokioIo::new(s), req).await?
+            }
+        };
+        Ok(resp)
+    }
+}
+
+async fn exchange<IO>(io: IO, req: Request<Full<Bytes>>) -> Result<Response, String>
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut send, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| e.to_string())?;
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let resp = send.send_request(req).await.map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes()
+        .to_vec();
+    driver.abort();
+    Ok(Response {
+        status,
+        content_type,
+        body,
+    })
+}

@@ -1,0 +1,489 @@
+//! The HTTP/JSON server. Each handler runs its `Core` call on tokio's blocking pool (a command
+//! may wait for the state lock or, for capture and trace, for frames), so the listener itself
+//! never waits. The server's threads run at a lower CPU priority than the workers: on a machine
+//! where they share cores, a polling storm slows the API down, not forwarding.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use control::mgmt::ops::{CaptureRequest, RouteRequest, TraceRequest};
+use control::mgmt::show::{RouteQuery, TraceView};
+use control::mgmt::{ApiError, ApplyOptions, Core};
+use serde::Deserialize;
+use tokio::sync::oneshot;
+
+/// Where to listen.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub socket: PathBuf,
+    /// Also the full API on TCP, for requests that carry this bearer token.
+    pub tcp: Option<(SocketAddr, String)>,
+    /// `/metrics` alone on TCP, without a token (what Prometheus scrapes).
+    pub metrics: Option<SocketAddr>,
+    /// `nice` value for the server's threads (0..=19).
+    pub nice: i32,
+}
+
+/// A running server; dropping it stops it.
+pub struct Server {
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    pub socket: PathBuf,
+}
+
+impl Server {
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn lower_priority(nice: i32) {
+    // SAFETY: gettid and setpriority have no memory-safety preconditions; they only read and
+    // change this thread's scheduling priority.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+    }
+}
+
+/// Starts the server on its own threads; returns once every listener is bound.
+pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
+    let nice = opts.nice;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(8)
+        .thread_name("api")
+        .on_thread_start(move || lower_priority(nice))
+        .enable_all()
+        .build()
+        .map_err(|e| format!("API runtime: {e}"))?;
+    if let Some(dir) = opts.socket.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    // A socket file left by a process that is gone is removed; one that answers is in use.
+    if opts.socket.exists() {
+        if std::os::unix::net::UnixStream::connect(&opts.socket).is_ok() {
+            return Err(format!(
+                "{}: another linerate is listening there",
+                opts.socket.display()
+            ));
+        }
+        let _ = std::fs::remove_file(&opts.socket);
+    }
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let o = opts.clone();
+    let thread = std::thread::Builder::new()
+        .name("api-server".into())
+        .spawn(move || {
+            lower_priority(o.nice);
+            rt.block_on(async move {
+                let unix = match tokio::net::UnixListener::bind(&o.socket) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("{}: {e}", o.socket.display())));
+                        return;
+                    }
+                };
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(&o.socket, std::fs::Permissions::from_mode(0o660));
+                let (stop_all, _) = tokio::sync::broadcast::channel::<()>(1);
+                let mut tasks = Vec::new();
+                let app = routes(core.clone());
+                let mut rx = stop_all.subscribe();
+                tasks.push(tokio::spawn(async move {
+                    let _ = axum::serve(unix, app)
+                        .with_graceful_shutdown(async move {
+                            let _ = rx.recv().await;
+                        })
+                        .await;
+                }));
+                if let Some((addr, token)) = o.tcp.clone() {
+                    let l = match tokio::net::TcpListener::bind(addr).await {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(format!("API on {addr}: {e}")));
+                            return;
+                        }
+                    };
+                    let token = Arc::new(token);
+                    let app = routes(core.clone()).layer(middleware::from_fn(
+                        move |req: Request, next: Next| {
+                            let token = token.clone();
+                            async move { authorize(&token, req, next).await }
+                        },
+                    ));
+                    let mut rx = stop_all.subscribe();
+                    tasks.push(tokio::spawn(async move {
+                        let _ = axum::serve(l, app)
+                            .with_graceful_shutdown(async move {
+                                let _ = rx.recv().await;
+                            })
+                            .await;
+                    }));
+                }
+                if let Some(addr) = o.metrics {
+                    let l = match tokio::net::TcpListener::bind(addr).await {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(format!("metrics on {addr}: {e}")));
+                            return;
+                        }
+                    };
+                    let app = Router::new()
+                        .route("/metrics", get(metrics))
+                        .with_state(core.clone());
+                    let mut rx = stop_all.subscribe();
+                    tasks.push(tokio::spawn(async move {
+                        let _ = axum::serve(l, app)
+                            .with_graceful_shutdown(async move {
+                                let _ = rx.recv().await;
+                            })
+                            .await;
+                    }));
+                }
+                let _ = ready_tx.send(Ok(()));
+                let _ = stop_rx.await;
+                let _ = stop_all.send(());
+                for t in tasks {
+                    let _ = t.await;
+                }
+            });
+        })
+        .map_err(|e| e.to_string())?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(Server {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+            socket: opts.socket,
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => Err("the API server thread ended before it was ready".into()),
+    }
+}
+
+async fn authorize(token: &str, req: Request, next: Next) -> Response {
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    // Compared in time independent of where they differ.
+    let ok = given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if ok {
+        next.run(req).await
+    } else {
+        error(ApiError {
+            kind: "unauthorized",
+            message: "this listener needs `Authorization: Bearer TOKEN`".into(),
+            errors: Vec::new(),
+        })
+    }
+}
+
+fn error(e: ApiError) -> Response {
+    let status = match e.kind {
+        "invalid" => StatusCode::BAD_REQUEST,
+        "not_found" => StatusCode::NOT_FOUND,
+        "conflict" => StatusCode::CONFLICT,
+        "unauthorized" => StatusCode::UNAUTHORIZED,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    (status, Json(e)).into_response()
+}
+
+type Shared = State<Arc<Core>>;
+
+/// Runs a blocking `Core` call off the async threads and turns its answer into JSON.
+async fn call<T, F>(core: Arc<Core>, f: F) -> Response
+where
+    T: serde::Serialize + Send + 'static,
+    F: FnOnce(&Arc<Core>) -> Result<T, ApiError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(move || f(&core)).await {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(e)) => error(e),
+        Err(e) => error(ApiError::internal(format!("command failed: {e}"))),
+    }
+}
+
+fn routes(core: Arc<Core>) -> Router {
+    Router::new()
+        .route(
+            "/v1/system",
+            get(|State(c): Shared| call(c, |c| Ok(c.system()))),
+        )
+        .route(
+            "/v1/interfaces",
+            get(|State(c): Shared| call(c, |c| Ok(c.interfaces()))),
+        )
+        .route(
+            "/v1/ports",
+            get(|State(c): Shared| call(c, |c| Ok(c.ports()))),
+        )
+        .route(
+            "/v1/ports/{name}/remove",
+            post(|State(c): Shared, Path(n): Path<String>| call(c, move |c| c.port_remove(&n))),
+        )
+        .route(
+            "/v1/ports/{name}/insert",
+            post(|State(c): Shared, Path(n): Path<String>| call(c, move |c| c.port_insert(&n))),
+        )
+        .route(
+            "/v1/routes",
+            get(routes_get).post(route_add).delete(route_del),
+        )
+        .route(
+            "/v1/neighbors",
+            get(|State(c): Shared| call(c, |c| Ok(c.neighbors()))),
+        )
+        .route(
+            "/v1/counters",
+            get(|State(c): Shared| call(c, |c| Ok(c.counters()))),
+        )
+        .route(
+            "/v1/counters/clear",
+            post(|State(c): Shared| {
+                call(c, |c| {
+                    c.clear_counters();
+                    Ok(())
+                })
+            }),
+        )
+        .route(
+            "/v1/errors",
+            get(|State(c): Shared| call(c, |c| Ok(c.errors()))),
+        )
+        .route(
+            "/v1/workers",
+            get(|State(c): Shared| call(c, |c| Ok(c.workers()))).post(worker_add),
+        )
+        .route(
+            "/v1/workers/{id}",
+            axum::routing::delete(|State(c): Shared, Path(id): Path<usize>| {
+                call(c, move |c| c.worker_remove(id))
+            }),
+        )
+        .route("/v1/logging", get(logging))
+        .route(
+            "/v1/config",
+            get(|State(c): Shared| {
+                call(c, |c| {
+                    let (text, source, commit) = c.running_config();
+                    Ok(serde_json::json!({"text": text, "source": source, "commit": commit}))
+                })
+            }),
+        )
+        .route(
+            "/v1/config/history",
+            get(|State(c): Shared| call(c, |c| Ok(c.history()))),
+        )
+        .route(
+            "/v1/config/history/{id}",
+            get(|State(c): Shared, Path(id): Path<u64>| {
+                call(c, move |c| {
+                    let k = c.commit_text(id)?;
+                    Ok(serde_json::json!({"commit": k, "text": k.text}))
+                })
+            }),
+        )
+        .route("/v1/config/apply", post(config_apply))
+        .route(
+            "/v1/config/confirm",
+            post(|State(c): Shared| call(c, |c| c.confirm())),
+        )
+        .route(
+            "/v1/config/rollback/{id}",
+            post(|State(c): Shared, Path(id): Path<u64>| call(c, move |c| c.rollback(id))),
+        )
+        .route("/v1/capture", post(capture))
+        .route("/v1/trace", post(trace))
+        .route("/metrics", get(metrics))
+        .with_state(core)
+}
+
+#[derive(Deserialize)]
+struct RoutesParams {
+    vrf: Option<String>,
+    #[serde(default)]
+    family: Option<String>,
+    prefix: Option<String>,
+    #[serde(default)]
+    longer: bool,
+    limit: Option<usize>,
+}
+
+async fn routes_get(State(c): Shared, Query(p): Query<RoutesParams>) -> Response {
+    call(c, move |c| {
+        let ipv6 = match p.family.as_deref() {
+            None | Some("ipv4") => false,
+            Some("ipv6") => true,
+            Some(f) => return Err(ApiError::invalid(format!("family `{f}`: ipv4 or ipv6"))),
+        };
+        c.routes(&RouteQuery {
+            vrf: p.vrf.as_deref(),
+            ipv6,
+            prefix: p.prefix.as_deref(),
+            longer: p.longer,
+            limit: p.limit.unwrap_or(usize::MAX),
+        })
+    })
+    .await
+}
+
+async fn route_add(State(c): Shared, body: Bytes) -> Response {
+    let r: RouteRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    };
+    call(c, move |c| c.route_add(&r)).await
+}
+
+#[derive(Deserialize)]
+struct RouteDel {
+    vrf: Option<String>,
+    prefix: String,
+}
+
+async fn route_del(State(c): Shared, Query(p): Query<RouteDel>) -> Response {
+    call(c, move |c| c.route_del(p.vrf.as_deref(), &p.prefix)).await
+}
+
+#[derive(Deserialize, Default)]
+struct WorkerAdd {
+    core: Option<usize>,
+}
+
+async fn worker_add(State(c): Shared, body: Bytes) -> Response {
+    let w: WorkerAdd = if body.is_empty() {
+        WorkerAdd::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(w) => w,
+            Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+        }
+    };
+    call(c, move |c| {
+        c.worker_add(w.core)
+            .map(|id| serde_json::json!({"worker": id}))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct LogParams {
+    n: Option<usize>,
+}
+
+async fn logging(State(c): Shared, Query(p): Query<LogParams>) -> Response {
+    call(c, move |c| Ok(c.logging(p.n.unwrap_or(50)))).await
+}
+
+#[derive(Deserialize)]
+struct ApplyBody {
+    text: String,
+    /// The path the text was read from (relative paths in it resolve against its folder).
+    source: PathBuf,
+    #[serde(flatten)]
+    opts: ApplyOptions,
+}
+
+async fn config_apply(State(c): Shared, body: Bytes) -> Response {
+    let b: ApplyBody = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    };
+    call(c, move |c| c.apply(&b.text, &b.source, b.opts)).await
+}
+
+async fn capture(State(c): Shared, body: Bytes) -> Response {
+    let r: CaptureRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    };
+    let res = tokio::task::spawn_blocking(move || c.capture(&r)).await;
+    match res {
+        Ok(Ok((frames, _names))) => {
+            let mut w = match packet::pcap::Writer::new(Vec::new(), 1, 65535) {
+                Ok(w) => w,
+                Err(e) => return error(ApiError::internal(format!("pcap: {e:?}"))),
+            };
+            for f in &frames {
+                if let Err(e) = w.write(f.unix_ns, &f.data) {
+                    return error(ApiError::internal(format!("pcap: {e:?}")));
+                }
+            }
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::CONTENT_TYPE,
+                "application/vnd.tcpdump.pcap".parse().expect("static"),
+            );
+            headers.insert("x-linerate-frames", frames.len().into());
+            (StatusCode::OK, headers, w.into_inner()).into_response()
+        }
+        Ok(Err(e)) => error(e),
+        Err(e) => error(ApiError::internal(e.to_string())),
+    }
+}
+
+async fn trace(State(c): Shared, body: Bytes) -> Response {
+    let r: TraceRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    };
+    call(c, move |c| {
+        Ok(c.trace(&r)?
+            .into_iter()
+            .map(TraceView::from)
+            .collect::<Vec<_>>())
+    })
+    .await
+}
+
+async fn metrics(State(c): Shared) -> Response {
+    match tokio::task::spawn_blocking(move || c.metrics()).await {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => error(ApiError::internal(e.to_string())),
+    }
+}

@@ -1,0 +1,679 @@
+//! The config lifecycle: a new config is checked whole, built into a complete set of tables off
+//! to the side, compared with the running one, and then switched in with one pointer swap (plus
+//! the port and worker changes it implies); or it is rejected with every error and nothing
+//! changes. Each commit is kept in a numbered history; any entry can be rolled back to; a commit
+//! made with a confirm timer is rolled back by itself unless confirmed in time. With a state
+//! folder, the running config and the history persist across restarts.
+//!
+//! State folder layout: `running.yaml` (the running config's text), `history/NNNNNN.yaml` (each
+//! commit's text) and `history/NNNNNN.json` (its metadata: time, comment, source path, summary).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::{ApiError, ApiResult, Core, Locked, State};
+use crate::config::{self, Config, Driver};
+use crate::router::Router;
+use crate::syslog::Severity;
+
+/// One entry of the history.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Commit {
+    pub id: u64,
+    pub unix_time: u64,
+    pub comment: String,
+    /// The path the config was read from; relative paths inside resolve against its folder.
+    pub source: PathBuf,
+    /// What changed, one line per item (`+ port p9`, `- route 10.0.0.0/8`, ...).
+    pub summary: Vec<String>,
+    /// `committed`, `pending` (waiting for confirmation), `confirmed`, `rolled-back`.
+    pub status: String,
+    #[serde(skip)]
+    pub text: String,
+}
+
+#[derive(Default)]
+pub struct History {
+    pub commits: Vec<Commit>,
+    /// A commit waiting for confirmation: its id, the deadline, and the commit to go back to.
+    pub pending: Option<(u64, Instant, u64)>,
+}
+
+impl History {
+    pub fn load(dir: &Path) -> Result<History, String> {
+        let h = dir.join("history");
+        let mut commits = Vec::new();
+        let Ok(rd) = std::fs::read_dir(&h) else {
+            return Ok(History::default());
+        };
+        let mut names: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        names.sort();
+        for p in names {
+            let meta = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let mut c: Commit =
+                serde_json::from_str(&meta).map_err(|e| format!("{}: {e}", p.display()))?;
+            let tp = p.with_extension("yaml");
+            c.text = std::fs::read_to_string(&tp).map_err(|e| format!("{}: {e}", tp.display()))?;
+            if c.status == "pending" {
+                // The process ended before the commit was confirmed; what booted is whatever
+                // running.yaml held, which the caller decides.
+                c.status = "unconfirmed".into();
+            }
+            commits.push(c);
+        }
+        Ok(History {
+            commits,
+            pending: None,
+        })
+    }
+
+    pub fn last_id(&self) -> u64 {
+        self.commits.last().map_or(0, |c| c.id)
+    }
+
+    pub fn get(&self, id: u64) -> Option<&Commit> {
+        self.commits.iter().find(|c| c.id == id)
+    }
+}
+
+/// The persisted running config of a state folder, if there is one: (text, source path).
+pub fn persisted_running(dir: &Path) -> Option<(String, PathBuf)> {
+    let text = std::fs::read_to_string(dir.join("running.yaml")).ok()?;
+    let source = std::fs::read_to_string(dir.join("running.source"))
+        .map(|s| PathBuf::from(s.trim_end()))
+        .unwrap_or_else(|_| dir.join("running.yaml"));
+    Some((text, source))
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path)
+}
+
+fn persist(core: &Core, s: &State, c: &Commit) -> ApiResult<()> {
+    let Some(dir) = &core.state_dir else {
+        return Ok(());
+    };
+    let io = |e: std::io::Error| ApiError::internal(format!("state folder {}: {e}", dir.display()));
+    let h = dir.join("history");
+    std::fs::create_dir_all(&h).map_err(io)?;
+    let base = h.join(format!("{:06}", c.id));
+    write_atomic(&base.with_extension("yaml"), c.text.as_bytes()).map_err(io)?;
+    let meta = serde_json::to_vec_pretty(c).map_err(|e| ApiError::internal(e.to_string()))?;
+    write_atomic(&base.with_extension("json"), &meta).map_err(io)?;
+    write_atomic(&dir.join("running.yaml"), s.text.as_bytes()).map_err(io)?;
+    write_atomic(
+        &dir.join("running.source"),
+        s.source.display().to_string().as_bytes(),
+    )
+    .map_err(io)?;
+    Ok(())
+}
+
+fn save_meta(core: &Core, c: &Commit) {
+    if let Some(dir) = &core.state_dir {
+        let base = dir.join("history").join(format!("{:06}", c.id));
+        if let Ok(meta) = serde_json::to_vec_pretty(c) {
+            let _ = write_atomic(&base.with_extension("json"), &meta);
+        }
+    }
+}
+
+/// At start: the config the router booted from becomes a commit unless it is the last one.
+pub(super) fn record_startup(core: &Core, s: &mut Locked<'_>) -> ApiResult<()> {
+    if s.history.commits.last().is_some_and(|c| c.text == s.text) {
+        return persist(core, s, &s.history.commits.last().cloned().expect("last"));
+    }
+    let c = Commit {
+        id: s.history.last_id() + 1,
+        unix_time: now_unix(),
+        comment: "startup".into(),
+        source: s.source.clone(),
+        summary: vec!["initial config".into()],
+        status: "committed".into(),
+        text: s.text.clone(),
+    };
+    persist(core, s, &c)?;
+    s.history.commits.push(c);
+    Ok(())
+}
+
+/// How to apply a config.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ApplyOptions {
+    #[serde(default)]
+    pub comment: String,
+    /// Check and compute the difference only; change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Roll back by itself after this many seconds unless confirmed.
+    #[serde(default)]
+    pub confirm_seconds: Option<u64>,
+}
+
+/// What an apply did (or, dry, would do).
+#[derive(Clone, Debug, Serialize)]
+pub struct ApplyOutcome {
+    /// The new commit's id; None when nothing changed or on a dry run.
+    pub commit: Option<u64>,
+    pub changed: bool,
+    pub dry_run: bool,
+    pub summary: Vec<String>,
+    /// A unified diff of the config text.
+    pub diff: String,
+    /// Seconds until an automatic rollback, for a commit-confirmed.
+    pub confirm_deadline_s: Option<u64>,
+    pub warnings: Vec<String>,
+}
+
+/// A unified diff of two texts (the config files).
+pub fn text_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_name, new_name)
+        .to_string()
+}
+
+/// What differs between two configs, item by item.
+pub fn summarize(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    macro_rules! items {
+        ($what:literal, $list:ident, $key:expr) => {{
+            let key = $key;
+            for n in &new.$list {
+                match old.$list.iter().find(|o| key(o) == key(n)) {
+                    None => out.push(format!("+ {} {}", $what, key(n))),
+                    Some(o) if !same(o, n) => out.push(format!("~ {} {}", $what, key(n))),
+                    _ => {}
+                }
+            }
+            for o in &old.$list {
+                if !new.$list.iter().any(|n| key(n) == key(o)) {
+                    out.push(format!("- {} {}", $what, key(o)));
+                }
+            }
+        }};
+    }
+    fn same<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
+        // Origins (line numbers) differ when only the layout changed: compare without them.
+        strip(&format!("{a:?}")) == strip(&format!("{b:?}"))
+    }
+    fn strip(s: &str) -> String {
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(i) = rest.find("origin: Origin {") {
+            out.push_str(&rest[..i]);
+            let j = rest[i..].find('}').map_or(rest.len(), |j| i + j + 1);
+            rest = &rest[j..];
+        }
+        out.push_str(rest);
+        out
+    }
+    items!("port", ports, |p: &config::PortCfg| p.name.clone());
+    items!("interface", interfaces, |p: &config::InterfaceCfg| p
+        .name
+        .clone());
+    items!("neighbor", neighbors, |p: &config::NeighborCfg| format!(
+        "{} on {}",
+        p.ip, p.interface
+    ));
+    items!("route", routes, |p: &config::RouteCfg| format!(
+        "{} vrf {}",
+        p.prefix, p.vrf
+    ));
+    items!(
+        "route-file",
+        route_files,
+        |p: &config::RouteFileCfg| format!("{} vrf {}", p.path.display(), p.vrf)
+    );
+    for v in &new.vrfs {
+        if !old.vrfs.contains(v) {
+            out.push(format!("+ vrf {v}"));
+        }
+    }
+    for v in &old.vrfs {
+        if !new.vrfs.contains(v) {
+            out.push(format!("- vrf {v}"));
+        }
+    }
+    if old.workers != new.workers {
+        out.push(format!("~ workers {} -> {}", old.workers, new.workers));
+    }
+    if old.icmp_rate != new.icmp_rate {
+        out.push(format!(
+            "~ icmp-rate {} -> {}",
+            old.icmp_rate, new.icmp_rate
+        ));
+    }
+    if (old.max_v4_routes, old.max_v6_routes) != (new.max_v4_routes, new.max_v6_routes) {
+        out.push("~ limits".into());
+    }
+    if old.logging != new.logging {
+        out.push("~ logging".into());
+    }
+    out
+}
+
+fn invalid_config(e: config::ConfigErrors) -> ApiError {
+    ApiError {
+        kind: "invalid",
+        message: format!(
+            "config rejected: {} error(s); nothing was changed",
+            e.0.len()
+        ),
+        errors: e.0.iter().map(|e| e.to_string()).collect(),
+    }
+}
+
+impl Core {
+    /// Checks `text` (as if read from `source`) and, unless dry, makes it the running config.
+    pub fn apply(
+        self: &Arc<Self>,
+        text: &str,
+        source: &Path,
+        opts: ApplyOptions,
+    ) -> ApiResult<ApplyOutcome> {
+        let mut s = self.lock("config.apply");
+        let out = self.apply_locked(&mut s, text, source, &opts)?;
+        if let (Some(id), Some(secs)) = (out.commit, opts.confirm_seconds) {
+            let previous = s
+                .history
+                .commits
+                .iter()
+                .rev()
+                .find(|c| c.id < id && c.status != "rolled-back")
+                .map_or(0, |c| c.id);
+            s.history.pending = Some((id, Instant::now() + Duration::from_secs(secs), previous));
+            if let Some(c) = s.history.commits.iter_mut().find(|c| c.id == id) {
+                c.status = "pending".into();
+                save_meta(self, c);
+            }
+            let weak: Weak<Core> = Arc::downgrade(self);
+            std::thread::Builder::new()
+                .name("commit-confirm".into())
+                .spawn(move || {
+                    std::thread::sleep(Duration::from_secs(secs));
+                    if let Some(core) = weak.upgrade() {
+                        core.confirm_expired(id);
+                    }
+                })
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        }
+        Ok(out)
+    }
+
+    fn apply_locked(
+        &self,
+        s: &mut Locked<'_>,
+        text: &str,
+        source: &Path,
+        opts: &ApplyOptions,
+    ) -> ApiResult<ApplyOutcome> {
+        let new_cfg = config::parse(text, source).map_err(invalid_config)?;
+        let old_cfg = s.router.cfg.clone();
+        let diff = text_diff(
+            &s.text,
+            text,
+            &format!("running (commit {})", s.history.last_id()),
+            &source.display().to_string(),
+        );
+        let summary = summarize(&old_cfg, &new_cfg);
+        if s.text == text {
+            return Ok(ApplyOutcome {
+                commit: None,
+                changed: false,
+                dry_run: opts.dry_run,
+                summary,
+                diff,
+                confirm_deadline_s: None,
+                warnings: Vec::new(),
+            });
+        }
+        if new_cfg.buffers != old_cfg.buffers {
+            return Err(ApiError::invalid(format!(
+                "{}: router.buffers: the buffer pool cannot be resized at run time ({} -> {}); change it and restart",
+                source.display(),
+                old_cfg.buffers,
+                new_cfg.buffers
+            )));
+        }
+        let mut warnings = Vec::new();
+        // Build everything off to the side: route files are read and every route resolved now.
+        let mut new = Router::build_unpublished(
+            new_cfg.clone(),
+            &s.router.port_slots,
+            s.router.epoch.clone(),
+            s.router.shared.clone(),
+        )
+        .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
+        new.ports_down = s
+            .router
+            .ports_down
+            .iter()
+            .filter(|p| new_cfg.ports.iter().any(|q| &q.name == *p))
+            .cloned()
+            .collect();
+        let api_routes = std::mem::take(&mut s.api_routes);
+        for ((vrf, key), target) in api_routes {
+            let vrf_name = s.router.cfg.vrfs.get(vrf).cloned().unwrap_or_default();
+            let p: config::Prefix = key.into();
+            match new_cfg.vrfs.iter().position(|v| *v == vrf_name) {
+                Some(nv) => match new.add_route(nv, p, &target) {
+                    Ok(()) => {
+                        s.api_routes.insert((nv, key), target);
+                    }
+                    Err(e) => {
+                        warnings.push(format!("API route {p} in VRF {vrf_name} dropped: {e}"))
+                    }
+                },
+                None => warnings.push(format!(
+                    "API route {p} dropped: VRF {vrf_name} is no longer configured"
+                )),
+            }
+        }
+        new.publish_fibs()
+            .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
+        if opts.dry_run {
+            return Ok(ApplyOutcome {
+                commit: None,
+                changed: true,
+                dry_run: true,
+                summary,
+                diff,
+                confirm_deadline_s: None,
+                warnings,
+            });
+        }
+
+        // The switch. Ports that left (or changed driver) stop first; the new tables go live in
+        // one swap; then new ports start and the worker count follows.
+        let changed_port = |name: &str| {
+            let o = old_cfg.ports.iter().find(|p| p.name == name);
+            let n = new_cfg.ports.iter().find(|p| p.name == name);
+            match (o, n) {
+                (Some(o), Some(n)) => o.driver != n.driver,
+                _ => false,
+            }
+        };
+        for (idx, slot) in s.router.port_slots.clone().iter().enumerate() {
+            let Some(name) = slot else { continue };
+            let gone = !new_cfg.ports.iter().any(|p| &p.name == name);
+            if gone || changed_port(name) {
+                s.runtime
+                    .remove_port(idx as u16)
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+            }
+        }
+        new.activate();
+        for (idx, slot) in new.port_slots.iter().enumerate() {
+            let Some(name) = slot else { continue };
+            let existed = old_cfg.ports.iter().any(|p| &p.name == name);
+            if !existed || changed_port(name) {
+                let pc = new_cfg
+                    .ports
+                    .iter()
+                    .find(|p| &p.name == name)
+                    .expect("slot");
+                s.runtime
+                    .add_port(idx as u16, pc)
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+                if matches!(pc.driver, Driver::Mem) {
+                    warnings.push(format!(
+                        "port {name}: a mem port's far end belongs to an embedded tester"
+                    ));
+                }
+            }
+        }
+        let live = s.runtime.workers().len();
+        if new_cfg.workers > live {
+            for i in live..new_cfg.workers {
+                let core = new_cfg.cores.get(i).copied();
+                let id = s
+                    .runtime
+                    .add_worker(core)
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+                self.logger.log(
+                    Severity::Notice,
+                    "WORKER_ADDED",
+                    &[("worker", id.to_string())],
+                    format!("worker {id} added by config commit"),
+                );
+            }
+        } else if new_cfg.workers < live {
+            let mut ids: Vec<usize> = s.runtime.workers().iter().map(|w| w.id).collect();
+            ids.sort_unstable();
+            for id in ids.into_iter().rev().take(live - new_cfg.workers) {
+                s.runtime
+                    .remove_worker(id)
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+                self.logger.log(
+                    Severity::Notice,
+                    "WORKER_REMOVED",
+                    &[("worker", id.to_string())],
+                    format!("worker {id} removed by config commit"),
+                );
+            }
+        }
+        if new_cfg.logging != old_cfg.logging {
+            if let Err(e) = self.logger.reconfigure(new_cfg.logging.clone()) {
+                warnings.push(format!("logging: {e}; the previous logging settings stay"));
+            }
+        }
+        for l in &summary {
+            if let Some(port) = l.strip_prefix("+ port ") {
+                self.logger.log(
+                    Severity::Notice,
+                    "PORT_ADDED",
+                    &[("port", port.to_string())],
+                    format!("port {port} added"),
+                );
+            } else if let Some(port) = l.strip_prefix("- port ") {
+                self.logger.log(
+                    Severity::Notice,
+                    "PORT_REMOVED",
+                    &[("port", port.to_string())],
+                    format!("port {port} removed"),
+                );
+            }
+        }
+        for (o, n) in old_cfg.interfaces.iter().filter_map(|o| {
+            new_cfg
+                .interfaces
+                .iter()
+                .find(|n| n.name == o.name)
+                .map(|n| (o, n))
+        }) {
+            if o.up != n.up {
+                let (id, what) = if n.up {
+                    ("LINK_UP", "up")
+                } else {
+                    ("LINK_DOWN", "administratively down")
+                };
+                self.logger.log(
+                    Severity::Notice,
+                    id,
+                    &[("interface", n.name.clone())],
+                    format!("interface {} is {what}", n.name),
+                );
+            }
+        }
+        s.router = new;
+        s.text = text.to_string();
+        s.source = source.to_path_buf();
+        let c = Commit {
+            id: s.history.last_id() + 1,
+            unix_time: now_unix(),
+            comment: opts.comment.clone(),
+            source: source.to_path_buf(),
+            summary: summary.clone(),
+            status: "committed".into(),
+            text: text.to_string(),
+        };
+        persist(self, s, &c)?;
+        let id = c.id;
+        s.history.commits.push(c);
+        self.logger.log(
+            Severity::Notice,
+            "CONFIG_COMMIT",
+            &[
+                ("commit", id.to_string()),
+                ("changes", summary.len().to_string()),
+                ("comment", opts.comment.clone()),
+            ],
+            format!(
+                "config commit {id} applied ({} change(s)): {}",
+                summary.len(),
+                summary.join(", ")
+            ),
+        );
+        Ok(ApplyOutcome {
+            commit: Some(id),
+            changed: true,
+            dry_run: false,
+            summary,
+            diff,
+            confirm_deadline_s: opts.confirm_seconds,
+            warnings,
+        })
+    }
+
+    /// The running config's text.
+    pub fn running_config(&self) -> (String, PathBuf, u64) {
+        let s = self.lock("config.running");
+        (s.text.clone(), s.source.clone(), s.history.last_id())
+    }
+
+    pub fn history(&self) -> Vec<Commit> {
+        self.lock("config.history").history.commits.clone()
+    }
+
+    /// Commit `id`'s full text.
+    pub fn commit_text(&self, id: u64) -> ApiResult<Commit> {
+        let s = self.lock("config.show");
+        let c = s
+            .history
+            .get(id)
+            .ok_or_else(|| ApiError::not_found(format!("no commit {id}")))?;
+        let mut c = c.clone();
+        c.text = s
+            .history
+            .get(id)
+            .map(|c| c.text.clone())
+            .unwrap_or_default();
+        Ok(c)
+    }
+
+    /// Makes commit `id`'s config the running one again (as a new commit).
+    pub fn rollback(self: &Arc<Self>, id: u64) -> ApiResult<ApplyOutcome> {
+        let mut s = self.lock("config.rollback");
+        let c = s
+            .history
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(format!("no commit {id}")))?;
+        s.history.pending = None;
+        let out = self.apply_locked(
+            &mut s,
+            &c.text,
+            &c.source,
+            &ApplyOptions {
+                comment: format!("rollback to commit {id}"),
+                ..Default::default()
+            },
+        )?;
+        self.logger.log(
+            Severity::Notice,
+            "CONFIG_ROLLBACK",
+            &[("to", id.to_string())],
+            format!("config rolled back to commit {id}"),
+        );
+        Ok(out)
+    }
+
+    /// Confirms the pending commit-confirmed.
+    pub fn confirm(&self) -> ApiResult<u64> {
+        let mut s = self.lock("config.confirm");
+        let Some((id, _, _)) = s.history.pending.take() else {
+            return Err(ApiError::conflict("no commit is waiting for confirmation"));
+        };
+        if let Some(c) = s.history.commits.iter_mut().find(|c| c.id == id) {
+            c.status = "confirmed".into();
+            save_meta(self, c);
+        }
+        self.logger.log(
+            Severity::Notice,
+            "CONFIG_CONFIRMED",
+            &[("commit", id.to_string())],
+            format!("config commit {id} confirmed"),
+        );
+        Ok(id)
+    }
+
+    /// The confirm timer of commit `id` ran out: roll back unless it was confirmed meanwhile.
+    fn confirm_expired(self: &Arc<Self>, id: u64) {
+        let mut s = self.lock("config.confirm-timeout");
+        match s.history.pending {
+            Some((p, _, back)) if p == id => {
+                s.history.pending = None;
+                let Some(prev) = s.history.get(back).cloned() else {
+                    return;
+                };
+                let res = self.apply_locked(
+                    &mut s,
+                    &prev.text,
+                    &prev.source,
+                    &ApplyOptions {
+                        comment: format!("automatic rollback: commit {id} was not confirmed"),
+                        ..Default::default()
+                    },
+                );
+                if let Some(c) = s.history.commits.iter_mut().find(|c| c.id == id) {
+                    c.status = "rolled-back".into();
+                    save_meta(self, c);
+                }
+                match res {
+                    Ok(_) => self.logger.log(
+                        Severity::Warning,
+                        "CONFIG_ROLLBACK",
+                        &[("commit", id.to_string()), ("to", back.to_string())],
+                        format!(
+                            "commit {id} was not confirmed in time: rolled back to commit {back}"
+                        ),
+                    ),
+                    Err(e) => self.logger.log(
+                        Severity::Error,
+                        "CONFIG_ROLLBACK_FAILED",
+                        &[("commit", id.to_string())],
+                        format!("automatic rollback of commit {id} failed: {e}"),
+                    ),
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// The pending commit-confirmed: (commit, seconds left).
+    pub fn pending_confirm(&self) -> Option<(u64, u64)> {
+        let s = self.lock("config.pending");
+        s.history.pending.map(|(id, deadline, _)| {
+            (
+                id,
+                deadline.saturating_duration_since(Instant::now()).as_secs(),
+            )
+        })
+    }
+}

@@ -1,0 +1,267 @@
+//! The router's one typed API: everything that reads or changes a running router goes through
+//! [`Core`]. The HTTP/JSON server, the CLI (through the server), the config loader and the
+//! tester's scenarios are adapters over it; so will FPM and the event manager be.
+//!
+//! `Core` owns the control-plane state (the [`Router`] with its tables, the [`Runtime`] with its
+//! ports and workers, the config history) behind one lock: commands are serialized, and each
+//! records how long it waited for the lock and how long it ran. Workers never take this lock;
+//! they read what the commands publish, so reads and changes never pause forwarding.
+//!
+//! - [`show`]: read-only views (interfaces, ports, routes, neighbours, counters, errors,
+//!   workers, logging, metrics).
+//! - [`commit`]: the config lifecycle (apply with a diff, history, rollback, commit-confirmed,
+//!   persistence in the state folder).
+//! - [`ops`]: run-time operations (routes through the API, ports out of and back in service,
+//!   workers added and removed, capture, trace, counters cleared).
+
+pub mod commit;
+pub mod ops;
+pub mod show;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use dataplane::counters::DROP_COUNT;
+use dataplane::Snapshot;
+use serde::Serialize;
+
+use crate::config::{Prefix, Target};
+use crate::router::Router;
+use crate::runtime::Runtime;
+use crate::syslog::{Logger, Severity};
+
+pub use commit::{ApplyOptions, ApplyOutcome, Commit};
+
+/// A failed command: who is at fault and what to do, as the API reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiError {
+    /// `invalid` (the request is wrong: fix it), `not_found`, `conflict` (the router's state
+    /// forbids it now), `internal` (ours).
+    pub kind: &'static str,
+    pub message: String,
+    /// For configs: one line per error, `file:line:col: field: message`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl ApiError {
+    pub fn invalid(m: impl Into<String>) -> Self {
+        Self {
+            kind: "invalid",
+            message: m.into(),
+            errors: Vec::new(),
+        }
+    }
+    pub fn not_found(m: impl Into<String>) -> Self {
+        Self {
+            kind: "not_found",
+            message: m.into(),
+            errors: Vec::new(),
+        }
+    }
+    pub fn conflict(m: impl Into<String>) -> Self {
+        Self {
+            kind: "conflict",
+            message: m.into(),
+            errors: Vec::new(),
+        }
+    }
+    pub fn internal(m: impl Into<String>) -> Self {
+        Self {
+            kind: "internal",
+            message: m.into(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        for e in &self.errors {
+            write!(f, "\n{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// How long commands of one kind waited for the state lock and ran.
+#[derive(Clone, Default, Debug, Serialize)]
+pub struct CommandStats {
+    pub count: u64,
+    pub wait_ns: u64,
+    pub run_ns: u64,
+    pub max_wait_ns: u64,
+    pub max_run_ns: u64,
+}
+
+/// Everything the control plane owns.
+pub struct State {
+    pub router: Router,
+    pub runtime: Runtime,
+    /// The running config as committed, and the path it was read from (relative paths inside it
+    /// are relative to that path's folder).
+    pub text: String,
+    pub source: PathBuf,
+    /// Routes added through the API, by VRF index and prefix; they survive config commits.
+    pub api_routes: BTreeMap<(usize, PrefixKey), Target>,
+    pub history: commit::History,
+    /// Counters as they were at the last `clear counters` (shows subtract them; metrics never).
+    pub baseline: Snapshot,
+    pub worker_baseline: HashMap<usize, [u64; DROP_COUNT]>,
+}
+
+/// `Prefix` ordered for the API route map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PrefixKey {
+    V4(u32, u8),
+    V6(u128, u8),
+}
+
+impl From<Prefix> for PrefixKey {
+    fn from(p: Prefix) -> Self {
+        match p {
+            Prefix::V4(a, l) => PrefixKey::V4(a, l),
+            Prefix::V6(a, l) => PrefixKey::V6(a, l),
+        }
+    }
+}
+
+impl From<PrefixKey> for Prefix {
+    fn from(p: PrefixKey) -> Self {
+        match p {
+            PrefixKey::V4(a, l) => Prefix::V4(a, l),
+            PrefixKey::V6(a, l) => Prefix::V6(a, l),
+        }
+    }
+}
+
+/// The router's control plane, shared by every adapter.
+pub struct Core {
+    state: Mutex<State>,
+    pub logger: Arc<Logger>,
+    pub started: Instant,
+    stats: Mutex<BTreeMap<&'static str, CommandStats>>,
+    /// Where the running config and the history persist; None: nothing persists.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A held state lock, which records the command's run time when dropped.
+pub struct Locked<'a> {
+    guard: MutexGuard<'a, State>,
+    core: &'a Core,
+    name: &'static str,
+    start: Instant,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let run = self.start.elapsed().as_nanos() as u64;
+        let mut s = self.core.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let e = s.entry(self.name).or_default();
+        e.run_ns += run;
+        e.max_run_ns = e.max_run_ns.max(run);
+    }
+}
+
+impl Core {
+    /// Wraps a built router and its started runtime. `text`/`source` are the config they were
+    /// built from (committed as the first history entry unless the history has it already).
+    pub fn new(
+        router: Router,
+        runtime: Runtime,
+        text: String,
+        source: PathBuf,
+        logger: Arc<Logger>,
+        state_dir: Option<PathBuf>,
+    ) -> ApiResult<Arc<Core>> {
+        let history = match &state_dir {
+            Some(d) => commit::History::load(d).map_err(ApiError::internal)?,
+            None => commit::History::default(),
+        };
+        let core = Arc::new(Core {
+            state: Mutex::new(State {
+                router,
+                runtime,
+                text,
+                source,
+                api_routes: BTreeMap::new(),
+                history,
+                baseline: Snapshot::default(),
+                worker_baseline: HashMap::new(),
+            }),
+            logger,
+            started: Instant::now(),
+            stats: Mutex::new(BTreeMap::new()),
+            state_dir,
+        });
+        {
+            let mut s = core.lock("startup");
+            commit::record_startup(&core, &mut s)?;
+        }
+        core.logger.log(
+            Severity::Notice,
+            "SYSTEM_START",
+            &[("version", env!("CARGO_PKG_VERSION").to_string())],
+            "linerate started",
+        );
+        Ok(core)
+    }
+
+    /// Takes the state lock for command `name`, recording the wait.
+    pub fn lock(&self, name: &'static str) -> Locked<'_> {
+        let t0 = Instant::now();
+        let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let wait = t0.elapsed().as_nanos() as u64;
+        {
+            let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let e = s.entry(name).or_default();
+            e.count += 1;
+            e.wait_ns += wait;
+            e.max_wait_ns = e.max_wait_ns.max(wait);
+        }
+        Locked {
+            guard,
+            core: self,
+            name,
+            start: Instant::now(),
+        }
+    }
+
+    pub fn command_stats(&self) -> BTreeMap<&'static str, CommandStats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Stops the workers and returns the final counters.
+    pub fn shutdown(&self) {
+        let s = self.lock("shutdown");
+        s.runtime
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.logger
+            .log(Severity::Notice, "SYSTEM_STOP", &[], "linerate stopping");
+    }
+}

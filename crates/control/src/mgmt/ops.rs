@@ -1,0 +1,409 @@
+//! Run-time operations: routes through the API, ports taken out of and put back in service,
+//! workers added and removed, counters cleared, capture and trace.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dataplane::tap::{CaptureSpec, Captured, Node, Point, TraceSpec, Traced};
+use packet::filter::Filter;
+use serde::Deserialize;
+
+use super::{ApiError, ApiResult, Core, PrefixKey};
+use crate::config::{Prefix, Target};
+use crate::syslog::Severity;
+
+/// A route to add through the API.
+#[derive(Clone, Debug, Deserialize)]
+pub struct RouteRequest {
+    #[serde(default)]
+    pub vrf: Option<String>,
+    pub prefix: String,
+    /// Next hops (configured neighbours); more than one is ECMP.
+    #[serde(default)]
+    pub via: Vec<String>,
+    #[serde(default)]
+    pub blackhole: bool,
+    #[serde(default)]
+    pub reject: bool,
+}
+
+/// What to capture.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CaptureRequest {
+    /// A port name; None: every port.
+    #[serde(default)]
+    pub port: Option<String>,
+    /// `rx`, `tx` or `both` (the default), for the port points.
+    #[serde(default)]
+    pub direction: Option<String>,
+    /// Capture a node's output instead of (or besides) the port: `ethernet-input`,
+    /// `ip4-forward`, `ip6-forward`, `slow-path`.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Capture dropped frames (with their reason).
+    #[serde(default)]
+    pub drops: bool,
+    #[serde(default)]
+    pub filter: String,
+    #[serde(default = "default_count")]
+    pub count: u64,
+    #[serde(default = "default_snaplen")]
+    pub snaplen: usize,
+    /// Give up waiting for `count` frames after this long and return what was captured.
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn default_count() -> u64 {
+    100
+}
+fn default_snaplen() -> usize {
+    65535
+}
+fn default_timeout() -> u64 {
+    10_000
+}
+
+/// What to trace.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TraceRequest {
+    #[serde(default)]
+    pub port: Option<String>,
+    #[serde(default)]
+    pub filter: String,
+    #[serde(default = "default_trace_count")]
+    pub count: u32,
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn default_trace_count() -> u32 {
+    10
+}
+
+fn parse_target(r: &RouteRequest) -> ApiResult<Target> {
+    match (r.via.is_empty(), r.blackhole, r.reject) {
+        (false, false, false) => Ok(Target::Via(
+            r.via
+                .iter()
+                .map(|a| {
+                    a.parse::<IpAddr>()
+                        .map_err(|_| ApiError::invalid(format!("via: `{a}` is not an IP address")))
+                })
+                .collect::<ApiResult<_>>()?,
+        )),
+        (true, true, false) => Ok(Target::Blackhole),
+        (true, false, true) => Ok(Target::Reject),
+        _ => Err(ApiError::invalid(
+            "give exactly one of `via`, `blackhole` or `reject`",
+        )),
+    }
+}
+
+impl Core {
+    fn vrf_index(&self, s: &super::State, vrf: Option<&str>) -> ApiResult<usize> {
+        let name = vrf.unwrap_or("default");
+        s.router
+            .cfg
+            .vrfs
+            .iter()
+            .position(|v| v == name)
+            .ok_or_else(|| ApiError::not_found(format!("no VRF `{name}`")))
+    }
+
+    /// Adds or replaces a route of API origin. Configured routes (connected, static, route
+    /// files) take precedence: a prefix they hold is refused.
+    pub fn route_add(&self, r: &RouteRequest) -> ApiResult<()> {
+        let mut s = self.lock("route.add");
+        let vrf = self.vrf_index(&s, r.vrf.as_deref())?;
+        let p = Prefix::parse(&r.prefix).map_err(ApiError::invalid)?;
+        let t = parse_target(r)?;
+        let key = PrefixKey::from(p);
+        let exists = match p {
+            Prefix::V4(a, l) => s.router.fibs[vrf].v4.get(a, l).is_some(),
+            Prefix::V6(a, l) => s.router.fibs[vrf].v6.get(a, l).is_some(),
+        };
+        if exists && !s.api_routes.contains_key(&(vrf, key)) {
+            return Err(ApiError::conflict(format!(
+                "{p} is a configured route in VRF {}; API routes do not replace configured ones",
+                s.router.cfg.vrfs[vrf]
+            )));
+        }
+        if let Err(e) = s.router.add_route(vrf, p, &t) {
+            if e.contains("full") || e.contains("limit") || e.contains("capacity") {
+                self.logger.log(
+                    Severity::Warning,
+                    "TABLE_LIMIT",
+                    &[
+                        ("table", "routes".into()),
+                        ("vrf", s.router.cfg.vrfs[vrf].clone()),
+                    ],
+                    format!("route table limit reached: {e}"),
+                );
+            }
+            return Err(ApiError::invalid(e));
+        }
+        s.router
+            .publish()
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        s.api_routes.insert((vrf, key), t);
+        Ok(())
+    }
+
+    /// Removes a route of API origin.
+    pub fn route_del(&self, vrf: Option<&str>, prefix: &str) -> ApiResult<()> {
+        let mut s = self.lock("route.del");
+        let vrf = self.vrf_index(&s, vrf)?;
+        let p = Prefix::parse(prefix).map_err(ApiError::invalid)?;
+        if s.api_routes.remove(&(vrf, PrefixKey::from(p))).is_none() {
+            return Err(ApiError::not_found(format!(
+                "{p} is not a route added through the API in VRF {}",
+                s.router.cfg.vrfs[vrf]
+            )));
+        }
+        s.router.remove_route(vrf, p);
+        s.router
+            .publish()
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Takes a port out of service (as if pulled): its interfaces go down, routes through it
+    /// stop being used, its queues are parked. Other ports are not touched.
+    pub fn port_remove(&self, name: &str) -> ApiResult<()> {
+        let mut s = self.lock("port.remove");
+        let idx = s
+            .router
+            .port_index(name)
+            .ok_or_else(|| ApiError::not_found(format!("no port `{name}`")))?;
+        if !s.runtime.is_in_service(idx) {
+            return Err(ApiError::conflict(format!(
+                "port {name} is already out of service"
+            )));
+        }
+        s.router.ports_down.insert(name.to_string());
+        s.router
+            .publish()
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        s.runtime
+            .out_of_service(idx)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        self.logger.log(
+            Severity::Warning,
+            "PORT_REMOVED",
+            &[("port", name.to_string())],
+            format!("port {name} removed from service"),
+        );
+        for i in s.router.ifs.iter().filter(|i| i.port == idx && i.up) {
+            self.logger.log(
+                Severity::Warning,
+                "LINK_DOWN",
+                &[("interface", i.name.clone())],
+                format!("interface {} is down (port {name} removed)", i.name),
+            );
+        }
+        Ok(())
+    }
+
+    /// Puts a port back in service.
+    pub fn port_insert(&self, name: &str) -> ApiResult<()> {
+        let mut s = self.lock("port.insert");
+        let idx = s
+            .router
+            .port_index(name)
+            .ok_or_else(|| ApiError::not_found(format!("no port `{name}`")))?;
+        if s.runtime.is_in_service(idx) {
+            return Err(ApiError::conflict(format!("port {name} is in service")));
+        }
+        s.runtime
+            .in_service(idx)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        s.router.ports_down.remove(name);
+        s.router
+            .publish()
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        self.logger.log(
+            Severity::Notice,
+            "PORT_INSERTED",
+            &[("port", name.to_string())],
+            format!("port {name} back in service"),
+        );
+        for i in s.router.ifs.iter().filter(|i| i.port == idx && i.up) {
+            self.logger.log(
+                Severity::Notice,
+                "LINK_UP",
+                &[("interface", i.name.clone())],
+                format!("interface {} is up", i.name),
+            );
+        }
+        Ok(())
+    }
+
+    /// Starts one more worker (pinned to `core` if given); returns its id.
+    pub fn worker_add(&self, core: Option<usize>) -> ApiResult<usize> {
+        let mut s = self.lock("worker.add");
+        let id = s
+            .runtime
+            .add_worker(core)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let c = core.map_or("any".to_string(), |c| c.to_string());
+        self.logger.log(
+            Severity::Notice,
+            "WORKER_ADDED",
+            &[("worker", id.to_string()), ("core", c.clone())],
+            format!("worker {id} added (core {c})"),
+        );
+        Ok(id)
+    }
+
+    /// Retires a worker; its receive queues move to the others first.
+    pub fn worker_remove(&self, id: usize) -> ApiResult<()> {
+        let mut s = self.lock("worker.remove");
+        s.runtime.remove_worker(id).map_err(|e| {
+            if e.0.starts_with("no worker") {
+                ApiError::not_found(e.0)
+            } else {
+                ApiError::conflict(e.0)
+            }
+        })?;
+        self.logger.log(
+            Severity::Notice,
+            "WORKER_REMOVED",
+            &[("worker", id.to_string())],
+            format!("worker {id} removed"),
+        );
+        Ok(())
+    }
+
+    /// Shows count from now on (metrics keep counting from zero, as Prometheus expects).
+    pub fn clear_counters(&self) {
+        let mut s = self.lock("counters.clear");
+        s.baseline = s.runtime.snapshot();
+        let per: Vec<(usize, [u64; dataplane::counters::DROP_COUNT])> = s
+            .runtime
+            .worker_counters()
+            .into_iter()
+            .map(|(id, c)| {
+                (
+                    id,
+                    std::array::from_fn(|i| c.drops[i].load(std::sync::atomic::Ordering::Relaxed)),
+                )
+            })
+            .collect();
+        s.worker_baseline = per.into_iter().collect();
+        self.logger.log(
+            Severity::Informational,
+            "COUNTERS_CLEARED",
+            &[],
+            "counters cleared",
+        );
+    }
+
+    fn port_arg(&self, s: &super::State, port: Option<&str>) -> ApiResult<Option<u16>> {
+        port.map(|n| {
+            s.router
+                .port_index(n)
+                .ok_or_else(|| ApiError::not_found(format!("no port `{n}`")))
+        })
+        .transpose()
+    }
+
+    /// Captures frames while forwarding goes on; returns them (and the port names by index)
+    /// once `count` frames matched or the timeout passed.
+    pub fn capture(&self, r: &CaptureRequest) -> ApiResult<(Vec<Captured>, Vec<Option<String>>)> {
+        let filter = Filter::parse(&r.filter)
+            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
+        let (taps, names) = {
+            let s = self.lock("capture.start");
+            let port = self.port_arg(&s, r.port.as_deref())?;
+            let mut points = Vec::new();
+            let dir = r.direction.as_deref().unwrap_or("both");
+            if r.node.is_none() && !r.drops || r.port.is_some() || r.direction.is_some() {
+                match dir {
+                    "rx" => points.push(Point::Rx(port)),
+                    "tx" => points.push(Point::Tx(port)),
+                    "both" => {
+                        points.push(Point::Rx(port));
+                        points.push(Point::Tx(port));
+                    }
+                    d => {
+                        return Err(ApiError::invalid(format!(
+                            "direction `{d}`: expected rx, tx or both"
+                        )))
+                    }
+                }
+            }
+            if let Some(n) = &r.node {
+                let node = Node::parse(n).ok_or_else(|| {
+                    let all: Vec<&str> = Node::ALL.iter().map(|n| n.name()).collect();
+                    ApiError::invalid(format!("no node `{n}` (nodes: {})", all.join(", ")))
+                })?;
+                points.push(Point::Node(node));
+            }
+            if r.drops {
+                points.push(Point::Drop);
+            }
+            if r.count == 0 {
+                return Err(ApiError::invalid("count must be at least 1"));
+            }
+            s.runtime.taps.start_capture(CaptureSpec {
+                points,
+                filter,
+                count: r.count,
+                snaplen: r.snaplen.clamp(14, 65535),
+            });
+            (s.runtime.taps.clone(), s.router.port_slots.clone())
+        };
+        let deadline = Instant::now() + Duration::from_millis(r.timeout_ms);
+        let mut frames = Vec::new();
+        loop {
+            let (mut got, done) = taps.drain_capture();
+            frames.append(&mut got);
+            if done {
+                break;
+            }
+            if Instant::now() >= deadline {
+                frames.append(&mut taps.stop_capture());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        frames.sort_by_key(|f| f.unix_ns);
+        frames.truncate(r.count as usize);
+        Ok((frames, names))
+    }
+
+    /// Follows the next `count` frames (matching the filter, on the port if given) through the
+    /// nodes.
+    pub fn trace(&self, r: &TraceRequest) -> ApiResult<Vec<Traced>> {
+        let filter = Filter::parse(&r.filter)
+            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
+        if r.count == 0 || r.count > 10_000 {
+            return Err(ApiError::invalid("count must be 1..=10000"));
+        }
+        let taps: Arc<dataplane::tap::Taps> = {
+            let s = self.lock("trace.start");
+            let port = self.port_arg(&s, r.port.as_deref())?;
+            s.runtime.taps.start_trace(TraceSpec {
+                port,
+                filter,
+                count: r.count,
+            });
+            s.runtime.taps.clone()
+        };
+        let deadline = Instant::now() + Duration::from_millis(r.timeout_ms);
+        let mut out = Vec::new();
+        loop {
+            let (mut got, done) = taps.drain_trace();
+            out.append(&mut got);
+            if done && out.len() >= r.count as usize || Instant::now() >= deadline {
+                out.append(&mut taps.stop_trace());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        out.sort_by_key(|t| t.id);
+        Ok(out)
+    }
+}

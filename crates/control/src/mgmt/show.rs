@@ -1,0 +1,867 @@
+//! Read-only views of the running router, as `linerate show ...` prints them and the API
+//! returns them (JSON). Counters in shows count from the last `clear counters`; metrics never
+//! reset.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::Ordering;
+
+use dataplane::counters::{DropReason, MAX_PORTS};
+use dataplane::tap::Traced;
+use dataplane::Snapshot;
+use fib::Key;
+use serde::Serialize;
+
+use super::{ApiError, ApiResult, CommandStats, Core, PrefixKey};
+use crate::config::{Driver, Prefix};
+use crate::metrics::{Exposition, Kind};
+
+#[derive(Serialize)]
+pub struct InterfaceView {
+    pub name: String,
+    pub port: String,
+    pub vlan: Option<u16>,
+    pub mac: String,
+    pub mtu: u16,
+    pub vrf: String,
+    pub admin_up: bool,
+    pub oper_up: bool,
+    pub ipv4: Vec<String>,
+    pub ipv6: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct QueueView {
+    pub queue: u16,
+    pub worker: usize,
+}
+
+#[derive(Serialize)]
+pub struct PortView {
+    pub name: String,
+    pub index: u16,
+    pub driver: &'static str,
+    pub in_service: bool,
+    pub queues: Vec<QueueView>,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+#[derive(Serialize)]
+pub struct RouteView {
+    pub prefix: String,
+    pub origin: &'static str,
+    pub kind: &'static str,
+    pub via: Vec<String>,
+    pub next_hop_id: u32,
+}
+
+#[derive(Serialize)]
+pub struct RoutesView {
+    pub vrf: String,
+    pub family: &'static str,
+    /// Routes in the table (the whole VRF and family).
+    pub total: usize,
+    /// Routes that matched the query, of which `routes` holds the first `limit`.
+    pub matched: usize,
+    pub routes: Vec<RouteView>,
+}
+
+#[derive(Serialize)]
+pub struct NeighborView {
+    pub interface: String,
+    pub ip: String,
+    pub mac: String,
+    pub state: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct PortCountersView {
+    pub port: String,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+#[derive(Serialize)]
+pub struct CountersView {
+    pub ports: Vec<PortCountersView>,
+    pub drops: u64,
+    pub icmp_sent: u64,
+    pub icmp_rate_limited: u64,
+    pub echo_replies: u64,
+    pub slow_path: u64,
+    pub vectors: u64,
+    pub busy_ns: u64,
+    pub since_clear: bool,
+}
+
+#[derive(Serialize)]
+pub struct ErrorView {
+    pub node: &'static str,
+    pub reason: &'static str,
+    pub text: &'static str,
+    pub count: u64,
+    /// Per live worker (by id); removed workers' drops count in `count` only.
+    pub per_worker: BTreeMap<usize, u64>,
+}
+
+#[derive(Serialize)]
+pub struct WorkerView {
+    pub id: usize,
+    pub core: Option<usize>,
+    /// `port/queue` pairs it polls.
+    pub rx_queues: Vec<String>,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub drops: u64,
+    pub vectors: u64,
+    pub busy_ns: u64,
+}
+
+#[derive(Serialize)]
+pub struct TableView {
+    pub table: String,
+    pub entries: usize,
+    pub limit: usize,
+    pub bytes: usize,
+}
+
+#[derive(Serialize)]
+pub struct SystemView {
+    pub version: &'static str,
+    pub uptime_s: u64,
+    pub commit: u64,
+    pub pending_confirm: Option<(u64, u64)>,
+    pub workers: usize,
+    pub ports: usize,
+    pub buffers: usize,
+    pub buffers_free: usize,
+    pub tables: Vec<TableView>,
+    pub api: BTreeMap<&'static str, CommandStats>,
+}
+
+#[derive(Serialize)]
+pub struct LogView {
+    pub seq: u64,
+    pub unix_ms: u64,
+    pub severity: &'static str,
+    pub msgid: String,
+    pub params: Vec<(String, String)>,
+    pub text: String,
+}
+
+#[derive(Serialize)]
+pub struct StepView {
+    pub node: &'static str,
+    pub decision: String,
+    pub next: String,
+}
+
+#[derive(Serialize)]
+pub struct TraceView {
+    pub id: u32,
+    pub worker: u16,
+    pub summary: String,
+    pub steps: Vec<StepView>,
+}
+
+impl From<Traced> for TraceView {
+    fn from(t: Traced) -> Self {
+        TraceView {
+            id: t.id,
+            worker: t.worker,
+            summary: t.summary,
+            steps: t
+                .steps
+                .into_iter()
+                .map(|s| StepView {
+                    node: s.node,
+                    decision: s.decision,
+                    next: s.next,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn sub(a: &[u64], b: &[u64], i: usize) -> u64 {
+    a.get(i)
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(b.get(i).copied().unwrap_or(0))
+}
+
+fn v4(a: u32, l: u8) -> String {
+    format!("{}/{l}", Ipv4Addr::from(a))
+}
+
+fn v6(a: u128, l: u8) -> String {
+    format!("{}/{l}", Ipv6Addr::from(a))
+}
+
+/// A route query: the whole table, one prefix (with `longer`: and everything inside it), or the
+/// longest match of an address.
+pub struct RouteQuery<'a> {
+    pub vrf: Option<&'a str>,
+    pub ipv6: bool,
+    pub prefix: Option<&'a str>,
+    pub longer: bool,
+    pub limit: usize,
+}
+
+impl Core {
+    pub fn interfaces(&self) -> Vec<InterfaceView> {
+        let s = self.lock("show.interfaces");
+        let r = &s.router;
+        r.ifs
+            .iter()
+            .map(|i| {
+                let port = r.port_slots[i.port as usize].clone().unwrap_or_default();
+                let in_service = s.runtime.is_in_service(i.port);
+                InterfaceView {
+                    name: i.name.clone(),
+                    vlan: i.vlan,
+                    mac: i.mac.to_string(),
+                    mtu: i.mtu,
+                    vrf: r.cfg.vrfs[i.vrf as usize].clone(),
+                    admin_up: i.up,
+                    oper_up: i.up && in_service,
+                    ipv4: i.v4.iter().map(|&(a, l)| v4(a, l)).collect(),
+                    ipv6: i.v6.iter().map(|&(a, l)| v6(a, l)).collect(),
+                    port,
+                }
+            })
+            .collect()
+    }
+
+    pub fn ports(&self) -> Vec<PortView> {
+        let s = self.lock("show.ports");
+        let snap = s.runtime.snapshot();
+        let b = &s.baseline;
+        let workers = s.runtime.workers();
+        s.router
+            .port_slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
+            .map(|(i, name)| {
+                let pc = s.router.cfg.ports.iter().find(|p| &p.name == name);
+                let driver = match pc.map(|p| &p.driver) {
+                    Some(Driver::Mem) => "mem",
+                    Some(Driver::Pcap { .. }) => "pcap",
+                    None => "?",
+                };
+                let mut queues: Vec<QueueView> = workers
+                    .iter()
+                    .flat_map(|w| {
+                        w.rx.iter()
+                            .filter(|(p, _)| *p as usize == i)
+                            .map(|&(_, q)| QueueView {
+                                queue: q,
+                                worker: w.id,
+                            })
+                    })
+                    .collect();
+                queues.sort_by_key(|q| q.queue);
+                PortView {
+                    name: name.clone(),
+                    index: i as u16,
+                    driver,
+                    in_service: s.runtime.is_in_service(i as u16),
+                    queues,
+                    rx_packets: sub(&snap.rx_packets, &b.rx_packets, i),
+                    rx_bytes: sub(&snap.rx_bytes, &b.rx_bytes, i),
+                    tx_packets: sub(&snap.tx_packets, &b.tx_packets, i),
+                    tx_bytes: sub(&snap.tx_bytes, &b.tx_bytes, i),
+                }
+            })
+            .collect()
+    }
+
+    pub fn routes(&self, q: &RouteQuery<'_>) -> ApiResult<RoutesView> {
+        let s = self.lock("show.routes");
+        let r = &s.router;
+        let vrf_name = q.vrf.unwrap_or("default");
+        let vrf = r
+            .cfg
+            .vrfs
+            .iter()
+            .position(|v| v == vrf_name)
+            .ok_or_else(|| ApiError::not_found(format!("no VRF `{vrf_name}`")))?;
+        let fib = &r.fibs[vrf];
+        let desc = r.next_hop_descriptions();
+        let statics: HashSet<PrefixKey> = r
+            .cfg
+            .routes
+            .iter()
+            .filter(|x| x.vrf == vrf_name)
+            .map(|x| x.prefix.into())
+            .collect();
+        let neighbors: HashSet<IpAddr> = r
+            .cfg
+            .neighbors
+            .iter()
+            .filter(|n| {
+                r.ifs
+                    .iter()
+                    .find(|i| i.name == n.interface)
+                    .is_some_and(|i| i.vrf as usize == vrf)
+            })
+            .map(|n| n.ip)
+            .collect();
+        // (key, len, next hop) of every matching route.
+        let mut found: Vec<(u128, u8, u32)> = Vec::new();
+        let want = match q.prefix {
+            None => None,
+            Some(text) => {
+                let exact = text.contains('/');
+                let p = Prefix::parse(text).map_err(ApiError::invalid)?;
+                match (p, q.ipv6) {
+                    (Prefix::V4(..), true) | (Prefix::V6(..), false) => {
+                        return Err(ApiError::invalid(format!(
+                            "`{text}` is not an {} prefix",
+                            if q.ipv6 { "IPv6" } else { "IPv4" }
+                        )))
+                    }
+                    _ => {}
+                }
+                Some((p, exact))
+            }
+        };
+        let total;
+        if q.ipv6 {
+            total = fib.v6.len();
+            match want {
+                Some((Prefix::V6(a, l), false)) => {
+                    // Longest match for an address.
+                    if let Some(m) = (0..=l)
+                        .rev()
+                        .find_map(|len| fib.v6.get(a.masked(len), len).map(|nh| (len, nh)))
+                    {
+                        found.push((a.masked(m.0), m.0, m.1));
+                    }
+                }
+                Some((Prefix::V6(a, l), true)) => {
+                    if q.longer {
+                        found.extend(
+                            fib.v6
+                                .routes()
+                                .filter(|x| x.len >= l && x.prefix.masked(l) == a)
+                                .map(|x| (x.prefix, x.len, x.next_hop)),
+                        );
+                    } else if let Some(nh) = fib.v6.get(a, l) {
+                        found.push((a, l, nh));
+                    }
+                }
+                _ => found.extend(fib.v6.routes().map(|x| (x.prefix, x.len, x.next_hop))),
+            }
+        } else {
+            total = fib.v4.len();
+            match want {
+                Some((Prefix::V4(a, l), false)) => {
+                    if let Some(m) = (0..=l)
+                        .rev()
+                        .find_map(|len| fib.v4.get(a.masked(len), len).map(|nh| (len, nh)))
+                    {
+                        found.push((a.masked(m.0) as u128, m.0, m.1));
+                    }
+                }
+                Some((Prefix::V4(a, l), true)) => {
+                    if q.longer {
+                        found.extend(
+                            fib.v4
+                                .routes()
+                                .filter(|x| x.len >= l && x.prefix.masked(l) == a)
+                                .map(|x| (x.prefix as u128, x.len, x.next_hop)),
+                        );
+                    } else if let Some(nh) = fib.v4.get(a, l) {
+                        found.push((a as u128, l, nh));
+                    }
+                }
+                _ => found.extend(
+                    fib.v4
+                        .routes()
+                        .map(|x| (x.prefix as u128, x.len, x.next_hop)),
+                ),
+            }
+        }
+        let matched = found.len();
+        if found.len() > q.limit {
+            found.select_nth_unstable(q.limit);
+            found.truncate(q.limit);
+        }
+        found.sort_unstable();
+        let routes = found
+            .into_iter()
+            .map(|(a, l, nh)| {
+                let (key, prefix, host) = if q.ipv6 {
+                    (
+                        PrefixKey::V6(a, l),
+                        v6(a, l),
+                        (l == 128).then(|| IpAddr::V6(Ipv6Addr::from(a))),
+                    )
+                } else {
+                    (
+                        PrefixKey::V4(a as u32, l),
+                        v4(a as u32, l),
+                        (l == 32).then(|| IpAddr::V4(Ipv4Addr::from(a as u32))),
+                    )
+                };
+                let (kind, via) = desc.get(nh as usize).cloned().unwrap_or(("?", Vec::new()));
+                let origin = if matches!(kind, "local" | "connected") {
+                    "connected"
+                } else if s.api_routes.contains_key(&(vrf, key)) {
+                    "api"
+                } else if statics.contains(&key) {
+                    "static"
+                } else if host.is_some_and(|h| neighbors.contains(&h)) {
+                    "neighbor"
+                } else {
+                    "file"
+                };
+                RouteView {
+                    prefix,
+                    origin,
+                    kind,
+                    via,
+                    next_hop_id: nh,
+                }
+            })
+            .collect();
+        Ok(RoutesView {
+            vrf: vrf_name.to_string(),
+            family: if q.ipv6 { "ipv6" } else { "ipv4" },
+            total,
+            matched,
+            routes,
+        })
+    }
+
+    pub fn neighbors(&self) -> Vec<NeighborView> {
+        let s = self.lock("show.neighbors");
+        s.router
+            .cfg
+            .neighbors
+            .iter()
+            .map(|n| NeighborView {
+                interface: n.interface.clone(),
+                ip: n.ip.to_string(),
+                mac: n.mac.to_string(),
+                state: "static",
+            })
+            .collect()
+    }
+
+    pub fn counters(&self) -> CountersView {
+        let s = self.lock("show.counters");
+        let snap = s.runtime.snapshot();
+        let b = &s.baseline;
+        let since_clear = !b.rx_packets.is_empty();
+        let ports = s
+            .router
+            .port_slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
+            .map(|(i, n)| PortCountersView {
+                port: n.clone(),
+                rx_packets: sub(&snap.rx_packets, &b.rx_packets, i),
+                rx_bytes: sub(&snap.rx_bytes, &b.rx_bytes, i),
+                tx_packets: sub(&snap.tx_packets, &b.tx_packets, i),
+                tx_bytes: sub(&snap.tx_bytes, &b.tx_bytes, i),
+            })
+            .collect();
+        CountersView {
+            ports,
+            drops: snap.total_drops().saturating_sub(b.drops.iter().sum()),
+            icmp_sent: snap.icmp_sent.saturating_sub(b.icmp_sent),
+            icmp_rate_limited: snap.icmp_rate_limited.saturating_sub(b.icmp_rate_limited),
+            echo_replies: snap.echo_replies.saturating_sub(b.echo_replies),
+            slow_path: snap.slow_path.saturating_sub(b.slow_path),
+            vectors: snap.vectors.saturating_sub(b.vectors),
+            busy_ns: snap.busy_ns.saturating_sub(b.busy_ns),
+            since_clear,
+        }
+    }
+
+    /// Drops by node and reason, with each live worker's share; only reasons that counted.
+    pub fn errors(&self) -> Vec<ErrorView> {
+        let s = self.lock("show.errors");
+        let snap = s.runtime.snapshot();
+        let per = s.runtime.worker_counters();
+        DropReason::ALL
+            .iter()
+            .map(|&d| {
+                let i = d as usize;
+                let per_worker = per
+                    .iter()
+                    .map(|(id, c)| {
+                        let base = s.worker_baseline.get(id).map_or(0, |b| b[i]);
+                        (*id, c.drops[i].load(Ordering::Relaxed).saturating_sub(base))
+                    })
+                    .filter(|x| x.1 > 0)
+                    .collect();
+                ErrorView {
+                    node: d.node(),
+                    reason: d.name(),
+                    text: d.text(),
+                    count: sub(&snap.drops, &s.baseline.drops, i),
+                    per_worker,
+                }
+            })
+            .filter(|e| e.count > 0)
+            .collect()
+    }
+
+    pub fn workers(&self) -> Vec<WorkerView> {
+        let s = self.lock("show.workers");
+        let counters = s.runtime.worker_counters();
+        s.runtime
+            .workers()
+            .into_iter()
+            .map(|w| {
+                let c = counters
+                    .iter()
+                    .find(|(id, _)| *id == w.id)
+                    .map(|(_, c)| c.clone());
+                let r = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+                let (mut rx, mut tx, mut drops, mut vectors, mut busy) = (0, 0, 0, 0, 0);
+                if let Some(c) = c {
+                    for p in c.ports.iter().take(MAX_PORTS) {
+                        rx += r(&p.rx_packets);
+                        tx += r(&p.tx_packets);
+                    }
+                    drops = c.drops.iter().map(r).sum();
+                    vectors = r(&c.vectors);
+                    busy = r(&c.busy_ns);
+                }
+                WorkerView {
+                    id: w.id,
+                    core: w.core,
+                    rx_queues: w
+                        .rx
+                        .iter()
+                        .map(|(p, q)| format!("{}/{q}", s.runtime.port_name(*p).unwrap_or("?")))
+                        .collect(),
+                    rx_packets: rx,
+                    tx_packets: tx,
+                    drops,
+                    vectors,
+                    busy_ns: busy,
+                }
+            })
+            .collect()
+    }
+
+    fn tables(s: &super::State) -> Vec<TableView> {
+        let mut t = Vec::new();
+        for f in &s.router.fibs {
+            let v4s = f.v4.stats();
+            let v6s = f.v6.stats();
+            t.push(TableView {
+                table: format!("ipv4 routes vrf {}", f.name),
+                entries: f.v4.len(),
+                limit: f.v4.config().max_routes,
+                bytes: v4s.lookup_bytes() + v4s.store_bytes,
+            });
+            t.push(TableView {
+                table: format!("ipv6 routes vrf {}", f.name),
+                entries: f.v6.len(),
+                limit: f.v6.config().max_routes,
+                bytes: v6s.lookup_bytes() + v6s.store_bytes,
+            });
+        }
+        t.push(TableView {
+            table: "next hops".into(),
+            entries: s.router.next_hops.len(),
+            limit: fib::lpm::MAX_NEXT_HOP as usize,
+            bytes: s.router.next_hops.len() * std::mem::size_of::<dataplane::NextHop>(),
+        });
+        t.push(TableView {
+            table: "neighbors".into(),
+            entries: s.router.cfg.neighbors.len(),
+            limit: fib::lpm::MAX_NEXT_HOP as usize,
+            bytes: 0,
+        });
+        t
+    }
+
+    pub fn system(&self) -> SystemView {
+        let pending = self.pending_confirm();
+        let api = self.command_stats();
+        let s = self.lock("show.system");
+        SystemView {
+            version: env!("CARGO_PKG_VERSION"),
+            uptime_s: self.uptime().as_secs(),
+            commit: s.history.last_id(),
+            pending_confirm: pending,
+            workers: s.runtime.workers().len(),
+            ports: s.router.port_slots.iter().flatten().count(),
+            buffers: s.runtime.pool.capacity(),
+            buffers_free: s.runtime.pool.available(),
+            tables: Self::tables(&s),
+            api,
+        }
+    }
+
+    pub fn logging(&self, n: usize) -> Vec<LogView> {
+        self.logger
+            .recent(n)
+            .into_iter()
+            .map(|r| LogView {
+                seq: r.seq,
+                unix_ms: r
+                    .time
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                severity: r.severity.name(),
+                msgid: r.msgid,
+                params: r.params,
+                text: r.text,
+            })
+            .collect()
+    }
+
+    /// Every counter and table gauge in the Prometheus text format.
+    pub fn metrics(&self) -> String {
+        let api = self.command_stats();
+        let log = self.logger.stats();
+        let s = self.lock("metrics");
+        let snap: Snapshot = s.runtime.snapshot();
+        let per = s.runtime.worker_counters();
+        let names: Vec<(usize, String)> = s
+            .router
+            .port_slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.clone().map(|n| (i, n)))
+            .collect();
+        let mut e = Exposition::new();
+        let port_families: [(&str, &str, &Vec<u64>); 4] = [
+            (
+                "linerate_port_rx_packets_total",
+                "Frames received on the port.",
+                &snap.rx_packets,
+            ),
+            (
+                "linerate_port_rx_bytes_total",
+                "Bytes received on the port.",
+                &snap.rx_bytes,
+            ),
+            (
+                "linerate_port_tx_packets_total",
+                "Frames transmitted on the port.",
+                &snap.tx_packets,
+            ),
+            (
+                "linerate_port_tx_bytes_total",
+                "Bytes transmitted on the port.",
+                &snap.tx_bytes,
+            ),
+        ];
+        for (name, help, v) in port_families {
+            e.family(name, Kind::Counter, help);
+            for (i, n) in &names {
+                e.sample(&[("port", n)], v.get(*i).copied().unwrap_or(0) as f64);
+            }
+        }
+        e.family(
+            "linerate_port_up",
+            Kind::Gauge,
+            "1 if the port is in service, 0 if it was removed.",
+        );
+        for (i, n) in &names {
+            e.sample(
+                &[("port", n)],
+                s.runtime.is_in_service(*i as u16) as u8 as f64,
+            );
+        }
+        e.family(
+            "linerate_interface_up",
+            Kind::Gauge,
+            "1 if the interface is administratively and operationally up.",
+        );
+        for i in &s.router.ifs {
+            let up = i.up && s.runtime.is_in_service(i.port);
+            e.sample(&[("interface", &i.name)], up as u8 as f64);
+        }
+        let r = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
+        e.family(
+            "linerate_drops_total",
+            Kind::Counter,
+            "Frames dropped, by node, reason and worker.",
+        );
+        for (id, c) in &per {
+            let w = id.to_string();
+            for &d in DropReason::ALL {
+                e.sample(
+                    &[("worker", &w), ("node", d.node()), ("reason", d.name())],
+                    r(&c.drops[d as usize]),
+                );
+            }
+        }
+        type Field = fn(&dataplane::WorkerCounters) -> &std::sync::atomic::AtomicU64;
+        let worker_families: [(&str, &str, Field); 6] = [
+            (
+                "linerate_worker_vectors_total",
+                "Vectors (bursts) processed by the worker.",
+                |c| &c.vectors,
+            ),
+            (
+                "linerate_worker_icmp_sent_total",
+                "ICMP and ICMPv6 errors sent by the worker.",
+                |c| &c.icmp_sent,
+            ),
+            (
+                "linerate_worker_icmp_rate_limited_total",
+                "ICMP errors not sent because of the rate limit.",
+                |c| &c.icmp_rate_limited,
+            ),
+            (
+                "linerate_worker_echo_replies_total",
+                "Echo replies sent for the router's addresses.",
+                |c| &c.echo_replies,
+            ),
+            (
+                "linerate_worker_slow_path_total",
+                "Packets handled by the slow path.",
+                |c| &c.slow_path,
+            ),
+            (
+                "linerate_worker_busy_nanoseconds_total",
+                "Nanoseconds the worker spent on vectors that carried frames.",
+                |c| &c.busy_ns,
+            ),
+        ];
+        for (name, help, f) in worker_families {
+            e.family(name, Kind::Counter, help);
+            for (id, c) in &per {
+                e.sample(&[("worker", &id.to_string())], r(f(c)));
+            }
+        }
+        e.family(
+            "linerate_worker_rx_packets_total",
+            Kind::Counter,
+            "Frames received by the worker, by port.",
+        );
+        for (id, c) in &per {
+            for (i, n) in &names {
+                e.sample(
+                    &[("worker", &id.to_string()), ("port", n)],
+                    r(&c.ports[*i].rx_packets),
+                );
+            }
+        }
+        e.family(
+            "linerate_worker_tx_packets_total",
+            Kind::Counter,
+            "Frames transmitted by the worker, by port.",
+        );
+        for (id, c) in &per {
+            for (i, n) in &names {
+                e.sample(
+                    &[("worker", &id.to_string()), ("port", n)],
+                    r(&c.ports[*i].tx_packets),
+                );
+            }
+        }
+        e.family("linerate_workers", Kind::Gauge, "Workers running.");
+        e.sample(&[], per.len() as f64);
+        e.family(
+            "linerate_table_entries",
+            Kind::Gauge,
+            "Entries in each table (routes per VRF and family, next hops, neighbours).",
+        );
+        let tables = Self::tables(&s);
+        for t in &tables {
+            e.sample(&[("table", &t.table)], t.entries as f64);
+        }
+        e.family(
+            "linerate_table_limit",
+            Kind::Gauge,
+            "The most entries each table can hold.",
+        );
+        for t in &tables {
+            e.sample(&[("table", &t.table)], t.limit as f64);
+        }
+        e.family(
+            "linerate_table_bytes",
+            Kind::Gauge,
+            "Memory each table uses, in bytes.",
+        );
+        for t in &tables {
+            e.sample(&[("table", &t.table)], t.bytes as f64);
+        }
+        e.family(
+            "linerate_buffers",
+            Kind::Gauge,
+            "Packet buffers in the pool.",
+        );
+        e.sample(&[], s.runtime.pool.capacity() as f64);
+        e.family(
+            "linerate_buffers_free",
+            Kind::Gauge,
+            "Packet buffers not in use.",
+        );
+        e.sample(&[], s.runtime.pool.available() as f64);
+        e.family(
+            "linerate_config_commit",
+            Kind::Gauge,
+            "Id of the running config's commit.",
+        );
+        e.sample(&[], s.history.last_id() as f64);
+        e.family(
+            "linerate_api_routes",
+            Kind::Gauge,
+            "Routes added through the API.",
+        );
+        e.sample(&[], s.api_routes.len() as f64);
+        e.family(
+            "linerate_syslog_records_total",
+            Kind::Counter,
+            "Syslog records produced.",
+        );
+        e.sample(&[], log.records as f64);
+        e.family(
+            "linerate_syslog_send_errors_total",
+            Kind::Counter,
+            "Syslog records that could not be sent to a server.",
+        );
+        e.sample(&[], log.send_errors as f64);
+        e.family(
+            "linerate_api_commands_total",
+            Kind::Counter,
+            "Commands run by the control plane, by command.",
+        );
+        for (k, v) in &api {
+            e.sample(&[("command", k)], v.count as f64);
+        }
+        e.family(
+            "linerate_api_command_wait_seconds_total",
+            Kind::Counter,
+            "Time commands waited for the control-plane state, by command.",
+        );
+        for (k, v) in &api {
+            e.sample(&[("command", k)], v.wait_ns as f64 / 1e9);
+        }
+        e.family(
+            "linerate_api_command_run_seconds_total",
+            Kind::Counter,
+            "Time commands ran holding the control-plane state, by command.",
+        );
+        for (k, v) in &api {
+            e.sample(&[("command", k)], v.run_ns as f64 / 1e9);
+        }
+        e.family(
+            "linerate_uptime_seconds",
+            Kind::Gauge,
+            "Seconds since the router started.",
+        );
+        e.sample(&[], self.uptime().as_secs_f64());
+        e.finish()
+    }
+}

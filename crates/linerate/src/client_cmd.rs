@@ -1,0 +1,894 @@
+//! The CLI as a pure client of the runtime API: each command is one request to the router's
+//! socket, printed as router CLIs print it (or as JSON with `--json`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use api::{Client, Endpoint, Response};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+/// Where the router's API is (every client command takes these).
+#[derive(Args, Clone)]
+pub struct ApiArgs {
+    /// The router's API socket.
+    #[arg(long, global = true, env = "LINERATE_SOCKET", default_value = api::DEFAULT_SOCKET)]
+    pub socket: PathBuf,
+    /// Talk to the API on TCP (HOST:PORT) instead of the socket; needs --token-file.
+    #[arg(long, global = true)]
+    pub api: Option<String>,
+    /// File holding the bearer token for --api.
+    #[arg(long, global = true)]
+    pub token_file: Option<PathBuf>,
+}
+
+impl ApiArgs {
+    pub fn client(&self) -> Result<Client, String> {
+        let ep = match &self.api {
+            Some(addr) => {
+                let f = self
+                    .token_file
+                    .as_ref()
+                    .ok_or("--api needs --token-file (TCP requests must carry the token)")?;
+                let token = std::fs::read_to_string(f)
+                    .map_err(|e| format!("{}: {e}", f.display()))?
+                    .trim()
+                    .to_string();
+                Endpoint::Tcp(addr.clone(), token)
+            }
+            None => Endpoint::Unix(self.socket.clone()),
+        };
+        Client::new(ep)
+    }
+}
+
+#[derive(Subcommand)]
+pub enum ShowCmd {
+    /// Interfaces: port, VLAN, addresses, admin/oper state.
+    Interfaces,
+    /// Ports: driver, service state, queues and the workers polling them, counters.
+    Ports,
+    /// IPv4: `show ip route [ADDRESS | PREFIX [--longer]]`.
+    Ip {
+        #[command(subcommand)]
+        what: RouteShow,
+    },
+    /// IPv6: `show ipv6 route [ADDRESS | PREFIX [--longer]]`.
+    Ipv6 {
+        #[command(subcommand)]
+        what: RouteShow,
+    },
+    /// Neighbours (adjacencies) and their MAC addresses.
+    Neighbors,
+    /// Frames and bytes per port, since `clear counters`.
+    Counters,
+    /// Drops by node and reason, with each worker's share.
+    Errors,
+    /// Workers: core, receive queues, load.
+    Workers,
+    /// The latest syslog records.
+    Logging {
+        #[arg(short, default_value_t = 50)]
+        n: usize,
+    },
+    /// Version, uptime, commit, tables and their limits, API command times.
+    System,
+    /// Every metric, in the Prometheus text format.
+    Metrics,
+    /// The running config.
+    RunningConfig,
+}
+
+#[derive(Subcommand)]
+pub enum RouteShow {
+    Route {
+        /// An address (longest match) or a prefix (exact; with --longer, and all inside it).
+        prefix: Option<String>,
+        #[arg(long)]
+        vrf: Option<String>,
+        #[arg(long)]
+        longer: bool,
+        /// Print at most this many routes (0: all).
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ClearCmd {
+    /// Shows count from zero again (metrics keep counting).
+    Counters,
+}
+
+#[derive(Subcommand)]
+pub enum ConfigCmd {
+    /// Check FILE whole and make it the running config, atomically; or change nothing.
+    Apply {
+        file: PathBuf,
+        /// Check and show the difference only.
+        #[arg(long)]
+        dry_run: bool,
+        /// Roll back by itself after SECONDS unless `config confirm` comes first.
+        #[arg(long, value_name = "SECONDS")]
+        confirm: Option<u64>,
+        /// A note kept in the history.
+        #[arg(short, long, default_value = "")]
+        message: String,
+    },
+    /// The difference between the running config and FILE (nothing is applied).
+    Diff { file: PathBuf },
+    /// The commits, newest last.
+    History,
+    /// One commit's config text.
+    Show { id: u64 },
+    /// Make commit ID's config the running one again.
+    Rollback { id: u64 },
+    /// Keep the commit that is waiting for confirmation.
+    Confirm,
+}
+
+#[derive(Subcommand)]
+pub enum RouteCmd {
+    /// Add a route: `route add 10.9.0.0/16 via 192.0.2.2[,192.0.2.3]`, `... blackhole`, `... reject`.
+    Add {
+        prefix: String,
+        /// `via ADDR[,ADDR...]`, `blackhole` or `reject`.
+        #[arg(num_args = 1..=2, required = true)]
+        target: Vec<String>,
+        #[arg(long)]
+        vrf: Option<String>,
+    },
+    /// Remove a route added through the API.
+    Del {
+        prefix: String,
+        #[arg(long)]
+        vrf: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum PortCmd {
+    /// Take a port out of service (as if pulled); other ports are not touched.
+    Remove { name: String },
+    /// Put a port back in service.
+    Insert { name: String },
+}
+
+#[derive(Subcommand)]
+pub enum WorkerCmd {
+    /// Start one more worker; receive queues are rebalanced onto it.
+    Add {
+        #[arg(long)]
+        core: Option<usize>,
+    },
+    /// Retire a worker; its receive queues move to the others first.
+    Remove { id: usize },
+}
+
+#[derive(Args)]
+pub struct CaptureArgs {
+    /// The port (default: every port).
+    #[arg(long, short = 'i')]
+    pub port: Option<String>,
+    /// rx, tx or both.
+    #[arg(long)]
+    pub direction: Option<String>,
+    /// A node's output: ethernet-input, ip4-forward, ip6-forward, slow-path.
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Dropped frames.
+    #[arg(long)]
+    pub drops: bool,
+    /// Stop after this many frames.
+    #[arg(short = 'c', long, default_value_t = 100)]
+    pub count: u64,
+    #[arg(short = 's', long, default_value_t = 65535)]
+    pub snaplen: usize,
+    /// Stop waiting after this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub timeout: f64,
+    /// The pcap file to write.
+    #[arg(short = 'w', long)]
+    pub write: PathBuf,
+    /// A filter, as tcpdump's: `udp and dst net 10.0.0.0/8`.
+    #[arg(trailing_var_arg = true)]
+    pub filter: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct TraceArgs {
+    #[arg(long, short = 'i')]
+    pub port: Option<String>,
+    #[arg(short = 'c', long, default_value_t = 10)]
+    pub count: u32,
+    #[arg(long, default_value_t = 10.0)]
+    pub timeout: f64,
+    #[arg(long)]
+    pub json: bool,
+    #[arg(trailing_var_arg = true)]
+    pub filter: Vec<String>,
+}
+
+fn checked(r: Response) -> Result<Response, String> {
+    if r.ok() {
+        return Ok(r);
+    }
+    match r.json() {
+        Ok(v) => {
+            let mut m = v["message"].as_str().unwrap_or("error").to_string();
+            if let Some(errs) = v["errors"].as_array() {
+                for e in errs {
+                    m.push('\n');
+                    m.push_str(e.as_str().unwrap_or(""));
+                }
+            }
+            Err(m)
+        }
+        Err(_) => Err(format!(
+            "the router answered {}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        )),
+    }
+}
+
+fn get(c: &Client, path: &str) -> Result<Value, String> {
+    checked(c.get(path)?)?.json()
+}
+
+fn post(c: &Client, path: &str, body: Value) -> Result<Value, String> {
+    checked(c.post(path, &body)?)?.json()
+}
+
+/// A plain text table with a header, columns padded to their widest cell.
+fn table(head: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<width$}  ", width = w[i]));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(head.iter().map(|s| s.to_string()).collect());
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(x) => x.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn list(v: &Value) -> String {
+    let items: Vec<String> = v
+        .as_array()
+        .map(|a| a.iter().map(s).collect())
+        .unwrap_or_default();
+    if items.is_empty() {
+        "-".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
+    let c = a.client()?;
+    let (path, render): (String, fn(&Value) -> String) = match &what {
+        ShowCmd::Interfaces => ("/v1/interfaces".into(), |v| {
+            let rows = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| {
+                    let state = match (i["admin_up"].as_bool(), i["oper_up"].as_bool()) {
+                        (Some(true), Some(true)) => "up/up",
+                        (Some(true), _) => "up/down",
+                        _ => "admin-down/down",
+                    };
+                    vec![
+                        s(&i["name"]),
+                        s(&i["port"]),
+                        s(&i["vlan"]),
+                        state.into(),
+                        s(&i["vrf"]),
+                        s(&i["mtu"]),
+                        s(&i["mac"]),
+                        format!("{} {}", list(&i["ipv4"]), list(&i["ipv6"])),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    "Interface",
+                    "Port",
+                    "VLAN",
+                    "Admin/Oper",
+                    "VRF",
+                    "MTU",
+                    "MAC",
+                    "Addresses",
+                ],
+                rows,
+            )
+        }),
+        ShowCmd::Ports => ("/v1/ports".into(), |v| {
+            let rows = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    let q: Vec<String> = p["queues"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|q| format!("q{}:w{}", q["queue"], q["worker"]))
+                        .collect();
+                    vec![
+                        s(&p["name"]),
+                        s(&p["index"]),
+                        s(&p["driver"]),
+                        if p["in_service"].as_bool() == Some(true) {
+                            "in service".into()
+                        } else {
+                            "removed".into()
+                        },
+                        if q.is_empty() {
+                            "-".into()
+                        } else {
+                            q.join(" ")
+                        },
+                        s(&p["rx_packets"]),
+                        s(&p["tx_packets"]),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    "Port",
+                    "Index",
+                    "Driver",
+                    "State",
+                    "Queues",
+                    "RX frames",
+                    "TX frames",
+                ],
+                rows,
+            )
+        }),
+        ShowCmd::Ip {
+            what:
+                RouteShow::Route {
+                    prefix,
+                    vrf,
+                    longer,
+                    limit,
+                },
+        }
+        | ShowCmd::Ipv6 {
+            what:
+                RouteShow::Route {
+                    prefix,
+                    vrf,
+                    longer,
+                    limit,
+                },
+        } => {
+            let fam = if matches!(what, ShowCmd::Ip { .. }) {
+                "ipv4"
+            } else {
+                "ipv6"
+            };
+            let mut q = format!("/v1/routes?family={fam}&longer={longer}");
+            if let Some(p) = prefix {
+                q.push_str(&format!("&prefix={}", enc(p)));
+            }
+            if let Some(v) = vrf {
+                q.push_str(&format!("&vrf={}", enc(v)));
+            }
+            if *limit > 0 {
+                q.push_str(&format!("&limit={limit}"));
+            }
+            (q, |v| {
+                let mut out = format!(
+                    "VRF {}, {}: {} routes{}\nCodes: C connected, S static, F route file, A API, N neighbour\n\n",
+                    s(&v["vrf"]),
+                    s(&v["family"]),
+                    v["total"],
+                    if v["matched"] != v["total"] {
+                        format!(", {} matched", v["matched"])
+                    } else {
+                        String::new()
+                    }
+                );
+                let rows: Vec<Vec<String>> = v["routes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| {
+                        let code = match r["origin"].as_str() {
+                            Some("connected") => "C",
+                            Some("static") => "S",
+                            Some("api") => "A",
+                            Some("neighbor") => "N",
+                            _ => "F",
+                        };
+                        let via = match r["kind"].as_str() {
+                            Some("forward") | Some("ecmp") => format!("via {}", list(&r["via"])),
+                            Some("connected") => format!("directly connected, {}", list(&r["via"])),
+                            Some("local") => "local (the router's address)".into(),
+                            Some("down") => format!("down ({})", list(&r["via"])),
+                            Some(k) => k.to_string(),
+                            None => "-".into(),
+                        };
+                        vec![code.into(), s(&r["prefix"]), via]
+                    })
+                    .collect();
+                let shown = rows.len();
+                out.push_str(&table(&["", "Prefix", "Next hop"], rows));
+                if let Some(m) = v["matched"].as_u64() {
+                    if m as usize > shown {
+                        out.push_str(&format!(
+                            "... {} more (use --limit 0 for all)\n",
+                            m as usize - shown
+                        ));
+                    }
+                }
+                out
+            })
+        }
+        ShowCmd::Neighbors => ("/v1/neighbors".into(), |v| {
+            let rows = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|n| {
+                    vec![
+                        s(&n["ip"]),
+                        s(&n["mac"]),
+                        s(&n["interface"]),
+                        s(&n["state"]),
+                    ]
+                })
+                .collect();
+            table(&["Address", "MAC", "Interface", "State"], rows)
+        }),
+        ShowCmd::Counters => {
+            ("/v1/counters".into(), |v| {
+                let rows = v["ports"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| {
+                        vec![
+                            s(&p["port"]),
+                            s(&p["rx_packets"]),
+                            s(&p["rx_bytes"]),
+                            s(&p["tx_packets"]),
+                            s(&p["tx_bytes"]),
+                        ]
+                    })
+                    .collect();
+                let mut out = table(
+                    &["Port", "RX frames", "RX bytes", "TX frames", "TX bytes"],
+                    rows,
+                );
+                out.push_str(&format!(
+                "\ndrops {}  icmp-sent {}  icmp-rate-limited {}  echo-replies {}  slow-path {}\n",
+                v["drops"], v["icmp_sent"], v["icmp_rate_limited"], v["echo_replies"], v["slow_path"]
+            ));
+                out
+            })
+        }
+        ShowCmd::Errors => ("/v1/errors".into(), |v| {
+            let rows: Vec<Vec<String>> = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| {
+                    let per: Vec<String> = e["per_worker"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .map(|(w, n)| format!("w{w}:{n}"))
+                        .collect();
+                    vec![
+                        s(&e["node"]),
+                        s(&e["reason"]),
+                        s(&e["count"]),
+                        if per.is_empty() {
+                            "-".into()
+                        } else {
+                            per.join(" ")
+                        },
+                        s(&e["text"]),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                return "no drops\n".into();
+            }
+            table(&["Node", "Reason", "Count", "Per worker", "Meaning"], rows)
+        }),
+        ShowCmd::Workers => ("/v1/workers".into(), |v| {
+            let rows = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|w| {
+                    vec![
+                        s(&w["id"]),
+                        s(&w["core"]),
+                        list(&w["rx_queues"]),
+                        s(&w["rx_packets"]),
+                        s(&w["tx_packets"]),
+                        s(&w["drops"]),
+                        s(&w["vectors"]),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    "Worker",
+                    "Core",
+                    "RX queues",
+                    "RX frames",
+                    "TX frames",
+                    "Drops",
+                    "Vectors",
+                ],
+                rows,
+            )
+        }),
+        ShowCmd::Logging { n } => (format!("/v1/logging?n={n}"), |v| {
+            let mut out = String::new();
+            for r in v.as_array().into_iter().flatten() {
+                let ms = r["unix_ms"].as_u64().unwrap_or(0);
+                out.push_str(&format!(
+                    "{} {:<7} {:<16} {}\n",
+                    clock(ms),
+                    s(&r["severity"]),
+                    s(&r["msgid"]),
+                    s(&r["text"])
+                ));
+            }
+            out
+        }),
+        ShowCmd::System => ("/v1/system".into(), |v| {
+            let mut out = format!(
+                "linerate {}, up {} s, config commit {}{}\nworkers {}, ports {}, buffers {} ({} free)\n\n",
+                s(&v["version"]),
+                v["uptime_s"],
+                v["commit"],
+                match v["pending_confirm"].as_array() {
+                    Some(p) => format!(" (commit {} rolls back in {} s unless confirmed)", p[0], p[1]),
+                    None => String::new(),
+                },
+                v["workers"],
+                v["ports"],
+                v["buffers"],
+                v["buffers_free"]
+            );
+            let rows = v["tables"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    vec![
+                        s(&t["table"]),
+                        s(&t["entries"]),
+                        s(&t["limit"]),
+                        s(&t["bytes"]),
+                    ]
+                })
+                .collect();
+            out.push_str(&table(&["Table", "Entries", "Limit", "Bytes"], rows));
+            out
+        }),
+        ShowCmd::Metrics => {
+            let r = checked(c.get("/metrics")?)?;
+            print!("{}", String::from_utf8_lossy(&r.body));
+            return Ok(());
+        }
+        ShowCmd::RunningConfig => {
+            let v = get(&c, "/v1/config")?;
+            if json_out {
+                print_json(&v);
+            } else {
+                print!("{}", v["text"].as_str().unwrap_or(""));
+            }
+            return Ok(());
+        }
+    };
+    let v = get(&c, &path)?;
+    if json_out {
+        print_json(&v);
+    } else {
+        print!("{}", render(&v));
+    }
+    Ok(())
+}
+
+/// Percent-encodes a query value (prefixes carry '/' and ':').
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// UTC wall-clock time of a Unix time in ms: `HH:MM:SS.mmm`.
+fn clock(ms: u64) -> String {
+    let secs = ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        secs / 3600 % 24,
+        secs / 60 % 60,
+        secs % 60,
+        ms % 1000
+    )
+}
+
+pub fn clear(a: &ApiArgs, _what: ClearCmd) -> Result<(), String> {
+    post(&a.client()?, "/v1/counters/clear", json!({}))?;
+    println!("counters cleared");
+    Ok(())
+}
+
+fn print_outcome(v: &Value) {
+    if v["changed"].as_bool() != Some(true) {
+        println!("no changes: the running config is the same");
+        return;
+    }
+    let diff = v["diff"].as_str().unwrap_or("");
+    print!("{diff}");
+    for l in v["summary"].as_array().into_iter().flatten() {
+        println!("{}", s(l));
+    }
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        println!("warning: {}", s(w));
+    }
+    if v["dry_run"].as_bool() == Some(true) {
+        println!("dry run: nothing was applied");
+    } else if let Some(id) = v["commit"].as_u64() {
+        match v["confirm_deadline_s"].as_u64() {
+            Some(t) => println!(
+                "commit {id} applied; it rolls back in {t} s unless `linerate config confirm`"
+            ),
+            None => println!("commit {id} applied"),
+        }
+    }
+}
+
+pub fn config(a: &ApiArgs, json_out: bool, cmd: ConfigCmd) -> Result<(), String> {
+    let c = a.client()?;
+    let read = |f: &PathBuf| -> Result<(String, PathBuf), String> {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let abs = std::fs::canonicalize(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        Ok((text, abs))
+    };
+    let v = match cmd {
+        ConfigCmd::Apply {
+            file,
+            dry_run,
+            confirm,
+            message,
+        } => {
+            let (text, source) = read(&file)?;
+            post(
+                &c,
+                "/v1/config/apply",
+                json!({"text": text, "source": source, "dry_run": dry_run,
+                       "confirm_seconds": confirm, "comment": message}),
+            )?
+        }
+        ConfigCmd::Diff { file } => {
+            let (text, source) = read(&file)?;
+            post(
+                &c,
+                "/v1/config/apply",
+                json!({"text": text, "source": source, "dry_run": true}),
+            )?
+        }
+        ConfigCmd::History => {
+            let v = get(&c, "/v1/config/history")?;
+            if json_out {
+                print_json(&v);
+                return Ok(());
+            }
+            let rows = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| {
+                    vec![
+                        s(&h["id"]),
+                        clock(h["unix_time"].as_u64().unwrap_or(0) * 1000),
+                        s(&h["status"]),
+                        h["summary"].as_array().map_or(0, |a| a.len()).to_string(),
+                        s(&h["comment"]),
+                    ]
+                })
+                .collect();
+            print!(
+                "{}",
+                table(
+                    &["Commit", "Time (UTC)", "Status", "Changes", "Comment"],
+                    rows
+                )
+            );
+            return Ok(());
+        }
+        ConfigCmd::Show { id } => {
+            let v = get(&c, &format!("/v1/config/history/{id}"))?;
+            if json_out {
+                print_json(&v);
+            } else {
+                print!("{}", v["text"].as_str().unwrap_or(""));
+            }
+            return Ok(());
+        }
+        ConfigCmd::Rollback { id } => post(&c, &format!("/v1/config/rollback/{id}"), json!({}))?,
+        ConfigCmd::Confirm => {
+            let v = post(&c, "/v1/config/confirm", json!({}))?;
+            println!("commit {v} confirmed");
+            return Ok(());
+        }
+    };
+    if json_out {
+        print_json(&v);
+    } else {
+        print_outcome(&v);
+    }
+    Ok(())
+}
+
+pub fn route(a: &ApiArgs, cmd: RouteCmd) -> Result<(), String> {
+    let c = a.client()?;
+    match cmd {
+        RouteCmd::Add {
+            prefix,
+            target,
+            vrf,
+        } => {
+            let body = match target
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                ["via", list] => json!({"prefix": prefix, "vrf": vrf,
+                    "via": list.split(',').collect::<Vec<_>>()}),
+                ["blackhole"] => json!({"prefix": prefix, "vrf": vrf, "blackhole": true}),
+                ["reject"] => json!({"prefix": prefix, "vrf": vrf, "reject": true}),
+                _ => return Err("expected `via ADDR[,ADDR...]`, `blackhole` or `reject`".into()),
+            };
+            post(&c, "/v1/routes", body)?;
+        }
+        RouteCmd::Del { prefix, vrf } => {
+            let mut q = format!("/v1/routes?prefix={}", enc(&prefix));
+            if let Some(v) = vrf {
+                q.push_str(&format!("&vrf={}", enc(&v)));
+            }
+            checked(c.delete(&q)?)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn port(a: &ApiArgs, cmd: PortCmd) -> Result<(), String> {
+    let c = a.client()?;
+    let (name, what) = match &cmd {
+        PortCmd::Remove { name } => (name, "remove"),
+        PortCmd::Insert { name } => (name, "insert"),
+    };
+    post(&c, &format!("/v1/ports/{}/{what}", enc(name)), json!({}))?;
+    println!(
+        "port {name} {}",
+        if what == "remove" {
+            "out of service"
+        } else {
+            "in service"
+        }
+    );
+    Ok(())
+}
+
+pub fn worker(a: &ApiArgs, cmd: WorkerCmd) -> Result<(), String> {
+    let c = a.client()?;
+    match cmd {
+        WorkerCmd::Add { core } => {
+            let v = post(&c, "/v1/workers", json!({"core": core}))?;
+            println!("worker {} started", v["worker"]);
+        }
+        WorkerCmd::Remove { id } => {
+            checked(c.delete(&format!("/v1/workers/{id}"))?)?;
+            println!("worker {id} removed");
+        }
+    }
+    Ok(())
+}
+
+pub fn capture(a: &ApiArgs, c: CaptureArgs) -> Result<(), String> {
+    let client = a.client()?;
+    let body = json!({
+        "port": c.port, "direction": c.direction, "node": c.node, "drops": c.drops,
+        "filter": c.filter.join(" "), "count": c.count, "snaplen": c.snaplen,
+        "timeout_ms": (c.timeout * 1000.0) as u64,
+    });
+    let r = checked(client.post("/v1/capture", &body)?)?;
+    let mut f =
+        std::fs::File::create(&c.write).map_err(|e| format!("{}: {e}", c.write.display()))?;
+    f.write_all(&r.body)
+        .map_err(|e| format!("{}: {e}", c.write.display()))?;
+    let frames = packet::pcap::Reader::new(&r.body[..])
+        .map(|mut rd| {
+            let mut n = 0;
+            let mut buf = Vec::new();
+            while let Ok(Some(_)) = rd.next_into(&mut buf) {
+                n += 1;
+            }
+            n
+        })
+        .unwrap_or(0);
+    eprintln!("{frames} frames written to {}", c.write.display());
+    Ok(())
+}
+
+pub fn trace(a: &ApiArgs, t: TraceArgs) -> Result<(), String> {
+    let c = a.client()?;
+    let v = post(
+        &c,
+        "/v1/trace",
+        json!({"port": t.port, "filter": t.filter.join(" "), "count": t.count,
+               "timeout_ms": (t.timeout * 1000.0) as u64}),
+    )?;
+    if t.json {
+        print_json(&v);
+        return Ok(());
+    }
+    let all = v.as_array().cloned().unwrap_or_default();
+    if all.is_empty() {
+        println!("no frame matched before the timeout");
+    }
+    for tr in all {
+        println!(
+            "Packet {} (worker {}): {}",
+            tr["id"],
+            tr["worker"],
+            s(&tr["summary"])
+        );
+        for st in tr["steps"].as_array().into_iter().flatten() {
+            println!(
+                "  {:<15} {} -> {}",
+                s(&st["node"]),
+                s(&st["decision"]),
+                s(&st["next"])
+            );
+        }
+        println!();
+    }
+    Ok(())
+}

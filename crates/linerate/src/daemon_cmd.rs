@@ -1,0 +1,136 @@
+//! `linerate daemon`: the router as a long-running service with its runtime API. It boots from
+//! the state folder's running config when there is one (the config persists across restarts),
+//! else from `--config`, and serves the API until SIGTERM or SIGINT.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use control::mgmt::commit::persisted_running;
+use control::mgmt::Core;
+use control::syslog::Logger;
+use control::{Router, Runtime, StartOptions};
+
+#[derive(Args)]
+pub struct DaemonArgs {
+    /// The config to boot from when the state folder holds none.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Where the running config and the commit history persist.
+    #[arg(long, default_value = "/var/lib/linerate")]
+    pub state: PathBuf,
+    /// Keep nothing across restarts (boot from --config every time).
+    #[arg(long)]
+    pub no_state: bool,
+    /// Also serve the API on TCP at this address; requests must carry the token of --token-file.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// Serve /metrics alone on TCP at this address (for Prometheus; no token).
+    #[arg(long)]
+    pub metrics: Option<SocketAddr>,
+    /// CPU priority (nice) of the API's threads: workers keep the CPU under a polling storm.
+    #[arg(long, default_value_t = 10)]
+    pub nice: i32,
+}
+
+pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
+    let state_dir = (!a.no_state).then(|| a.state.clone());
+    let persisted = state_dir.as_deref().and_then(persisted_running);
+    let (text, source) = match (&persisted, &a.config) {
+        (Some((text, source)), cfg) => {
+            if let Some(c) = cfg {
+                let given = std::fs::read_to_string(c).unwrap_or_default();
+                if &given != text {
+                    eprintln!(
+                        "linerate: booting from the running config in {} (the last commit); {} differs: apply it with `linerate config apply`",
+                        a.state.display(),
+                        c.display()
+                    );
+                }
+            }
+            (text.clone(), source.clone())
+        }
+        (None, Some(c)) => {
+            let text = std::fs::read_to_string(c).map_err(|e| format!("{}: {e}", c.display()))?;
+            let abs = std::fs::canonicalize(c).map_err(|e| format!("{}: {e}", c.display()))?;
+            (text, abs)
+        }
+        (None, None) => {
+            return Err(format!(
+                "no running config in {} and no --config to boot from",
+                a.state.display()
+            ))
+        }
+    };
+    let cfg = control::config::parse(&text, &source).map_err(|e| e.to_string())?;
+    let logger = Arc::new(Logger::new(cfg.logging.clone()).map_err(|e| format!("logging: {e}"))?);
+    let router = Router::build(cfg).map_err(|e| e.to_string())?;
+    let mut runtime = Runtime::start(
+        &router,
+        StartOptions {
+            exit_when_drained: false,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let peers = runtime.take_peers();
+    if !peers.is_empty() {
+        eprintln!(
+            "linerate: {} mem port(s) have no tester on their far end (run the tester with `linerate bench`)",
+            peers.len()
+        );
+    }
+    let core =
+        Core::new(router, runtime, text, source, logger, state_dir).map_err(|e| e.to_string())?;
+    let tcp = match (a.listen, &a.token_file) {
+        (Some(addr), Some(f)) => {
+            let token = std::fs::read_to_string(f)
+                .map_err(|e| format!("{}: {e}", f.display()))?
+                .trim()
+                .to_string();
+            if token.len() < 16 {
+                return Err(format!(
+                    "{}: the token must be at least 16 characters",
+                    f.display()
+                ));
+            }
+            Some((addr, token))
+        }
+        (Some(_), None) => return Err("--listen needs --token-file".into()),
+        _ => None,
+    };
+    let server = api::serve(
+        core.clone(),
+        api::ServeOptions {
+            socket: socket.clone(),
+            tcp,
+            metrics: a.metrics,
+            nice: a.nice,
+        },
+    )?;
+    eprintln!("linerate: API on {}", socket.display());
+    wait_for_signal()?;
+    eprintln!("linerate: stopping");
+    server.stop();
+    core.shutdown();
+    Ok(())
+}
+
+fn wait_for_signal() -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| e.to_string())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(())
+    })
+}
