@@ -48,6 +48,17 @@ pub struct TrialArgs {
     /// No per-trial lines.
     #[arg(long)]
     quiet: bool,
+    /// Serve the router's runtime API on this socket while the tester runs (use the CLI on it
+    /// with --socket: show, config apply, capture, trace ... under test traffic).
+    #[arg(long)]
+    api_socket: Option<PathBuf>,
+    /// One trial at this load (percent of nominal) per frame size, instead of the search.
+    #[arg(long)]
+    load: Option<f64>,
+    /// After each search, a trial at the load found while a management client sends this many
+    /// API requests per second (reads, metrics scrapes and route changes).
+    #[arg(long, value_name = "REQUESTS_PER_S")]
+    mgmt_storm: Option<f64>,
 }
 
 #[derive(Args)]
@@ -177,6 +188,17 @@ fn run_opts(t: &TrialArgs) -> Result<RunOpts, String> {
         workdir: t.out.clone(),
         loss_vs_load: t.loss_vs_load,
         back_to_back: t.back_to_back,
+        api_socket: t.api_socket.clone(),
+        fixed_load: match t.load {
+            Some(l) if l > 0.0 && l <= 100.0 => Some(l / 100.0),
+            Some(_) => return Err("--load: a percentage above 0 and at most 100".into()),
+            None => None,
+        },
+        mgmt_storm: match t.mgmt_storm {
+            Some(r) if r > 0.0 && r <= 100_000.0 => Some(r),
+            Some(_) => return Err("--mgmt-storm: requests per second, above 0".into()),
+            None => None,
+        },
     })
 }
 
@@ -268,6 +290,9 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
         }
     }
     let router = control::Router::build(cfg).map_err(|e| e.to_string())?;
+    let config_text =
+        std::fs::read_to_string(&a.router).map_err(|e| format!("{}: {e}", a.router.display()))?;
+    let config_path = std::fs::canonicalize(&a.router).unwrap_or_else(|_| a.router.clone());
     let flows = streams.iter().map(|s| s.flows()).sum();
     let plan = scenario::Scenario {
         id: "custom",
@@ -292,7 +317,14 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
     };
     let mut obs = ProgressPrinter::new();
     obs.verbose = !a.trial.quiet;
-    let r = run::run_with(router, plan, t0.elapsed().as_secs_f64(), &ro, &mut obs)?;
+    let r = run::run_with(
+        router,
+        (config_text, config_path),
+        plan,
+        t0.elapsed().as_secs_f64(),
+        &ro,
+        &mut obs,
+    )?;
     finish(&r, &a.trial.out)
 }
 
@@ -317,6 +349,9 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
             back_to_back: None,
             out,
             quiet: false,
+            api_socket: None,
+            load: None,
+            mgmt_storm: None,
         },
     })
 }

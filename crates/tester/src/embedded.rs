@@ -4,8 +4,12 @@
 
 use std::sync::Arc;
 
+use std::path::PathBuf;
+
+use control::mgmt::Core;
 use control::runtime::CounterRegistry;
-use control::{MemPeer, Router, Runtime, StartOptions};
+use control::syslog::Logger;
+use control::{MemPeer, Router, StartOptions};
 use dataplane::{DropReason, Pool};
 
 use crate::engine::{DutProbe, TesterPort};
@@ -17,7 +21,9 @@ use crate::engine::{DutProbe, TesterPort};
 pub const TX_RING: usize = 16384;
 
 pub struct Embedded {
-    pub running: Option<Runtime>,
+    /// The router's management core: it owns the router's tables and its running workers, so
+    /// a scenario can change them under traffic exactly as the API would.
+    pub core: Option<Arc<Core>>,
     pub pool: Arc<Pool>,
     /// Cores the router's workers are pinned to.
     pub worker_cores: Vec<usize>,
@@ -57,9 +63,11 @@ impl DutProbe for RouterProbe {
 impl Embedded {
     /// Starts the router's workers with rings of `ring` frames (a NIC's descriptor ring: what
     /// absorbs a burst before the device drops). Each `mem` port becomes a tester port with the
-    /// nominal speed `speeds[i]`.
+    /// nominal speed `speeds[i]`. `config` is the text and path the router was built from (the
+    /// running config its management core reports).
     pub fn start(
-        router: &Router,
+        router: Router,
+        config: (String, PathBuf),
         ring: usize,
         buffers: usize,
         speeds: &[f64],
@@ -107,11 +115,16 @@ impl Embedded {
             counters: running.counter_registry(),
             ports: router.port_slots.len(),
         };
+        let worker_cores = router.cfg.cores.clone();
+        let logger =
+            Logger::new(router.cfg.logging.clone()).map_err(|e| format!("logging: {e}"))?;
+        let core = Core::new(router, running, config.0, config.1, Arc::new(logger), None)
+            .map_err(|e| e.to_string())?;
         Ok((
             Embedded {
-                running: Some(running),
+                core: Some(core),
                 pool,
-                worker_cores: router.cfg.cores.clone(),
+                worker_cores,
             },
             ports,
             probe,
@@ -126,8 +139,12 @@ impl Embedded {
         core_affinity::set_for_current(*free).then_some(free.id)
     }
 
+    /// Stops the workers; returns the final counters.
     pub fn stop(&mut self) -> Option<dataplane::Snapshot> {
-        self.running.take().map(|r| r.stop())
+        let core = self.core.take()?;
+        let snap = core.lock("tester.stop").runtime.snapshot();
+        core.shutdown();
+        Some(snap)
     }
 }
 

@@ -25,12 +25,14 @@ pub mod embedded;
 pub mod engine;
 pub mod fake_dut;
 pub mod histogram;
+pub mod hotswap;
 pub mod load;
 pub mod procedures;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod signature;
+pub mod storm;
 pub mod stream;
 pub mod streams_file;
 

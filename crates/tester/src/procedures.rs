@@ -100,6 +100,30 @@ impl Throughput {
     }
 }
 
+/// One trial at a fixed `load` instead of a search (for watching the router under a known load
+/// while something else happens), in the shape of a search's answer.
+pub fn fixed_load(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    load: f64,
+    tolerance: f64,
+    obs: &mut dyn Observer,
+) -> Throughput {
+    let mut spec = trial.spec(load, sizes);
+    let label = format!("{sizes} at {:.1}%", load * 100.0);
+    let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
+    let pass = passes(&r, tolerance);
+    obs.trial(&label, &r, pass);
+    Throughput {
+        load: if pass { load } else { 0.0 },
+        best: pass.then(|| r.clone()),
+        tester_limited: r.tester_limited,
+        trials: vec![(load, pass, r.clone())],
+        at_max: r,
+    }
+}
+
 fn passes(r: &TrialResult, tol: f64) -> bool {
     let bad = r.lost + r.duplicated + r.corrupted;
     r.tx > 0 && bad as f64 <= tol * r.tx as f64
@@ -271,7 +295,7 @@ pub fn failover(
 ) -> (f64, TrialResult) {
     let label = format!("{sizes} failover");
     let mut spec = trial.spec(load, sizes);
-    spec.event = Some((at, event));
+    spec.events.push((at, event));
     let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
     obs.trial(&label, &r, true);
     let offered = r.tx as f64 / r.seconds;

@@ -78,18 +78,25 @@ pub fn table(r: &ScenarioReport) -> String {
         thousands(r.ring as f64),
         thousands(crate::embedded::TX_RING as f64)
     );
-    s += &format!(
-        "Method: RFC 2544 throughput, {} s trials (seed: {} s), resolution {}% of nominal, loss tolerance {}%\n\n",
-        r.trial_seconds,
-        r.seed_seconds,
-        r.resolution * 100.0,
-        r.tolerance * 100.0
-    );
-    let first = if scaling { "streams" } else { "frame (B)" };
-    s += &format!(
-        "| {first} | seed (fps) | Linerate (fps) | Mbit/s | % of nominal | latency avg / p99 / max (us) | lost | trials | vs seed |\n"
-    );
-    s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    if r.rows.is_empty() {
+        s += &format!(
+            "Method: one {} s trial (seed: {} s)\n\n",
+            r.trial_seconds, r.seed_seconds
+        );
+    } else {
+        s += &format!(
+            "Method: RFC 2544 throughput, {} s trials (seed: {} s), resolution {}% of nominal, loss tolerance {}%\n\n",
+            r.trial_seconds,
+            r.seed_seconds,
+            r.resolution * 100.0,
+            r.tolerance * 100.0
+        );
+        let first = if scaling { "streams" } else { "frame (B)" };
+        s += &format!(
+            "| {first} | seed (fps) | Linerate (fps) | Mbit/s | % of nominal | latency avg / p99 / max (us) | lost | trials | vs seed |\n"
+        );
+        s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    }
     for row in &r.rows {
         let seed = row.seed.as_ref();
         let seed_txt = match seed {
@@ -178,6 +185,75 @@ pub fn table(r: &ScenarioReport) -> String {
             thousands(*n as f64)
         );
     }
+    for (size, st) in &r.storm {
+        let t = &st.trial;
+        s += &format!(
+            "Under management load, {size}: at {:.1}% of nominal ({} fps offered), {} API requests in {:.1} s \
+             ({:.0}/s asked, {:.0}/s done; {} route changes, {} errors; latency p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms): \
+             {} frames lost{}\n",
+            st.load * 100.0,
+            thousands(t.offered_fps),
+            thousands((st.storm.reads + st.storm.route_changes) as f64),
+            st.storm.seconds,
+            st.storm.rate,
+            st.storm.achieved(),
+            st.storm.route_changes,
+            st.storm.errors,
+            st.storm.p50_ms,
+            st.storm.p99_ms,
+            st.storm.max_ms,
+            thousands(t.lost as f64),
+            if t.tester_limited { " (tester-limited trial)" } else { "" }
+        );
+    }
+    if let Some(h) = &r.hot_swap {
+        let t = &h.trial;
+        s += &format!(
+            "Hot swap at {:.0}% of nominal ({} fps offered), {} s:\n\n",
+            t.load * 100.0,
+            thousands(t.offered_fps),
+            t.seconds
+        );
+        s += "| at (s) | change | took (ms) | syslog record | result |\n|---:|---|---:|---|---|\n";
+        for c in &h.changes {
+            s += &format!(
+                "| {:.2} | {} | {:.1} | {} | {} |\n",
+                c.at_s,
+                c.what,
+                c.took_ms,
+                if c.logged {
+                    format!("{} (found)", c.msgid)
+                } else {
+                    format!("{} MISSING", c.msgid)
+                },
+                c.error.as_deref().unwrap_or("ok")
+            );
+        }
+        s += &format!(
+            "\nStreams not using port {}: {} streams, {} frames sent, {} received, {} lost, max latency {:.0} us\n",
+            h.port,
+            h.others.streams,
+            thousands(h.others.tx as f64),
+            thousands(h.others.rx as f64),
+            thousands(h.others.lost as f64),
+            h.others.max_latency_us
+        );
+        s += &format!(
+            "Streams through port {} (lose frames while it is out): {} streams, {} sent, {} lost\n",
+            h.port,
+            h.involved.streams,
+            thousands(h.involved.tx as f64),
+            thousands(h.involved.lost as f64)
+        );
+        s += &format!(
+            "Result: {}\n\n",
+            if h.passed() {
+                "PASS: every change logged, no frame lost on the other ports"
+            } else {
+                "FAIL"
+            }
+        );
+    }
     if !drops.is_empty() {
         s += &format!(
             "Router drops over all trials (failed ones included): {}\n",
@@ -252,6 +328,13 @@ pub fn json(r: &ScenarioReport) -> Value {
             "trials": trials.iter().map(|(l, t)| { let mut v = trial_json(t); v["load"] = json!(l); v }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "back_to_back": r.back_to_back.iter().map(|(size, n)| json!({"sizes": size, "frames_per_port": n})).collect::<Vec<_>>(),
+        "mgmt_storm": r.storm.iter().map(|(size, st)| json!({
+            "sizes": size, "load": st.load, "trial": trial_json(&st.trial), "storm": st.storm,
+        })).collect::<Vec<_>>(),
+        "hot_swap": r.hot_swap.as_ref().map(|h| json!({
+            "trial": trial_json(&h.trial), "port": h.port, "changes": h.changes,
+            "others": h.others, "involved": h.involved, "syslog": h.syslog, "passed": h.passed(),
+        })),
         "notes": r.notes,
     })
 }

@@ -29,6 +29,14 @@ pub struct RunOpts {
     pub loss_vs_load: bool,
     /// Also RFC 2544 26.4 back-to-back frames, per frame size, up to this many frames per port.
     pub back_to_back: Option<u64>,
+    /// Serve the router's runtime API on this Unix socket while the tester runs, so the CLI (or
+    /// anything else) can look at it and change it under test traffic.
+    pub api_socket: Option<PathBuf>,
+    /// One trial at this load per frame size instead of the throughput search.
+    pub fixed_load: Option<f64>,
+    /// After each size's search, one more trial at the load found while a management client
+    /// sends this many API requests per second (see [`crate::storm`]).
+    pub mgmt_storm: Option<f64>,
 }
 
 impl Default for RunOpts {
@@ -42,6 +50,9 @@ impl Default for RunOpts {
             workdir: std::env::temp_dir(),
             loss_vs_load: false,
             back_to_back: None,
+            api_socket: None,
+            fixed_load: None,
+            mgmt_storm: None,
         }
     }
 }
@@ -82,6 +93,10 @@ pub struct ScenarioReport {
     pub loss: Vec<(String, Vec<(f64, crate::engine::TrialResult)>)>,
     /// Back-to-back: per frame size, the longest zero-loss burst per port (when asked for).
     pub back_to_back: Vec<(String, u64)>,
+    /// Per frame size: a trial at the throughput found, under management load.
+    pub storm: Vec<(String, crate::storm::StormReport)>,
+    /// ME-15: the hot-swap trial.
+    pub hot_swap: Option<crate::hotswap::HotSwapReport>,
     pub notes: Vec<String>,
 }
 
@@ -97,7 +112,10 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
-pub(crate) fn build_router(s: &Scenario, dir: &Path) -> Result<Router, String> {
+/// The router's config as built: its text and the path it was read from.
+pub type ConfigSource = (String, PathBuf);
+
+pub(crate) fn build_router(s: &Scenario, dir: &Path) -> Result<(Router, ConfigSource), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let cfg_path = dir.join("scenario.yaml");
     std::fs::write(&cfg_path, &s.config_yaml).map_err(|e| e.to_string())?;
@@ -108,7 +126,8 @@ pub(crate) fn build_router(s: &Scenario, dir: &Path) -> Result<Router, String> {
     }
     std::fs::write(dir.join("scenario.routes"), routes).map_err(|e| e.to_string())?;
     let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
-    Router::build(cfg).map_err(|e| e.to_string())
+    let r = Router::build(cfg).map_err(|e| e.to_string())?;
+    Ok((r, (s.config_yaml.clone(), cfg_path)))
 }
 
 pub fn run(s: Scenario, ro: &RunOpts, obs: &mut dyn Observer) -> Result<ScenarioReport, String> {
@@ -117,16 +136,18 @@ pub fn run(s: Scenario, ro: &RunOpts, obs: &mut dyn Observer) -> Result<Scenario
         .workdir
         .join(format!("linerate-{}-{}", s.id, std::process::id()));
     let t0 = Instant::now();
-    let router = build_router(&s, &dir);
+    let built = build_router(&s, &dir);
+    let res = built
+        .and_then(|(router, src)| run_with(router, src, s, t0.elapsed().as_secs_f64(), ro, obs));
     let _ = std::fs::remove_dir_all(&dir);
-    let router = router?;
-    run_with(router, s, t0.elapsed().as_secs_f64(), ro, obs)
+    res
 }
 
 /// Runs `s`'s streams and procedure against an already built router (`linerate bench run` builds
 /// it from the user's config).
 pub fn run_with(
     router: Router,
+    config: ConfigSource,
     s: Scenario,
     build_s: f64,
     ro: &RunOpts,
@@ -137,7 +158,30 @@ pub fn run_with(
     // Enough buffers for every receive ring of the router full (overload), plus what is in
     // flight back to the tester and the threads' caches.
     let buffers = s.ports.len() * router.cfg.workers * ro.ring + 32768;
-    let (emb, mut ports, probe) = Embedded::start(&router, ro.ring, buffers, &speeds)?;
+    let workers = router.cfg.workers;
+    let worker_cores = router.cfg.cores.clone();
+    let (emb, mut ports, probe) =
+        Embedded::start(router, config.clone(), ro.ring, buffers, &speeds)?;
+    let core = emb.core.clone().ok_or("the router did not start")?;
+    // The API is served when asked for, and for the management storm (on a socket of its own).
+    let api_socket = ro.api_socket.clone().or_else(|| {
+        ro.mgmt_storm.map(|_| {
+            std::env::temp_dir().join(format!("linerate-bench-{}.sock", std::process::id()))
+        })
+    });
+    let _api = match &api_socket {
+        Some(sock) => Some(api::serve(
+            core.clone(),
+            api::ServeOptions {
+                socket: sock.clone(),
+                tcp: None,
+                metrics: None,
+                nice: 10,
+            },
+        )?),
+        None => None,
+    };
+    let mut storm = Vec::new();
     for (p, &k) in ports.iter_mut().zip(&s.load_scale) {
         p.load_scale = k;
     }
@@ -168,11 +212,46 @@ pub fn run_with(
     };
     let seed_for = |key: &str| s.seed.iter().find(|r| r.key == key).cloned();
     let mut rows = Vec::new();
+    let mut hot_swap = None;
     match &s.procedure {
+        Procedure::HotSwap { load, port } => {
+            let sz = &sizes[0];
+            let reload = (reload_text(&config.0), config.1.clone());
+            let r = crate::hotswap::hot_swap(
+                &mut tester,
+                core.clone(),
+                sz,
+                &ro.trial,
+                *load,
+                port,
+                reload,
+                obs,
+            );
+            hot_swap = Some(r);
+        }
         Procedure::ThroughputPerSize => {
             let all: Vec<usize> = (0..s.streams.len()).collect();
             for sz in &sizes {
-                let r = procedures::throughput(&mut tester, sz, &ro.trial, &search, obs);
+                let r = match ro.fixed_load {
+                    Some(l) => {
+                        procedures::fixed_load(&mut tester, sz, &ro.trial, l, tolerance, obs)
+                    }
+                    None => procedures::throughput(&mut tester, sz, &ro.trial, &search, obs),
+                };
+                if let (Some(rate), Some(sock)) = (ro.mgmt_storm, &api_socket) {
+                    if r.load > 0.0 {
+                        let st = crate::storm::storm_trial(
+                            &mut tester,
+                            sz,
+                            &ro.trial,
+                            r.load,
+                            sock.clone(),
+                            rate,
+                            obs,
+                        );
+                        storm.push((sz.to_string(), st));
+                    }
+                }
                 rows.push(Row {
                     key: sz.to_string(),
                     nominal_fps: nominal(&tester, sz, &all),
@@ -213,9 +292,8 @@ pub fn run_with(
             b2b.push((sz.to_string(), n));
         }
     }
-    let workers = router.cfg.workers;
-    let worker_cores = router.cfg.cores.clone();
     drop(tester);
+    drop(core);
     drop(emb);
     Ok(ScenarioReport {
         id: s.id.into(),
@@ -238,6 +316,21 @@ pub fn run_with(
         rows,
         loss,
         back_to_back: b2b,
+        hot_swap,
+        storm,
         notes: s.notes,
     })
+}
+
+/// The config with one change, for a reload: a blackhole route in the benchmarking range
+/// (RFC 2544's 198.18.0.0/15), which no test stream uses.
+fn reload_text(text: &str) -> String {
+    const ROUTE: &str = "  - { prefix: 198.19.255.0/24, blackhole: true }  # added by the reload\n";
+    match text.find("\nroutes:\n") {
+        Some(i) => {
+            let at = i + "\nroutes:\n".len();
+            format!("{}{ROUTE}{}", &text[..at], &text[at..])
+        }
+        None => format!("{}\nroutes:\n{ROUTE}", text.trim_end()),
+    }
 }

@@ -255,7 +255,9 @@ impl Tester {
         let t0 = Instant::now();
         let t0_ns = self.now_ns();
         let mut next_progress = t0 + Duration::from_millis(250);
-        let mut event = spec.event.take();
+        let mut events = std::mem::take(&mut spec.events);
+        events.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut events = events.into_iter().peekable();
         let mut loops = 0u64;
         let (mut tx_total, mut rx_total) = (0u64, 0u64);
         loop {
@@ -378,11 +380,10 @@ impl Tester {
             loops += 1;
             if loops & 63 == 0 {
                 let now = Instant::now();
-                if let Some((at, f)) = event.as_mut() {
-                    if now.duration_since(t0).as_secs_f64() >= *at {
-                        f();
-                        event = None;
-                    }
+                while let Some((_, mut f)) =
+                    events.next_if(|(at, _)| now.duration_since(t0).as_secs_f64() >= *at)
+                {
+                    f();
                 }
                 if now >= next_progress {
                     next_progress = now + Duration::from_millis(250);

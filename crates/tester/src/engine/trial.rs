@@ -52,7 +52,7 @@ pub struct TrialSpec {
     pub drain_max: Duration,
     pub verify_payload: bool,
     /// Called once, this many seconds into the trial (to cut a link, withdraw a route, ...).
-    pub event: Option<(f64, Box<dyn FnMut()>)>,
+    pub events: Vec<(f64, Box<dyn FnMut()>)>,
 }
 
 impl TrialSpec {
@@ -67,7 +67,7 @@ impl TrialSpec {
             drain_quiet: Duration::from_millis(50),
             drain_max: Duration::from_secs(2),
             verify_payload: false,
-            event: None,
+            events: Vec::new(),
         }
     }
 }

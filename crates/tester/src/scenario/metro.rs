@@ -211,3 +211,34 @@ pub(super) fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
         flows,
     }
 }
+
+/// ME-15: the ME-2 setup (IPv6, backbone both ways) at a load below its throughput, during which
+/// an access port is removed and put back, a worker is added and the first one removed, and the
+/// config is reloaded with a change. Each change must be logged, and no frame may be lost on
+/// the ports not involved.
+pub(super) fn hot_swap(o: &ScenarioOpts) -> Scenario {
+    let mut s = metro(o, true);
+    s.id = "ME-15";
+    s.title = format!("Hot swap under IPv6 traffic: {}", s.title);
+    s.seed_title = "Cisco ME 6524, section 2.6: fan tray and power supply removed and re-inserted \
+                    during the IPv6 throughput test: a syslog alert for each, no frame lost";
+    s.sizes = vec![FrameSizes::Fixed(512)];
+    s.procedure = Procedure::HotSwap {
+        load: 0.5,
+        port: "a23".into(),
+    };
+    s.seed = vec![SeedRow {
+        key: "512".into(),
+        fps: None,
+        note: "no loss, a syslog alert per change".into(),
+    }];
+    s.notes = vec![
+        "A router has no fan tray or power supply to pull; the parts that can be replaced under \
+         traffic are ports, workers and the config, so those are what is changed."
+            .into(),
+        "Streams to or from the removed port lose frames while it is out; the pass criterion is \
+         zero loss on every other stream."
+            .into(),
+    ];
+    s
+}

@@ -26,6 +26,9 @@ pub enum Procedure {
     ThroughputPerSize,
     /// Throughput with 1, 2, ... streams (GR-1, GR-3).
     StreamScaling { counts: Vec<usize> },
+    /// One trial at `load` during which components are removed and added (ME-15): see
+    /// [`crate::hotswap`].
+    HotSwap { load: f64, port: String },
 }
 
 /// A seed figure for one row of the table.
@@ -92,6 +95,10 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 IPv6: 118,000 OSPFv3 routes, 24 access + 8 uplinks, backbone, 78..9216 B",
     ),
     (
+        "ME-15",
+        "ME 6524 hot swap: under ME-2's IPv6 traffic, a port, a worker and the config changed",
+    ),
+    (
         "XR-3",
         "XR 12000 IPv4: 4 logical routers, 1,600,000 flows, IMIX and 64 B",
     ),
@@ -123,6 +130,7 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
     match id.to_ascii_uppercase().as_str() {
         "ME-1" => Ok(metro::metro(o, false)),
         "ME-2" => Ok(metro::metro(o, true)),
+        "ME-15" => Ok(metro::hot_swap(o)),
         "XR-3" => Ok(xr::xr(o, false)),
         "XR-4" => Ok(xr::xr(o, true)),
         "GR-1" => Ok(grf::grf(o, grf::Grf::Scaling)),
@@ -265,7 +273,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         for (id, _) in NAMES {
             let s = build(id, &o).unwrap();
-            let router = crate::run::build_router(&s, &dir)
+            let (router, _) = crate::run::build_router(&s, &dir)
                 .unwrap_or_else(|e| panic!("{id}: {e}\n{}", s.config_yaml));
             assert_eq!(router.cfg.ports.len(), s.ports.len(), "{id}");
             let (v4, v6) = router.route_counts();
