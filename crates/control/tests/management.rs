@@ -1,0 +1,343 @@
+//! The management core against a running router: changes made under a continuous stream of
+//! frames (workers added and removed with their queues moving, a port out of service and back,
+//! config commits and rollbacks, API routes) lose no frame that was not meant to be lost, and
+//! the config lifecycle changes everything or nothing.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use control::mgmt::{ApplyOptions, Core};
+use control::syslog::Logger;
+use control::{Router, Runtime, StartOptions};
+use dataplane::BufCache;
+use packet::checksum;
+
+const CONFIG: &str = r#"
+router: { workers: 1, buffers: 32768 }
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+  - { name: p2, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24] }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", ipv4: [198.51.100.1/24] }
+  - { name: p2, port: p2, mac: "02:00:00:00:02:01", ipv4: [198.18.0.1/24] }
+neighbors:
+  - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
+  - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
+  - { interface: p2, ip: 198.18.0.2, mac: "02:00:00:00:02:02" }
+routes:
+  - { prefix: 10.0.0.0/8, via: 198.51.100.2 }
+"#;
+
+struct Bed {
+    core: Arc<Core>,
+    peers: Vec<control::MemPeer>,
+    dir: PathBuf,
+}
+
+fn bed(name: &str) -> Bed {
+    let dir = std::env::temp_dir().join(format!("linerate-mgmt-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.yaml");
+    std::fs::write(&path, CONFIG).unwrap();
+    let cfg = control::config::load(&path).unwrap();
+    let router = Router::build(cfg).unwrap();
+    let mut rt = Runtime::start(
+        &router,
+        StartOptions {
+            exit_when_drained: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let peers = rt.take_peers();
+    let logger = Arc::new(Logger::new(Default::default()).unwrap());
+    let core = Core::new(router, rt, CONFIG.to_string(), path, logger, None).unwrap();
+    Bed { core, peers, dir }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        self.core.shutdown();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A UDP frame from p0's neighbour to 10.x carrying `seq`.
+fn frame(seq: u32) -> Vec<u8> {
+    let mut f = vec![0u8; 64];
+    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let h = &mut f[14..34];
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&50u16.to_be_bytes());
+    h[8] = 64;
+    h[9] = 17;
+    h[12..16].copy_from_slice(&[192, 0, 2, 2]);
+    h[16..20].copy_from_slice(&[10, 1, (seq >> 8) as u8, seq as u8]);
+    let c = checksum::fold(checksum::sum(h));
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    f[42..46].copy_from_slice(&seq.to_be_bytes());
+    f
+}
+
+#[test]
+fn changes_under_traffic_lose_no_frame() {
+    let mut b = bed("traffic");
+    let core = b.core.clone();
+    let mut peers = std::mem::take(&mut b.peers);
+    let pool = core.lock("test").runtime.pool.clone();
+    const N: u32 = 400_000;
+    let mut tx_peer = peers.remove(0);
+    let mut rx_peer = peers.remove(0);
+    let done = Arc::new(AtomicBool::new(false));
+    let received = Arc::new(AtomicU64::new(0));
+    let sender = {
+        let pool = pool.clone();
+        std::thread::spawn(move || {
+            let mut cache = BufCache::new(pool);
+            let mut v = Vec::new();
+            let mut seq = 0;
+            while seq < N {
+                while v.len() < 64 && seq < N {
+                    let Some(mut b) = cache.alloc() else { break };
+                    b.fill(&frame(seq));
+                    v.push(b);
+                    seq += 1;
+                }
+                // Paced well below the worker's rate: this is about the changes, not speed.
+                tx_peer.to_router[0].push_burst(&mut v);
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            while !v.is_empty() {
+                tx_peer.to_router[0].push_burst(&mut v);
+            }
+            tx_peer
+        })
+    };
+    let receiver = {
+        let (done, received) = (done.clone(), received.clone());
+        std::thread::spawn(move || {
+            let mut cache = BufCache::new(pool);
+            let mut seen = vec![false; N as usize];
+            let mut out = Vec::new();
+            let mut dup = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                out.clear();
+                if rx_peer.from_router.pop_burst(&mut out, 256) == 0 {
+                    std::thread::yield_now();
+                    continue;
+                }
+                for b in out.drain(..) {
+                    let d = b.data();
+                    let s = u32::from_be_bytes(d[42..46].try_into().unwrap()) as usize;
+                    assert_eq!(d[22], 63, "TTL decremented");
+                    if std::mem::replace(&mut seen[s], true) {
+                        dup += 1;
+                    }
+                    received.fetch_add(1, Ordering::Relaxed);
+                    cache.free(b);
+                }
+            }
+            (seen.iter().filter(|&&x| x).count() as u64, dup)
+        })
+    };
+    // The changes, spaced out over the stream.
+    let pause = || std::thread::sleep(Duration::from_millis(40));
+    pause();
+    let w = core.worker_add(None).unwrap();
+    pause();
+    core.worker_remove(0).unwrap();
+    pause();
+    core.port_remove("p2").unwrap();
+    pause();
+    core.port_insert("p2").unwrap();
+    pause();
+    let path = std::env::temp_dir().join("unused.yaml");
+    let changed = CONFIG.replace(
+        "routes:\n",
+        "routes:\n  - { prefix: 172.16.0.0/12, via: 198.18.0.2 }\n",
+    );
+    let out = core
+        .apply(&changed, &path, ApplyOptions::default())
+        .unwrap();
+    assert!(out.changed && out.commit == Some(2));
+    pause();
+    core.route_add(
+        &serde_json::from_value(serde_json::json!({"prefix": "203.0.113.0/24", "blackhole": true}))
+            .unwrap(),
+    )
+    .unwrap();
+    core.rollback(1).unwrap();
+    pause();
+    core.worker_add(None).unwrap();
+    pause();
+    core.worker_remove(w).unwrap();
+    let _tx_peer = sender.join().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while received.load(Ordering::Relaxed) < N as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    done.store(true, Ordering::Relaxed);
+    let (distinct, dup) = receiver.join().unwrap();
+    let errs = core.errors();
+    assert_eq!(
+        (distinct, dup),
+        (N as u64, 0),
+        "every frame arrived once; router drops: {:?}",
+        errs.iter().map(|e| (e.reason, e.count)).collect::<Vec<_>>()
+    );
+    let ids: Vec<String> = core.logging(100).into_iter().map(|r| r.msgid).collect();
+    for want in [
+        "WORKER_ADDED",
+        "WORKER_REMOVED",
+        "PORT_REMOVED",
+        "PORT_INSERTED",
+        "CONFIG_COMMIT",
+        "CONFIG_ROLLBACK",
+    ] {
+        assert!(ids.iter().any(|m| m == want), "{want} logged: {ids:?}");
+    }
+}
+
+#[test]
+fn a_bad_config_changes_nothing_and_rollback_restores_exactly() {
+    let b = bed("commit");
+    let core = &b.core;
+    let path = b.dir.join("new.yaml");
+    let before = core.running_config().0;
+    let routes_before = core
+        .routes(&control::mgmt::show::RouteQuery {
+            vrf: None,
+            ipv6: false,
+            prefix: None,
+            longer: false,
+            limit: usize::MAX,
+        })
+        .unwrap()
+        .total;
+    // An error in a reference: the file, line and field are named and nothing changes.
+    let bad = CONFIG.replace("via: 198.51.100.2 }", "via: 198.51.100.9 }");
+    let e = core
+        .apply(&bad, &path, ApplyOptions::default())
+        .unwrap_err();
+    assert_eq!(e.kind, "invalid");
+    let all = format!("{e}");
+    assert!(all.contains("new.yaml:"), "{all}");
+    assert!(all.contains("routes[0]"), "{all}");
+    assert_eq!(core.running_config().0, before);
+    assert_eq!(core.history().len(), 1);
+    // A dry run reports the change and makes none.
+    let good = CONFIG.replace("  - { prefix: 10.0.0.0/8, via: 198.51.100.2 }\n", "  - { prefix: 10.0.0.0/8, via: 198.18.0.2 }\n  - { prefix: 172.16.0.0/12, blackhole: true }\n");
+    let d = core
+        .apply(
+            &good,
+            &path,
+            ApplyOptions {
+                dry_run: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(d.changed && d.commit.is_none());
+    assert!(
+        d.summary
+            .iter()
+            .any(|l| l == "+ route 172.16.0.0/12 vrf default"),
+        "{:?}",
+        d.summary
+    );
+    assert!(
+        d.summary
+            .iter()
+            .any(|l| l == "~ route 10.0.0.0/8 vrf default"),
+        "{:?}",
+        d.summary
+    );
+    assert!(
+        d.diff
+            .contains("+  - { prefix: 172.16.0.0/12, blackhole: true }"),
+        "{}",
+        d.diff
+    );
+    assert_eq!(core.running_config().0, before);
+    // Applied, then rolled back: the text and the table are as before.
+    core.apply(&good, &path, ApplyOptions::default()).unwrap();
+    let q = |p: &str| {
+        core.routes(&control::mgmt::show::RouteQuery {
+            vrf: None,
+            ipv6: false,
+            prefix: Some(p),
+            longer: false,
+            limit: 10,
+        })
+        .unwrap()
+    };
+    assert_eq!(
+        q("10.0.0.0/8").routes[0].via,
+        vec!["198.18.0.2 on p2".to_string()]
+    );
+    core.rollback(1).unwrap();
+    assert_eq!(core.running_config().0, before);
+    assert_eq!(
+        q("10.0.0.0/8").routes[0].via,
+        vec!["198.51.100.2 on p1".to_string()]
+    );
+    assert!(q("172.16.0.0/12").routes.is_empty());
+    let after = core
+        .routes(&control::mgmt::show::RouteQuery {
+            vrf: None,
+            ipv6: false,
+            prefix: None,
+            longer: false,
+            limit: usize::MAX,
+        })
+        .unwrap()
+        .total;
+    assert_eq!(after, routes_before);
+    let h = core.history();
+    assert_eq!(h.iter().map(|c| c.id).collect::<Vec<_>>(), vec![1, 2, 3]);
+    // Applying the running config again is no change and no commit.
+    let same = core.apply(&before, &path, ApplyOptions::default()).unwrap();
+    assert!(!same.changed && same.commit.is_none());
+}
+
+#[test]
+fn api_routes_survive_commits_and_yield_to_configured_ones() {
+    let b = bed("routes");
+    let core = &b.core;
+    let add = |j: serde_json::Value| core.route_add(&serde_json::from_value(j).unwrap());
+    add(serde_json::json!({"prefix": "172.20.0.0/16", "via": ["198.18.0.2"]})).unwrap();
+    let e = add(serde_json::json!({"prefix": "10.0.0.0/8", "blackhole": true})).unwrap_err();
+    assert_eq!(e.kind, "conflict");
+    let e =
+        add(serde_json::json!({"prefix": "172.21.0.0/16", "via": ["203.0.113.9"]})).unwrap_err();
+    assert_eq!(e.kind, "invalid", "{e}");
+    let changed = CONFIG.replace(
+        "routes:\n",
+        "routes:\n  - { prefix: 172.30.0.0/16, blackhole: true }\n",
+    );
+    core.apply(&changed, &b.dir.join("x.yaml"), ApplyOptions::default())
+        .unwrap();
+    let r = core
+        .routes(&control::mgmt::show::RouteQuery {
+            vrf: None,
+            ipv6: false,
+            prefix: Some("172.20.1.1"),
+            longer: false,
+            limit: 10,
+        })
+        .unwrap();
+    assert_eq!(r.routes.len(), 1);
+    assert_eq!(r.routes[0].origin, "api");
+    assert_eq!(r.routes[0].prefix, "172.20.0.0/16");
+    core.route_del(None, "172.20.0.0/16").unwrap();
+    assert_eq!(
+        core.route_del(None, "172.20.0.0/16").unwrap_err().kind,
+        "not_found"
+    );
+}
