@@ -59,6 +59,10 @@ pub struct TrialArgs {
     /// API requests per second (reads, metrics scrapes and route changes).
     #[arg(long, value_name = "REQUESTS_PER_S")]
     mgmt_storm: Option<f64>,
+    /// CPU priority (nice, 0..19) of the API server's threads and the storm client; the
+    /// workers and the tester run at 0.
+    #[arg(long, default_value_t = 10)]
+    api_nice: i32,
 }
 
 #[derive(Args)]
@@ -194,6 +198,7 @@ fn run_opts(t: &TrialArgs) -> Result<RunOpts, String> {
             Some(_) => return Err("--load: a percentage above 0 and at most 100".into()),
             None => None,
         },
+        api_nice: t.api_nice.clamp(0, 19),
         mgmt_storm: match t.mgmt_storm {
             Some(r) if r > 0.0 && r <= 100_000.0 => Some(r),
             Some(_) => return Err("--mgmt-storm: requests per second, above 0".into()),
@@ -352,6 +357,7 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
             api_socket: None,
             load: None,
             mgmt_storm: None,
+            api_nice: 10,
         },
     })
 }

@@ -189,7 +189,7 @@ pub fn table(r: &ScenarioReport) -> String {
         let t = &st.trial;
         s += &format!(
             "Under management load, {size}: at {:.1}% of nominal ({} fps offered), {} API requests in {:.1} s \
-             ({:.0}/s asked, {:.0}/s done; {} route changes, {} errors; latency p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms): \
+             ({:.0}/s asked, {:.0}/s done at nice {}; {} route changes, {} errors; latency p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms): \
              {} frames lost{}\n",
             st.load * 100.0,
             thousands(t.offered_fps),
@@ -197,6 +197,7 @@ pub fn table(r: &ScenarioReport) -> String {
             st.storm.seconds,
             st.storm.rate,
             st.storm.achieved(),
+            st.storm.nice,
             st.storm.route_changes,
             st.storm.errors,
             st.storm.p50_ms,

@@ -37,6 +37,8 @@ pub struct RunOpts {
     /// After each size's search, one more trial at the load found while a management client
     /// sends this many API requests per second (see [`crate::storm`]).
     pub mgmt_storm: Option<f64>,
+    /// CPU priority (nice) of the API server's threads and of the storm client.
+    pub api_nice: i32,
 }
 
 impl Default for RunOpts {
@@ -53,6 +55,7 @@ impl Default for RunOpts {
             api_socket: None,
             fixed_load: None,
             mgmt_storm: None,
+            api_nice: 10,
         }
     }
 }
@@ -176,7 +179,7 @@ pub fn run_with(
                 socket: sock.clone(),
                 tcp: None,
                 metrics: None,
-                nice: 10,
+                nice: ro.api_nice,
             },
         )?),
         None => None,
@@ -247,6 +250,7 @@ pub fn run_with(
                             r.load,
                             sock.clone(),
                             rate,
+                            ro.api_nice,
                             obs,
                         );
                         storm.push((sz.to_string(), st));

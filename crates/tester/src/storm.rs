@@ -21,6 +21,8 @@ use crate::procedures::{Observer, TrialOpts};
 pub struct StormStats {
     /// Requests asked for per second.
     pub rate: f64,
+    /// CPU priority of the client and the API server.
+    pub nice: i32,
     pub reads: u64,
     pub route_changes: u64,
     pub errors: u64,
@@ -47,7 +49,7 @@ const READS: &[&str] = &[
     "/v1/interfaces",
     "/v1/counters",
     "/v1/errors",
-    "/v1/routes?family=ipv4&limit=100",
+    "/v1/routes?family=ipv4&prefix=10.1.2.3",
     "/v1/workers",
     "/metrics",
     "/v1/ports",
@@ -56,10 +58,11 @@ const READS: &[&str] = &[
 
 /// Sends `rate` requests per second until `stop`: one in ten changes a route (adds a blackhole
 /// route in 198.18.0.0/15, RFC 2544's range that no test stream uses, or removes it again).
-fn client(socket: PathBuf, rate: f64, stop: Arc<AtomicBool>) -> StormStats {
-    lower_priority();
+fn client(socket: PathBuf, rate: f64, nice: i32, stop: Arc<AtomicBool>) -> StormStats {
+    lower_priority(nice);
     let mut st = StormStats {
         rate,
+        nice,
         ..Default::default()
     };
     let Ok(c) = api::Client::new(api::Endpoint::Unix(socket)) else {
@@ -126,12 +129,12 @@ fn client(socket: PathBuf, rate: f64, stop: Arc<AtomicBool>) -> StormStats {
     st
 }
 
-fn lower_priority() {
+fn lower_priority(nice: i32) {
     // SAFETY: gettid and setpriority have no memory-safety preconditions; they only change this
     // thread's scheduling priority.
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
     }
 }
 
@@ -143,13 +146,14 @@ pub fn storm_trial(
     load: f64,
     socket: PathBuf,
     rate: f64,
+    nice: i32,
     obs: &mut dyn Observer,
 ) -> StormReport {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let h = std::thread::Builder::new()
         .name("mgmt-storm".into())
-        .spawn(move || client(socket, rate, s2))
+        .spawn(move || client(socket, rate, nice, s2))
         .expect("spawn the storm client");
     let mut spec = trial.spec(load, sizes);
     let label = format!("{sizes} with {rate:.0} API requests/s");

@@ -203,6 +203,45 @@ fn v6(a: u128, l: u8) -> String {
     format!("{}/{l}", Ipv6Addr::from(a))
 }
 
+/// The `limit` smallest items of a stream, and how many there were.
+struct Smallest {
+    heap: std::collections::BinaryHeap<(u128, u8, u32)>,
+    limit: usize,
+    count: usize,
+}
+
+impl Smallest {
+    fn new(limit: usize) -> Self {
+        Smallest {
+            heap: std::collections::BinaryHeap::new(),
+            limit,
+            count: 0,
+        }
+    }
+
+    fn push(&mut self, x: (u128, u8, u32)) {
+        self.count += 1;
+        if self.heap.len() < self.limit {
+            self.heap.push(x);
+        } else if self.heap.peek().is_some_and(|top| x < *top) {
+            self.heap.pop();
+            self.heap.push(x);
+        }
+    }
+
+    fn into_sorted(self) -> Vec<(u128, u8, u32)> {
+        self.heap.into_sorted_vec()
+    }
+}
+
+impl Extend<(u128, u8, u32)> for Smallest {
+    fn extend<I: IntoIterator<Item = (u128, u8, u32)>>(&mut self, it: I) {
+        for x in it {
+            self.push(x);
+        }
+    }
+}
+
 /// A route query: the whole table, one prefix (with `longer`: and everything inside it), or the
 /// longest match of an address.
 pub struct RouteQuery<'a> {
@@ -313,8 +352,9 @@ impl Core {
             })
             .map(|n| n.ip)
             .collect();
-        // (key, len, next hop) of every matching route.
-        let mut found: Vec<(u128, u8, u32)> = Vec::new();
+        // (key, len, next hop) of the first `limit` matching routes in prefix order: a bounded
+        // heap, so listing the first hundred of millions of routes allocates a hundred.
+        let mut found = Smallest::new(q.limit);
         let want = match q.prefix {
             None => None,
             Some(text) => {
@@ -389,13 +429,9 @@ impl Core {
                 ),
             }
         }
-        let matched = found.len();
-        if found.len() > q.limit {
-            found.select_nth_unstable(q.limit);
-            found.truncate(q.limit);
-        }
-        found.sort_unstable();
+        let matched = found.count;
         let routes = found
+            .into_sorted()
             .into_iter()
             .map(|(a, l, nh)| {
                 let (key, prefix, host) = if q.ipv6 {
