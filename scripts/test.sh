@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_rust
-apt_install build-essential pkg-config tshark python3-pip
+apt_install build-essential pkg-config tshark python3-pip rsyslog curl
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import pytest, scapy' >/dev/null 2>&1; then
+if ! "$PY" -c 'import pytest, scapy, prometheus_client' >/dev/null 2>&1; then
   "$PY" -m pip install -q -r tests/system/requirements.txt || \
     "$PY" -m pip install -q --break-system-packages -r tests/system/requirements.txt
 fi
