@@ -434,7 +434,15 @@ impl Router {
                 .get(i as usize)
                 .map_or("?".to_string(), |x| x.name.clone())
         };
+        let down = |i: u32| {
+            self.ifs.get(i as usize).is_some_and(|x| {
+                self.port_slots[x.port as usize]
+                    .as_ref()
+                    .is_some_and(|p| self.ports_down.contains(p))
+            })
+        };
         let neighbor = |k: Option<&NhKey>| match k {
+            Some(NhKey::Neighbor(i, ip)) if down(*i) => format!("{ip} on {} (down)", ifname(*i)),
             Some(NhKey::Neighbor(i, ip)) => format!("{ip} on {}", ifname(*i)),
             _ => "?".into(),
         };
