@@ -173,7 +173,7 @@ pub struct CaptureArgs {
     /// rx, tx or both.
     #[arg(long)]
     pub direction: Option<String>,
-    /// A node's output: ethernet-input, ip4-forward, ip6-forward, slow-path.
+    /// A node's output (from every port): ethernet-input, ip4-forward, ip6-forward, slow-path.
     #[arg(long)]
     pub node: Option<String>,
     /// Dropped frames.
@@ -191,7 +191,7 @@ pub struct CaptureArgs {
     #[arg(short = 'w', long)]
     pub write: PathBuf,
     /// A filter, as tcpdump's: `udp and dst net 10.0.0.0/8`.
-    #[arg(trailing_var_arg = true)]
+    #[arg()]
     pub filter: Vec<String>,
 }
 
@@ -205,7 +205,7 @@ pub struct TraceArgs {
     pub timeout: f64,
     #[arg(long)]
     pub json: bool,
-    #[arg(trailing_var_arg = true)]
+    #[arg()]
     pub filter: Vec<String>,
 }
 
@@ -312,7 +312,12 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                         s(&i["vrf"]),
                         s(&i["mtu"]),
                         s(&i["mac"]),
-                        format!("{} {}", list(&i["ipv4"]), list(&i["ipv6"])),
+                        {
+                            // IPv4 then IPv6, one list; `-` only when there are none.
+                            let mut all = i["ipv4"].as_array().cloned().unwrap_or_default();
+                            all.extend(i["ipv6"].as_array().cloned().unwrap_or_default());
+                            list(&Value::Array(all))
+                        },
                     ]
                 })
                 .collect();

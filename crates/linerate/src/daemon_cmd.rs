@@ -38,7 +38,25 @@ pub struct DaemonArgs {
 
 pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     let state_dir = (!a.no_state).then(|| a.state.clone());
-    let persisted = state_dir.as_deref().and_then(persisted_running);
+    let mut persisted = state_dir.as_deref().and_then(persisted_running);
+    // A commit still waiting for confirmation when the router stopped was never confirmed: boot
+    // the commit before it, as its timer would have rolled it back.
+    if let Some(dir) = state_dir.as_deref() {
+        let h = control::mgmt::commit::History::load(dir)?;
+        if let Some(last) = h.commits.last().filter(|c| c.status == "unconfirmed") {
+            if let Some(prev) =
+                h.commits.iter().rev().find(|c| {
+                    c.id < last.id && c.status != "rolled-back" && c.status != "unconfirmed"
+                })
+            {
+                eprintln!(
+                    "linerate: commit {} was not confirmed before the router stopped; booting commit {}",
+                    last.id, prev.id
+                );
+                persisted = Some((prev.text.clone(), prev.source.clone()));
+            }
+        }
+    }
     let (text, source) = match (&persisted, &a.config) {
         (Some((text, source)), cfg) => {
             if let Some(c) = cfg {
@@ -65,6 +83,30 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             ))
         }
     };
+    let tcp = match (a.listen, &a.token_file) {
+        (Some(addr), Some(f)) => {
+            let token = std::fs::read_to_string(f)
+                .map_err(|e| format!("{}: {e}", f.display()))?
+                .trim()
+                .to_string();
+            if token.len() < 16 {
+                return Err(format!(
+                    "{}: the token must be at least 16 characters",
+                    f.display()
+                ));
+            }
+            Some((addr, token))
+        }
+        (Some(_), None) => return Err("--listen needs --token-file".into()),
+        _ => None,
+    };
+    // Refused before anything is built, logged or persisted.
+    if socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        return Err(format!(
+            "{}: another linerate is listening there",
+            socket.display()
+        ));
+    }
     let cfg = control::config::parse(&text, &source).map_err(|e| e.to_string())?;
     let logger = Arc::new(Logger::new(cfg.logging.clone()).map_err(|e| format!("logging: {e}"))?);
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
@@ -85,23 +127,6 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     }
     let core =
         Core::new(router, runtime, text, source, logger, state_dir).map_err(|e| e.to_string())?;
-    let tcp = match (a.listen, &a.token_file) {
-        (Some(addr), Some(f)) => {
-            let token = std::fs::read_to_string(f)
-                .map_err(|e| format!("{}: {e}", f.display()))?
-                .trim()
-                .to_string();
-            if token.len() < 16 {
-                return Err(format!(
-                    "{}: the token must be at least 16 characters",
-                    f.display()
-                ));
-            }
-            Some((addr, token))
-        }
-        (Some(_), None) => return Err("--listen needs --token-file".into()),
-        _ => None,
-    };
     let server = api::serve(
         core.clone(),
         api::ServeOptions {

@@ -78,19 +78,27 @@ pub fn table(r: &ScenarioReport) -> String {
         thousands(r.ring as f64),
         thousands(crate::embedded::TX_RING as f64)
     );
-    if r.rows.is_empty() {
+    if r.rows.is_empty() || r.fixed_load.is_some() {
         s += &format!(
-            "Method: one {} s trial (seed: {} s)\n\n",
-            r.trial_seconds, r.seed_seconds
-        );
-    } else {
-        s += &format!(
-            "Method: RFC 2544 throughput, {} s trials (seed: {} s), resolution {}% of nominal, loss tolerance {}%\n\n",
+            "Method: one {} s trial{} per row (seed: {} s), no search\n\n",
             r.trial_seconds,
-            r.seed_seconds,
-            r.resolution * 100.0,
-            r.tolerance * 100.0
+            r.fixed_load.map_or(String::new(), |l| format!(
+                " at {:.1}% of nominal",
+                l * 100.0
+            )),
+            r.seed_seconds
         );
+    }
+    if !r.rows.is_empty() {
+        if r.fixed_load.is_none() {
+            s += &format!(
+                "Method: RFC 2544 throughput, {} s trials (seed: {} s), resolution {}% of nominal, loss tolerance {}%\n\n",
+                r.trial_seconds,
+                r.seed_seconds,
+                r.resolution * 100.0,
+                r.tolerance * 100.0
+            );
+        }
         let first = if scaling { "streams" } else { "frame (B)" };
         s += &format!(
             "| {first} | seed (fps) | Linerate (fps) | Mbit/s | % of nominal | latency avg / p99 / max (us) | lost | trials | vs seed |\n"
@@ -109,7 +117,11 @@ pub fn table(r: &ScenarioReport) -> String {
         };
         let fps = row.fps();
         let fps_txt = if row.search.best.is_none() {
-            format!("0 (at 100%: {})", thousands(row.search.at_max.rx_fps))
+            format!(
+                "0 (at {:.0}%: {})",
+                row.search.at_max.load * 100.0,
+                thousands(row.search.at_max.rx_fps)
+            )
         } else if row.search.tester_limited {
             format!(">= {} (tester-bound)", thousands(fps))
         } else {
@@ -126,7 +138,11 @@ pub fn table(r: &ScenarioReport) -> String {
                 )
             })
             .unwrap_or_else(|| "-".into());
-        let lost = row.search.best.as_ref().map_or(0, |b| b.lost);
+        // A row with no passing trial shows what its last trial lost.
+        let lost = row.search.best.as_ref().map_or_else(
+            || row.search.trials.last().map_or(0, |t| t.2.lost),
+            |b| b.lost,
+        );
         let vs = match seed.and_then(|x| x.fps) {
             Some(f) if f > 0.0 && fps > 0.0 => format!("{:.2}x", fps / f),
             _ => "-".into(),
@@ -143,7 +159,7 @@ pub fn table(r: &ScenarioReport) -> String {
                 0.0
             },
             lat,
-            lost,
+            thousands(lost as f64),
             row.search.trials.len(),
             vs
         );
@@ -289,6 +305,11 @@ pub fn trial_json(t: &TrialResult) -> Value {
         "error": t.error,
         "latency": lat_json(&t.latency),
         "dut_drops": t.dut_drops.iter().map(|(k, v)| json!({"reason": k, "frames": v})).collect::<Vec<_>>(),
+        "streams": t.streams.iter().map(|x| json!({
+            "name": x.name, "tx": x.tx, "rx": x.rx, "lost": x.lost, "duplicated": x.duplicated,
+            "reordered": x.reordered, "misdelivered": x.misdelivered, "corrupted": x.corrupted,
+            "latency_max_ns": x.latency.as_ref().map(|l| l.max_ns),
+        })).collect::<Vec<_>>(),
     })
 }
 

@@ -96,6 +96,8 @@ pub struct ScenarioReport {
     pub loss: Vec<(String, Vec<(f64, crate::engine::TrialResult)>)>,
     /// Back-to-back: per frame size, the longest zero-loss burst per port (when asked for).
     pub back_to_back: Vec<(String, u64)>,
+    /// One trial at this load per row instead of a search (`--load`).
+    pub fixed_load: Option<f64>,
     /// Per frame size: a trial at the throughput found, under management load.
     pub storm: Vec<(String, crate::storm::StormReport)>,
     /// ME-15: the hot-swap trial.
@@ -322,6 +324,7 @@ pub fn run_with(
         back_to_back: b2b,
         hot_swap,
         storm,
+        fixed_load: ro.fixed_load,
         notes: s.notes,
     })
 }

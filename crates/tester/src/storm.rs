@@ -139,6 +139,7 @@ fn lower_priority(nice: i32) {
 }
 
 /// One trial at `load` with the management client running against `socket` at `rate`.
+#[allow(clippy::too_many_arguments)]
 pub fn storm_trial(
     t: &mut Tester,
     sizes: &FrameSizes,

@@ -289,6 +289,22 @@ impl Core {
     ) -> ApiResult<ApplyOutcome> {
         let mut s = self.lock("config.apply");
         let out = self.apply_locked(&mut s, text, source, &opts)?;
+        // A commit made while another waits for confirmation confirms that one (as commit
+        // confirmed does on Junos and IOS XR): else its timer would roll this commit back too.
+        if let Some(id) = out.commit {
+            if let Some((pending, _, _)) = s.history.pending.take() {
+                if let Some(c) = s.history.commits.iter_mut().find(|c| c.id == pending) {
+                    c.status = "confirmed".into();
+                    save_meta(self, c);
+                }
+                self.logger.log(
+                    Severity::Notice,
+                    "CONFIG_CONFIRMED",
+                    &[("commit", pending.to_string()), ("by", id.to_string())],
+                    format!("config commit {pending} confirmed by commit {id}"),
+                );
+            }
+        }
         if let (Some(id), Some(secs)) = (out.commit, opts.confirm_seconds) {
             let previous = s
                 .history
@@ -367,19 +383,35 @@ impl Core {
             .filter(|p| new_cfg.ports.iter().any(|q| &q.name == *p))
             .cloned()
             .collect();
-        let api_routes = std::mem::take(&mut s.api_routes);
-        for ((vrf, key), target) in api_routes {
+        // The API routes carried into the new tables. The running set changes only when the
+        // switch is made: a dry run (`config diff`) or a rejected config leaves it as it was.
+        let mut carried = std::collections::BTreeMap::new();
+        for (&(vrf, key), target) in &s.api_routes {
             let vrf_name = s.router.cfg.vrfs.get(vrf).cloned().unwrap_or_default();
             let p: config::Prefix = key.into();
             match new_cfg.vrfs.iter().position(|v| *v == vrf_name) {
-                Some(nv) => match new.add_route(nv, p, &target) {
-                    Ok(()) => {
-                        s.api_routes.insert((nv, key), target);
+                Some(nv) => {
+                    // Configured routes take precedence: an API route whose prefix the new
+                    // config configures gives way to it.
+                    let configured = match p {
+                        config::Prefix::V4(a, l) => new.fibs[nv].v4.get(a, l).is_some(),
+                        config::Prefix::V6(a, l) => new.fibs[nv].v6.get(a, l).is_some(),
+                    };
+                    if configured {
+                        warnings.push(format!(
+                            "API route {p} in VRF {vrf_name} dropped: the config configures {p}"
+                        ));
+                        continue;
                     }
-                    Err(e) => {
-                        warnings.push(format!("API route {p} in VRF {vrf_name} dropped: {e}"))
+                    match new.add_route(nv, p, target) {
+                        Ok(()) => {
+                            carried.insert((nv, key), target.clone());
+                        }
+                        Err(e) => {
+                            warnings.push(format!("API route {p} in VRF {vrf_name} dropped: {e}"))
+                        }
                     }
-                },
+                }
                 None => warnings.push(format!(
                     "API route {p} dropped: VRF {vrf_name} is no longer configured"
                 )),
@@ -512,6 +544,7 @@ impl Core {
             }
         }
         s.router = new;
+        s.api_routes = carried;
         s.text = text.to_string();
         s.source = source.to_path_buf();
         let c = Commit {
@@ -585,7 +618,6 @@ impl Core {
             .get(id)
             .cloned()
             .ok_or_else(|| ApiError::not_found(format!("no commit {id}")))?;
-        s.history.pending = None;
         let out = self.apply_locked(
             &mut s,
             &c.text,
@@ -595,6 +627,13 @@ impl Core {
                 ..Default::default()
             },
         )?;
+        // A commit waiting for confirmation is abandoned by an explicit rollback.
+        if let Some((pending, _, _)) = s.history.pending.take() {
+            if let Some(c) = s.history.commits.iter_mut().find(|c| c.id == pending) {
+                c.status = "rolled-back".into();
+                save_meta(self, c);
+            }
+        }
         self.logger.log(
             Severity::Notice,
             "CONFIG_ROLLBACK",

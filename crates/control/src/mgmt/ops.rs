@@ -319,7 +319,8 @@ impl Core {
             let port = self.port_arg(&s, r.port.as_deref())?;
             let mut points = Vec::new();
             let dir = r.direction.as_deref().unwrap_or("both");
-            if r.node.is_none() && !r.drops || r.port.is_some() || r.direction.is_some() {
+            // The port's own points unless only a node's output or the drops were asked for.
+            if r.node.is_none() && !r.drops || r.direction.is_some() {
                 match dir {
                     "rx" => points.push(Point::Rx(port)),
                     "tx" => points.push(Point::Tx(port)),
