@@ -114,3 +114,41 @@ def test_a_seed_scenario_runs_at_ci_scale(linerate_bin, tmp_path):
     assert rep["rows"][0]["seed_fps"] == 529.54e6 / (1518 * 8)
     p = run(linerate_bin, "bench", "scenario", "ZZ-9")
     assert p.returncode != 0 and "no scenario" in p.stderr
+
+
+def test_me15_hot_swap_logs_each_change_and_loses_nothing_elsewhere(linerate_bin, tmp_path):
+    """ME-15 at CI scale: a port out and back, a worker added and the first removed, a config
+    reload, all under IPv6 traffic: each change leaves its syslog record, the streams that do not
+    use the removed port lose nothing, and the ones through it do lose (it really was out)."""
+    out = tmp_path / "out"
+    p = run(linerate_bin, "bench", "scenario", "ME-15", "--scale", "0.02", "--seconds", "3",
+            "--quiet", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    h = json.loads((out / "me-15.json").read_text())["hot_swap"]
+    assert [c["msgid"] for c in h["changes"]] == [
+        "PORT_REMOVED", "PORT_INSERTED", "WORKER_ADDED", "WORKER_REMOVED", "CONFIG_COMMIT"]
+    assert all(c["logged"] and c["error"] is None for c in h["changes"]), h["changes"]
+    assert h["others"]["tx"] > 0 and h["others"]["lost"] == 0, h["others"]
+    assert h["others"]["rx"] == h["others"]["tx"]
+    assert 0 < h["involved"]["lost"] < h["involved"]["tx"], h["involved"]
+    assert h["passed"] is True
+    assert "PASS" in (out / "me-15.md").read_text()
+
+
+def test_management_storm_trial_reports_requests_and_loss(linerate_bin, tmp_path):
+    """--mgmt-storm: after the search, a trial at the load found while a client drives the real
+    API socket with reads and route changes; the report says how many requests were made and
+    what forwarding lost (a count, not a speed: CI machines differ)."""
+    (tmp_path / "router.yaml").write_text(ROUTER)
+    out = tmp_path / "out"
+    p = run(linerate_bin, "bench", "run", "--router", str(tmp_path / "router.yaml"),
+            "--pattern", "pair", "--speed", "100m", "--sizes", "256", "--seconds", "1",
+            "--mgmt-storm", "200", "--quiet", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "custom.json").read_text())
+    (st,) = r["mgmt_storm"]
+    s = st["storm"]
+    assert s["reads"] > 20 and s["route_changes"] > 2, s
+    assert s["errors"] == 0, s
+    assert st["trial"]["tx"] > 0
+    assert "Under management load" in (out / "custom.md").read_text()
