@@ -67,6 +67,9 @@ pub enum Point {
 
 pub struct CaptureSpec {
     pub points: Vec<Point>,
+    /// For node and drop points: only frames on this port at that point (the port a frame
+    /// arrived on for ethernet-input and drops, the port it leaves by after a forwarding node).
+    pub port: Option<u16>,
     pub filter: Filter,
     /// Stop after this many frames.
     pub count: u64,
@@ -527,7 +530,9 @@ fn take(
     point: Point,
     drop: Option<DropReason>,
 ) {
-    if c.taken >= c.spec.count || !c.spec.filter.matches(data) {
+    let other_port = matches!(point, Point::Node(_) | Point::Drop)
+        && c.spec.port.is_some_and(|p| Some(p) != port);
+    if c.taken >= c.spec.count || other_port || !c.spec.filter.matches(data) {
         return;
     }
     c.taken += 1;

@@ -173,7 +173,8 @@ pub struct CaptureArgs {
     /// rx, tx or both.
     #[arg(long)]
     pub direction: Option<String>,
-    /// A node's output (from every port): ethernet-input, ip4-forward, ip6-forward, slow-path.
+    /// A node's output (with -i: only frames on that port there): ethernet-input, ip4-forward,
+    /// ip6-forward, slow-path.
     #[arg(long)]
     pub node: Option<String>,
     /// Dropped frames.

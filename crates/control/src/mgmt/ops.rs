@@ -350,6 +350,7 @@ impl Core {
             }
             s.runtime.taps.start_capture(CaptureSpec {
                 points,
+                port,
                 filter,
                 count: r.count,
                 snaplen: r.snaplen.clamp(14, 65535),
