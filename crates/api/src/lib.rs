@@ -15,4 +15,4 @@ pub mod server;
 pub const DEFAULT_SOCKET: &str = "/run/linerate/linerate.sock";
 
 pub use client::{Client, Endpoint, Response};
-pub use server::{serve, ServeOptions, Server};
+pub use server::{lower_priority, serve, ServeOptions, Server};

@@ -62,7 +62,9 @@ impl Drop for Server {
     }
 }
 
-fn lower_priority(nice: i32) {
+/// Lowers the calling thread's CPU priority to `nice` (the control plane's threads use it, so
+/// workers keep the CPU when they share it).
+pub fn lower_priority(nice: i32) {
     // SAFETY: gettid and setpriority have no memory-safety preconditions; they only read and
     // change this thread's scheduling priority.
     unsafe {
@@ -228,6 +230,11 @@ fn error(e: ApiError) -> Response {
 
 type Shared = State<Arc<Core>>;
 
+/// A JSON request body, or what is wrong with it.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("request body: {e}")))
+}
+
 /// Runs a blocking `Core` call off the async threads and turns its answer into JSON.
 async fn call<T, F>(core: Arc<Core>, f: F) -> Response
 where
@@ -366,9 +373,9 @@ async fn routes_get(State(c): Shared, Query(p): Query<RoutesParams>) -> Response
 }
 
 async fn route_add(State(c): Shared, body: Bytes) -> Response {
-    let r: RouteRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    let r: RouteRequest = match parse(&body) {
+        Ok(x) => x,
+        Err(e) => return error(e),
     };
     call(c, move |c| c.route_add(&r)).await
 }
@@ -392,9 +399,9 @@ async fn worker_add(State(c): Shared, body: Bytes) -> Response {
     let w: WorkerAdd = if body.is_empty() {
         WorkerAdd::default()
     } else {
-        match serde_json::from_slice(&body) {
-            Ok(w) => w,
-            Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+        match parse(&body) {
+            Ok(x) => x,
+            Err(e) => return error(e),
         }
     };
     call(c, move |c| {
@@ -423,21 +430,21 @@ struct ApplyBody {
 }
 
 async fn config_apply(State(c): Shared, body: Bytes) -> Response {
-    let b: ApplyBody = match serde_json::from_slice(&body) {
-        Ok(b) => b,
-        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    let b: ApplyBody = match parse(&body) {
+        Ok(x) => x,
+        Err(e) => return error(e),
     };
     call(c, move |c| c.apply(&b.text, &b.source, b.opts)).await
 }
 
 async fn capture(State(c): Shared, body: Bytes) -> Response {
-    let r: CaptureRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    let r: CaptureRequest = match parse(&body) {
+        Ok(x) => x,
+        Err(e) => return error(e),
     };
     let res = tokio::task::spawn_blocking(move || c.capture(&r)).await;
     match res {
-        Ok(Ok((frames, _names))) => {
+        Ok(Ok(frames)) => {
             let mut w = match packet::pcap::Writer::new(Vec::new(), 1, 65535) {
                 Ok(w) => w,
                 Err(e) => return error(ApiError::internal(format!("pcap: {e:?}"))),
@@ -461,9 +468,9 @@ async fn capture(State(c): Shared, body: Bytes) -> Response {
 }
 
 async fn trace(State(c): Shared, body: Bytes) -> Response {
-    let r: TraceRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return error(ApiError::invalid(format!("request body: {e}"))),
+    let r: TraceRequest = match parse(&body) {
+        Ok(x) => x,
+        Err(e) => return error(e),
     };
     call(c, move |c| {
         Ok(c.trace(&r)?

@@ -59,7 +59,7 @@ const READS: &[&str] = &[
 /// Sends `rate` requests per second until `stop`: one in ten changes a route (adds a blackhole
 /// route in 198.18.0.0/15, RFC 2544's range that no test stream uses, or removes it again).
 fn client(socket: PathBuf, rate: f64, nice: i32, stop: Arc<AtomicBool>) -> StormStats {
-    lower_priority(nice);
+    api::lower_priority(nice);
     let mut st = StormStats {
         rate,
         nice,
@@ -127,15 +127,6 @@ fn client(socket: PathBuf, rate: f64, nice: i32, stop: Arc<AtomicBool>) -> Storm
     st.p99_ms = q(0.99);
     st.max_ms = lat.last().copied().unwrap_or(0.0);
     st
-}
-
-fn lower_priority(nice: i32) {
-    // SAFETY: gettid and setpriority have no memory-safety preconditions; they only change this
-    // thread's scheduling priority.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, nice);
-    }
 }
 
 /// One trial at `load` with the management client running against `socket` at `rate`.

@@ -309,12 +309,12 @@ impl Core {
         .transpose()
     }
 
-    /// Captures frames while forwarding goes on; returns them (and the port names by index)
-    /// once `count` frames matched or the timeout passed.
-    pub fn capture(&self, r: &CaptureRequest) -> ApiResult<(Vec<Captured>, Vec<Option<String>>)> {
+    /// Captures frames while forwarding goes on; returns them once `count` frames matched or
+    /// the timeout passed.
+    pub fn capture(&self, r: &CaptureRequest) -> ApiResult<Vec<Captured>> {
         let filter = Filter::parse(&r.filter)
             .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
-        let (taps, names) = {
+        let taps = {
             let s = self.lock("capture.start");
             let port = self.port_arg(&s, r.port.as_deref())?;
             let mut points = Vec::new();
@@ -355,7 +355,7 @@ impl Core {
                 count: r.count,
                 snaplen: r.snaplen.clamp(14, 65535),
             });
-            (s.runtime.taps.clone(), s.router.port_slots.clone())
+            s.runtime.taps.clone()
         };
         let deadline = Instant::now() + Duration::from_millis(r.timeout_ms);
         let mut frames = Vec::new();
@@ -373,7 +373,7 @@ impl Core {
         }
         frames.sort_by_key(|f| f.unix_ns);
         frames.truncate(r.count as usize);
-        Ok((frames, names))
+        Ok(frames)
     }
 
     /// Follows the next `count` frames (matching the filter, on the port if given) through the

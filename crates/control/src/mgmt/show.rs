@@ -779,30 +779,28 @@ impl Core {
                 e.sample(&[("worker", &id.to_string())], r(f(c)));
             }
         }
-        e.family(
-            "linerate_worker_rx_packets_total",
-            Kind::Counter,
-            "Frames received by the worker, by port.",
-        );
-        for (id, c) in &per {
-            for (i, n) in &names {
-                e.sample(
-                    &[("worker", &id.to_string()), ("port", n)],
-                    r(&c.ports[*i].rx_packets),
-                );
-            }
-        }
-        e.family(
-            "linerate_worker_tx_packets_total",
-            Kind::Counter,
-            "Frames transmitted by the worker, by port.",
-        );
-        for (id, c) in &per {
-            for (i, n) in &names {
-                e.sample(
-                    &[("worker", &id.to_string()), ("port", n)],
-                    r(&c.ports[*i].tx_packets),
-                );
+        type PortField = fn(&dataplane::counters::PortCounters) -> &std::sync::atomic::AtomicU64;
+        let per_port: [(&str, &str, PortField); 2] = [
+            (
+                "linerate_worker_rx_packets_total",
+                "Frames received by the worker, by port.",
+                |p| &p.rx_packets,
+            ),
+            (
+                "linerate_worker_tx_packets_total",
+                "Frames transmitted by the worker, by port.",
+                |p| &p.tx_packets,
+            ),
+        ];
+        for (name, help, f) in per_port {
+            e.family(name, Kind::Counter, help);
+            for (id, c) in &per {
+                for (i, n) in &names {
+                    e.sample(
+                        &[("worker", &id.to_string()), ("port", n)],
+                        r(f(&c.ports[*i])),
+                    );
+                }
             }
         }
         e.family("linerate_workers", Kind::Gauge, "Workers running.");
