@@ -7,6 +7,7 @@
 
 pub mod buffer;
 pub mod counters;
+pub mod feature;
 pub mod node;
 pub mod port;
 pub mod tables;
