@@ -337,6 +337,19 @@ fn routes(core: Arc<Core>) -> Router {
             "/v1/config/rollback/{id}",
             post(|State(c): Shared, Path(id): Path<u64>| call(c, move |c| c.rollback(id))),
         )
+        .route("/v1/acl", get(acl_show))
+        .route("/v1/acl/{name}/entries", post(acl_add))
+        .route(
+            "/v1/acl/{name}/entries/{seq}",
+            axum::routing::delete(|State(c): Shared, Path((name, seq)): Path<(String, u32)>| {
+                call(c, move |c| c.acl_entry_remove(&name, seq))
+            }),
+        )
+        .route("/v1/qos", get(|State(c): Shared| call(c, |c| Ok(c.qos()))))
+        .route(
+            "/v1/flows",
+            get(|State(c): Shared| call(c, |c| Ok(c.flows()))),
+        )
         .route("/v1/capture", post(capture))
         .route("/v1/trace", post(trace))
         .route("/metrics", get(metrics))
@@ -418,6 +431,28 @@ struct LogParams {
 
 async fn logging(State(c): Shared, Query(p): Query<LogParams>) -> Response {
     call(c, move |c| Ok(c.logging(p.n.unwrap_or(50)))).await
+}
+
+#[derive(Deserialize)]
+struct AclParams {
+    name: Option<String>,
+}
+
+async fn acl_show(State(c): Shared, Query(p): Query<AclParams>) -> Response {
+    call(c, move |c| c.acls(p.name.as_deref())).await
+}
+
+#[derive(Deserialize)]
+struct AclEntryBody {
+    entry: String,
+}
+
+async fn acl_add(State(c): Shared, Path(name): Path<String>, body: Bytes) -> Response {
+    let b: AclEntryBody = match parse(&body) {
+        Ok(x) => x,
+        Err(e) => return error(e),
+    };
+    call(c, move |c| c.acl_entry_add(&name, &b.entry)).await
 }
 
 #[derive(Deserialize)]

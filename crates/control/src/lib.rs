@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod mgmt;
 pub mod router;
 pub mod runtime;
+pub mod services;
 pub mod syslog;
 pub mod yaml;
 

@@ -47,6 +47,8 @@ pub struct Router {
     /// interfaces are operationally down and next hops through them are not used.
     pub ports_down: std::collections::HashSet<String>,
     pub shared: SharedTables,
+    /// Compiled ACLs and QoS policies, policers, flow accounting (see `services`).
+    pub services: crate::services::ServicesState,
 }
 
 /// An error while loading routes or building tables: says which file and line when it can.
@@ -79,6 +81,19 @@ impl Router {
         epoch: Arc<EpochDomain>,
         shared: SharedTables,
     ) -> Result<Router, BuildError> {
+        Self::build_unpublished_from(cfg, slots, epoch, shared, None)
+    }
+
+    /// As [`Router::build_unpublished`], reusing from `prev` the compiled services (and their
+    /// counters) that the new config leaves unchanged.
+    pub fn build_unpublished_from(
+        cfg: Config,
+        slots: &[Option<String>],
+        epoch: Arc<EpochDomain>,
+        shared: SharedTables,
+        prev: Option<&crate::services::ServicesState>,
+    ) -> Result<Router, BuildError> {
+        let services = crate::services::ServicesState::build(&cfg, prev);
         let fibs: Vec<Fibs> = cfg
             .vrfs
             .iter()
@@ -136,6 +151,7 @@ impl Router {
             port_slots,
             ports_down: Default::default(),
             shared,
+            services,
         };
         r.install_connected()?;
         r.install_static()?;
@@ -152,6 +168,7 @@ impl Router {
     /// hops and every FIB change together, so no frame is forwarded by a mix of two versions.
     pub fn activate(&mut self) {
         self.shared.store(Arc::new(self.tables()));
+        self.services.publish_plan(&self.cfg);
     }
 
     fn nh(&mut self, key: NhKey, make: impl FnOnce(&Self) -> NextHop) -> u32 {
@@ -372,6 +389,10 @@ impl Router {
                 })
                 .collect(),
             icmp_rate: self.cfg.icmp_rate,
+            any_features: self.services.features.iter().any(|f| f.is_some()),
+            features: self.services.features.clone().into_boxed_slice(),
+            flow: self.services.flow.clone(),
+            acl_log: self.services.acl_log.clone(),
         }
     }
 
@@ -379,6 +400,7 @@ impl Router {
     pub fn publish(&mut self) -> Result<(), BuildError> {
         // Next hops first, so no route can point at an id the workers do not know yet.
         self.shared.store(Arc::new(self.tables()));
+        self.services.publish_plan(&self.cfg);
         for f in &mut self.fibs {
             f.v4.publish()
                 .map_err(|e| BuildError(format!("VRF {}: IPv4: {e}", f.name)))?;

@@ -679,6 +679,16 @@ impl Runtime {
         self.snapshot()
     }
 
+    /// Stops the workers and waits for them to finish (they flush what they hold).
+    pub fn stop_and_wait(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in self.workers.iter_mut() {
+            if let Some(h) = w.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+
     pub fn stop(self) -> Snapshot {
         self.stop.store(true, Ordering::Relaxed);
         self.join()

@@ -1,10 +1,10 @@
 //! Black-box tests of the packet path: a router built from a YAML config, frames pushed into its
 //! mem ports, and what comes out of each port checked field by field.
 
-use std::time::{Duration, Instant};
+mod common;
 
-use control::{MemPeer, Router, Runtime, StartOptions};
-use dataplane::{BufCache, DropReason, Pool, Snapshot};
+use common::*;
+use dataplane::DropReason;
 use packet::checksum;
 
 const CONFIG: &str = r#"
@@ -34,151 +34,13 @@ routes:
   - { prefix: 10.67.0.0/16, reject: true }
 "#;
 
-struct Bed {
-    router: Router,
-    running: Option<Runtime>,
-    peers: Vec<MemPeer>,
-    cache: BufCache,
-}
-
-impl Bed {
-    fn new(icmp_rate: u32) -> Bed {
-        let dir = std::env::temp_dir().join(format!("linerate-fwd-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("r.yaml");
-        let cfg =
-            control::config::parse(&CONFIG.replace("ICMP_RATE", &icmp_rate.to_string()), &path)
-                .unwrap();
-        let router = Router::build(cfg).unwrap();
-        let pool = Pool::new(8192);
-        let (running, peers) = router
-            .start(StartOptions {
-                pool: Some(pool.clone()),
-                ..Default::default()
-            })
-            .unwrap();
-        Bed {
-            router,
-            running: Some(running),
-            peers,
-            cache: BufCache::new(pool),
-        }
-    }
-
-    /// Sends frames into port `p`, waits until the router has handled them, returns what came
-    /// out of each port.
-    fn send(&mut self, p: usize, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
-        let before = self.snapshot().rx_packets[p];
-        let mut v: Vec<_> = frames
-            .iter()
-            .map(|f| {
-                let mut b = self.cache.alloc().unwrap();
-                assert!(b.fill(f));
-                b
-            })
-            .collect();
-        while !v.is_empty() {
-            self.peers[p].to_router[0].push_burst(&mut v);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.snapshot().rx_packets[p] < before + frames.len() as u64 {
-            assert!(Instant::now() < deadline, "router did not take the frames");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        // Counters are written after transmit: one more vector's worth of time to be safe.
-        std::thread::sleep(Duration::from_millis(20));
-        let mut out = Vec::new();
-        for peer in self.peers.iter_mut() {
-            let mut got = Vec::new();
-            let mut bufs = Vec::new();
-            peer.from_router.pop_burst(&mut bufs, usize::MAX);
-            for b in bufs {
-                got.push(b.data().to_vec());
-                self.cache.free(b);
-            }
-            out.push(got);
-        }
-        out
-    }
-
-    fn snapshot(&self) -> Snapshot {
-        self.running.as_ref().unwrap().snapshot()
-    }
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        if let Some(r) = self.running.take() {
-            r.stop();
-        }
-    }
-}
-
-const P0_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const PEER0: [u8; 6] = [2, 0, 0, 0, 0, 2];
-
-fn ip4_frame(dst: [u8; 4], ttl: u8, payload: usize, df: bool, proto: u8, sport: u16) -> Vec<u8> {
-    let mut f = vec![0u8; 14 + 20 + payload];
-    f[0..6].copy_from_slice(&P0_MAC);
-    f[6..12].copy_from_slice(&PEER0);
-    f[12..14].copy_from_slice(&[0x08, 0x00]);
-    let total = (20 + payload) as u16;
-    let h = &mut f[14..34];
-    h[0] = 0x45;
-    h[2..4].copy_from_slice(&total.to_be_bytes());
-    h[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-    if df {
-        h[6] = 0x40;
-    }
-    h[8] = ttl;
-    h[9] = proto;
-    h[12..16].copy_from_slice(&[192, 0, 2, 2]);
-    h[16..20].copy_from_slice(&dst);
-    let c = checksum::fold(checksum::sum(h));
-    h[10..12].copy_from_slice(&c.to_be_bytes());
-    if payload >= 8 {
-        f[34..36].copy_from_slice(&sport.to_be_bytes());
-        f[36..38].copy_from_slice(&5000u16.to_be_bytes());
-    }
-    let start = 42.min(f.len());
-    for (i, b) in f[start..].iter_mut().enumerate() {
-        *b = i as u8;
-    }
-    f
-}
-
-fn ip6_frame(dst: [u8; 16], hop: u8, payload: usize) -> Vec<u8> {
-    let mut f = vec![0u8; 14 + 40 + payload];
-    f[0..6].copy_from_slice(&P0_MAC);
-    f[6..12].copy_from_slice(&PEER0);
-    f[12..14].copy_from_slice(&[0x86, 0xdd]);
-    let h = &mut f[14..54];
-    h[0] = 0x60;
-    h[4..6].copy_from_slice(&(payload as u16).to_be_bytes());
-    h[6] = 17;
-    h[7] = hop;
-    h[8..24].copy_from_slice(
-        &"2001:db8:1::2"
-            .parse::<std::net::Ipv6Addr>()
-            .unwrap()
-            .octets(),
-    );
-    h[24..40].copy_from_slice(&dst);
-    f
-}
-
-fn v6(s: &str) -> [u8; 16] {
-    s.parse::<std::net::Ipv6Addr>().unwrap().octets()
-}
-
-fn header_ok(ip: &[u8]) -> bool {
-    let ihl = (ip[0] & 0x0f) as usize * 4;
-    checksum::fold(checksum::sum(&ip[..ihl])) == 0
+fn bed(icmp_rate: u32) -> Bed {
+    Bed::from_text(&CONFIG.replace("ICMP_RATE", &icmp_rate.to_string()))
 }
 
 #[test]
 fn ipv4_forwarded_with_ttl_checksum_and_macs_rewritten() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let input = ip4_frame([10, 1, 2, 3], 64, 100, false, 17, 1000);
     let out = bed.send(0, std::slice::from_ref(&input));
     assert_eq!(out[1].len(), 1, "one frame out of p1");
@@ -193,7 +55,7 @@ fn ipv4_forwarded_with_ttl_checksum_and_macs_rewritten() {
 
 #[test]
 fn vlan_subinterface_egress_is_tagged() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let out = bed.send(0, &[ip4_frame([10, 100, 0, 9], 10, 46, false, 17, 1)]);
     let f = &out[1][0];
     assert_eq!(&f[12..14], &[0x81, 0x00]);
@@ -206,7 +68,7 @@ fn vlan_subinterface_egress_is_tagged() {
 
 #[test]
 fn tagged_ingress_is_untagged_on_egress() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     // Into p1 with VLAN 100 (p1.100), towards 192.0.2.2 on p0, untagged.
     let mut f = ip4_frame([192, 0, 2, 2], 30, 46, false, 17, 1);
     f[0..6].copy_from_slice(&[2, 0, 0, 0, 1, 1]);
@@ -223,7 +85,7 @@ fn tagged_ingress_is_untagged_on_egress() {
 
 #[test]
 fn ipv6_forwarded_with_hop_limit_decremented() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let out = bed.send(0, &[ip6_frame(v6("2001:db8:ff::99"), 64, 32)]);
     let f = &out[1][0];
     assert_eq!(&f[0..6], &[2, 0, 0, 0, 1, 2]);
@@ -232,7 +94,7 @@ fn ipv6_forwarded_with_hop_limit_decremented() {
 
 #[test]
 fn ecmp_spreads_flows_and_keeps_each_flow_on_one_path() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let frames: Vec<_> = (0..400u16)
         .map(|i| {
             ip4_frame(
@@ -255,7 +117,7 @@ fn ecmp_spreads_flows_and_keeps_each_flow_on_one_path() {
 
 #[test]
 fn ttl_expiry_sends_time_exceeded_from_the_ingress_address() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let input = ip4_frame([10, 1, 2, 3], 1, 64, false, 17, 7);
     let out = bed.send(0, std::slice::from_ref(&input));
     assert!(out[1].is_empty());
@@ -276,7 +138,7 @@ fn ttl_expiry_sends_time_exceeded_from_the_ingress_address() {
 
 #[test]
 fn unreachable_blackhole_reject_and_bad_checksum() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let mut bad = ip4_frame([10, 1, 1, 1], 64, 30, false, 17, 1);
     bad[24] ^= 0xff;
     let out = bed.send(
@@ -307,7 +169,7 @@ fn unreachable_blackhole_reject_and_bad_checksum() {
 
 #[test]
 fn df_too_big_gets_frag_needed_and_no_df_is_fragmented() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     // p1's MTU is 1400.
     let out = bed.send(0, &[ip4_frame([10, 1, 2, 3], 64, 1480, true, 17, 1)]);
     let f = &out[0][0];
@@ -341,7 +203,7 @@ fn df_too_big_gets_frag_needed_and_no_df_is_fragmented() {
 
 #[test]
 fn echo_requests_to_router_addresses_are_answered() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let mut f = ip4_frame([192, 0, 2, 1], 64, 16, false, 1, 0);
     f[34] = 8; // echo request
     f[35] = 0;
@@ -373,7 +235,7 @@ fn echo_requests_to_router_addresses_are_answered() {
 
 #[test]
 fn icmp_errors_are_rate_limited() {
-    let mut bed = Bed::new(10);
+    let mut bed = bed(10);
     let frames: Vec<_> = (0..200)
         .map(|_| ip4_frame([10, 1, 2, 3], 1, 30, false, 17, 1))
         .collect();
@@ -391,7 +253,7 @@ fn icmp_errors_are_rate_limited() {
 
 #[test]
 fn frames_for_other_macs_and_unknown_vlans_are_dropped_and_counted() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let mut other = ip4_frame([10, 1, 2, 3], 64, 30, false, 17, 1);
     other[0..6].copy_from_slice(&[2, 9, 9, 9, 9, 9]);
     let mut tagged = other[..12].to_vec();
@@ -411,7 +273,7 @@ fn frames_for_other_macs_and_unknown_vlans_are_dropped_and_counted() {
 
 #[test]
 fn route_changes_while_forwarding_lose_nothing() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let frames: Vec<_> = (0..256u16)
         .map(|i| ip4_frame([10, 1, (i >> 8) as u8, i as u8], 64, 46, false, 17, i))
         .collect();
@@ -446,7 +308,7 @@ fn route_changes_while_forwarding_lose_nothing() {
 
 #[test]
 fn martian_sources_and_destinations_are_not_forwarded() {
-    let mut bed = Bed::new(1000);
+    let mut bed = bed(1000);
     let mut from_loopback = ip4_frame([10, 1, 2, 3], 64, 30, false, 17, 1);
     from_loopback[26..30].copy_from_slice(&[127, 0, 0, 1]);
     from_loopback[24..26].copy_from_slice(&[0, 0]);

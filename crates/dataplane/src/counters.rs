@@ -45,6 +45,9 @@ reasons! {
     LocalUnhandled => "addressed to the router, no service for it",
     TxQueueFull => "transmit queue full",
     NoBuffer => "no buffer for a generated packet",
+    AclDenied => "denied by an access list",
+    PolicerDropped => "dropped by a policer",
+    UrpfFailed => "source address fails the reverse-path check (uRPF)",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;
@@ -66,6 +69,9 @@ impl DropReason {
             NoRoute | Blackhole | Reject | NeighborUnresolved => "ip-lookup",
             TtlExpired | MtuExceeded | LocalUnhandled | NoBuffer => "slow-path",
             TxQueueFull => "tx",
+            AclDenied => "acl",
+            PolicerDropped => "qos",
+            UrpfFailed => "urpf",
         }
     }
 }

@@ -114,6 +114,14 @@ pub struct Tables {
     pub vrfs: Box<[Vrf]>,
     /// ICMP errors each worker may send per second (RFC 1812 4.3.2.8 rate limiting).
     pub icmp_rate: u32,
+    /// Per interface: the features bound to it (ACLs, QoS, uRPF, flow accounting), if any.
+    pub features: Box<[Option<Arc<crate::feature::IfFeatures>>]>,
+    /// Some interface has features: the one check forwarding makes when none has.
+    pub any_features: bool,
+    /// Flow accounting's settings and export queue, when any interface accounts flows.
+    pub flow: Option<Arc<crate::feature::FlowShared>>,
+    /// Where logged ACL matches go, when any entry logs.
+    pub acl_log: Option<Arc<crate::feature::acl_log::AclLogSink>>,
 }
 
 impl Tables {
@@ -125,6 +133,10 @@ impl Tables {
             next_hops: vec![NextHop::NoRoute].into_boxed_slice(),
             vrfs: Box::new([]),
             icmp_rate,
+            features: Box::new([]),
+            any_features: false,
+            flow: None,
+            acl_log: None,
         }
     }
 }

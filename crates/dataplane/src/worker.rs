@@ -196,6 +196,9 @@ impl Worker {
                 let t0 = start.elapsed().as_nanos() as u64;
                 ctx.now_ns = t0;
                 ctx.icmp.refill(t0);
+                if t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some() {
+                    crate::feature::output::housekeeping(&mut ctx, t);
+                }
                 if tapping {
                     taps.on_rx(&mut ctx, t, p, &mut buf);
                 }
@@ -234,6 +237,9 @@ impl Worker {
                         taps.after_node(&mut ctx, t, tap::Node::SlowPath);
                     }
                 }
+                if !ctx.egress.is_empty() {
+                    crate::feature::output::run(&mut ctx, t);
+                }
                 if tapping {
                     taps.on_tx(&mut ctx);
                 }
@@ -247,6 +253,12 @@ impl Worker {
                 continue;
             }
             idle = idle.saturating_add(1);
+            // Flows time out and logged counts fall due on an idle router too.
+            if idle % 4096 == 0 && (t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some())
+            {
+                ctx.now_ns = start.elapsed().as_nanos() as u64;
+                crate::feature::output::housekeeping(&mut ctx, t);
+            }
             if idle == 64 {
                 for q in tx.iter_mut().flatten() {
                     q.flush();
@@ -269,6 +281,13 @@ impl Worker {
 }
 
 fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ctx) {
+    // The flows this worker holds go to the exporter, ended as a flush.
+    if let Some(mut fl) = ctx.flows.take() {
+        let now = crate::feature::clock_ns();
+        let out = &mut fl.out;
+        fl.cache.flush(now, &mut |r| out.push(r));
+        fl.shared.push(&mut fl.out);
+    }
     epoch.offline();
     for q in tx.iter_mut().flatten() {
         q.flush();

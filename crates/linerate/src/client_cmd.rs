@@ -77,6 +77,47 @@ pub enum ShowCmd {
     Metrics,
     /// The running config.
     RunningConfig,
+    /// Access lists: entries with their hit counts, the implicit deny, where each is bound.
+    Acl {
+        /// One list only.
+        name: Option<String>,
+    },
+    /// QoS policies per interface: class counters, markings, policer colours.
+    Qos,
+    /// Flow accounting: cache occupancy, timeouts and evictions, export counters.
+    Flows,
+}
+
+#[derive(Subcommand)]
+pub enum AclCmd {
+    /// Add an entry, or replace the entry with its sequence number:
+    /// `acl add NAME 25 deny udp src host 10.0.0.1 dport 53 log`.
+    Add {
+        name: String,
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        entry: Vec<String>,
+    },
+    /// Remove the entry with sequence number SEQ.
+    Del { name: String, seq: u32 },
+}
+
+pub fn acl(a: &ApiArgs, cmd: AclCmd) -> Result<(), String> {
+    let c = a.client()?;
+    match cmd {
+        AclCmd::Add { name, entry } => {
+            let v = post(
+                &c,
+                &format!("/v1/acl/{}/entries", enc(&name)),
+                json!({"entry": entry.join(" ")}),
+            )?;
+            println!("access-list {name}: entry {v} set");
+        }
+        AclCmd::Del { name, seq } => {
+            checked(c.delete(&format!("/v1/acl/{}/entries/{seq}", enc(&name)))?)?;
+            println!("access-list {name}: entry {seq} removed");
+        }
+    }
+    Ok(())
 }
 
 #[derive(Subcommand)]
@@ -614,6 +655,124 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             print!("{}", String::from_utf8_lossy(&r.body));
             return Ok(());
         }
+        ShowCmd::Acl { name } => (
+            match name {
+                Some(n) => format!("/v1/acl?name={}", enc(n)),
+                None => "/v1/acl".into(),
+            },
+            |v| {
+                let mut out = String::new();
+                for a in v.as_array().into_iter().flatten() {
+                    out.push_str(&format!(
+                        "access-list {} ({}), bound: {}, compiled: {} bytes\n",
+                        s(&a["name"]),
+                        s(&a["family"]),
+                        if a["bound"].as_array().is_some_and(|b| b.is_empty()) {
+                            "nowhere".to_string()
+                        } else {
+                            list(&a["bound"])
+                        },
+                        s(&a["compiled_bytes"])
+                    ));
+                    let mut rows: Vec<Vec<String>> = a["entries"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|e| vec![s(&e["seq"]), s(&e["text"]), s(&e["hits"])])
+                        .collect();
+                    rows.push(vec![
+                        "-".into(),
+                        "(implicit deny)".into(),
+                        s(&a["implicit_deny"]),
+                    ]);
+                    out.push_str(&table(&["Seq", "Entry", "Matches"], rows));
+                    out.push('\n');
+                }
+                out
+            },
+        ),
+        ShowCmd::Qos => ("/v1/qos".into(), |v| {
+            let mut out = String::new();
+            for q in v.as_array().into_iter().flatten() {
+                out.push_str(&format!(
+                    "{} {}: policy {}\n",
+                    s(&q["interface"]),
+                    s(&q["direction"]),
+                    s(&q["policy"])
+                ));
+                let rows = q["classes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let p = &c["policer"];
+                        let pol = if p.is_null() {
+                            "-".to_string()
+                        } else {
+                            format!(
+                                "conform {} B, exceed {} B, violate {} B, dropped {} pkts",
+                                s(&p["conformed_bytes"]),
+                                s(&p["exceeded_bytes"]),
+                                s(&p["violated_bytes"]),
+                                s(&p["dropped_packets"])
+                            )
+                        };
+                        vec![
+                            s(&c["class"]),
+                            s(&c["packets"]),
+                            s(&c["bytes"]),
+                            s(&c["set_dscp"]),
+                            s(&c["set_cos"]),
+                            pol,
+                        ]
+                    })
+                    .collect();
+                out.push_str(&table(
+                    &[
+                        "Class", "Packets", "Bytes", "Set DSCP", "Set CoS", "Policer",
+                    ],
+                    rows,
+                ));
+                out.push('\n');
+            }
+            if out.is_empty() {
+                out = "no QoS policy is bound\n".into();
+            }
+            out
+        }),
+        ShowCmd::Flows => ("/v1/flows".into(), |v| {
+            if v["enabled"] != json!(true) {
+                return "flow accounting is off (no flow-export section)\n".into();
+            }
+            let e = &v["export"];
+            format!(
+                "Flow export: {} to {}\nAccounting on: {}\n\n{}",
+                s(&v["version"]),
+                list(&v["collectors"]),
+                list(&v["interfaces"]),
+                table(
+                    &["Counter", "Value"],
+                    [
+                        ("cache capacity", &v["capacity"]),
+                        ("flows in cache", &v["occupancy"]),
+                        ("flows created", &v["created"]),
+                        ("expired (inactive)", &v["expired_idle"]),
+                        ("expired (active)", &v["expired_active"]),
+                        ("ended (TCP FIN/RST)", &v["ended_tcp"]),
+                        ("evicted (cache full)", &v["evicted"]),
+                        ("flushed", &v["flushed"]),
+                        ("lost (export queue full)", &v["queue_dropped"]),
+                        ("records exported", &e["records"]),
+                        ("datagrams sent", &e["datagrams"]),
+                        ("templates sent", &e["templates"]),
+                        ("send errors", &e["send_errors"]),
+                    ]
+                    .into_iter()
+                    .map(|(k, x)| vec![k.to_string(), s(x)])
+                    .collect()
+                )
+            )
+        }),
         ShowCmd::RunningConfig => {
             let v = get(&c, "/v1/config")?;
             if json_out {

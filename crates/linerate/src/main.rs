@@ -67,6 +67,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: client_cmd::RouteCmd,
     },
+    /// Add or remove single ACL entries without re-sending the list.
+    Acl {
+        #[command(subcommand)]
+        cmd: client_cmd::AclCmd,
+    },
     /// Take a port out of service or put it back, under traffic.
     Port {
         #[command(subcommand)]
@@ -202,6 +207,7 @@ fn main() -> ExitCode {
         Cmd::Clear { what } => client_cmd::clear(&api, what),
         Cmd::Config { json, cmd } => client_cmd::config(&api, json, cmd),
         Cmd::Route { cmd } => client_cmd::route(&api, cmd),
+        Cmd::Acl { cmd } => client_cmd::acl(&api, cmd),
         Cmd::Port { cmd } => client_cmd::port(&api, cmd),
         Cmd::Worker { cmd } => client_cmd::worker(&api, cmd),
         Cmd::Capture(a) => client_cmd::capture(&api, a),

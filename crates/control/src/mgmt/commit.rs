@@ -339,7 +339,8 @@ impl Core {
         source: &Path,
         opts: &ApplyOptions,
     ) -> ApiResult<ApplyOutcome> {
-        let new_cfg = config::parse(text, source).map_err(invalid_config)?;
+        let mut new_cfg = config::parse(text, source).map_err(invalid_config)?;
+        super::services::apply_acl_edits(&mut new_cfg, &s.acl_edits);
         let old_cfg = s.router.cfg.clone();
         let diff = text_diff(
             &s.text,
@@ -369,11 +370,12 @@ impl Core {
         }
         let mut warnings = Vec::new();
         // Build everything off to the side: route files are read and every route resolved now.
-        let mut new = Router::build_unpublished(
+        let mut new = Router::build_unpublished_from(
             new_cfg.clone(),
             &s.router.port_slots,
             s.router.epoch.clone(),
             s.router.shared.clone(),
+            Some(&s.router.services),
         )
         .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
         new.ports_down = s

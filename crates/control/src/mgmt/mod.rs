@@ -16,6 +16,7 @@
 
 pub mod commit;
 pub mod ops;
+pub mod services;
 pub mod show;
 
 use std::collections::{BTreeMap, HashMap};
@@ -111,6 +112,9 @@ pub struct State {
     pub source: PathBuf,
     /// Routes added through the API, by VRF index and prefix; they survive config commits.
     pub api_routes: BTreeMap<(usize, PrefixKey), Target>,
+    /// ACL entries set (Some) or removed (None) through the API, by list and sequence number;
+    /// applied on top of every config committed after them.
+    pub acl_edits: BTreeMap<String, BTreeMap<u32, Option<crate::config::services::AclEntryCfg>>>,
     pub history: commit::History,
     /// Counters as they were at the last `clear counters` (shows subtract them; metrics never).
     pub baseline: Snapshot,
@@ -150,6 +154,8 @@ pub struct Core {
     stats: Mutex<BTreeMap<&'static str, CommandStats>>,
     /// Where the running config and the history persist; None: nothing persists.
     pub state_dir: Option<PathBuf>,
+    /// The services' control-plane thread (ACL log records, flow export).
+    services_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// A held state lock, which records the command's run time when dropped.
@@ -198,13 +204,21 @@ impl Core {
             Some(d) => commit::History::load(d).map_err(ApiError::internal)?,
             None => commit::History::default(),
         };
+        let services_thread = crate::services::spawn_thread(
+            router.services.plan.clone(),
+            router.services.export.clone(),
+            logger.clone(),
+            router.services.stop.clone(),
+        );
         let core = Arc::new(Core {
+            services_thread: Mutex::new(Some(services_thread)),
             state: Mutex::new(State {
                 router,
                 runtime,
                 text,
                 source,
                 api_routes: BTreeMap::new(),
+                acl_edits: BTreeMap::new(),
                 history,
                 baseline: Snapshot::default(),
                 worker_baseline: HashMap::new(),
@@ -257,10 +271,22 @@ impl Core {
 
     /// Stops the workers and returns the final counters.
     pub fn shutdown(&self) {
-        let s = self.lock("shutdown");
-        s.runtime
+        let mut s = self.lock("shutdown");
+        // Workers first: they hand over the flows they hold; then the services thread exports
+        // them and the last logged matches before it ends.
+        s.runtime.stop_and_wait();
+        s.router
+            .services
             .stop
             .store(true, std::sync::atomic::Ordering::Relaxed);
+        let t = self
+            .services_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(t) = t {
+            let _ = t.join();
+        }
         self.logger
             .log(Severity::Notice, "SYSTEM_STOP", &[], "linerate stopping");
     }

@@ -896,6 +896,7 @@ impl Core {
             "Seconds since the router started.",
         );
         e.sample(&[], self.uptime().as_secs_f64());
+        self.services_metrics(&s, &mut e);
         e.finish()
     }
 }

@@ -1,6 +1,169 @@
-//! The per-interface features on the packet path, in the order DESIGN.md gives: ACL in, QoS
-//! classify and police, uRPF, flow accounting; then after the lookup ACL out and QoS re-mark.
-//! A feature that is off costs nothing: an interface without features never enters these nodes.
+//! The per-interface features on the packet path, in the order DESIGN.md gives:
+//!
+//! ```text
+//! input:  ACL in -> QoS classify / mark / police -> uRPF -> flow accounting   (before the lookup)
+//! output: ACL out -> QoS re-mark / police -> flow accounting                  (after it, before TX)
+//! ```
+//!
+//! What is bound where is published with the [`Tables`](crate::tables::Tables): one
+//! [`IfFeatures`] per interface that has any. A feature that is off costs nothing: forwarding
+//! checks one flag per vector, and an interface without features never enters these nodes.
+//!
+//! Compiled rule lists ([`Acl`], [`Qos`]) are immutable and published whole, so a list replaced
+//! under traffic is never seen half old, half new. Their counters live beside them in shared
+//! atomics, bumped once per run of equal results rather than per packet.
 
+pub mod acl_log;
+pub mod input;
 pub mod mark;
+pub mod output;
 pub mod police;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use classify::Classifier;
+
+pub use police::{Color, Policer, Verdict};
+
+/// Per-entry hit counters of one configured ACL, shared by every binding compiled from it (and
+/// carried over when a commit leaves the list unchanged). The last slot counts the implicit deny.
+#[derive(Debug)]
+pub struct AclCounters {
+    pub name: String,
+    pub hits: Box<[AtomicU64]>,
+}
+
+impl AclCounters {
+    pub fn new(name: &str, entries: usize) -> AclCounters {
+        AclCounters {
+            name: name.to_string(),
+            hits: (0..=entries).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    pub fn get(&self, i: usize) -> u64 {
+        self.hits[i].load(Ordering::Relaxed)
+    }
+}
+
+/// What a classifier rule of a compiled binding means.
+#[derive(Clone, Copy, Debug)]
+pub struct AclEntry {
+    pub permit: bool,
+    pub log: bool,
+    /// Which list (index into the binding's `lists`) and entry of it; the implicit deny is the
+    /// entry past the last.
+    pub list: u16,
+    pub index: u32,
+}
+
+/// One direction's access control on one interface: one list, or one list per family,
+/// compiled together (entries carry their family in the EtherType, so lists cannot collide).
+pub struct Acl {
+    pub classifier: Classifier,
+    pub entries: Box<[AclEntry]>,
+    pub lists: Box<[Arc<AclCounters>]>,
+    /// Sequence numbers and protocols per list entry, for log records.
+    pub seqs: Box<[Box<[u32]>]>,
+}
+
+/// A QoS class as a policy applies it on one interface.
+pub struct QosClass {
+    pub name: String,
+    pub set_dscp: Option<u8>,
+    pub set_cos: Option<u8>,
+    /// This interface's own policer for the class.
+    pub policer: Option<Arc<Policer>>,
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+/// A QoS policy bound to one interface and direction.
+pub struct Qos {
+    pub policy: String,
+    pub classifier: Arc<Classifier>,
+    /// The class of each classifier rule.
+    pub rule_class: Arc<[u16]>,
+    pub classes: Box<[QosClass]>,
+    /// `class-default`, if the policy has one: what no class matched.
+    pub default_class: Option<u16>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Urpf {
+    Strict,
+    Loose,
+}
+
+/// Everything bound to one interface.
+#[derive(Default)]
+pub struct IfFeatures {
+    pub acl_in: Option<Arc<Acl>>,
+    pub acl_out: Option<Arc<Acl>>,
+    pub qos_in: Option<Arc<Qos>>,
+    pub qos_out: Option<Arc<Qos>>,
+    pub urpf: Option<Urpf>,
+    pub flow_in: bool,
+    pub flow_out: bool,
+}
+
+impl IfFeatures {
+    pub fn has_input(&self) -> bool {
+        self.acl_in.is_some() || self.qos_in.is_some() || self.urpf.is_some() || self.flow_in
+    }
+
+    pub fn has_output(&self) -> bool {
+        self.acl_out.is_some() || self.qos_out.is_some() || self.flow_out
+    }
+}
+
+/// Flow accounting's shared half: the cache settings each worker sizes its own cache by, and
+/// the queue its expired records go to (drained by the exporter off the fast path).
+pub struct FlowShared {
+    /// A new value makes workers start a fresh cache (after flushing the old one).
+    pub generation: u64,
+    pub cache: flow::CacheConfig,
+    /// 1-in-N packet sampling (1: every packet).
+    pub sampling: u32,
+    pub queue: Mutex<Vec<flow::FlowRecord>>,
+    /// Records the queue had no room for (the exporter fell behind): counted, never silent.
+    pub queue_dropped: AtomicU64,
+    pub queue_limit: usize,
+    /// Per worker: the cache's counters, published once per second by each worker.
+    pub stats: Mutex<Vec<flow::CacheStats>>,
+}
+
+impl FlowShared {
+    /// Hands a worker's expired records over; keeps the rest counted if the exporter is behind.
+    pub fn push(&self, recs: &mut Vec<flow::FlowRecord>) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let room = self.queue_limit.saturating_sub(q.len());
+        if recs.len() > room {
+            self.queue_dropped
+                .fetch_add((recs.len() - room) as u64, Ordering::Relaxed);
+            recs.truncate(room);
+        }
+        q.append(recs);
+    }
+}
+
+/// The common clock of policers and flow records: nanoseconds since the process's first call.
+pub fn clock_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}
+
+/// The pre-colour a colour-aware policer reads from DSCP: AF drop precedence 2 is yellow,
+/// 3 is red (RFC 2597), everything else green.
+#[inline]
+pub fn dscp_color(dscp: u8) -> Color {
+    match dscp {
+        12 | 20 | 28 | 36 => Color::Yellow,
+        14 | 22 | 30 | 38 => Color::Red,
+        _ => Color::Green,
+    }
+}

@@ -60,6 +60,9 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         keys[good.len()] = dst;
         good.push(b);
     }
+    if t.any_features && !good.is_empty() {
+        crate::feature::input::run(ctx, t, &mut good, &mut keys, true);
+    }
     if !good.is_empty() {
         let vrf = (!mixed).then_some(vrf);
         lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v6, forward);
@@ -72,8 +75,19 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
 pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool) {
     let (nh, action) = resolve(t, nh, || flow_hash(&b));
     b.meta_mut().next_hop = nh;
+    let mut detour = false;
     let (port, mtu, rewrite) = match action {
-        Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
+        Action::Transmit {
+            tx_if,
+            port,
+            mtu,
+            rewrite,
+        } => {
+            if t.any_features && crate::feature::output::needed(t, b.meta().rx_if, tx_if) {
+                detour = true;
+            }
+            (port, mtu, rewrite)
+        }
         Action::Slow(why) => return ctx.slow6.push((b, why)),
         Action::Drop(why) => return ctx.drop(b, why),
     };
@@ -88,7 +102,11 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
     if !rewrite_l2(&mut b, rewrite) {
         return ctx.drop(b, DropReason::NoBuffer);
     }
-    ctx.out[port as usize].push(b);
+    if detour {
+        ctx.egress.push(b);
+    } else {
+        ctx.out[port as usize].push(b);
+    }
 }
 
 /// Addresses, flow label and, where the extension-header walk finds them, protocol and ports.

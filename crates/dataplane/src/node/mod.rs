@@ -62,6 +62,14 @@ pub struct Ctx {
     /// Capture and trace recordings of this vector (see `tap`).
     pub tap: crate::tap::Scratch,
     pub taps: Option<std::sync::Arc<crate::tap::Taps>>,
+    /// Classification keys of the run of packets a feature is working on.
+    pub fkeys: Box<[classify::Key]>,
+    /// Forwarded packets waiting for the output features (see `feature::output`).
+    pub egress: Vec<PktBuf>,
+    pub(crate) egress_fate: Vec<crate::feature::input::Fate>,
+    /// This worker's flow cache, while flow accounting is on.
+    pub flows: Option<crate::feature::output::WorkerFlows>,
+    pub acl_log: crate::feature::acl_log::Local,
 }
 
 impl Ctx {
@@ -82,6 +90,11 @@ impl Ctx {
             now_ns: 0,
             tap: Default::default(),
             taps: None,
+            fkeys: vec![classify::Key::default(); VECTOR].into_boxed_slice(),
+            egress: Vec::with_capacity(VECTOR * 2),
+            egress_fate: Vec::with_capacity(VECTOR * 2),
+            flows: None,
+            acl_log: Default::default(),
         }
     }
 
@@ -143,6 +156,7 @@ impl TokenBucket {
 /// What a next hop asks of a packet, the same for both address families.
 pub enum Action<'t> {
     Transmit {
+        tx_if: u32,
         port: u16,
         mtu: u16,
         rewrite: &'t Rewrite,
@@ -160,8 +174,12 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
     }
     let a = match &t.next_hops[nh as usize] {
         NextHop::Forward {
-            port, mtu, rewrite, ..
+            tx_if,
+            port,
+            mtu,
+            rewrite,
         } => Action::Transmit {
+            tx_if: *tx_if,
             port: *port,
             mtu: *mtu,
             rewrite,

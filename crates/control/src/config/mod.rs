@@ -33,6 +33,11 @@ use packet::ethernet::MacAddr;
 
 use crate::yaml::{self, Node, Value};
 
+pub mod entry;
+pub mod services;
+
+pub use services::{IfServices, Services, Urpf};
+
 /// One problem in a config file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -94,6 +99,8 @@ pub struct Config {
     pub routes: Vec<RouteCfg>,
     pub route_files: Vec<RouteFileCfg>,
     pub logging: crate::syslog::LogConfig,
+    /// ACLs, QoS, flow export (see [`services`]).
+    pub services: Services,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -124,6 +131,7 @@ pub struct InterfaceCfg {
     pub up: bool,
     pub ipv4: Vec<(u32, u8)>,
     pub ipv6: Vec<(u128, u8)>,
+    pub services: IfServices,
     pub origin: Origin,
 }
 
@@ -464,6 +472,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         routes: Vec::new(),
         route_files: Vec::new(),
         logging: Default::default(),
+        services: Services {
+            acl_log_interval_s: 10,
+            ..Default::default()
+        },
     };
     let Some(mut top) = Fields::new(String::new(), &root, &mut e) else {
         return Err(ConfigErrors(e.list));
@@ -622,6 +634,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 _ => e.at(node, &field, format!("`{s}` is not an IPv6 address/length")),
             }
         }
+        let services = services::parse_if_services(&mut f, n, &path, &mut e);
         f.finish(&mut e);
         if let (Some(name), Some(port), Some(mac)) = (name, port, mac_v) {
             cfg.interfaces.push(InterfaceCfg {
@@ -634,6 +647,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 up,
                 ipv4,
                 ipv6,
+                services,
                 origin,
             });
         }
@@ -791,12 +805,21 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                     ),
                 }
             }
+            if let Some(v) = f.parse::<u32>("acl-interval", "a number of seconds", &mut e) {
+                if v == 0 {
+                    e.at(n, "logging.acl-interval", "at least 1 second");
+                }
+                cfg.services.acl_log_interval_s = v.max(1);
+            }
             if let Some(h) = f.str("hostname", &mut e) {
                 cfg.logging.hostname = Some(h);
             }
             f.finish(&mut e);
         }
     }
+    cfg.services.acls = services::parse_acls(&mut top, &dir, &mut e);
+    services::parse_qos(&mut top, &mut e, &mut cfg.services);
+    cfg.services.flow_export = services::parse_flow_export(&mut top, &mut e);
     top.finish(&mut e);
     // References are checked only between fields that are themselves valid; otherwise one typo
     // would be reported again as every reference to it.
@@ -814,6 +837,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
 /// Checks the references between sections: interfaces name ports and VRFs that exist, neighbours
 /// sit on a subnet of their interface, routes point at known neighbours.
 fn cross_check(cfg: &Config, e: &mut Errs) {
+    services::cross_check(cfg, e);
     for (i, ifc) in cfg.interfaces.iter().enumerate() {
         if !cfg.ports.iter().any(|p| p.name == ifc.port) {
             e.origin(

@@ -1,0 +1,632 @@
+//! The services sections of the config: access lists, QoS classes and policies, flow export, and
+//! what each interface binds.
+//!
+//! ```yaml
+//! acls:
+//!   - name: IPV4_Test
+//!     family: ipv4                 # ipv4 (default), ipv6, or any (L2 entries, both families)
+//!     entries:                     # first match wins; an implicit deny ends every list
+//!       - "10 deny udp src host 140.0.0.1 sport 1024 dst 141.100.0.1 dport 5000 log"
+//!       - "20 permit"
+//!     file: big.acl                # or/and: one entry per line (# comments), for long lists
+//! qos:
+//!   classes:
+//!     - { name: voice, match: ["udp dport 5060-5061", "dscp 46"] }   # any line matches
+//!   policies:
+//!     - name: edge-in
+//!       classes:                   # in order; `class-default` takes what is left
+//!         - class: voice
+//!           set: { dscp: 46, cos: 5 }
+//!           police: { cir: 10m, cbs: 64k, pir: 20m, pbs: 128k, conform: transmit,
+//!                     exceed: set-dscp 10, violate: drop, color-aware: false }
+//!         - { class: class-default, set: { dscp: 0 } }
+//! flow-export:
+//!   version: ipfix                 # or 9
+//!   collectors: ["192.0.2.10:2055"]
+//!   cache-size: 2000000            # flows, split between workers
+//!   active-timeout: 60             # seconds
+//!   inactive-timeout: 15
+//!   template-refresh: 30
+//!   sampling: 1                    # 1-in-N packets
+//! interfaces:
+//!   - { name: p0, ..., acl-in: [IPV4_Test, IPV6_Test], acl-out: IPV4_Test, qos-in: edge-in,
+//!       urpf: strict, flow: [in, out] }
+//! ```
+//!
+//! Entry lines follow the grammar in [`super::entry`].
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use classify::Rule;
+
+use super::entry::{self, Family};
+use super::{seq, Errs, Fields, Origin};
+use crate::yaml::Node;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AclCfg {
+    pub name: String,
+    pub family: Family,
+    pub entries: Vec<AclEntryCfg>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AclEntryCfg {
+    /// Given, or 10 more than the entry before (as IOS numbers them).
+    pub seq: u32,
+    pub permit: bool,
+    pub log: bool,
+    pub rule: Rule,
+    /// The line as written, for `show acl` and log records.
+    pub text: String,
+    pub proto: Option<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct QosClassCfg {
+    pub name: String,
+    pub matches: Vec<Rule>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoliceAction {
+    Transmit,
+    SetDscp(u8),
+    SetCos(u8),
+    Drop,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoliceCfg {
+    /// Bits per second.
+    pub cir: u64,
+    /// Bytes.
+    pub cbs: u32,
+    /// Two-rate (RFC 2698) when set; single-rate (RFC 2697) with `ebs` otherwise.
+    pub pir: Option<u64>,
+    /// PBS (two-rate) or EBS (single-rate), bytes.
+    pub pbs: u32,
+    pub color_aware: bool,
+    pub conform: PoliceAction,
+    pub exceed: PoliceAction,
+    pub violate: PoliceAction,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyClassCfg {
+    /// A class name, or `class-default`.
+    pub class: String,
+    pub set_dscp: Option<u8>,
+    pub set_cos: Option<u8>,
+    pub police: Option<PoliceCfg>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct QosPolicyCfg {
+    pub name: String,
+    pub classes: Vec<PolicyClassCfg>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowVersion {
+    V9,
+    Ipfix,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowExportCfg {
+    pub version: FlowVersion,
+    pub collectors: Vec<SocketAddr>,
+    pub cache_size: usize,
+    pub active_timeout_s: u32,
+    pub inactive_timeout_s: u32,
+    pub template_refresh_s: u32,
+    pub sampling: u32,
+    pub domain_id: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Urpf {
+    /// RFC 3704 strict: the route back to the source leaves through the arrival interface.
+    Strict,
+    /// RFC 3704 loose: some route to the source exists (not a null route).
+    Loose,
+}
+
+/// What an interface binds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IfServices {
+    pub acl_in: Vec<String>,
+    pub acl_out: Vec<String>,
+    pub qos_in: Option<String>,
+    pub qos_out: Option<String>,
+    pub urpf: Option<Urpf>,
+    pub flow_in: bool,
+    pub flow_out: bool,
+}
+
+impl IfServices {
+    pub fn any(&self) -> bool {
+        *self != IfServices::default()
+    }
+}
+
+/// The services sections of one config.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Services {
+    pub acls: Vec<AclCfg>,
+    pub classes: Vec<QosClassCfg>,
+    pub policies: Vec<QosPolicyCfg>,
+    pub flow_export: Option<FlowExportCfg>,
+    /// Seconds between the periodic counts of a logged ACL flow (after its first packet).
+    pub acl_log_interval_s: u32,
+}
+
+/// A line's error column in the YAML file: the line's scalar is at `n`; entries written as
+/// plain or quoted scalars start one column later when quoted.
+fn entry_err(e: &mut Errs, n: &Node, field: &str, line_text: &str, x: entry::EntryError) {
+    let quoted = usize::from(!line_text.is_empty());
+    let mut at = n.clone();
+    at.col += x.col + quoted;
+    e.at(&at, field, format!("`{line_text}`: {}", x.message));
+}
+
+pub(super) fn parse_acls(top: &mut Fields, dir: &Path, e: &mut Errs) -> Vec<AclCfg> {
+    let mut out: Vec<AclCfg> = Vec::new();
+    for (n, path) in seq(top, "acls", e) {
+        let Some(mut f) = Fields::new(path.clone(), n, e) else {
+            continue;
+        };
+        let origin = f.origin();
+        let name = f.required("name", e);
+        let family = match f.str("family", e) {
+            None => Family::Ipv4,
+            Some(s) => Family::parse(&s).unwrap_or_else(|| {
+                e.at(
+                    n,
+                    &format!("{path}.family"),
+                    format!("`{s}`: ipv4, ipv6 or any"),
+                );
+                Family::Ipv4
+            }),
+        };
+        let mut entries: Vec<AclEntryCfg> = Vec::new();
+        let mut push = |line: &str, at: &Node, field: &str, e: &mut Errs| match entry::parse(
+            line, family, true,
+        ) {
+            Ok(x) => {
+                let seq = x
+                    .seq
+                    .unwrap_or_else(|| entries.last().map_or(10, |p| p.seq + 10));
+                if entries.last().is_some_and(|p| p.seq >= seq) {
+                    e.at(
+                        at,
+                        field,
+                        format!("sequence {seq} is not above the entry before"),
+                    );
+                }
+                entries.push(AclEntryCfg {
+                    seq,
+                    permit: x.permit.unwrap_or(false),
+                    log: x.log,
+                    rule: x.rule,
+                    text: line.trim().to_string(),
+                    proto: x.proto,
+                });
+            }
+            Err(x) => entry_err(e, at, field, line, x),
+        };
+        for (s, node, field) in f.list("entries", e) {
+            push(&s, node, &field, e);
+        }
+        if let Some(file) = f.str("file", e) {
+            let full = dir.join(&file);
+            match std::fs::read_to_string(&full) {
+                Ok(text) => {
+                    for (i, line) in text.lines().enumerate() {
+                        let l = line.split('#').next().unwrap_or("").trim();
+                        if l.is_empty() {
+                            continue;
+                        }
+                        // Errors in an entry file name that file and line.
+                        let before = e.list.len();
+                        push(l, n, &format!("{path}.file"), e);
+                        for x in &mut e.list[before..] {
+                            x.file = full.display().to_string();
+                            x.line = i + 1;
+                            x.col = line.find(l).unwrap_or(0) + 1;
+                        }
+                    }
+                }
+                Err(err) => e.at(
+                    n,
+                    &format!("{path}.file"),
+                    format!("cannot read `{}`: {err}", full.display()),
+                ),
+            }
+        }
+        f.finish(e);
+        if let Some(name) = name {
+            if out.iter().any(|a| a.name == name) {
+                e.at(
+                    n,
+                    &format!("{path}.name"),
+                    format!("ACL `{name}` defined twice"),
+                );
+            }
+            out.push(AclCfg {
+                name,
+                family,
+                entries,
+                origin,
+            });
+        }
+    }
+    out
+}
+
+pub(super) fn parse_qos(top: &mut Fields, e: &mut Errs, s: &mut Services) {
+    let Some(n) = top.get("qos") else {
+        return;
+    };
+    let Some(mut q) = Fields::new("qos".into(), n, e) else {
+        return;
+    };
+    for (n, path) in seq(&mut q, "classes", e) {
+        let Some(mut f) = Fields::new(path.clone(), n, e) else {
+            continue;
+        };
+        let origin = f.origin();
+        let name = f.required("name", e);
+        let mut matches = Vec::new();
+        for (line, node, field) in f.list("match", e) {
+            match entry::parse(&line, Family::Any, false) {
+                Ok(x) => matches.push(x.rule),
+                Err(x) => entry_err(e, node, &field, &line, x),
+            }
+        }
+        f.finish(e);
+        if let Some(name) = name {
+            if name == "class-default" || s.classes.iter().any(|c| c.name == name) {
+                e.at(
+                    n,
+                    &format!("{path}.name"),
+                    format!("class `{name}` defined twice"),
+                );
+            }
+            s.classes.push(QosClassCfg {
+                name,
+                matches,
+                origin,
+            });
+        }
+    }
+    for (n, path) in seq(&mut q, "policies", e) {
+        let Some(mut f) = Fields::new(path.clone(), n, e) else {
+            continue;
+        };
+        let origin = f.origin();
+        let name = f.required("name", e);
+        let mut classes = Vec::new();
+        for (cn, cpath) in seq(&mut f, "classes", e) {
+            if let Some(c) = policy_class(cn, &cpath, e) {
+                classes.push(c);
+            }
+        }
+        f.finish(e);
+        if let Some(name) = name {
+            if s.policies.iter().any(|p| p.name == name) {
+                e.at(
+                    n,
+                    &format!("{path}.name"),
+                    format!("policy `{name}` defined twice"),
+                );
+            }
+            s.policies.push(QosPolicyCfg {
+                name,
+                classes,
+                origin,
+            });
+        }
+    }
+    q.finish(e);
+}
+
+fn policy_class(n: &Node, path: &str, e: &mut Errs) -> Option<PolicyClassCfg> {
+    let mut f = Fields::new(path.to_string(), n, e)?;
+    let origin = f.origin();
+    let class = f.required("class", e);
+    let mut c = PolicyClassCfg {
+        class: class.clone().unwrap_or_default(),
+        set_dscp: None,
+        set_cos: None,
+        police: None,
+        origin,
+    };
+    if let Some(sn) = f.get("set") {
+        if let Some(mut sf) = Fields::new(format!("{path}.set"), sn, e) {
+            c.set_dscp = sf.parse::<u8>("dscp", "a DSCP (0..63)", e);
+            if c.set_dscp.is_some_and(|d| d > 63) {
+                e.at(sn, &format!("{path}.set.dscp"), "DSCP is 0..=63");
+            }
+            c.set_cos = sf.parse::<u8>("cos", "an 802.1p priority (0..7)", e);
+            if c.set_cos.is_some_and(|d| d > 7) {
+                e.at(sn, &format!("{path}.set.cos"), "CoS is 0..=7");
+            }
+            sf.finish(e);
+        }
+    }
+    if let Some(pn) = f.get("police") {
+        c.police = police(pn, &format!("{path}.police"), e);
+    }
+    f.finish(e);
+    class.map(|_| c)
+}
+
+/// `10m`, `1.5g`, `64000`: bits per second (or bytes, for burst sizes), SI multipliers.
+pub fn parse_quantity(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 1e3),
+        (i, 'm' | 'M') => (&s[..i], 1e6),
+        (i, 'g' | 'G') => (&s[..i], 1e9),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num.parse().ok()?;
+    (v >= 0.0 && v.is_finite()).then(|| (v * mult).round() as u64)
+}
+
+fn police(n: &Node, path: &str, e: &mut Errs) -> Option<PoliceCfg> {
+    let mut f = Fields::new(path.to_string(), n, e)?;
+    let q = |f: &mut Fields, key, what: &str, e: &mut Errs| -> Option<u64> {
+        let s = f.str(key, e)?;
+        let v = parse_quantity(&s);
+        if v.is_none() {
+            e.at(
+                n,
+                &format!("{path}.{key}"),
+                format!("`{s}` is not {what} (e.g. 10m, 64k)"),
+            );
+        }
+        v
+    };
+    let cir = q(&mut f, "cir", "a rate", e);
+    if cir.is_none() && !f.map.iter().any(|(k, _)| k == "cir") {
+        e.at(n, &format!("{path}.cir"), "`cir` is required");
+    }
+    let cbs = q(&mut f, "cbs", "a size in bytes", e);
+    let pir = q(&mut f, "pir", "a rate", e);
+    let pbs = q(&mut f, "pbs", "a size in bytes", e);
+    let ebs = q(&mut f, "ebs", "a size in bytes", e);
+    let color_aware = f
+        .parse::<bool>("color-aware", "true or false", e)
+        .unwrap_or(false);
+    let act = |f: &mut Fields, key, default, e: &mut Errs| match f.str(key, e) {
+        None => default,
+        Some(s) => action(&s).unwrap_or_else(|| {
+            e.at(
+                n,
+                &format!("{path}.{key}"),
+                format!("`{s}`: transmit, drop, set-dscp N or set-cos N"),
+            );
+            default
+        }),
+    };
+    let conform = act(&mut f, "conform", PoliceAction::Transmit, e);
+    let exceed = act(&mut f, "exceed", PoliceAction::Drop, e);
+    let violate = act(&mut f, "violate", exceed, e);
+    f.finish(e);
+    let cir = cir?;
+    if cir == 0 {
+        e.at(n, &format!("{path}.cir"), "CIR must be above 0");
+    }
+    if pir.is_some_and(|p| p < cir) {
+        e.at(n, &format!("{path}.pir"), "PIR must be at least CIR");
+    }
+    if pir.is_some() && ebs.is_some() {
+        e.at(
+            n,
+            path,
+            "`ebs` is for single-rate policers; a two-rate one takes `pbs`",
+        );
+    }
+    if pir.is_none() && pbs.is_some() {
+        e.at(
+            n,
+            path,
+            "`pbs` needs `pir` (two-rate); a single-rate policer takes `ebs`",
+        );
+    }
+    // Defaults as common routers pick them: 250 ms of the rate, at least a jumbo frame.
+    let burst = |rate: u64| (rate / 8 / 4).max(10_000).min(u32::MAX as u64) as u32;
+    let cbs = cbs.map_or(burst(cir), |v| v.min(u32::MAX as u64) as u32);
+    let pbs = match pir {
+        Some(p) => pbs.map_or(burst(p), |v| v.min(u32::MAX as u64) as u32),
+        None => ebs.map_or(0, |v| v.min(u32::MAX as u64) as u32),
+    };
+    Some(PoliceCfg {
+        cir,
+        cbs,
+        pir,
+        pbs,
+        color_aware,
+        conform,
+        exceed,
+        violate,
+    })
+}
+
+fn action(s: &str) -> Option<PoliceAction> {
+    let mut w = s.split_whitespace();
+    let a = match (w.next()?, w.next()) {
+        ("transmit", None) => PoliceAction::Transmit,
+        ("drop", None) => PoliceAction::Drop,
+        ("set-dscp", Some(v)) => PoliceAction::SetDscp(v.parse().ok().filter(|&d: &u8| d <= 63)?),
+        ("set-cos", Some(v)) => PoliceAction::SetCos(v.parse().ok().filter(|&d: &u8| d <= 7)?),
+        _ => return None,
+    };
+    w.next().is_none().then_some(a)
+}
+
+pub(super) fn parse_flow_export(top: &mut Fields, e: &mut Errs) -> Option<FlowExportCfg> {
+    let n = top.get("flow-export")?;
+    let mut f = Fields::new("flow-export".into(), n, e)?;
+    let mut c = FlowExportCfg {
+        version: FlowVersion::Ipfix,
+        collectors: Vec::new(),
+        cache_size: 1 << 20,
+        active_timeout_s: 60,
+        inactive_timeout_s: 15,
+        template_refresh_s: 30,
+        sampling: 1,
+        domain_id: 0,
+    };
+    match f.str("version", e).as_deref() {
+        None | Some("ipfix") | Some("10") => {}
+        Some("9") | Some("v9") | Some("netflow9") => c.version = FlowVersion::V9,
+        Some(v) => e.at(n, "flow-export.version", format!("`{v}`: 9 or ipfix")),
+    }
+    for (s, node, field) in f.list("collectors", e) {
+        match s.parse() {
+            Ok(a) => c.collectors.push(a),
+            Err(_) => e.at(node, &field, format!("`{s}` is not ADDRESS:PORT")),
+        }
+    }
+    if let Some(v) = f.parse::<usize>("cache-size", "a flow count", e) {
+        if !(1024..=64 << 20).contains(&v) {
+            e.at(
+                n,
+                "flow-export.cache-size",
+                "the cache holds 1,024 to 67,108,864 flows",
+            );
+        }
+        c.cache_size = v;
+    }
+    let secs = |f: &mut Fields, key, into: &mut u32, e: &mut Errs| {
+        if let Some(v) = f.parse::<u32>(key, "a number of seconds", e) {
+            if v == 0 || v > 86_400 {
+                e.at(n, &format!("flow-export.{key}"), "1 to 86,400 seconds");
+            }
+            *into = v;
+        }
+    };
+    secs(&mut f, "active-timeout", &mut c.active_timeout_s, e);
+    secs(&mut f, "inactive-timeout", &mut c.inactive_timeout_s, e);
+    secs(&mut f, "template-refresh", &mut c.template_refresh_s, e);
+    if let Some(v) = f.parse::<u32>("sampling", "1-in-N (a packet count)", e) {
+        if v == 0 {
+            e.at(
+                n,
+                "flow-export.sampling",
+                "sampling is 1-in-N with N at least 1",
+            );
+        }
+        c.sampling = v.max(1);
+    }
+    if let Some(v) = f.parse("domain-id", "a number", e) {
+        c.domain_id = v;
+    }
+    f.finish(e);
+    if c.collectors.is_empty() {
+        e.at(n, "flow-export.collectors", "at least one collector");
+    }
+    Some(c)
+}
+
+/// Reads an interface's bindings (the keys are checked against the sections in `cross_check`).
+pub(super) fn parse_if_services(f: &mut Fields, n: &Node, path: &str, e: &mut Errs) -> IfServices {
+    let mut s = IfServices {
+        acl_in: f.list("acl-in", e).into_iter().map(|x| x.0).collect(),
+        acl_out: f.list("acl-out", e).into_iter().map(|x| x.0).collect(),
+        qos_in: f.str("qos-in", e),
+        qos_out: f.str("qos-out", e),
+        ..Default::default()
+    };
+    match f.str("urpf", e).as_deref() {
+        None | Some("off") => {}
+        Some("strict") => s.urpf = Some(Urpf::Strict),
+        Some("loose") => s.urpf = Some(Urpf::Loose),
+        Some(v) => e.at(
+            n,
+            &format!("{path}.urpf"),
+            format!("`{v}`: strict, loose or off"),
+        ),
+    }
+    for (v, node, field) in f.list("flow", e) {
+        match v.as_str() {
+            "in" => s.flow_in = true,
+            "out" => s.flow_out = true,
+            "both" => (s.flow_in, s.flow_out) = (true, true),
+            _ => e.at(node, &field, format!("`{v}`: in, out or both")),
+        }
+    }
+    s
+}
+
+/// Checks the bindings name what exists, and at most one list per family per direction.
+pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
+    let s = &cfg.services;
+    for p in &s.policies {
+        for c in &p.classes {
+            if c.class != "class-default" && !s.classes.iter().any(|k| k.name == c.class) {
+                e.origin(
+                    &c.origin,
+                    format!("policy `{}`: no class named `{}`", p.name, c.class),
+                );
+            }
+        }
+    }
+    for ifc in &cfg.interfaces {
+        let b = &ifc.services;
+        for (dir, lists) in [("acl-in", &b.acl_in), ("acl-out", &b.acl_out)] {
+            let mut seen = Vec::new();
+            for l in lists {
+                match s.acls.iter().find(|a| &a.name == l) {
+                    None => e.origin(
+                        &ifc.origin,
+                        format!("interface `{}`: {dir}: no ACL named `{l}`", ifc.name),
+                    ),
+                    Some(a) => {
+                        if seen.contains(&a.family)
+                            || (a.family == Family::Any && !seen.is_empty())
+                            || seen.contains(&Family::Any)
+                        {
+                            e.origin(
+                                &ifc.origin,
+                                format!(
+                                    "interface `{}`: {dir}: one list per family (ipv4, ipv6), or one `any` list",
+                                    ifc.name
+                                ),
+                            );
+                        }
+                        seen.push(a.family);
+                    }
+                }
+            }
+        }
+        for (dir, p) in [("qos-in", &b.qos_in), ("qos-out", &b.qos_out)] {
+            if let Some(p) = p {
+                if !s.policies.iter().any(|x| &x.name == p) {
+                    e.origin(
+                        &ifc.origin,
+                        format!("interface `{}`: {dir}: no QoS policy named `{p}`", ifc.name),
+                    );
+                }
+            }
+        }
+        if (b.flow_in || b.flow_out) && s.flow_export.is_none() {
+            e.origin(
+                &ifc.origin,
+                format!(
+                    "interface `{}`: flow accounting needs a `flow-export` section",
+                    ifc.name
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The input features: ACL in, QoS in (classify, mark, police), uRPF. They run inside ip4-forward
+//! and ip6-forward between header validation and the route lookup, on the vector of packets that
+//! passed validation, and take out the packets they drop.
+//!
+//! Work is done per run of packets from one interface (a vector usually is one run): the keys of
+//! the run are extracted once and each classifier is asked for the whole run in one batch.
+//! Ingress flow accounting waits for the forwarding decision (a record carries its output
+//! interface), so it happens in [`super::output`].
+
+use classify::{Key, NO_MATCH};
+
+use super::{dscp_color, mark, Acl, IfFeatures, Qos, Urpf, Verdict};
+use crate::buffer::PktBuf;
+use crate::counters::DropReason;
+use crate::node::{Ctx, VECTOR};
+use crate::tables::{NextHop, Tables};
+
+/// What became of one packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fate {
+    Pass,
+    Drop(DropReason),
+}
+
+/// Runs the input features over `good` (with `keys`, its route lookup keys, kept in step) and
+/// removes the packets they drop. `v6` says which family the vector is.
+pub fn run<K: Copy>(ctx: &mut Ctx, t: &Tables, good: &mut Vec<PktBuf>, keys: &mut [K], v6: bool) {
+    let n = good.len();
+    let mut fate = [Fate::Pass; VECTOR];
+    let mut a = 0;
+    while a < n {
+        let rx_if = good[a].meta().rx_if;
+        let mut b = a + 1;
+        while b < n && good[b].meta().rx_if == rx_if {
+            b += 1;
+        }
+        if let Some(f) = t.features.get(rx_if as usize).and_then(|f| f.as_deref()) {
+            run_interface(ctx, t, f, &mut good[a..b], &mut fate[a..b], rx_if, v6);
+        }
+        a = b;
+    }
+    if fate[..n].iter().all(|f| *f == Fate::Pass) {
+        return;
+    }
+    // Compact the survivors and their lookup keys in place.
+    let mut kept = 0;
+    let pkts = std::mem::take(good);
+    for (i, p) in pkts.into_iter().enumerate() {
+        match fate[i] {
+            Fate::Pass => {
+                keys[kept] = keys[i];
+                good.push(p);
+                kept += 1;
+            }
+            Fate::Drop(why) => ctx.drop(p, why),
+        }
+    }
+}
+
+fn run_interface(
+    ctx: &mut Ctx,
+    t: &Tables,
+    f: &IfFeatures,
+    pkts: &mut [PktBuf],
+    fate: &mut [Fate],
+    rx_if: u32,
+    v6: bool,
+) {
+    let n = pkts.len();
+    if f.acl_in.is_some() || f.qos_in.is_some() {
+        for (k, p) in ctx.fkeys.iter_mut().zip(pkts.iter()) {
+            *k = classify::extract(p.data());
+        }
+    }
+    if let Some(acl) = &f.acl_in {
+        apply_acl(ctx, acl, pkts, fate, rx_if, true);
+    }
+    if let Some(q) = &f.qos_in {
+        apply_qos(ctx, q, pkts, fate, v6);
+    }
+    if let Some(mode) = f.urpf {
+        let vrf = &t.vrfs[t.ifs[rx_if as usize].vrf as usize];
+        for i in 0..n {
+            if fate[i] != Fate::Pass {
+                continue;
+            }
+            let h = &pkts[i].data()[pkts[i].meta().l3_off as usize..];
+            let nh = if v6 {
+                vrf.v6
+                    .lookup(u128::from_be_bytes(h[8..24].try_into().expect("16 bytes")))
+            } else {
+                vrf.v4
+                    .lookup(u32::from_be_bytes([h[12], h[13], h[14], h[15]]))
+            };
+            if !urpf_ok(t, nh, rx_if, mode) {
+                fate[i] = Fate::Drop(DropReason::UrpfFailed);
+            }
+        }
+    }
+}
+
+/// RFC 3704: strict mode wants the best route back to the source to leave through the arrival
+/// interface (any member of an ECMP group will do); loose mode wants some route that is not a
+/// null route. A packet claiming one of the router's own addresses as its source fails both.
+#[inline]
+pub fn urpf_ok(t: &Tables, nh: u32, rx_if: u32, mode: Urpf) -> bool {
+    let via = |nh: &NextHop| match nh {
+        NextHop::Forward { tx_if, .. } | NextHop::Glean { tx_if } | NextHop::Down { tx_if } => {
+            Some(*tx_if)
+        }
+        _ => None,
+    };
+    match &t.next_hops[nh as usize] {
+        NextHop::NoRoute | NextHop::Blackhole | NextHop::Reject | NextHop::Local => false,
+        NextHop::Ecmp(members) => {
+            mode == Urpf::Loose
+                || members
+                    .iter()
+                    .any(|&m| via(&t.next_hops[m as usize]) == Some(rx_if))
+        }
+        other => mode == Urpf::Loose || via(other) == Some(rx_if),
+    }
+}
+
+/// Classifies `pkts` (keys in `ctx.fkeys`) against `acl`, counts hits, logs what asks to be
+/// logged and marks denied packets. Shared by both directions.
+pub(super) fn apply_acl(
+    ctx: &mut Ctx,
+    acl: &Acl,
+    pkts: &[PktBuf],
+    fate: &mut [Fate],
+    ifx: u32,
+    ingress: bool,
+) {
+    let n = pkts.len();
+    let mut res = [0u32; VECTOR];
+    acl.classifier
+        .classify_batch(&ctx.fkeys[..n], &mut res[..n]);
+    // Hits are bumped once per run of equal results: a vector is usually one flow or a few.
+    let mut run = (u32::MAX, 0u64);
+    for i in 0..n {
+        if fate[i] != Fate::Pass {
+            continue;
+        }
+        let r = res[i];
+        if r == NO_MATCH {
+            // Every compiled list ends in its implicit deny; nothing should get here.
+            fate[i] = Fate::Drop(DropReason::AclDenied);
+            continue;
+        }
+        if r == run.0 {
+            run.1 += 1;
+        } else {
+            flush_hits(acl, run);
+            run = (r, 1);
+        }
+        let e = acl.entries[r as usize];
+        if e.log {
+            let seq = acl.seqs[e.list as usize]
+                .get(e.index as usize)
+                .copied()
+                .unwrap_or(0);
+            ctx.acl_log.hit(
+                &acl.lists[e.list as usize],
+                seq,
+                e.permit,
+                &ctx.fkeys[i],
+                ifx,
+                ingress,
+                ctx.now_ns,
+            );
+        }
+        if !e.permit {
+            fate[i] = Fate::Drop(DropReason::AclDenied);
+        }
+    }
+    flush_hits(acl, run);
+}
+
+#[inline]
+fn flush_hits(acl: &Acl, (r, count): (u32, u64)) {
+    if count == 0 {
+        return;
+    }
+    let e = acl.entries[r as usize];
+    acl.lists[e.list as usize].hits[e.index as usize]
+        .fetch_add(count, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Classifies `pkts` against the policy, counts each class, re-marks and polices. Shared by both
+/// directions; keys are in `ctx.fkeys` and are updated with the new DSCP (flow records show the
+/// marking the packet leaves with).
+pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut [Fate], v6: bool) {
+    let n = pkts.len();
+    let mut res = [0u32; VECTOR];
+    q.classifier.classify_batch(&ctx.fkeys[..n], &mut res[..n]);
+    let now = super::clock_ns();
+    // Class counters are shared by the workers serving the interface: bumped once per run.
+    let mut run = (u16::MAX, 0u64, 0u64);
+    let mut guard: Option<(u16, super::police::PolicerGuard<'_>)> = None;
+    for i in 0..n {
+        if fate[i] != Fate::Pass {
+            continue;
+        }
+        let class = match res[i] {
+            NO_MATCH => match q.default_class {
+                Some(c) => c,
+                None => continue,
+            },
+            r => q.rule_class[r as usize],
+        };
+        let c = &q.classes[class as usize];
+        let p = &mut pkts[i];
+        let l3 = p.meta().l3_off as usize;
+        let bytes = p.len() - l3;
+        if run.0 != class {
+            flush_class(q, run);
+            run = (class, 0, 0);
+        }
+        run.1 += 1;
+        run.2 += bytes as u64;
+        if let Some(d) = c.set_dscp {
+            set_dscp(p, l3, d, v6, &mut ctx.fkeys[i]);
+        }
+        if let Some(cos) = c.set_cos {
+            mark::set_pcp(p.data_mut(), cos);
+        }
+        if let Some(pol) = &c.policer {
+            let pre = dscp_color(ctx.fkeys[i].get(classify::Dim::Dscp) as u8);
+            // One lock per run of packets of one class, not one per packet.
+            if guard.as_ref().is_none_or(|g| g.0 != class) {
+                guard = Some((class, pol.lock()));
+            }
+            let g = &mut guard.as_mut().expect("just set").1;
+            let (_, verdict) = g.police(now, bytes as u32, pre);
+            match verdict {
+                Verdict::Transmit => {}
+                Verdict::SetDscpTransmit(d) => set_dscp(p, l3, d, v6, &mut ctx.fkeys[i]),
+                Verdict::SetPcpTransmit(cos) => {
+                    mark::set_pcp(p.data_mut(), cos);
+                }
+                Verdict::Drop => fate[i] = Fate::Drop(DropReason::PolicerDropped),
+            }
+        }
+    }
+    drop(guard);
+    flush_class(q, run);
+}
+
+fn flush_class(q: &Qos, (class, packets, bytes): (u16, u64, u64)) {
+    if packets > 0 {
+        let c = &q.classes[class as usize];
+        c.packets
+            .fetch_add(packets, std::sync::atomic::Ordering::Relaxed);
+        c.bytes
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn set_dscp(p: &mut PktBuf, l3: usize, d: u8, v6: bool, k: &mut Key) {
+    if v6 {
+        mark::set_dscp_v6(p.data_mut(), l3, d);
+    } else {
+        mark::set_dscp_v4(p.data_mut(), l3, d);
+    }
+    k.set(classify::Dim::Dscp, d as u32);
+}

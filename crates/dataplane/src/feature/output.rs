@@ -1,0 +1,217 @@
+//! The output features: ACL out, QoS out, and flow accounting of both directions. Forwarding
+//! sends a packet here instead of straight to its port's transmit vector when the interface it
+//! leaves by has output features or the one it arrived on accounts flows (an ingress flow record
+//! names its output interface, known only now). Survivors go to their port's transmit vector.
+
+use std::sync::Arc;
+
+use classify::{Dim, Key};
+use flow::{Direction, FlowCache, FlowKey, FlowRecord};
+
+use super::input::{apply_acl, apply_qos, Fate};
+use super::FlowShared;
+use crate::buffer::PktBuf;
+use crate::node::{mix, Ctx, VECTOR};
+use crate::tables::{NextHop, Tables};
+
+/// A worker's flow cache and what goes with it.
+pub struct WorkerFlows {
+    pub shared: Arc<FlowShared>,
+    pub cache: FlowCache,
+    /// Expired records waiting to be handed to the exporter (once per vector).
+    pub out: Vec<FlowRecord>,
+    /// Packets until the next sampled one.
+    pub skip: u32,
+    pub last_stats_ns: u64,
+}
+
+impl WorkerFlows {
+    pub fn new(shared: Arc<FlowShared>) -> WorkerFlows {
+        WorkerFlows {
+            cache: FlowCache::new(shared.cache),
+            shared,
+            out: Vec::new(),
+            skip: 0,
+            last_stats_ns: 0,
+        }
+    }
+}
+
+/// Does a packet from `rx_if` to `tx_if` need the output stage?
+#[inline(always)]
+pub fn needed(t: &Tables, rx_if: u32, tx_if: u32) -> bool {
+    let f = |i: u32| t.features.get(i as usize).and_then(|f| f.as_deref());
+    f(tx_if).is_some_and(|f| f.has_output()) || f(rx_if).is_some_and(|f| f.flow_in)
+}
+
+/// Runs the output features over `ctx.egress`.
+pub fn run(ctx: &mut Ctx, t: &Tables) {
+    let mut pkts = std::mem::take(&mut ctx.egress);
+    let mut fates = std::mem::take(&mut ctx.egress_fate);
+    fates.clear();
+    fates.resize(pkts.len(), Fate::Pass);
+    let mut start = 0;
+    while start < pkts.len() {
+        // A run: one output interface, at most a vector.
+        let (ifx, _) = tx_if(t, &pkts[start]);
+        let mut end = start + 1;
+        while end < pkts.len() && end - start < VECTOR && tx_if(t, &pkts[end]).0 == ifx {
+            end += 1;
+        }
+        run_interface(ctx, t, &mut pkts[start..end], &mut fates[start..end], ifx);
+        start = end;
+    }
+    for (i, p) in pkts.drain(..).enumerate() {
+        match fates[i] {
+            Fate::Pass => {
+                let (_, port) = tx_if(t, &p);
+                ctx.out[port as usize].push(p)
+            }
+            Fate::Drop(why) => ctx.drop(p, why),
+        }
+    }
+    ctx.egress = pkts;
+    ctx.egress_fate = fates;
+}
+
+#[inline(always)]
+fn tx_if(t: &Tables, p: &PktBuf) -> (u32, u16) {
+    match &t.next_hops[p.meta().next_hop as usize] {
+        NextHop::Forward { tx_if, port, .. } => (*tx_if, *port),
+        _ => (crate::tables::NO_IF, u16::MAX),
+    }
+}
+
+fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fate], tx_if: u32) {
+    let n = pkts.len();
+    for (k, p) in ctx.fkeys.iter_mut().zip(pkts.iter()) {
+        *k = classify::extract(p.data());
+    }
+    let out = t.features.get(tx_if as usize).and_then(|f| f.as_deref());
+    if let Some(f) = out {
+        if let Some(acl) = &f.acl_out {
+            apply_acl(ctx, acl, pkts, &mut fate[..n], tx_if, false);
+        }
+        if let Some(q) = &f.qos_out {
+            let v6 = ctx.fkeys[0].get(Dim::EtherType) == classify::rule::ETHERTYPE_IPV6;
+            apply_qos(ctx, q, pkts, &mut fate[..n], v6);
+        }
+    }
+    if let Some(fl) = ctx.flows.as_mut() {
+        let out_flow = out.is_some_and(|f| f.flow_out);
+        let now = super::clock_ns();
+        for i in 0..n {
+            if fate[i] != Fate::Pass {
+                continue;
+            }
+            let p = &pkts[i];
+            let rx_if = p.meta().rx_if;
+            let in_flow = t
+                .features
+                .get(rx_if as usize)
+                .and_then(|f| f.as_deref())
+                .is_some_and(|f| f.flow_in);
+            if !in_flow && !out_flow {
+                continue;
+            }
+            if fl.skip > 0 {
+                fl.skip -= 1;
+                continue;
+            }
+            fl.skip = fl.shared.sampling.saturating_sub(1);
+            let l3 = p.meta().l3_off as usize;
+            let bytes = l3_len(&p.data()[l3..]);
+            let k = &ctx.fkeys[i];
+            let tcp_flags = k.get(Dim::TcpFlags) as u8;
+            let out = &mut fl.out;
+            if in_flow {
+                let (key, h) = flow_key(k, rx_if, Direction::Ingress);
+                fl.cache
+                    .account(&key, h, bytes, tcp_flags, tx_if, now, &mut |r| out.push(r));
+            }
+            if out_flow {
+                let (key, h) = flow_key(k, rx_if, Direction::Egress);
+                fl.cache
+                    .account(&key, h, bytes, tcp_flags, tx_if, now, &mut |r| out.push(r));
+            }
+        }
+    }
+}
+
+/// The IP length of the packet (what NetFlow counts as bytes).
+#[inline]
+fn l3_len(h: &[u8]) -> u32 {
+    match h.first().map(|b| b >> 4) {
+        Some(4) if h.len() >= 4 => u16::from_be_bytes([h[2], h[3]]) as u32,
+        Some(6) if h.len() >= 6 => 40 + u16::from_be_bytes([h[4], h[5]]) as u32,
+        _ => h.len() as u32,
+    }
+}
+
+#[inline]
+pub fn flow_key(k: &Key, in_if: u32, direction: Direction) -> (FlowKey, u32) {
+    let v6 = k.get(Dim::EtherType) == classify::rule::ETHERTYPE_IPV6;
+    let (src, dst) = if v6 {
+        (k.src_v6(), k.dst_v6())
+    } else {
+        (k.get(Dim::Src0) as u128, k.get(Dim::Dst0) as u128)
+    };
+    let key = FlowKey {
+        src,
+        dst,
+        src_port: k.get(Dim::SrcPort) as u16,
+        dst_port: k.get(Dim::DstPort) as u16,
+        proto: k.get(Dim::Proto) as u8,
+        tos: (k.get(Dim::Dscp) as u8) << 2,
+        v6,
+        in_if,
+        direction,
+    };
+    let a = (src as u64)
+        ^ ((src >> 64) as u64).rotate_left(17)
+        ^ (dst as u64).rotate_left(31)
+        ^ ((dst >> 64) as u64).rotate_left(47);
+    let b = (key.src_port as u64) << 48
+        | (key.dst_port as u64) << 32
+        | (key.proto as u64) << 24
+        | (direction as u64) << 20
+        | in_if as u64 & 0xfffff;
+    let x = mix(a, b);
+    (key, (x >> 32) as u32 ^ x as u32)
+}
+
+/// Once per vector: hands expired records and logged flows over, keeps the caches' timeouts
+/// moving, and starts or retires the flow cache when the config turns accounting on or off.
+pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
+    let now = super::clock_ns();
+    match (&t.flow, &mut ctx.flows) {
+        (Some(s), Some(fl)) if Arc::ptr_eq(s, &fl.shared) => {}
+        (want, have) => {
+            if let Some(fl) = have.as_mut() {
+                let out = &mut fl.out;
+                fl.cache.flush(now, &mut |r| out.push(r));
+                fl.shared.push(&mut fl.out);
+            }
+            *have = want.as_ref().map(|s| WorkerFlows::new(s.clone()));
+        }
+    }
+    if let Some(fl) = ctx.flows.as_mut() {
+        let out = &mut fl.out;
+        fl.cache.sweep(now, 64, &mut |r| out.push(r));
+        if !fl.out.is_empty() {
+            fl.shared.push(&mut fl.out);
+        }
+        if now.saturating_sub(fl.last_stats_ns) >= 250_000_000 {
+            fl.last_stats_ns = now;
+            let mut st = fl.shared.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let w = ctx.worker as usize;
+            if st.len() <= w {
+                st.resize_with(w + 1, Default::default);
+            }
+            st[w] = fl.cache.stats();
+        }
+    }
+    if let Some(sink) = &t.acl_log {
+        ctx.acl_log.flush(sink, ctx.now_ns);
+    }
+}
