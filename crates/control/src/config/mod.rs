@@ -237,6 +237,8 @@ struct Fields<'a> {
 
 struct Errs<'a> {
     file: &'a str,
+    /// The file's text, for positions inside a scalar (a quoted one starts a column later).
+    text: &'a str,
     list: Vec<ConfigError>,
 }
 
@@ -455,6 +457,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     })?;
     let mut e = Errs {
         file: &file,
+        text,
         list: Vec::new(),
     };
     let mut cfg = Config {

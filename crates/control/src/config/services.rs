@@ -167,12 +167,17 @@ pub struct Services {
     pub acl_log_interval_s: u32,
 }
 
-/// A line's error column in the YAML file: the line's scalar is at `n`; entries written as
-/// plain or quoted scalars start one column later when quoted.
+/// An entry's error, placed at the offending token: the scalar starts at `n` (one column later
+/// inside quotes).
 fn entry_err(e: &mut Errs, n: &Node, field: &str, line_text: &str, x: entry::EntryError) {
-    let quoted = usize::from(!line_text.is_empty());
+    let quoted = e
+        .text
+        .lines()
+        .nth(n.line.saturating_sub(1))
+        .and_then(|l| l.chars().nth(n.col.saturating_sub(1)))
+        .is_some_and(|c| c == '"' || c == '\'');
     let mut at = n.clone();
-    at.col += x.col + quoted;
+    at.col += x.col + usize::from(quoted);
     e.at(&at, field, format!("`{line_text}`: {}", x.message));
 }
 
@@ -628,5 +633,163 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
                 ),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse, ConfigError};
+    use super::*;
+    use classify::rule::Dim;
+
+    const BASE: &str = "\
+ports:
+  - { name: p0, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: \"02:00:00:00:00:01\", ipv4: [192.0.2.1/24] BIND }
+";
+
+    fn cfg(bind: &str, rest: &str) -> Result<crate::config::Config, Vec<ConfigError>> {
+        let text = BASE.replace(" BIND }", &format!("{bind} }}")) + rest;
+        parse(&text, Path::new("/tmp/services-test.yaml")).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn a_full_services_config_parses() {
+        let c = cfg(
+            ", acl-in: [A, B], acl-out: A, qos-in: edge, urpf: strict, flow: both",
+            r#"
+acls:
+  - name: A
+    entries: ["deny udp dport 53", "permit"]
+  - { name: B, family: ipv6, entries: ["15 permit tcp", "deny"] }
+qos:
+  classes: [{ name: voice, match: ["udp dport 5060-5061", "dscp 46"] }]
+  policies:
+    - name: edge
+      classes:
+        - { class: voice, set: { dscp: 46 }, police: { cir: 10m, pir: 20m, exceed: set-dscp 0 } }
+        - { class: class-default, set: { cos: 1 } }
+flow-export: { version: 9, collectors: ["127.0.0.1:2055"], cache-size: 2000000, sampling: 10 }
+logging: { acl-interval: 30 }
+"#,
+        )
+        .unwrap();
+        let s = &c.services;
+        assert_eq!(
+            s.acls[0].entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [10, 20]
+        );
+        assert_eq!(
+            s.acls[1].entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [15, 25]
+        );
+        assert!(s.acls[1].entries[1].rule.range(Dim::EtherType) == (0x86dd, 0x86dd));
+        let p = s.policies[0].classes[0].police.as_ref().unwrap();
+        assert_eq!(
+            (p.cir, p.pir, p.cbs, p.pbs),
+            (10_000_000, Some(20_000_000), 312_500, 625_000)
+        );
+        assert_eq!(
+            (p.conform, p.exceed, p.violate),
+            (
+                PoliceAction::Transmit,
+                PoliceAction::SetDscp(0),
+                PoliceAction::SetDscp(0)
+            )
+        );
+        let f = s.flow_export.as_ref().unwrap();
+        assert_eq!(
+            (f.version, f.cache_size, f.sampling),
+            (FlowVersion::V9, 2_000_000, 10)
+        );
+        assert_eq!(s.acl_log_interval_s, 30);
+        let b = &c.interfaces[0].services;
+        assert_eq!(
+            (
+                b.acl_in.len(),
+                b.acl_out.len(),
+                b.urpf,
+                b.flow_in,
+                b.flow_out
+            ),
+            (2, 1, Some(Urpf::Strict), true, true)
+        );
+    }
+
+    #[test]
+    fn a_bad_entry_names_its_line_column_and_field() {
+        let e = cfg(
+            ", acl-in: A",
+            "acls:\n  - name: A\n    entries:\n      - \"deny udp dport 99999\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!((e[0].line, e[0].field.as_str()), (8, "acls[0].entries[0]"));
+        assert!(e[0].message.contains("99999"), "{}", e[0].message);
+        assert_eq!(
+            e[0].col,
+            10 + 15,
+            "the column of the bad port, inside the quotes"
+        );
+    }
+
+    #[test]
+    fn a_bad_line_in_an_entry_file_names_that_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("lr-acl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("big.acl"),
+            "# comment\npermit udp\n  deny tcp dport x\n",
+        )
+        .unwrap();
+        let text = BASE.replace(" BIND }", " }") + "acls:\n  - { name: A, file: big.acl }\n";
+        let e = parse(&text, &dir.join("r.yaml")).unwrap_err().0;
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].file.ends_with("big.acl") && e[0].line == 3 && e[0].col == 3,
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn bindings_and_policers_are_checked() {
+        let e = cfg(", acl-in: [NOPE], qos-out: nope, flow: in", "").unwrap_err();
+        let msgs: Vec<&str> = e.iter().map(|x| x.message.as_str()).collect();
+        assert!(
+            msgs.iter().any(|m| m.contains("no ACL named `NOPE`")),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs.iter()
+                .any(|m| m.contains("no QoS policy named `nope`")),
+            "{msgs:?}"
+        );
+        assert!(msgs.iter().any(|m| m.contains("flow-export")), "{msgs:?}");
+        let e = cfg(
+            "",
+            "qos:\n  policies:\n    - name: p\n      classes:\n        - { class: x, police: { cir: 2m, pir: 1m, violate: shout } }\n",
+        )
+        .unwrap_err();
+        let msgs: Vec<&str> = e.iter().map(|x| x.message.as_str()).collect();
+        assert!(
+            msgs.iter().any(|m| m.contains("PIR must be at least CIR")),
+            "{msgs:?}"
+        );
+        assert!(msgs.iter().any(|m| m.contains("`shout`")), "{msgs:?}");
+        assert!(
+            msgs.iter().any(|m| m.contains("no class named `x`")) || e.len() >= 2,
+            "{msgs:?}"
+        );
+    }
+
+    #[test]
+    fn quantities() {
+        assert_eq!(parse_quantity("10m"), Some(10_000_000));
+        assert_eq!(parse_quantity("1.5g"), Some(1_500_000_000));
+        assert_eq!(parse_quantity("64k"), Some(64_000));
+        assert_eq!(parse_quantity("1200"), Some(1200));
+        assert_eq!(parse_quantity("fast"), None);
+        assert_eq!(parse_quantity("-1m"), None);
     }
 }
