@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_rust
-apt_install build-essential pkg-config tshark python3-pip rsyslog curl
+apt_install build-essential pkg-config tshark python3-pip rsyslog curl nfdump
+# The nfdump package ships a collector service; the tests start their own nfcapd.
+systemctl disable --now nfdump >/dev/null 2>&1 || true
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import pytest, scapy, prometheus_client' >/dev/null 2>&1; then
   "$PY" -m pip install -q -r tests/system/requirements.txt || \

@@ -30,6 +30,9 @@ pub struct Opts {
     /// Each worker replays frames to itself instead of a tester thread feeding mem rings: for
     /// measuring how workers scale when there is no spare core for a generator.
     pub replay: bool,
+    /// The ME 6524 services on both ports: a 10,000-line ACL in, a 500-line QoS policy that
+    /// re-marks every packet, flow accounting in and out (see [`services_config`]).
+    pub services: bool,
     pub workdir: PathBuf,
 }
 
@@ -59,8 +62,8 @@ ports:
   - { name: p0, driver: mem }
   - { name: p1, driver: mem }
 interfaces:
-  - { name: p0, port: p0, mac: "02:00:00:00:00:01", mtu: 9198, ipv4: [192.0.2.1/24] }
-  - { name: p1, port: p1, mac: "02:00:00:00:01:01", mtu: 9198, ipv4: [198.51.100.1/24] }
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", mtu: 9198, ipv4: [192.0.2.1/24] SERVICES }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", mtu: 9198, ipv4: [198.51.100.1/24] SERVICES }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
@@ -92,6 +95,89 @@ fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
     f[36..38].copy_from_slice(&5000u16.to_be_bytes());
     f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
     f
+}
+
+/// The services of the ME 6524 report's runs, against this benchmark's traffic (UDP from
+/// 192.0.2.2, source ports 1024..5119, destination port 5000, destinations in the table):
+/// - a 10,000-line ACL of L2, L3 and L4 entries that the traffic never matches, some near misses
+///   (its source with other ports, its ports with other addresses), then `permit`: every packet
+///   goes through the whole list;
+/// - a 500-line QoS policy whose last line is the one the traffic matches, re-marking DSCP;
+/// - flow accounting on every packet (ingress on both ports: each packet is one record's), exported
+///   as NetFlow v9 to the discard port.
+pub fn services_config(dir: &std::path::Path) -> std::io::Result<String> {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut acl = std::io::BufWriter::new(std::fs::File::create(dir.join("services.acl"))?);
+    for i in 0..9_999u32 {
+        let a = rng.gen::<u32>() | 0x0100_0000;
+        let b = rng.gen::<u32>();
+        let port = 6000 + rng.gen_range(0..50_000u32);
+        match i % 10 {
+            // L2: a MAC and an EtherType.
+            0 | 1 => writeln!(
+                acl,
+                "deny src-mac 02:{:02x}:{:02x}:{:02x}:{:02x}:{:02x} ethertype 0x{:04x}",
+                a >> 24,
+                (a >> 16) & 0xff,
+                (a >> 8) & 0xff,
+                a & 0xff,
+                b & 0xff,
+                0x8800 + (b >> 16) % 0x700
+            )?,
+            // L3: prefix pairs outside the traffic's source.
+            2..=4 => writeln!(
+                acl,
+                "deny ip src {}/{} dst {}/{}",
+                std::net::Ipv4Addr::from(a & 0xffff_ff00 | 0x6400_0000),
+                24 - (i % 8),
+                std::net::Ipv4Addr::from(b),
+                16 + (i % 17)
+            )?,
+            // L4, near misses: the traffic's source, other destination ports.
+            5 | 6 => writeln!(acl, "deny udp src host 192.0.2.2 dport {port}")?,
+            // L4: the traffic's destination port, other sources.
+            7 => writeln!(
+                acl,
+                "deny udp src {}/28 dport 5000",
+                std::net::Ipv4Addr::from(a)
+            )?,
+            _ => writeln!(
+                acl,
+                "deny tcp dst {}/24 dport {}-{}",
+                std::net::Ipv4Addr::from(b),
+                port,
+                port + (i % 100)
+            )?,
+        }
+    }
+    writeln!(acl, "permit")?;
+    acl.flush()?;
+    let mut lines = String::new();
+    for i in 0..499u32 {
+        let port = 6000 + i * 7;
+        let line = match i % 4 {
+            0 => format!("udp dport {port}"),
+            1 => format!("tcp dport {port}-{}", port + 3),
+            2 => format!("dscp {}", 1 + i % 62),
+            _ => format!("udp src 10.{}.0.0/16 sport {port}", i % 250),
+        };
+        lines.push_str(&format!("\"{line}\", "));
+    }
+    Ok(format!(
+        r#"acls:
+  - {{ name: SERVICES, family: any, file: services.acl }}
+qos:
+  classes:
+    - {{ name: other, match: [{lines}] }}
+    - {{ name: bulk, match: ["udp dport 5000"] }}
+  policies:
+    - name: remark
+      classes:
+        - {{ class: other, set: {{ dscp: 46 }} }}
+        - {{ class: bulk, set: {{ dscp: 10 }} }}
+flow-export: {{ version: 9, collectors: ["127.0.0.1:9"], cache-size: 1000000 }}
+"#
+    ))
 }
 
 const RING: usize = 16384;
@@ -129,9 +215,18 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
         }
     }
     let cores: Vec<String> = (0..o.workers).map(|i| i.to_string()).collect();
-    let text = CONFIG
+    let mut text = CONFIG
         .replace("WORKERS", &o.workers.to_string())
         .replace("CORES", &cores.join(", "));
+    if o.services {
+        text = text.replace(
+            " SERVICES }",
+            ", acl-in: SERVICES, qos-in: remark, flow: in }",
+        );
+        text.push_str(&services_config(dir).map_err(|e| e.to_string())?);
+    } else {
+        text = text.replace(" SERVICES }", " }");
+    }
     let cfg_path = dir.join("bench.yaml");
     std::fs::write(&cfg_path, &text).map_err(|e| e.to_string())?;
     let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;

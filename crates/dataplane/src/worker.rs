@@ -281,6 +281,7 @@ impl Worker {
 }
 
 fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ctx) {
+    ctx.acl_log.flush_all();
     // The flows this worker holds go to the exporter, ended as a flush.
     if let Some(mut fl) = ctx.flows.take() {
         let now = crate::feature::clock_ns();

@@ -191,6 +191,10 @@ enum BenchCmd {
         /// when the machine has no spare core.
         #[arg(long)]
         replay: bool,
+        /// The ME 6524 services on both ports: a 10,000-line ACL, a 500-line re-marking QoS
+        /// policy, NetFlow in and out.
+        #[arg(long)]
+        services: bool,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         #[arg(long)]
@@ -437,6 +441,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             seconds,
             churn,
             replay,
+            services,
             workdir,
             json,
         } => {
@@ -448,7 +453,12 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     "through mem ports from a tester thread"
                 },
                 profile.name(),
-                if churn { ", with route churn" } else { "" }
+                match (churn, services) {
+                    (true, true) => ", with route churn and services (10,000-line ACL, 500-line QoS, NetFlow on every packet)",
+                    (false, true) => ", with services (10,000-line ACL, 500-line QoS, NetFlow on every packet)",
+                    (true, false) => ", with route churn",
+                    (false, false) => "",
+                }
             );
             println!(
                 "{:>6} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>6}",
@@ -471,6 +481,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     seconds,
                     churn,
                     replay,
+                    services,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;

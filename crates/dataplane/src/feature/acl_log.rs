@@ -65,6 +65,8 @@ pub struct Local {
     slots: Vec<Slot>,
     pending: Vec<AclLogEvent>,
     last_sweep_ns: u64,
+    /// The sink last flushed to, for the final flush when the worker stops.
+    sink: Option<Arc<AclLogSink>>,
 }
 
 impl Default for Local {
@@ -73,6 +75,7 @@ impl Default for Local {
             slots: vec![Slot { ev: None }; SLOTS],
             pending: Vec::new(),
             last_sweep_ns: 0,
+            sink: None,
         }
     }
 }
@@ -145,8 +148,22 @@ impl Local {
     }
 
     /// Hands events over: new flows every vector, the counts once per interval.
-    pub fn flush(&mut self, sink: &AclLogSink, now_ns: u64) {
-        if now_ns.saturating_sub(self.last_sweep_ns) >= sink.interval_ns {
+    pub fn flush(&mut self, sink: &Arc<AclLogSink>, now_ns: u64) {
+        if !self.sink.as_ref().is_some_and(|s| Arc::ptr_eq(s, sink)) {
+            self.sink = Some(sink.clone());
+        }
+        self.flush_due(sink, now_ns, false);
+    }
+
+    /// When the worker stops: every count not yet reported goes out now.
+    pub fn flush_all(&mut self) {
+        if let Some(sink) = self.sink.take() {
+            self.flush_due(&sink, 0, true);
+        }
+    }
+
+    fn flush_due(&mut self, sink: &AclLogSink, now_ns: u64, all: bool) {
+        if all || now_ns.saturating_sub(self.last_sweep_ns) >= sink.interval_ns {
             self.last_sweep_ns = now_ns;
             for s in &mut self.slots {
                 if let Some(ev) = &mut s.ev {
@@ -198,7 +215,7 @@ mod tests {
     #[test]
     fn first_packet_at_once_then_counts_per_interval() {
         let list = Arc::new(AclCounters::new("IPV4_Test", 2));
-        let sink = AclLogSink::new(1_000_000_000);
+        let sink = Arc::new(AclLogSink::new(1_000_000_000));
         let mut l = Local::default();
         l.flush(&sink, 1); // starts the interval
         for _ in 0..1000 {
@@ -219,7 +236,7 @@ mod tests {
     #[test]
     fn a_colliding_flow_reports_the_old_one_first() {
         let list = Arc::new(AclCounters::new("L", 1));
-        let sink = AclLogSink::new(u64::MAX);
+        let sink = Arc::new(AclLogSink::new(u64::MAX));
         let mut l = Local::default();
         // Enough flows that some share a slot.
         for s in 0..5000 {
