@@ -2,9 +2,10 @@
 //! `cargo run --release -p flow --example flow_bench [capacity]`.
 //!
 //! Prints one JSON object per measurement: the cache's memory, ns per `account` for a hot
-//! working set (1 000 flows, in cache) and for 2M distinct flows visited in random order (every
-//! update a cache miss), inserts into an empty and into a full table, sweep cost per slot, and
-//! the encoders' ns per record.
+//! working set (100 and 1 000 flows, in cache) and for 2M distinct flows visited in random order
+//! (every update a cache miss), without and with the vector prefetch, inserts into an empty and
+//! into a full table, sweep cost per slot, and the encoders' ns per record. Times are the
+//! thread's CPU time, best of 3, because the machines this runs on are shared.
 
 use flow::wire::{Builder, Options};
 use flow::{CacheConfig, Clock, Direction, FlowCache, FlowKey, FlowRecord, Version};
