@@ -132,10 +132,10 @@ impl Collector {
                     if tid < 256 || n == 0 || p + 4 + 4 * n > body.len() {
                         return Err(format!("bad template {tid} with {n} fields"));
                     }
-                    let fields = (0..n)
+                    let fields: Vec<(u16, u16)> = (0..n)
                         .map(|i| (be16(body, p + 4 + 4 * i), be16(body, p + 6 + 4 * i)))
                         .collect();
-                    if fields_check(&fields).is_err() {
+                    if !fields_ok(&fields) {
                         return Err(format!(
                             "template {tid} has an enterprise bit or a zero length"
                         ));
@@ -172,7 +172,9 @@ impl Collector {
                     let all: Vec<(u16, u16)> = (0..nscope + nfields)
                         .map(|i| (be16(body, f0 + 4 * i), be16(body, f0 + 2 + 4 * i)))
                         .collect();
-                    fields_check(&all).map_err(|_| format!("options template {tid}: bad field"))?;
+                    if !fields_ok(&all) {
+                        return Err(format!("options template {tid}: bad field"));
+                    }
                     self.options_templates.insert(
                         tid,
                         OptionsTemplate {
@@ -293,12 +295,8 @@ impl Collector {
     }
 }
 
-fn fields_check(f: &Vec<(u16, u16)>) -> Result<(), ()> {
-    if f.iter()
+/// No enterprise elements and no variable or zero lengths: the encoders write neither.
+fn fields_ok(f: &[(u16, u16)]) -> bool {
+    !f.iter()
         .any(|&(ie, len)| ie & 0x8000 != 0 || len == 0 || len == 0xFFFF)
-    {
-        Err(())
-    } else {
-        Ok(())
-    }
 }

@@ -318,6 +318,20 @@ fn full_bucket_pair_evicts_least_recently_used() {
 }
 
 #[test]
+fn prefetch_touches_without_changing_anything() {
+    let mut c = FlowCache::new(cfg(100));
+    let k = key(1);
+    c.prefetch(k.hash32());
+    c.prefetch_entry(k.hash32());
+    pkt(&mut c, &k, 100, 0, MS);
+    c.prefetch(k.hash32());
+    c.prefetch_entry(k.hash32());
+    c.prefetch_entry(0);
+    assert_eq!(c.stats().occupancy, 1);
+    assert_eq!(flush(&mut c, MS)[0].packets, 1);
+}
+
+#[test]
 fn counters_export_before_they_overflow() {
     let mut c = FlowCache::new(cfg(100));
     let k = key(1);
