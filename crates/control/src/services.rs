@@ -469,8 +469,8 @@ pub fn spawn_thread(
                                 }
                             }
                             // The last round sends what is buffered, due or not.
-                            let due = if stopping { now + 10_000_000_000 } else { now };
-                            if x.tick(due).is_err() {
+                            let sent = if stopping { x.flush(now) } else { x.tick(now) };
+                            if sent.is_err() {
                                 errors += 1;
                             }
                             let st = x.stats();
