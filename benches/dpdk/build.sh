@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build the DPDK LPM/FIB comparison harness.
-#   benches/dpdk/build.sh            -> <repo>/target/dpdk/lpm_bench
-#   OUT=/some/path benches/dpdk/build.sh
+# Build the DPDK comparison harnesses: LPM/FIB (lpm_bench) and ACL (acl_bench).
+#   benches/dpdk/build.sh            -> <repo>/target/dpdk/lpm_bench and .../acl_bench
+#   OUT=/some/path benches/dpdk/build.sh          (lpm_bench's path; acl_bench goes beside it)
+#   ACL_OUT=/other/path benches/dpdk/build.sh     (acl_bench's path)
 # Works from any directory.  Needs libdpdk-dev (DPDK 22.11 on Debian 12).
 set -euo pipefail
 
@@ -11,6 +12,11 @@ OUT="${OUT:-$repo/target/dpdk/lpm_bench}"
 case "$OUT" in
     /*) ;;
     *) OUT="$repo/$OUT" ;; # relative OUT is taken relative to the repo root
+esac
+ACL_OUT="${ACL_OUT:-$(dirname "$OUT")/acl_bench}"
+case "$ACL_OUT" in
+    /*) ;;
+    *) ACL_OUT="$repo/$ACL_OUT" ;;
 esac
 
 if ! command -v pkg-config >/dev/null 2>&1; then
@@ -27,3 +33,7 @@ cd "$here"
 # shellcheck disable=SC2046 # pkg-config output must be word-split
 gcc -O3 -march=native -Wall -Wextra -o "$OUT" lpm_bench.c $(pkg-config --cflags --libs libdpdk)
 echo "built $OUT (DPDK $(pkg-config --modversion libdpdk))" >&2
+mkdir -p "$(dirname "$ACL_OUT")"
+# shellcheck disable=SC2046
+gcc -O3 -march=native -Wall -Wextra -o "$ACL_OUT" acl_bench.c $(pkg-config --cflags --libs libdpdk)
+echo "built $ACL_OUT (DPDK $(pkg-config --modversion libdpdk))" >&2

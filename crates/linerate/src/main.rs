@@ -155,6 +155,39 @@ enum BenchCmd {
         #[arg(long)]
         no_huge: bool,
     },
+    /// Classifications/s, build time and bytes of the ACL engine, beside DPDK's rte_acl on the same
+    /// 5-tuple rules and key traces (every key's answer compared).
+    Classify {
+        /// Rule sets: xr5, acl, fw, ipc.
+        #[arg(long, value_delimiter = ',', default_value = "xr5,acl,fw,ipc")]
+        set: Vec<String>,
+        /// Families: v4, v6.
+        #[arg(long, value_delimiter = ',', default_value = "v4,v6")]
+        family: Vec<String>,
+        /// Rule counts (the final PERMIT or default rule included).
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000,50000")]
+        rules: Vec<usize>,
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Keys in the trace.
+        #[arg(long, default_value_t = 1 << 20)]
+        trace: usize,
+        /// Keys per classify_batch call.
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        /// Run rte_acl beside ours (the default).
+        #[arg(long, overrides_with = "no_dpdk")]
+        dpdk: bool,
+        /// Skip rte_acl.
+        #[arg(long, overrides_with = "dpdk")]
+        no_dpdk: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value = "target/bench")]
+        workdir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// The embedded demo: scenario ME-1 (240,000 routes, 24 access + 8 uplink ports, backbone,
     /// every frame size 64..9,216) with short trials, beside the Cisco ME 6524's table.
     Demo {
@@ -426,6 +459,92 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 if json {
                     eprintln!("{}", r.json(fam, &profile, scale));
                 }
+            }
+            Ok(())
+        }
+        BenchCmd::Classify {
+            set,
+            family,
+            rules,
+            seconds,
+            trace,
+            batch,
+            dpdk: _,
+            no_dpdk,
+            seed,
+            workdir,
+            json,
+        } => {
+            let o = bench::classify::Opts {
+                sets: set
+                    .iter()
+                    .map(|s| s.parse())
+                    .collect::<Result<_, String>>()?,
+                families: family
+                    .iter()
+                    .map(|f| bench::classify::parse_family(f))
+                    .collect::<Result<_, String>>()?,
+                sizes: rules,
+                trace_len: trace,
+                seconds,
+                batch,
+                dpdk: !no_dpdk,
+                workdir,
+                seed,
+            };
+            let rows = bench::classify::run(&o)?;
+            println!(
+                "Packet classification, 1 core, first match, {trace} keys, batches of {batch} (rte_acl: bursts of 64, 4 KiB pages):"
+            );
+            println!(
+                "{:<5} {:<5} {:>7} {:<9} {:>10} {:>8} {:>9} {:>9} {:>12} {:>9}",
+                "set",
+                "fam",
+                "rules",
+                "engine",
+                "Mclass/s",
+                "ns/cls",
+                "vs acl",
+                "build s",
+                "bytes",
+                "mismatch"
+            );
+            for r in &rows {
+                let acl = rows
+                    .iter()
+                    .find(|x| {
+                        x.engine == "rte_acl"
+                            && x.set == r.set
+                            && x.family == r.family
+                            && x.trace_len == r.trace_len
+                            && x.rules == r.rules
+                    })
+                    .map(|x| format!("{:.2}x", r.mclass / x.mclass.max(1e-9)))
+                    .unwrap_or_else(|| "-".into());
+                println!(
+                    "{:<5} {:<5} {:>7} {:<9} {:>10.2} {:>8.1} {:>9} {:>9.3} {:>12} {:>9}",
+                    r.set,
+                    r.family.name(),
+                    r.rules,
+                    r.engine,
+                    r.mclass,
+                    r.ns_per_class,
+                    acl,
+                    r.build_s,
+                    r.bytes,
+                    r.mismatches
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|| "-".into())
+                );
+                if json {
+                    eprintln!("{}", r.json());
+                }
+            }
+            if let Some(r) = rows.iter().find(|r| !r.alg.is_empty()) {
+                println!("rte_acl classify algorithm: {}", r.alg);
+            }
+            if rows.iter().any(|r| r.mismatches.unwrap_or(0) > 0) {
+                return Err("the engines disagree on some keys (see mismatch)".into());
             }
             Ok(())
         }

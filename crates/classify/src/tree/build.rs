@@ -1,0 +1,325 @@
+//! From a rule list to the tree of [`super`].
+//!
+//! A recursive HyperSplit-style build. A node's rule set is kept in priority order; its region is
+//! one range per dimension. At each node:
+//!
+//! 1. **Prune**: rules after the first one that covers the whole region and has no TCP-flag
+//!    condition can never win there, so they are dropped from the subtree.
+//! 2. If the set is empty or its first rule covers the region, the answer is final and costs no
+//!    memory. If it is small (or the depth limit is reached), it becomes a leaf.
+//! 3. Otherwise every constrained dimension is scored by its best single cut: the one that
+//!    minimises the larger side's rule count (then the total, which is the replication). The best
+//!    dimension wins, and its two halves are cut again on the same dimension, up to three levels,
+//!    while that keeps shrinking them, giving a node of up to 8 children.
+//!
+//! The cost of scoring a dimension is a sort of the rules' clipped endpoints: `O(n log n)` per
+//! dimension per node.
+
+use super::{Node, Ref, FAN, REF_NONE, TAG_DONE, TAG_LEAF};
+use crate::rule::{Dim, Rule, DIMS};
+
+/// A set this small becomes a leaf without trying to cut it: checking a few candidates in full
+/// costs less than another level's cache miss.
+const LEAF: usize = 4;
+/// Node levels (each up to three binary cuts) before whatever is left becomes a leaf. Bounds the
+/// replication of sets that cuts stop shrinking usefully.
+const MAX_DEPTH: usize = 20;
+/// Binary cuts grouped into one node: `2^3 = FAN` children.
+const PART_LEVELS: usize = 3;
+const _: () = assert!(1 << PART_LEVELS == FAN);
+
+/// The replication budget: rule copies in leaves, per rule plus a base (see `Builder::copies`).
+const BUDGET_PER_RULE: usize = 64;
+const BUDGET_BASE: usize = 1 << 16;
+
+type Region = [(u32, u32); DIMS];
+
+pub(super) struct Built {
+    pub nodes: Vec<Node>,
+    pub leaves: Vec<u32>,
+    pub root: Ref,
+}
+
+pub(super) fn build(rules: &[Rule]) -> Built {
+    let mut region = [(0, 0); DIMS];
+    for d in Dim::ALL {
+        region[d as usize] = (0, d.max());
+    }
+    // Rules that no in-domain key can match (an empty range, flags outside their mask) would only
+    // cost space.
+    let set: Vec<u32> = (0..rules.len() as u32)
+        .filter(|&i| satisfiable(&rules[i as usize], &region))
+        .collect();
+    let dims = (0..DIMS)
+        .filter(|&d| d != Dim::TcpFlags as usize)
+        .filter(|&d| {
+            set.iter()
+                .any(|&i| !covers_dim(&rules[i as usize], d, region[d]))
+        })
+        .collect();
+    let mut b = Builder {
+        rules,
+        dims,
+        nodes: Vec::new(),
+        leaves: Vec::new(),
+        copies: 0,
+        budget: BUDGET_PER_RULE * rules.len() + BUDGET_BASE,
+        lo: Vec::new(),
+        hi: Vec::new(),
+        cand: Vec::new(),
+    };
+    let root = b.node(&region, set, 0);
+    b.nodes.shrink_to_fit();
+    b.leaves.shrink_to_fit();
+    Built {
+        nodes: b.nodes,
+        leaves: b.leaves,
+        root,
+    }
+}
+
+fn satisfiable(r: &Rule, region: &Region) -> bool {
+    let ranges_ok = (0..DIMS).all(|d| {
+        let (lo, hi) = r.ranges[d];
+        lo <= hi && lo <= region[d].1
+    });
+    let flags_ok = match r.tcp_flags {
+        Some((v, m)) => v & !m == 0,
+        None => true,
+    };
+    ranges_ok && flags_ok
+}
+
+#[inline]
+fn covers_dim(r: &Rule, d: usize, (lo, hi): (u32, u32)) -> bool {
+    let (a, b) = r.ranges[d];
+    a <= lo && b >= hi
+}
+
+/// Does `r` match every key of `region`?
+fn covers(r: &Rule, region: &Region) -> bool {
+    r.tcp_flags.is_none() && (0..DIMS).all(|d| covers_dim(r, d, region[d]))
+}
+
+/// Does `a` match every key of `region` that `b` matches? (Both intersect the region.)
+fn shadows(a: &Rule, b: &Rule, region: &Region) -> bool {
+    a.tcp_flags.is_none()
+        && (0..DIMS).all(|d| {
+            let (alo, ahi) = a.ranges[d];
+            let (blo, bhi) = b.ranges[d];
+            let (rlo, rhi) = region[d];
+            alo <= blo.max(rlo) && ahi >= bhi.min(rhi)
+        })
+}
+
+struct Cut {
+    at: u32,
+    left: usize,
+    right: usize,
+}
+
+impl Cut {
+    /// Smaller is better: balance first, then less replication.
+    fn cost(&self) -> (usize, usize) {
+        (self.left.max(self.right), self.left + self.right)
+    }
+}
+
+struct Builder<'a> {
+    rules: &'a [Rule],
+    /// The dimensions worth cutting: some rule constrains them.
+    dims: Vec<usize>,
+    nodes: Vec<Node>,
+    leaves: Vec<u32>,
+    /// Rule copies written to leaves so far, and how many the build may write before it stops
+    /// cutting: cuts replicate the rules that straddle them, and some lists (many wildcards in
+    /// different dimensions) would replicate without end. Past the budget, what is left becomes
+    /// leaves as it stands: slower to search, but bounded.
+    copies: usize,
+    budget: usize,
+    // Scratch for `best_cut`, kept to avoid an allocation per call.
+    lo: Vec<u32>,
+    hi: Vec<u32>,
+    cand: Vec<u32>,
+}
+
+impl Builder<'_> {
+    fn rule(&self, i: u32) -> &Rule {
+        &self.rules[i as usize]
+    }
+
+    fn node(&mut self, region: &Region, mut set: Vec<u32>, depth: usize) -> Ref {
+        if let Some(p) = set.iter().position(|&i| covers(self.rule(i), region)) {
+            if p == 0 {
+                return TAG_DONE | set[0];
+            }
+            set.truncate(p + 1);
+        }
+        if set.is_empty() {
+            return REF_NONE;
+        }
+        if set.len() <= LEAF || depth >= MAX_DEPTH || self.copies > self.budget {
+            return self.leaf(region, set);
+        }
+        let mut best: Option<(usize, Cut)> = None;
+        for di in 0..self.dims.len() {
+            let d = self.dims[di];
+            if let Some(c) = self.best_cut(&set, d, region[d]) {
+                if best.as_ref().is_none_or(|(_, b)| c.cost() < b.cost()) {
+                    best = Some((d, c));
+                }
+            }
+        }
+        let Some((d, _)) = best else {
+            return self.leaf(region, set);
+        };
+        let mut parts = Vec::with_capacity(FAN);
+        self.parts(d, set, region[d], PART_LEVELS, &mut parts);
+        let at = self.nodes.len();
+        self.nodes.push(Node {
+            thr: [u32::MAX; FAN - 1],
+            dim: d as u32,
+            kids: [REF_NONE; FAN],
+        });
+        let mut thr = [u32::MAX; FAN - 1];
+        let mut kids = [REF_NONE; FAN];
+        let last = parts.len() - 1;
+        for (i, (lo, hi, sub)) in parts.into_iter().enumerate() {
+            if i < last {
+                thr[i] = hi;
+            }
+            let mut child = *region;
+            child[d] = (lo, hi);
+            kids[i] = self.node(&child, sub, depth + 1);
+        }
+        self.nodes[at].thr = thr;
+        self.nodes[at].kids = kids;
+        at as Ref
+    }
+
+    /// Cuts `set` on `d` within `range` up to `levels` times, while each cut helps; pushes the
+    /// pieces in ascending order.
+    fn parts(
+        &mut self,
+        d: usize,
+        set: Vec<u32>,
+        range: (u32, u32),
+        levels: usize,
+        out: &mut Vec<(u32, u32, Vec<u32>)>,
+    ) {
+        let cut = if levels == 0 || set.len() <= LEAF {
+            None
+        } else {
+            self.best_cut(&set, d, range)
+        };
+        let Some(c) = cut else {
+            out.push((range.0, range.1, set));
+            return;
+        };
+        let (mut left, mut right) = (Vec::with_capacity(c.left), Vec::with_capacity(c.right));
+        for &i in &set {
+            let (lo, hi) = self.rule(i).ranges[d];
+            if lo <= c.at {
+                left.push(i);
+            }
+            if hi > c.at {
+                right.push(i);
+            }
+        }
+        drop(set);
+        self.parts(d, left, (range.0, c.at), levels - 1, out);
+        self.parts(d, right, (c.at + 1, range.1), levels - 1, out);
+    }
+
+    /// The best cut of `set` on `d` within `range` ("`<= at` goes left"), if any cut makes both
+    /// sides smaller than the whole.
+    fn best_cut(&mut self, set: &[u32], d: usize, (rlo, rhi): (u32, u32)) -> Option<Cut> {
+        if rlo == rhi {
+            return None;
+        }
+        self.lo.clear();
+        self.hi.clear();
+        self.cand.clear();
+        for &i in set {
+            let (lo, hi) = self.rules[i as usize].ranges[d];
+            let (lo, hi) = (lo.max(rlo), hi.min(rhi));
+            self.lo.push(lo);
+            self.hi.push(hi);
+            // A useful cut sits just before a rule starts or where one ends.
+            if lo > rlo {
+                self.cand.push(lo - 1);
+            }
+            if hi < rhi {
+                self.cand.push(hi);
+            }
+        }
+        if self.cand.is_empty() {
+            return None;
+        }
+        self.lo.sort_unstable();
+        self.hi.sort_unstable();
+        self.cand.sort_unstable();
+        self.cand.dedup();
+        let n = set.len();
+        let (mut nl, mut nh) = (0, 0);
+        let mut best: Option<Cut> = None;
+        for &at in &self.cand {
+            while nl < n && self.lo[nl] <= at {
+                nl += 1;
+            }
+            while nh < n && self.hi[nh] <= at {
+                nh += 1;
+            }
+            let c = Cut {
+                at,
+                left: nl,
+                right: n - nh,
+            };
+            if best.as_ref().is_none_or(|b| c.cost() < b.cost()) {
+                best = Some(c);
+            }
+        }
+        best.filter(|c| c.left < n && c.right < n)
+    }
+
+    /// Writes a leaf: the candidates in priority order, each with the checks `region` still
+    /// leaves open.
+    fn leaf(&mut self, region: &Region, mut set: Vec<u32>) -> Ref {
+        // Drop candidates an earlier one shadows within the region: quadratic, so only on sets
+        // of a sane size (larger leaves only arise when cuts stop helping).
+        if set.len() <= 64 {
+            let mut kept: Vec<u32> = Vec::with_capacity(set.len());
+            for &j in &set {
+                let rj = self.rule(j);
+                if !kept.iter().any(|&i| shadows(self.rule(i), rj, region)) {
+                    kept.push(j);
+                }
+            }
+            set = kept;
+        }
+        self.copies += set.len();
+        let off = self.leaves.len();
+        assert!(off < (!super::TAG) as usize, "classifier too large");
+        self.leaves.push(set.len() as u32);
+        for &i in &set {
+            let r = &self.rules[i as usize];
+            self.leaves.push(i);
+            let head_at = self.leaves.len();
+            self.leaves.push(0);
+            let mut checks = 0u32;
+            for d in 0..DIMS {
+                if !covers_dim(r, d, region[d]) {
+                    let (lo, hi) = r.ranges[d];
+                    self.leaves.extend([d as u32, lo, hi - lo]);
+                    checks += 1;
+                }
+            }
+            let mut head = checks;
+            if let Some((v, m)) = r.tcp_flags {
+                head |= 0x100 | (v as u32) << 16 | (m as u32) << 24;
+            }
+            self.leaves[head_at] = head;
+        }
+        TAG_LEAF | off as u32
+    }
+}
