@@ -365,8 +365,9 @@ fn summary(results: &[u32]) -> (u64, u64) {
         .fold((0, 0), |(m, s), &r| (m + 1, s + r as u64))
 }
 
-/// Runs every set, family and size; returns the rows (Linerate, then rte_acl, per workload).
-pub fn run(o: &Opts) -> Result<Vec<Row>, String> {
+/// Runs every set, family and size; hands each workload's rows (Linerate, then rte_acl) to `each`
+/// as soon as they are measured, and returns them all.
+pub fn run(o: &Opts, mut each: impl FnMut(&[Row])) -> Result<Vec<Row>, String> {
     let dir = o.workdir.join(format!("classify-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
@@ -375,7 +376,10 @@ pub fn run(o: &Opts) -> Result<Vec<Row>, String> {
         for &fam in &o.families {
             for &n in &o.sizes {
                 match run_one(o, &dir, set, fam, n) {
-                    Ok(r) => rows.extend(r),
+                    Ok(r) => {
+                        each(&r);
+                        rows.extend(r);
+                    }
                     Err(e) => {
                         res = Err(e);
                         break 'all;

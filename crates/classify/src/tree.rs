@@ -13,6 +13,10 @@
 //!   checks its leaf still needs: the dimensions where the rule does not cover the leaf's whole
 //!   region, as `(dim, lo, hi - lo)` triples, plus its TCP-flag condition. The first candidate that
 //!   passes wins. So the tree only has to over-approximate; the leaf keeps results exact.
+//! - **Trees**: usually one. When one tree would replicate too much (rules open in the source
+//!   beside rules open in the destination, or the same with MACs), the rules are grouped by which
+//!   wide dimensions they leave open and each group gets its own tree over the same arrays; a key
+//!   takes the smallest answer, skipping trees whose first rule comes after what it has found.
 //!
 //! # Building
 //!
@@ -30,6 +34,10 @@
 //! where rules overlap) and one or two lines of leaf. [`Classifier::classify_batch`] walks up to 16
 //! keys a level at a time and prefetches each key's next line, so the misses of a batch overlap.
 //! Figures, measured by `tests/timing.rs`, are in [`Classifier`]'s doc.
+//!
+//! Known costs still to cut: every tree beyond the first is another walk; leaf candidates are
+//! checked with a branch per condition (mispredictions dominate small trees); wildcard-heavy
+//! lists of 50k rules with L2 entries exhaust the replication budget and leave large leaves.
 
 mod build;
 
@@ -69,9 +77,18 @@ const _: () = assert!(std::mem::size_of::<Node>() == 64);
 
 /// A compiled, immutable rule list.
 ///
-/// Measured on this 2-core VM (noisy, shared), release build, by
-/// `cargo test --release -p classify --test timing -- --ignored --nocapture`: see that file's doc
-/// for the latest figures.
+/// Measured on the 2-core development VM (shared, noisy; rates by on-CPU time, best of three),
+/// release build, by `cargo test --release -p classify --test timing -- --ignored --nocapture`,
+/// on that file's stand-in sets (M lookups/s single / batch; compile; bytes including the rule
+/// copy):
+///
+/// | set | rules | M/s | compile | bytes |
+/// |-----|------:|-----|--------:|------:|
+/// | XR-5 | 5,001 | 21 / 24 | 0.02 s | 1.3 MB |
+/// | acl | 1k / 10k / 50k | 13 / 5.5 / 3.0 | 0.01 / 0.25 / 1.4 s | 0.5 / 2.5 / 14 MB |
+/// | fw | 1k / 10k / 50k | 6 / 3.9 / 1.9 | 0.1 / 0.1 / 0.9 s | 0.25 / 3.8 / 71 MB |
+/// | acl IPv6 | 1k / 10k / 50k | 12 / 5 / 2.6 | 0.01 / 0.4 / 2.3 s | 0.7 / 3.1 / 19 MB |
+/// | L2/L3/L4 mix | 1k / 10k / 50k | 4.4 / 2.3 / ~0 | 0.06 / 0.4 / 1.8 s | 0.3 / 11 / 80 MB |
 pub struct Classifier {
     rules: Vec<Rule>,
     nodes: Vec<Node>,
@@ -79,7 +96,10 @@ pub struct Classifier {
     /// the check count (bits 0..8), a TCP-flag condition flag (bit 8), its value (16..24) and
     /// mask (24..32).
     leaves: Vec<u32>,
-    root: Ref,
+    /// One tree per group of rules (often one; see [`build`]), with the group's first rule, in
+    /// that order. A key's answer is the smallest of the trees' answers (hence [`NO_MATCH`] is
+    /// `u32::MAX`), and a tree whose first rule comes after the answer so far is skipped.
+    roots: Vec<(u32, Ref)>,
 }
 
 impl Classifier {
@@ -91,7 +111,7 @@ impl Classifier {
             rules: rules.to_vec(),
             nodes: b.nodes,
             leaves: b.leaves,
-            root: b.root,
+            roots: b.roots,
         }
     }
 
@@ -110,11 +130,21 @@ impl Classifier {
     /// The index of the first rule `k` matches, or [`NO_MATCH`].
     #[inline]
     pub fn classify(&self, k: &Key) -> u32 {
-        let mut r = self.root;
-        while r & TAG == TAG_NODE {
-            r = self.step(r, k);
+        if !in_domain(k) {
+            return self.outside(k);
         }
-        self.finish(r, k)
+        let mut best = NO_MATCH;
+        for &(first, root) in &self.roots {
+            if best < first {
+                break;
+            }
+            let mut r = root;
+            while r & TAG == TAG_NODE {
+                r = self.step(r, k);
+            }
+            best = best.min(self.finish(r, k));
+        }
+        best
     }
 
     /// `out[i] = classify(&keys[i])` for every key (`out` must be at least as long as `keys`).
@@ -127,23 +157,35 @@ impl Classifier {
             "classify_batch: out is shorter than keys"
         );
         for (kc, oc) in keys.chunks(LANES).zip(out.chunks_mut(LANES)) {
-            let mut refs = [self.root; LANES];
-            let refs = &mut refs[..kc.len()];
-            loop {
-                let mut walking = false;
-                for (r, k) in refs.iter_mut().zip(kc) {
-                    if *r & TAG == TAG_NODE {
-                        *r = self.step(*r, k);
-                        self.prefetch(*r);
-                        walking = true;
-                    }
-                }
-                if !walking {
+            let oc = &mut oc[..kc.len()];
+            oc.fill(NO_MATCH);
+            for &(first, root) in &self.roots {
+                if oc.iter().all(|&o| o < first) {
                     break;
                 }
+                let mut refs = [root; LANES];
+                let refs = &mut refs[..kc.len()];
+                loop {
+                    let mut walking = false;
+                    for (r, k) in refs.iter_mut().zip(kc) {
+                        if *r & TAG == TAG_NODE {
+                            *r = self.step(*r, k);
+                            self.prefetch(*r);
+                            walking = true;
+                        }
+                    }
+                    if !walking {
+                        break;
+                    }
+                }
+                for ((o, &r), k) in oc.iter_mut().zip(refs.iter()).zip(kc) {
+                    *o = (*o).min(self.finish(r, k));
+                }
             }
-            for ((o, &r), k) in oc.iter_mut().zip(refs.iter()).zip(kc) {
-                *o = self.finish(r, k);
+            for (o, k) in oc.iter_mut().zip(kc) {
+                if !in_domain(k) {
+                    *o = self.outside(k);
+                }
             }
         }
     }
@@ -168,9 +210,6 @@ impl Classifier {
     /// The answer at a leaf or final reference.
     #[inline(always)]
     fn finish(&self, r: Ref, k: &Key) -> u32 {
-        if !in_domain(k) {
-            return self.outside(k);
-        }
         if r & TAG == TAG_DONE {
             return if r == REF_NONE { NO_MATCH } else { r & !TAG };
         }
@@ -231,7 +270,7 @@ impl Classifier {
 impl std::fmt::Debug for Classifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (mut leaves, mut cands, mut most, mut done, mut depth) = (0, 0, 0, 0, 0);
-        let mut stack = vec![(self.root, 0usize)];
+        let mut stack: Vec<(Ref, usize)> = self.roots.iter().map(|&(_, r)| (r, 0)).collect();
         while let Some((r, d)) = stack.pop() {
             match r & TAG {
                 TAG_NODE => {
@@ -251,6 +290,7 @@ impl std::fmt::Debug for Classifier {
         }
         f.debug_struct("Classifier")
             .field("rules", &self.rules.len())
+            .field("trees", &self.roots.len())
             .field("bytes", &self.bytes())
             .field("nodes", &self.nodes.len())
             .field("depth", &depth)

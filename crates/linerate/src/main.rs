@@ -492,7 +492,6 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 workdir,
                 seed,
             };
-            let rows = bench::classify::run(&o)?;
             println!(
                 "Packet classification, 1 core, first match, {trace} keys, batches of {batch} (rte_acl: bursts of 64, 4 KiB pages):"
             );
@@ -509,37 +508,30 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 "bytes",
                 "mismatch"
             );
-            for r in &rows {
-                let acl = rows
-                    .iter()
-                    .find(|x| {
-                        x.engine == "rte_acl"
-                            && x.set == r.set
-                            && x.family == r.family
-                            && x.trace_len == r.trace_len
-                            && x.rules == r.rules
-                    })
-                    .map(|x| format!("{:.2}x", r.mclass / x.mclass.max(1e-9)))
-                    .unwrap_or_else(|| "-".into());
-                println!(
-                    "{:<5} {:<5} {:>7} {:<9} {:>10.2} {:>8.1} {:>9} {:>9.3} {:>12} {:>9}",
-                    r.set,
-                    r.family.name(),
-                    r.rules,
-                    r.engine,
-                    r.mclass,
-                    r.ns_per_class,
-                    acl,
-                    r.build_s,
-                    r.bytes,
-                    r.mismatches
-                        .map(|m| m.to_string())
-                        .unwrap_or_else(|| "-".into())
-                );
-                if json {
-                    eprintln!("{}", r.json());
+            let rows = bench::classify::run(&o, |rows| {
+                let acl = rows.iter().find(|x| x.engine == "rte_acl");
+                for r in rows {
+                    println!(
+                        "{:<5} {:<5} {:>7} {:<9} {:>10.2} {:>8.1} {:>9} {:>9.3} {:>12} {:>9}",
+                        r.set,
+                        r.family.name(),
+                        r.rules,
+                        r.engine,
+                        r.mclass,
+                        r.ns_per_class,
+                        acl.map(|x| format!("{:.2}x", r.mclass / x.mclass.max(1e-9)))
+                            .unwrap_or_else(|| "-".into()),
+                        r.build_s,
+                        r.bytes,
+                        r.mismatches
+                            .map(|m| m.to_string())
+                            .unwrap_or_else(|| "-".into())
+                    );
+                    if json {
+                        eprintln!("{}", r.json());
+                    }
                 }
-            }
+            })?;
             if let Some(r) = rows.iter().find(|r| !r.alg.is_empty()) {
                 println!("rte_acl classify algorithm: {}", r.alg);
             }

@@ -21,15 +21,27 @@ use crate::rule::{Dim, Rule, DIMS};
 /// A set this small becomes a leaf without trying to cut it: checking a few candidates in full
 /// costs less than another level's cache miss.
 const LEAF: usize = 4;
-/// Node levels (each up to three binary cuts) before whatever is left becomes a leaf. Bounds the
-/// replication of sets that cuts stop shrinking usefully.
-const MAX_DEPTH: usize = 20;
+/// Binary cuts on a path before whatever is left becomes a leaf. Bounds the replication of sets
+/// that cuts stop shrinking usefully.
+const MAX_DEPTH: usize = 48;
+/// A further cut on a node's dimension is taken when it costs at most this much more (in
+/// percent) than the best cut on any dimension; otherwise the piece becomes a child of its own.
+const SAME_DIM_SLACK: usize = 25;
 /// Binary cuts grouped into one node: `2^3 = FAN` children.
 const PART_LEVELS: usize = 3;
 const _: () = assert!(1 << PART_LEVELS == FAN);
 
+/// See [`Cut::cost`]; in halves (2 means a copy costs as much as a rule left on the larger side).
+const REPLICATION_WEIGHT: usize = 3;
+
 /// The replication budget: rule copies in leaves, per rule plus a base (see `Builder::copies`).
 const BUDGET_PER_RULE: usize = 64;
+/// The budget of the first, single-tree attempt: past it, the rules are split into groups.
+const TRIAL_PER_RULE: usize = 16;
+const TRIAL_BASE: usize = 1024;
+/// The wide dimensions rules are grouped by, when they are: a rule is open in one when its range
+/// spans more than 1/256 of it (an IPv4 prefix shorter than /8).
+const GROUP_DIMS: [Dim; 4] = [Dim::Src0, Dim::Dst0, Dim::EthSrcLo, Dim::EthDstLo];
 const BUDGET_BASE: usize = 1 << 16;
 
 type Region = [(u32, u32); DIMS];
@@ -37,7 +49,8 @@ type Region = [(u32, u32); DIMS];
 pub(super) struct Built {
     pub nodes: Vec<Node>,
     pub leaves: Vec<u32>,
-    pub root: Ref,
+    /// Each tree's first rule, and its root; in order of first rule.
+    pub roots: Vec<(u32, Ref)>,
 }
 
 pub(super) fn build(rules: &[Rule]) -> Built {
@@ -57,24 +70,51 @@ pub(super) fn build(rules: &[Rule]) -> Built {
                 .any(|&i| !covers_dim(&rules[i as usize], d, region[d]))
         })
         .collect();
-    let mut b = Builder {
-        rules,
-        dims,
-        nodes: Vec::new(),
-        leaves: Vec::new(),
-        copies: 0,
-        budget: BUDGET_PER_RULE * rules.len() + BUDGET_BASE,
-        lo: Vec::new(),
-        hi: Vec::new(),
-        cand: Vec::new(),
+    // One tree if the rules allow it cheaply; else one per group of rules by which of the
+    // address dimensions ([`GROUP_DIMS`]) they leave (nearly) open. A wildcard in a dimension is copied into every
+    // piece a cut on it makes, so lists that mix rules open in the source with rules open in the
+    // destination make one tree replicate without end; each group's tree cuts where its rules
+    // are narrow. Each extra tree costs a walk per key.
+    let mut b = Builder::new(rules, dims, TRIAL_PER_RULE * set.len() + TRIAL_BASE, true);
+    let root = b.node(&region, set.clone(), 0);
+    let roots = if b.copies <= b.budget {
+        vec![(0, root)]
+    } else {
+        let dims = std::mem::take(&mut b.dims);
+        b = Builder::new(
+            rules,
+            dims,
+            BUDGET_PER_RULE * set.len() + BUDGET_BASE,
+            false,
+        );
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); 1 << GROUP_DIMS.len()];
+        for &i in &set {
+            let r = &rules[i as usize];
+            let open = |d: Dim| {
+                let (lo, hi) = r.range(d);
+                hi - lo > d.max() >> 8
+            };
+            let g = GROUP_DIMS
+                .iter()
+                .enumerate()
+                .fold(0, |g, (bit, &d)| g | (open(d) as usize) << bit);
+            groups[g].push(i);
+        }
+        // By first rule, so that a lookup can stop at the first tree that cannot beat what it
+        // has found.
+        let mut groups: Vec<Vec<u32>> = groups.into_iter().filter(|g| !g.is_empty()).collect();
+        groups.sort_by_key(|g| g[0]);
+        groups
+            .into_iter()
+            .map(|g| (g[0], b.node(&region, g, 0)))
+            .collect()
     };
-    let root = b.node(&region, set, 0);
     b.nodes.shrink_to_fit();
     b.leaves.shrink_to_fit();
     Built {
         nodes: b.nodes,
         leaves: b.leaves,
-        root,
+        roots,
     }
 }
 
@@ -119,9 +159,11 @@ struct Cut {
 }
 
 impl Cut {
-    /// Smaller is better: balance first, then less replication.
-    fn cost(&self) -> (usize, usize) {
-        (self.left.max(self.right), self.left + self.right)
+    /// Smaller is better: the larger side, plus the copies the cut makes (rules on both sides)
+    /// weighted by [`REPLICATION_WEIGHT`]: balance alone would pick cuts that copy a tenth of
+    /// the rules at every level, which compounds over thirty levels into a blow-up.
+    fn cost(&self, n: usize) -> usize {
+        2 * self.left.max(self.right) + REPLICATION_WEIGHT * (self.left + self.right - n)
     }
 }
 
@@ -137,18 +179,38 @@ struct Builder<'a> {
     /// leaves as it stands: slower to search, but bounded.
     copies: usize,
     budget: usize,
+    /// A trial build gives up (writing nothing more) once over budget.
+    trial: bool,
     // Scratch for `best_cut`, kept to avoid an allocation per call.
     lo: Vec<u32>,
     hi: Vec<u32>,
     cand: Vec<u32>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(rules: &'a [Rule], dims: Vec<usize>, budget: usize, trial: bool) -> Self {
+        Builder {
+            rules,
+            dims,
+            nodes: Vec::new(),
+            leaves: Vec::new(),
+            copies: 0,
+            budget,
+            trial,
+            lo: Vec::new(),
+            hi: Vec::new(),
+            cand: Vec::new(),
+        }
+    }
+
     fn rule(&self, i: u32) -> &Rule {
         &self.rules[i as usize]
     }
 
     fn node(&mut self, region: &Region, mut set: Vec<u32>, depth: usize) -> Ref {
+        if self.trial && self.copies > self.budget {
+            return REF_NONE;
+        }
         if let Some(p) = set.iter().position(|&i| covers(self.rule(i), region)) {
             if p == 0 {
                 return TAG_DONE | set[0];
@@ -161,20 +223,11 @@ impl Builder<'_> {
         if set.len() <= LEAF || depth >= MAX_DEPTH || self.copies > self.budget {
             return self.leaf(region, set);
         }
-        let mut best: Option<(usize, Cut)> = None;
-        for di in 0..self.dims.len() {
-            let d = self.dims[di];
-            if let Some(c) = self.best_cut(&set, d, region[d]) {
-                if best.as_ref().is_none_or(|(_, b)| c.cost() < b.cost()) {
-                    best = Some((d, c));
-                }
-            }
-        }
-        let Some((d, _)) = best else {
+        let Some((d, _)) = self.best_any(&set, region) else {
             return self.leaf(region, set);
         };
         let mut parts = Vec::with_capacity(FAN);
-        self.parts(d, set, region[d], PART_LEVELS, &mut parts);
+        self.parts(d, set, region, PART_LEVELS, &mut parts);
         let at = self.nodes.len();
         self.nodes.push(Node {
             thr: [u32::MAX; FAN - 1],
@@ -184,36 +237,65 @@ impl Builder<'_> {
         let mut thr = [u32::MAX; FAN - 1];
         let mut kids = [REF_NONE; FAN];
         let last = parts.len() - 1;
-        for (i, (lo, hi, sub)) in parts.into_iter().enumerate() {
+        for (i, (lo, hi, sub, levels)) in parts.into_iter().enumerate() {
             if i < last {
                 thr[i] = hi;
             }
             let mut child = *region;
             child[d] = (lo, hi);
-            kids[i] = self.node(&child, sub, depth + 1);
+            kids[i] = self.node(&child, sub, depth + levels);
         }
         self.nodes[at].thr = thr;
         self.nodes[at].kids = kids;
         at as Ref
     }
 
-    /// Cuts `set` on `d` within `range` up to `levels` times, while each cut helps; pushes the
-    /// pieces in ascending order.
+    /// The dimension with the best cut of `set`, and that cut.
+    fn best_any(&mut self, set: &[u32], region: &Region) -> Option<(usize, Cut)> {
+        let mut best: Option<(usize, Cut)> = None;
+        for di in 0..self.dims.len() {
+            let d = self.dims[di];
+            if let Some(c) = self.best_cut(set, d, region[d]) {
+                if best
+                    .as_ref()
+                    .is_none_or(|(_, b)| c.cost(set.len()) < b.cost(set.len()))
+                {
+                    best = Some((d, c));
+                }
+            }
+        }
+        best
+    }
+
+    /// Cuts `set` on `d` up to `levels` times while each cut on `d` is about as good as the best
+    /// cut on any dimension; pushes the pieces in ascending order with the cuts each took.
     fn parts(
         &mut self,
         d: usize,
         set: Vec<u32>,
-        range: (u32, u32),
+        region: &Region,
         levels: usize,
-        out: &mut Vec<(u32, u32, Vec<u32>)>,
+        out: &mut Vec<(u32, u32, Vec<u32>, usize)>,
     ) {
-        let cut = if levels == 0 || set.len() <= LEAF {
+        let range = region[d];
+        let n = set.len();
+        let taken = PART_LEVELS - levels;
+        let cut = if levels == 0 || n <= LEAF {
             None
-        } else {
+        } else if taken == 0 {
             self.best_cut(&set, d, range)
+        } else {
+            match (self.best_cut(&set, d, range), self.best_any(&set, region)) {
+                (Some(c), Some((_, b)))
+                    if 100 * c.cost(n) <= (100 + SAME_DIM_SLACK) * b.cost(n) =>
+                {
+                    Some(c)
+                }
+                _ => None,
+            }
         };
         let Some(c) = cut else {
-            out.push((range.0, range.1, set));
+            out.push((range.0, range.1, set, taken.max(1)));
             return;
         };
         let (mut left, mut right) = (Vec::with_capacity(c.left), Vec::with_capacity(c.right));
@@ -227,8 +309,11 @@ impl Builder<'_> {
             }
         }
         drop(set);
-        self.parts(d, left, (range.0, c.at), levels - 1, out);
-        self.parts(d, right, (c.at + 1, range.1), levels - 1, out);
+        let mut sub = *region;
+        sub[d] = (range.0, c.at);
+        self.parts(d, left, &sub, levels - 1, out);
+        sub[d] = (c.at + 1, range.1);
+        self.parts(d, right, &sub, levels - 1, out);
     }
 
     /// The best cut of `set` on `d` within `range` ("`<= at` goes left"), if any cut makes both
@@ -275,7 +360,7 @@ impl Builder<'_> {
                 left: nl,
                 right: n - nh,
             };
-            if best.as_ref().is_none_or(|b| c.cost() < b.cost()) {
+            if best.as_ref().is_none_or(|b| c.cost(n) < b.cost(n)) {
                 best = Some(c);
             }
         }
