@@ -38,11 +38,20 @@ struct Bed {
     dir: PathBuf,
 }
 
-fn bed(name: &str) -> Bed {
+fn bed_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("linerate-mgmt-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn bed(name: &str) -> Bed {
+    bed_with(name, CONFIG)
+}
+
+fn bed_with(name: &str, text: &str) -> Bed {
+    let dir = bed_dir(name);
     let path = dir.join("r.yaml");
-    std::fs::write(&path, CONFIG).unwrap();
+    std::fs::write(&path, text).unwrap();
     let cfg = control::config::load(&path).unwrap();
     let router = Router::build(cfg).unwrap();
     let mut rt = Runtime::start(
@@ -55,7 +64,7 @@ fn bed(name: &str) -> Bed {
     .unwrap();
     let peers = rt.take_peers();
     let logger = Arc::new(Logger::new(Default::default()).unwrap());
-    let core = Core::new(router, rt, CONFIG.to_string(), path, logger, None).unwrap();
+    let core = Core::new(router, rt, text.to_string(), path, logger, None).unwrap();
     Bed { core, peers, dir }
 }
 
@@ -85,13 +94,12 @@ fn frame(seq: u32) -> Vec<u8> {
     f
 }
 
-#[test]
-fn changes_under_traffic_lose_no_frame() {
-    let mut b = bed("traffic");
+/// Sends `n` numbered frames through `b`'s router (p0 -> p1) while `changes` runs; returns how
+/// many distinct frames arrived and how many arrived twice.
+fn under_traffic(b: &mut Bed, n: u32, changes: impl FnOnce(&Arc<Core>)) -> (u64, u64) {
     let core = b.core.clone();
     let mut peers = std::mem::take(&mut b.peers);
     let pool = core.lock("test").runtime.pool.clone();
-    const N: u32 = 400_000;
     let mut tx_peer = peers.remove(0);
     let mut rx_peer = peers.remove(0);
     let done = Arc::new(AtomicBool::new(false));
@@ -102,8 +110,8 @@ fn changes_under_traffic_lose_no_frame() {
             let mut cache = BufCache::new(pool);
             let mut v = Vec::new();
             let mut seq = 0;
-            while seq < N {
-                while v.len() < 64 && seq < N {
+            while seq < n {
+                while v.len() < 64 && seq < n {
                     let Some(mut b) = cache.alloc() else { break };
                     b.fill(&frame(seq));
                     v.push(b);
@@ -123,7 +131,7 @@ fn changes_under_traffic_lose_no_frame() {
         let (done, received) = (done.clone(), received.clone());
         std::thread::spawn(move || {
             let mut cache = BufCache::new(pool);
-            let mut seen = vec![false; N as usize];
+            let mut seen = vec![false; n as usize];
             let mut out = Vec::new();
             let mut dup = 0u64;
             while !done.load(Ordering::Relaxed) {
@@ -146,44 +154,56 @@ fn changes_under_traffic_lose_no_frame() {
             (seen.iter().filter(|&&x| x).count() as u64, dup)
         })
     };
-    // The changes, spaced out over the stream.
-    let pause = || std::thread::sleep(Duration::from_millis(40));
-    pause();
-    let w = core.worker_add(None).unwrap();
-    pause();
-    core.worker_remove(0).unwrap();
-    pause();
-    core.port_remove("p2").unwrap();
-    pause();
-    core.port_insert("p2").unwrap();
-    pause();
-    let path = std::env::temp_dir().join("unused.yaml");
-    let changed = CONFIG.replace(
-        "routes:\n",
-        "routes:\n  - { prefix: 172.16.0.0/12, via: 198.18.0.2 }\n",
-    );
-    let out = core
-        .apply(&changed, &path, ApplyOptions::default())
-        .unwrap();
-    assert!(out.changed && out.commit == Some(2));
-    pause();
-    core.route_add(
-        &serde_json::from_value(serde_json::json!({"prefix": "203.0.113.0/24", "blackhole": true}))
-            .unwrap(),
-    )
-    .unwrap();
-    core.rollback(1).unwrap();
-    pause();
-    core.worker_add(None).unwrap();
-    pause();
-    core.worker_remove(w).unwrap();
+    changes(&core);
     let _tx_peer = sender.join().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while received.load(Ordering::Relaxed) < N as u64 && Instant::now() < deadline {
+    while received.load(Ordering::Relaxed) < n as u64 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
     done.store(true, Ordering::Relaxed);
-    let (distinct, dup) = receiver.join().unwrap();
+    receiver.join().unwrap()
+}
+
+#[test]
+fn changes_under_traffic_lose_no_frame() {
+    const N: u32 = 400_000;
+    let mut b = bed("traffic");
+    let core = b.core.clone();
+    let (distinct, dup) = under_traffic(&mut b, N, |core| {
+        // The changes, spaced out over the stream.
+        let pause = || std::thread::sleep(Duration::from_millis(40));
+        pause();
+        let w = core.worker_add(None).unwrap();
+        pause();
+        core.worker_remove(0).unwrap();
+        pause();
+        core.port_remove("p2").unwrap();
+        pause();
+        core.port_insert("p2").unwrap();
+        pause();
+        let path = std::env::temp_dir().join("unused.yaml");
+        let changed = CONFIG.replace(
+            "routes:\n",
+            "routes:\n  - { prefix: 172.16.0.0/12, via: 198.18.0.2 }\n",
+        );
+        let out = core
+            .apply(&changed, &path, ApplyOptions::default())
+            .unwrap();
+        assert!(out.changed && out.commit == Some(2));
+        pause();
+        core.route_add(
+            &serde_json::from_value(
+                serde_json::json!({"prefix": "203.0.113.0/24", "blackhole": true}),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        core.rollback(1).unwrap();
+        pause();
+        core.worker_add(None).unwrap();
+        pause();
+        core.worker_remove(w).unwrap();
+    });
     let errs = core.errors();
     assert_eq!(
         (distinct, dup),
@@ -202,6 +222,59 @@ fn changes_under_traffic_lose_no_frame() {
     ] {
         assert!(ids.iter().any(|m| m == want), "{want} logged: {ids:?}");
     }
+}
+
+#[test]
+fn acl_lists_replaced_under_traffic_lose_no_frame() {
+    // Two different 10,000-entry lists that the traffic matches only at their final permit,
+    // swapped by commits, and single entries set and removed, all under traffic.
+    const N: u32 = 200_000;
+    let dir = bed_dir("acl");
+    for (file, base) in [("a.acl", 1000u32), ("b.acl", 40000)] {
+        let mut text = String::new();
+        for i in 0..10_000u32 {
+            text.push_str(&format!(
+                "deny udp src host 100.{}.{}.{} dport {}\n",
+                i >> 8 & 0xff,
+                i & 0xff,
+                1 + i % 200,
+                base + i
+            ));
+        }
+        text.push_str("permit\n");
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    let with = |file: &str| {
+        CONFIG.replace(
+            "ipv4: [192.0.2.1/24] }",
+            "ipv4: [192.0.2.1/24], acl-in: L }",
+        ) + &format!("acls:\n  - {{ name: L, file: {file} }}\n")
+    };
+    let mut b = bed_with("acl", &with("a.acl"));
+    let path = dir.join("r.yaml");
+    let core = b.core.clone();
+    let (distinct, dup) = under_traffic(&mut b, N, |core| {
+        for file in ["b.acl", "a.acl", "b.acl", "a.acl"] {
+            std::thread::sleep(Duration::from_millis(30));
+            let out = core
+                .apply(&with(file), &path, ApplyOptions::default())
+                .unwrap();
+            assert!(out.changed);
+        }
+        core.acl_entry_add("L", "5 deny udp dport 7").unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        core.acl_entry_remove("L", 5).unwrap();
+    });
+    let errs = core.errors();
+    assert_eq!(
+        (distinct, dup),
+        (N as u64, 0),
+        "every frame arrived once; router drops: {:?}",
+        errs.iter().map(|e| (e.reason, e.count)).collect::<Vec<_>>()
+    );
+    let acl = &core.acls(Some("L")).unwrap()[0];
+    assert_eq!(acl.entries.len(), 10_001);
+    assert!(acl.entries[10_000].hits > 0, "the final permit counts");
 }
 
 #[test]
