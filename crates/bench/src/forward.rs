@@ -33,6 +33,8 @@ pub struct Opts {
     /// The ME 6524 services on both ports: a 10,000-line ACL in, a 500-line QoS policy that
     /// re-marks every packet, flow accounting in and out (see [`services_config`]).
     pub services: bool,
+    /// Distinct flows (5-tuples) in the traffic; a flow cache sized for them with `services`.
+    pub flows: usize,
     pub workdir: PathBuf,
 }
 
@@ -53,6 +55,22 @@ pub struct Result {
     pub build_s: f64,
     /// Drops inside the router, by reason (non-zero only).
     pub drops: Vec<(&'static str, u64)>,
+    /// With services: flows in the flow caches at the end, and flows evicted early (cache full).
+    pub flows_in_cache: u64,
+    pub flows_evicted: u64,
+}
+
+/// The flow caches' occupancy and evictions, once the workers have published them.
+fn flow_state(router: &Router) -> (u64, u64) {
+    let Some(f) = &router.services.flow else {
+        return (0, 0);
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let st = f.stats.lock().unwrap_or_else(|e| e.into_inner());
+    (
+        st.iter().map(|s| s.occupancy).sum(),
+        st.iter().map(|s| s.evicted).sum(),
+    )
 }
 
 const CONFIG: &str = r#"
@@ -105,7 +123,7 @@ fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
 /// - a 500-line QoS policy whose last line is the one the traffic matches, re-marking DSCP;
 /// - flow accounting on every packet (ingress on both ports: each packet is one record's), exported
 ///   as NetFlow v9 to the discard port.
-pub fn services_config(dir: &std::path::Path) -> std::io::Result<String> {
+pub fn services_config(dir: &std::path::Path, flows: usize) -> std::io::Result<String> {
     let mut rng = SmallRng::seed_from_u64(11);
     let mut acl = std::io::BufWriter::new(std::fs::File::create(dir.join("services.acl"))?);
     for i in 0..9_999u32 {
@@ -175,8 +193,9 @@ qos:
       classes:
         - {{ class: other, set: {{ dscp: 46 }} }}
         - {{ class: bulk, set: {{ dscp: 10 }} }}
-flow-export: {{ version: 9, collectors: ["127.0.0.1:9"], cache-size: 1000000 }}
-"#
+flow-export: {{ version: 9, collectors: ["127.0.0.1:9"], cache-size: {cache} }}
+"#,
+        cache = (flows + flows / 10).max(1 << 16)
     ))
 }
 
@@ -223,7 +242,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             " SERVICES }",
             ", acl-in: SERVICES, qos-in: remark, flow: in }",
         );
-        text.push_str(&services_config(dir).map_err(|e| e.to_string())?);
+        text.push_str(&services_config(dir, o.flows).map_err(|e| e.to_string())?);
     } else {
         text = text.replace(" SERVICES }", " }");
     }
@@ -234,9 +253,9 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
     let build_s = t0.elapsed().as_secs_f64();
     let nroutes = router.route_counts().0;
-    // Destinations inside the routes; a few thousand distinct frames, replayed.
+    // Destinations inside the routes; one frame per flow, replayed.
     let mut rng = SmallRng::seed_from_u64(3);
-    let templates: Vec<Vec<u8>> = (0..4096)
+    let templates: Vec<Vec<u8>> = (0..o.flows.max(1))
         .map(|i| {
             let (p, l) = routes[rng.gen_range(0..routes.len())];
             let host = if l >= 32 { 0 } else { rng.gen::<u32>() >> l };
@@ -349,7 +368,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
                 .min(256);
             for _ in 0..room {
                 let Some(mut b) = cache.alloc() else { break };
-                let t = &templates[ti & 4095];
+                let t = &templates[ti % templates.len()];
                 let idx = b.meta().index as usize;
                 if last_len[idx] == t.len() as u32 {
                     b.set_len(t.len());
@@ -379,6 +398,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     if let Some(h) = churn {
         keep = Some(h.join().map_err(|_| "churn thread panicked".to_string())?);
     }
+    let (flows_in_cache, flows_evicted) = keep.as_ref().map_or((0, 0), flow_state);
     drop(keep);
     let snap = running.stop();
     let busy_ns = snap.busy_ns - busy0.busy_ns;
@@ -403,6 +423,8 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             .filter(|d| snap.drop_count(**d) > 0)
             .map(|d| (d.name(), snap.drop_count(*d)))
             .collect(),
+        flows_in_cache,
+        flows_evicted,
     })
 }
 
@@ -430,6 +452,7 @@ fn replay(
     std::thread::sleep(Duration::from_secs_f64(o.seconds));
     let s1 = running.snapshot();
     let elapsed = t0.elapsed().as_secs_f64();
+    let (flows_in_cache, flows_evicted) = flow_state(&router);
     let snap = running.stop();
     let tx = |s: &dataplane::Snapshot| s.tx_packets.iter().sum::<u64>();
     let rx = |s: &dataplane::Snapshot| s.rx_packets.iter().sum::<u64>();
@@ -456,5 +479,7 @@ fn replay(
             .filter(|d| snap.drop_count(**d) > 0)
             .map(|d| (d.name(), snap.drop_count(*d)))
             .collect(),
+        flows_in_cache,
+        flows_evicted,
     })
 }

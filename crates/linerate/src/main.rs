@@ -228,6 +228,9 @@ enum BenchCmd {
         /// policy, NetFlow in and out.
         #[arg(long)]
         services: bool,
+        /// Distinct flows (5-tuples) in the traffic.
+        #[arg(long, default_value_t = 4096)]
+        flows: usize,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         #[arg(long)]
@@ -553,6 +556,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             churn,
             replay,
             services,
+            flows,
             workdir,
             json,
         } => {
@@ -593,6 +597,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     churn,
                     replay,
                     services,
+                    flows,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;
@@ -612,13 +617,20 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 for (name, n) in &r.drops {
                     println!("       router drops: {name} {n}");
                 }
+                if services {
+                    println!(
+                        "       flow cache: {} flows held, {} evicted early ({} flows offered)",
+                        r.flows_in_cache, r.flows_evicted, flows
+                    );
+                }
                 if json {
                     eprintln!(
                         "{}",
                         serde_json::json!({"bench": "forward", "name": format!("{size}b-{workers}t{workers}c-ip4{}x{scale}-mem", profile.name()),
                             "frame": size, "workers": workers, "routes": r.routes, "mpps": r.mpps, "sent": r.sent, "received": r.received,
                             "lost": r.lost, "busy_ns_per_packet": r.busy_ns_per_packet, "cycles_per_packet": r.cycles_per_packet,
-                            "updates": r.updates, "updates_per_s": r.updates_per_s})
+                            "updates": r.updates, "updates_per_s": r.updates_per_s, "services": services,
+                            "flows": flows, "flows_in_cache": r.flows_in_cache, "flows_evicted": r.flows_evicted})
                     );
                 }
             }
