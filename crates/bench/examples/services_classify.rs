@@ -21,7 +21,7 @@ fn main() {
         use classify::Dim::*;
         k.set(EtherType, 0x0800);
         k.set(Src0, 0xc0000202);
-        k.set(Dst0, 0x0a000000 | (i * 2654435761u32 >> 8));
+        k.set(Dst0, 0x0a00_0000 | (i.wrapping_mul(2_654_435_761) >> 8));
         k.set(Proto, 17);
         k.set(SrcPort, 1024 + i);
         k.set(DstPort, 5000);
