@@ -66,6 +66,9 @@ pub struct ServicesState {
     policies: HashMap<String, CompiledPolicy>,
     /// Policers by (interface, direction, policy, class) with their settings.
     policers: HashMap<PolicerKey, (PoliceCfg, Arc<Policer>)>,
+    /// Bound policies by (interface, ingress): kept, with their class counters, while nothing
+    /// they are made of changes.
+    qos_bound: HashMap<(String, bool), Arc<Qos>>,
     flow_cfg: Option<FlowExportCfg>,
     pub plan: Arc<ArcSwap<ExportPlan>>,
     pub export: Arc<Mutex<ExportCounters>>,
@@ -84,6 +87,7 @@ impl ServicesState {
             bindings: HashMap::new(),
             policies: HashMap::new(),
             policers: HashMap::new(),
+            qos_bound: HashMap::new(),
             flow_cfg: s.flow_export.clone(),
             plan: prev.map_or_else(Default::default, |p| p.plan.clone()),
             export: prev.map_or_else(Default::default, |p| p.export.clone()),
@@ -234,13 +238,35 @@ impl ServicesState {
             .iter()
             .position(|c| c.class == "class-default")
             .map(|i| i as u16);
-        Arc::new(Qos {
+        let key = (ifname.to_string(), ingress);
+        if let Some(old) = prev.and_then(|x| x.qos_bound.get(&key)) {
+            let same = old.policy == policy
+                && Arc::ptr_eq(&old.classifier, &classifier)
+                && old.classes.len() == classes.len()
+                && old.classes.iter().zip(classes.iter()).all(|(a, b)| {
+                    a.name == b.name
+                        && a.set_dscp == b.set_dscp
+                        && a.set_cos == b.set_cos
+                        && match (&a.policer, &b.policer) {
+                            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                            (None, None) => true,
+                            _ => false,
+                        }
+                });
+            if same {
+                self.qos_bound.insert(key, old.clone());
+                return old.clone();
+            }
+        }
+        let q = Arc::new(Qos {
             policy: policy.to_string(),
             classifier,
             rule_class,
             classes,
             default_class,
-        })
+        });
+        self.qos_bound.insert(key, q.clone());
+        q
     }
 
     /// Publishes what the control-plane thread works from.
@@ -516,5 +542,96 @@ fn export_config(c: &FlowExportCfg) -> flow::ExportConfig {
         sampling: (c.sampling > 1).then_some(c.sampling),
         exporter_addr: None::<IpAddr>,
         mtu: 1400,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(extra_route: &str, deny_port: u16) -> Config {
+        let text = format!(
+            r#"
+ports: [{{ name: p0, driver: mem }}]
+interfaces:
+  - {{ name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24], acl-in: A, qos-in: q, flow: in }}
+routes: [{{ prefix: {extra_route}, blackhole: true }}]
+acls: [{{ name: A, entries: ["deny udp dport {deny_port}", "permit"] }}]
+qos:
+  classes: [{{ name: c, match: ["udp"] }}]
+  policies: [{{ name: q, classes: [{{ class: c, police: {{ cir: 1m }} }}] }}]
+flow-export: {{ collectors: ["127.0.0.1:9"] }}
+"#
+        );
+        crate::config::parse(&text, std::path::Path::new("/tmp/s.yaml")).unwrap()
+    }
+
+    #[test]
+    fn a_commit_that_leaves_the_services_alone_keeps_them_and_their_counters() {
+        let a = ServicesState::build(&cfg("10.0.0.0/8", 53), None);
+        let b = ServicesState::build(&cfg("10.9.0.0/16", 53), Some(&a));
+        let (fa, fb) = (
+            a.features[0].clone().unwrap(),
+            b.features[0].clone().unwrap(),
+        );
+        assert!(Arc::ptr_eq(
+            fa.acl_in.as_ref().unwrap(),
+            fb.acl_in.as_ref().unwrap()
+        ));
+        assert!(Arc::ptr_eq(
+            fa.qos_in.as_ref().unwrap(),
+            fb.qos_in.as_ref().unwrap()
+        ));
+        assert!(Arc::ptr_eq(
+            a.flow.as_ref().unwrap(),
+            b.flow.as_ref().unwrap()
+        ));
+        // A changed list is compiled anew with fresh counters; the policy is kept.
+        let c = ServicesState::build(&cfg("10.9.0.0/16", 54), Some(&b));
+        let fc = c.features[0].clone().unwrap();
+        assert!(!Arc::ptr_eq(
+            fb.acl_in.as_ref().unwrap(),
+            fc.acl_in.as_ref().unwrap()
+        ));
+        assert!(!Arc::ptr_eq(&b.acls["A"].1, &c.acls["A"].1));
+        assert!(Arc::ptr_eq(
+            fb.qos_in.as_ref().unwrap(),
+            fc.qos_in.as_ref().unwrap()
+        ));
+    }
+
+    #[test]
+    fn the_log_text_names_the_flow_as_the_xr5_record_does() {
+        let ev = AclLogEvent {
+            list: Arc::new(AclCounters::new("IPV4_Test", 1)),
+            seq: 50000,
+            permit: false,
+            proto: 17,
+            v6: false,
+            src: 0x8c00_0001,
+            dst: 0x8d64_0001,
+            sport: 1024,
+            dport: 5000,
+            ifx: 0,
+            ingress: true,
+            packets: 1,
+            first: true,
+        };
+        assert_eq!(
+            acl_log_text(&ev, "a0"),
+            "access-list IPV4_Test (50000) deny udp 140.0.0.1(1024) -> 141.100.0.1(5000) on a0 in, 1 packet"
+        );
+        let ev6 = AclLogEvent {
+            v6: true,
+            proto: 58,
+            src: 1,
+            dst: 2,
+            packets: 7,
+            ..ev
+        };
+        assert_eq!(
+            acl_log_text(&ev6, "a0"),
+            "access-list IPV4_Test (50000) deny icmpv6 ::1 -> ::2 on a0 in, 7 packets"
+        );
     }
 }

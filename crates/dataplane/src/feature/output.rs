@@ -23,6 +23,8 @@ pub struct WorkerFlows {
     /// Packets until the next sampled one.
     pub skip: u32,
     pub last_stats_ns: u64,
+    /// The flows of the run being accounted (key, hash, IP bytes, TCP flags).
+    batch: Vec<(FlowKey, u32, u32, u8)>,
 }
 
 impl WorkerFlows {
@@ -33,6 +35,7 @@ impl WorkerFlows {
             out: Vec::new(),
             skip: 0,
             last_stats_ns: 0,
+            batch: Vec::with_capacity(VECTOR * 2),
         }
     }
 }
@@ -100,6 +103,10 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
     if let Some(fl) = ctx.flows.as_mut() {
         let out_flow = out.is_some_and(|f| f.flow_out);
         let now = super::clock_ns();
+        // Three passes so the cache misses of a whole run overlap: keys and bucket loads, then
+        // entry loads, then the updates.
+        let mut batch = std::mem::take(&mut fl.batch);
+        batch.clear();
         for i in 0..n {
             if fate[i] != Fate::Pass {
                 continue;
@@ -123,18 +130,23 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
             let bytes = l3_len(&p.data()[l3..]);
             let k = &ctx.fkeys[i];
             let tcp_flags = k.get(Dim::TcpFlags) as u8;
-            let out = &mut fl.out;
-            if in_flow {
-                let (key, h) = flow_key(k, rx_if, Direction::Ingress);
-                fl.cache
-                    .account(&key, h, bytes, tcp_flags, tx_if, now, &mut |r| out.push(r));
-            }
-            if out_flow {
-                let (key, h) = flow_key(k, rx_if, Direction::Egress);
-                fl.cache
-                    .account(&key, h, bytes, tcp_flags, tx_if, now, &mut |r| out.push(r));
+            for (on, dir) in [(in_flow, Direction::Ingress), (out_flow, Direction::Egress)] {
+                if on {
+                    let (key, h) = flow_key(k, rx_if, dir);
+                    fl.cache.prefetch(h);
+                    batch.push((key, h, bytes, tcp_flags));
+                }
             }
         }
+        for b in &batch {
+            fl.cache.prefetch_entry(b.1);
+        }
+        let out = &mut fl.out;
+        for (key, h, bytes, tcp_flags) in batch.drain(..) {
+            fl.cache
+                .account(&key, h, bytes, tcp_flags, tx_if, now, &mut |r| out.push(r));
+        }
+        fl.batch = batch;
     }
 }
 
