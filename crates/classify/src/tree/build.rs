@@ -6,7 +6,8 @@
 //! 1. **Prune**: rules after the first one that covers the whole region and has no TCP-flag
 //!    condition can never win there, so they are dropped from the subtree.
 //! 2. If the set is empty or its first rule covers the region, the answer is final and costs no
-//!    memory. If it is small (or the depth limit is reached), it becomes a leaf.
+//!    memory. If it is a single rule (or a limit is reached), it becomes a leaf. A cut is taken
+//!    even where only one side shrinks, so sets end in final answers where nodes allow.
 //! 3. Otherwise every constrained dimension is scored by its best single cut: the one that
 //!    minimises the larger side's rule count (then the total, which is the replication). The best
 //!    dimension wins, and its two halves are cut again on the same dimension, up to three levels,
@@ -21,12 +22,13 @@ use crate::rule::{Dim, Rule, DIMS};
 /// A set this small becomes a leaf without trying to cut it: checking a few candidates in full
 /// costs less than another level's cache miss.
 const LEAF: usize = 1;
-/// A set this small is cut even where only one side shrinks: that is how a leaf of a few rules
-/// ahead of a PERMIT ALL turns into final answers, where no candidate needs checking.
-const FINISH: usize = 4;
-/// Inner nodes a build may make, per rule plus a base: past it, what is left becomes leaves.
+/// Inner nodes a build may make, per rule plus a base: past it, what is left becomes leaves. A
+/// single-tree trial that reaches it fails, as one over budget does (nodes count against the
+/// budget too, [`NODE_COPIES`] each).
 const NODES_PER_RULE: usize = 32;
 const NODES_BASE: usize = 4096;
+/// What a node costs against the replication budget, in rule copies.
+const NODE_COPIES: usize = 1;
 /// Binary cuts on a path before whatever is left becomes a leaf. Bounds the replication of sets
 /// that cuts stop shrinking usefully.
 const MAX_DEPTH: usize = 48;
@@ -43,7 +45,7 @@ const REPLICATION_WEIGHT: usize = 3;
 /// The replication budget: rule copies in leaves, per rule plus a base (see `Builder::copies`).
 const BUDGET_PER_RULE: usize = 64;
 /// The budget of the first, single-tree attempt: past it, the rules are split into groups.
-const TRIAL_PER_RULE: usize = 16;
+const TRIAL_PER_RULE: usize = 40;
 const TRIAL_BASE: usize = 1024;
 /// The wide dimensions rules are grouped by, when they are: a rule is open in one when its range
 /// spans more than 1/256 of it (an IPv4 prefix shorter than /8).
@@ -228,6 +230,10 @@ impl<'a> Builder<'a> {
     }
 
     fn node(&mut self, region: &Region, mut set: Vec<u32>, depth: usize) -> Ref {
+        if self.trial && self.nodes.len() >= self.max_nodes {
+            // A trial that needs more nodes than a build may have fails like one over budget.
+            self.copies = self.copies.max(self.budget + 1);
+        }
         if self.overflow || (self.trial && self.copies > self.budget) {
             return REF_NONE;
         }
@@ -253,6 +259,7 @@ impl<'a> Builder<'a> {
         let mut parts = Vec::with_capacity(FAN);
         self.parts(d, set, region, PART_LEVELS, &mut parts);
         let at = self.nodes.len();
+        self.copies += NODE_COPIES;
         self.nodes.push(Node {
             thr: [u32::MAX; FAN],
             kids: [REF_NONE; FAN],
@@ -387,7 +394,10 @@ impl<'a> Builder<'a> {
                 best = Some(c);
             }
         }
-        best.filter(|c| (c.left < n && c.right < n) || (n <= FINISH && (c.left < n || c.right < n)))
+        // One side shrinking is enough: the other keeps its rules on a smaller region, where
+        // more of them cover it (a leaf of a few DENYs ahead of a PERMIT ends in final answers
+        // this way). The node budget bounds what this costs.
+        best.filter(|c| c.left < n || c.right < n)
     }
 
     /// Writes a leaf: the candidates in priority order, each with the checks `region` still

@@ -208,3 +208,60 @@ fn unsatisfiable_rules_are_skipped() {
     assert_eq!(Classifier::compile(&rules).classify(&k), 2);
     agree(&rules, &[k, Key::default()]);
 }
+
+#[test]
+fn a_list_too_large_for_a_tree_is_scanned() {
+    let rules = [
+        Rule::any().proto(6),
+        Rule::any().dst_ports(80, 80),
+        Rule::any(),
+    ];
+    let c = Classifier {
+        scan: true,
+        ..Classifier::compile(&[])
+    };
+    let c = Classifier {
+        rules: rules.to_vec(),
+        ..c
+    };
+    let keys = [v4(1, 2, 6, 3, 4), v4(1, 2, 17, 3, 80), v4(1, 2, 17, 3, 81)];
+    let mut out = [0; 3];
+    c.classify_batch(&keys, &mut out);
+    assert_eq!(out, [0, 1, 2]);
+    assert_eq!(c.classify(&keys[1]), 1);
+}
+
+/// The QoS policy's shape: rules exact on DSCP only beside rules on protocol and ports, and
+/// rules before a PERMIT that small cuts turn into final answers.
+#[test]
+fn crossed_dscp_and_ports() {
+    let mut rules = vec![];
+    for i in 0..300u32 {
+        let port = (6000 + i * 7) as u16;
+        rules.push(match i % 4 {
+            0 => Rule::any().ipv4().proto(17).dst_ports(port, port),
+            1 => Rule::any().ipv4().proto(6).dst_ports(port, port + 3),
+            2 => Rule::any().dscp(1 + (i % 62) as u8),
+            _ => Rule::any()
+                .src_v4(0x0a00_0000 | (i % 250) << 16, 16)
+                .proto(17)
+                .src_ports(port, port),
+        });
+    }
+    rules.push(Rule::any().ipv4().proto(17).dst_ports(5000, 5000));
+    let mut keys = vec![];
+    for i in 0..2000u32 {
+        let mut k = v4(
+            0x0a00_0000 | (i % 300) << 16 | i,
+            i.wrapping_mul(2_654_435_761),
+            [6, 17, 1][i as usize % 3],
+            6000 + (i * 13) % 2200,
+            [5000, 6000 + (i * 7) % 2200, i][i as usize % 3],
+        );
+        k.set(Dim::Dscp, i % 64);
+        keys.push(k);
+    }
+    agree(&rules, &keys);
+    rules.push(Rule::any());
+    agree(&rules, &keys);
+}
