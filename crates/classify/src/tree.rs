@@ -3,16 +3,18 @@
 //!
 //! # Structure
 //!
-//! - **Nodes** are one cache line each ([`Node`]): one dimension, up to 7 ascending thresholds and
-//!   8 child references. The child is the number of thresholds below the key's value, found without
-//!   a branch. All nodes live in one `Vec`, referenced by `u32` index.
+//! - **Nodes** are one cache line each ([`Node`]): up to 7 ascending thresholds (an eighth is
+//!   always `u32::MAX`) and 8 child references. The child is the number of thresholds below the
+//!   key's value, one vector compare. All nodes live in one `Vec`, referenced by `u32` index; the
+//!   reference also names the node's dimension, so the key's value loads alongside the node.
 //! - **References** ([`Ref`]) are a `u32` tagged in the top bits: an inner node, a leaf (an offset
 //!   into one flat `u32` array), or a final answer (a rule index, or no match) that needs no memory
 //!   at all. Most of a list ending in PERMIT ALL ends in final answers.
 //! - **Leaves** hold a few candidate rules in priority order. Each candidate carries only the
 //!   checks its leaf still needs: the dimensions where the rule does not cover the leaf's whole
-//!   region, as `(dim, lo, hi - lo)` triples, plus its TCP-flag condition. The first candidate that
-//!   passes wins. So the tree only has to over-approximate; the leaf keeps results exact.
+//!   region; all of a leaf's candidates are checked on the same 4, 8, 16 or 24 dimensions as
+//!   `(lo, hi - lo)` vectors, plus a TCP-flag condition. The first candidate that passes wins.
+//!   So the tree only has to over-approximate; the leaf keeps results exact.
 //! - **Trees**: usually one. When one tree would replicate too much (rules open in the source
 //!   beside rules open in the destination, or the same with MACs), the rules are grouped by which
 //!   wide dimensions they leave open and each group gets its own tree over the same arrays; a key
@@ -35,16 +37,18 @@
 //! keys a level at a time and prefetches each key's next line, so the misses of a batch overlap.
 //! Figures, measured by `tests/timing.rs`, are in [`Classifier`]'s doc.
 //!
-//! Known costs still to cut: every tree beyond the first is another walk; leaf candidates are
-//! checked with a branch per condition (mispredictions dominate small trees); wildcard-heavy
-//! lists of 50k rules with L2 entries exhaust the replication budget and leave large leaves.
+//! Known costs still to cut: every tree beyond the first is another walk (ClassBench lists of
+//! 10k rules take four); rules exact on one narrow field beside rules on another (DSCP beside
+//! ports, in the QoS policy) replicate, so such lists take two trees and deep ones.
 
 mod build;
 
 use crate::rule::{linear, Dim, Key, Rule, DIMS};
 use crate::NO_MATCH;
 
-/// A child reference, tagged in its top two bits.
+/// A child reference, tagged in its top two bits. An inner node's reference also carries the
+/// node's dimension (bits 25..30), so a walk loads the key's value while the node's line is on
+/// its way, and the index of the node (bits 0..25).
 type Ref = u32;
 const TAG: u32 = 0xc000_0000;
 const TAG_NODE: u32 = 0;
@@ -52,24 +56,34 @@ const TAG_LEAF: u32 = 0x8000_0000;
 const TAG_DONE: u32 = 0xc000_0000;
 /// The final answer "no rule matches" (a `TAG_DONE` with every payload bit set).
 const REF_NONE: Ref = u32::MAX;
-/// Rule indices must fit the payload of a `TAG_DONE` and stay below [`REF_NONE`]'s.
+const DIM_SHIFT: u32 = 25;
+const NODE_MASK: u32 = (1 << DIM_SHIFT) - 1;
+/// Rule indices must fit the payload of a `TAG_DONE` and stay below [`REF_NONE`]'s; longer lists
+/// are answered by a linear scan.
 const MAX_RULES: usize = (!TAG) as usize;
+/// Node indices must fit a reference; past this the build makes leaves instead.
+const MAX_NODES: usize = NODE_MASK as usize;
+/// Leaf words (4 bytes each) one classifier may hold: 256 MB. A build that would need more falls
+/// back to a linear scan (correct, slow); `BUDGET_PER_RULE` keeps real lists far below it.
+const MAX_LEAF_WORDS: usize = 1 << 26;
+/// Node 0 is never a real node: a finished lane of a batch walk steps through it harmlessly.
+const SINK: Ref = 0;
 
 /// Up to this many keys are walked together by [`Classifier::classify_batch`]: enough independent
 /// misses in flight to hide latency, few enough that the batch's state stays in registers and L1.
 const LANES: usize = 16;
 
-/// Thresholds per node: 7 `u32` thresholds, the dimension and 8 children fill 64 bytes.
+/// Children per node: 8 `u32` thresholds (the last always `u32::MAX`) and 8 children fill 64
+/// bytes, and the thresholds are one AVX2 register.
 const FAN: usize = 8;
 
-/// One inner node: a cache line.
+/// One inner node: a cache line. Its dimension is in the references to it.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Node {
     /// Child `i` takes the values `v` with `thr[i-1] < v <= thr[i]`; unused thresholds are
     /// `u32::MAX`, which no value exceeds, so they never count.
-    thr: [u32; FAN - 1],
-    dim: u32,
+    thr: [u32; FAN],
     kids: [Ref; FAN],
 }
 
@@ -82,36 +96,59 @@ const _: () = assert!(std::mem::size_of::<Node>() == 64);
 /// on that file's stand-in sets (M lookups/s single / batch; compile; bytes including the rule
 /// copy):
 ///
-/// | set | rules | M/s | compile | bytes |
+/// | set | rules | M/s batch | compile | bytes |
 /// |-----|------:|-----|--------:|------:|
-/// | XR-5 | 5,001 | 21 / 24 | 0.02 s | 1.3 MB |
-/// | acl | 1k / 10k / 50k | 13 / 5.5 / 3.0 | 0.01 / 0.25 / 1.4 s | 0.5 / 2.5 / 14 MB |
-/// | fw | 1k / 10k / 50k | 6 / 3.9 / 1.9 | 0.1 / 0.1 / 0.9 s | 0.25 / 3.8 / 71 MB |
-/// | acl IPv6 | 1k / 10k / 50k | 12 / 5 / 2.6 | 0.01 / 0.4 / 2.3 s | 0.7 / 3.1 / 19 MB |
-/// | L2/L3/L4 mix | 1k / 10k / 50k | 4.4 / 2.3 / ~0 | 0.06 / 0.4 / 1.8 s | 0.3 / 11 / 80 MB |
+/// | XR-5 | 5,001 | 27-31 | 0.03 s | 2.7 MB |
+/// | acl | 1k / 10k / 50k | 16 / 4.5 / 3.6 | 0.02 / 0.4 / 2.7 s | - / - / 19 MB |
+/// | fw | 1k / 10k / 50k | 5.0 / 4.1 / 3.3 | 0.04 / 0.4 / 1.9 s | - / - / 22 MB |
+/// | acl IPv6 | 1k / 10k / 50k | 11.6 / 3.9 / 3.3 | 0.05 / 0.4 / 2.0 s | - / - / 25 MB |
+/// | L2/L3/L4 mix | 1k / 10k / 50k | 5.5 / 4.0 / 3.2 | 0.04 / 0.6 / 2.4 s | - / - / 22 MB |
+///
+/// The services of `bench forward --services` (`cargo run --release -p bench --example
+/// services_classify`): the 10,001-line ACL 25-36 ns a key (one tree, final answers only), the
+/// 500-line QoS policy 43-64 ns (two trees).
+///
+/// # Limits
+///
+/// `compile` accepts any list. Lists of 2^30 rules or more, and lists whose tree would need
+/// more than 256 MB of leaves even within the replication budget, are answered by a linear scan
+/// of the rules: correct, and as slow as [`linear`]. Past 2^25 nodes a build makes leaves instead
+/// of nodes (larger leaves, same answers).
 pub struct Classifier {
     rules: Vec<Rule>,
+    /// Node 0 is the sink (see [`SINK`]).
     nodes: Vec<Node>,
-    /// Leaves back to back: `[n, (rule, head, (dim, lo, span) * checks) * n]` where `head` packs
-    /// the check count (bits 0..8), a TCP-flag condition flag (bit 8), its value (16..24) and
-    /// mask (24..32).
+    /// Leaves back to back: `[n, width, dims * width, (rule, flags, lo * width, span * width) *
+    /// n]`: a candidate passes when `key[dims[j]] - lo[j] <= span[j]` (wrapping) for every `j`
+    /// and `key.TcpFlags & (flags >> 8) == flags & 0xff`. `width` is 4, 8, 16 or 24; unused
+    /// slots check dimension 0 against the full range.
     leaves: Vec<u32>,
     /// One tree per group of rules (often one; see [`build`]), with the group's first rule, in
     /// that order. A key's answer is the smallest of the trees' answers (hence [`NO_MATCH`] is
     /// `u32::MAX`), and a tree whose first rule comes after the answer so far is skipped.
     roots: Vec<(u32, Ref)>,
+    /// No tree: every key takes the linear scan (see Limits).
+    scan: bool,
 }
 
 impl Classifier {
-    /// Compiles `rules`; earlier rules win.
+    /// Compiles `rules`; earlier rules win. Never fails (see Limits).
     pub fn compile(rules: &[Rule]) -> Classifier {
-        assert!(rules.len() < MAX_RULES, "too many rules: {}", rules.len());
-        let b = build::build(rules);
+        let built = if rules.len() < MAX_RULES {
+            build::build(rules)
+        } else {
+            None
+        };
+        let (nodes, leaves, roots, scan) = match built {
+            Some(b) => (b.nodes, b.leaves, b.roots, false),
+            None => (Vec::new(), Vec::new(), Vec::new(), true),
+        };
         Classifier {
             rules: rules.to_vec(),
-            nodes: b.nodes,
-            leaves: b.leaves,
-            roots: b.roots,
+            nodes,
+            leaves,
+            roots,
+            scan,
         }
     }
 
@@ -130,7 +167,7 @@ impl Classifier {
     /// The index of the first rule `k` matches, or [`NO_MATCH`].
     #[inline]
     pub fn classify(&self, k: &Key) -> u32 {
-        if !in_domain(k) {
+        if self.scan || !in_domain(k) {
             return self.outside(k);
         }
         let mut best = NO_MATCH;
@@ -149,13 +186,21 @@ impl Classifier {
 
     /// `out[i] = classify(&keys[i])` for every key (`out` must be at least as long as `keys`).
     ///
-    /// Keys are walked [`LANES`] at a time, one level per pass, prefetching each key's next node
-    /// or leaf so that the cache misses of the batch overlap instead of queueing.
+    /// Keys are walked 16 at a time, one level per pass, prefetching each key's next node
+    /// or leaf so that the cache misses of the batch overlap instead of queueing. A lane that
+    /// has reached its leaf keeps stepping through the sink node until the whole batch has, so
+    /// a pass has no branch per lane.
     pub fn classify_batch(&self, keys: &[Key], out: &mut [u32]) {
         assert!(
             out.len() >= keys.len(),
             "classify_batch: out is shorter than keys"
         );
+        if self.scan {
+            for (o, k) in out.iter_mut().zip(keys) {
+                *o = self.outside(k);
+            }
+            return;
+        }
         for (kc, oc) in keys.chunks(LANES).zip(out.chunks_mut(LANES)) {
             let oc = &mut oc[..kc.len()];
             oc.fill(NO_MATCH);
@@ -165,17 +210,15 @@ impl Classifier {
                 }
                 let mut refs = [root; LANES];
                 let refs = &mut refs[..kc.len()];
-                loop {
-                    let mut walking = false;
+                let mut walking = root & TAG == TAG_NODE;
+                while walking {
+                    walking = false;
                     for (r, k) in refs.iter_mut().zip(kc) {
-                        if *r & TAG == TAG_NODE {
-                            *r = self.step(*r, k);
-                            self.prefetch(*r);
-                            walking = true;
-                        }
-                    }
-                    if !walking {
-                        break;
+                        let node = *r & TAG == TAG_NODE;
+                        let next = self.step(if node { *r } else { SINK }, k);
+                        *r = if node { next } else { *r };
+                        self.prefetch(*r);
+                        walking |= *r & TAG == TAG_NODE;
                     }
                 }
                 for ((o, &r), k) in oc.iter_mut().zip(refs.iter()).zip(kc) {
@@ -198,13 +241,14 @@ impl Classifier {
             + self.rules.len() * std::mem::size_of::<Rule>()
     }
 
-    /// One level down from inner node `r`.
+    /// One level down from inner node `r`: eight compares that compile to a few vector
+    /// instructions.
     #[inline(always)]
     fn step(&self, r: Ref, k: &Key) -> Ref {
-        let n = &self.nodes[r as usize];
-        let v = k.0[n.dim as usize];
-        let i: usize = n.thr.iter().map(|&t| (v > t) as usize).sum();
-        n.kids[i]
+        let v = k.0[(r >> DIM_SHIFT) as usize];
+        let n = &self.nodes[(r & NODE_MASK) as usize];
+        let i = n.thr.iter().fold(0u32, |a, &t| a + (v > t) as u32);
+        n.kids[i as usize % FAN]
     }
 
     /// The answer at a leaf or final reference.
@@ -215,31 +259,17 @@ impl Classifier {
         }
         let w = &self.leaves[(r & !TAG) as usize..];
         let n = w[0] as usize;
-        let mut p = 1;
-        'cand: for _ in 0..n {
-            let rule = w[p];
-            let head = w[p + 1];
-            let checks = (head & 0xff) as usize;
-            let c = &w[p + 2..p + 2 + 3 * checks];
-            p += 2 + 3 * checks;
-            for t in c.chunks_exact(3) {
-                if k.0[t[0] as usize].wrapping_sub(t[1]) > t[2] {
-                    continue 'cand;
-                }
-            }
-            if head & 0x100 != 0 {
-                let flags = k.0[Dim::TcpFlags as usize];
-                if flags & (head >> 24) != (head >> 16) & 0xff {
-                    continue;
-                }
-            }
-            return rule;
+        match w[1] {
+            4 => leaf::<4>(&w[2..], n, k),
+            8 => leaf::<8>(&w[2..], n, k),
+            16 => leaf::<16>(&w[2..], n, k),
+            _ => leaf::<24>(&w[2..], n, k),
         }
-        NO_MATCH
     }
 
     /// A key with a value no packet has (a port above 65535, a VLAN above 4095): the tree assumed
-    /// such values away when it pruned, so ask the reference.
+    /// such values away when it pruned, so ask the reference. Also every key of a list too
+    /// large for a tree.
     #[cold]
     #[inline(never)]
     fn outside(&self, k: &Key) -> u32 {
@@ -251,18 +281,48 @@ impl Classifier {
         #[cfg(target_arch = "x86_64")]
         {
             use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p: *const i8 = match r & TAG {
-                TAG_NODE => self.nodes[r as usize..].as_ptr().cast(),
-                TAG_LEAF => self.leaves[(r & !TAG) as usize..].as_ptr().cast(),
-                _ => return,
+            let p: *const i8 = if r & TAG == TAG_NODE {
+                self.nodes
+                    .as_ptr()
+                    .wrapping_add((r & NODE_MASK) as usize)
+                    .cast()
+            } else {
+                self.leaves
+                    .as_ptr()
+                    .wrapping_add((r & !TAG) as usize)
+                    .cast()
             };
-            // SAFETY: `p` points into a live allocation (the slices above are bounds-checked), and
-            // a prefetch only hints the cache: it never faults and reads nothing we see.
+            // SAFETY: a prefetch only hints the cache: it never faults, whatever the address
+            // (a final answer's is meaningless), and reads nothing we see.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = r;
     }
+}
+
+/// The first of a leaf's `n` candidates (see [`Classifier`]'s `leaves`) that `k` passes. Every
+/// candidate is checked on the same `W` dimensions at once, so a check is a handful of vector
+/// instructions and one branch.
+#[inline(always)]
+fn leaf<const W: usize>(w: &[u32], n: usize, k: &Key) -> u32 {
+    let mut kv = [0u32; W];
+    for (v, &d) in kv.iter_mut().zip(&w[..W]) {
+        *v = k.0[(d as usize).min(DIMS - 1)];
+    }
+    let flags = k.get(Dim::TcpFlags);
+    for c in w[W..W + n * (2 + 2 * W)].chunks_exact(2 + 2 * W) {
+        let (lo, span) = c[2..].split_at(W);
+        let mut bad = 0u32;
+        for j in 0..W {
+            bad |= (kv[j].wrapping_sub(lo[j]) > span[j]) as u32;
+        }
+        bad |= (flags & (c[1] >> 8) != c[1] & 0xff) as u32;
+        if bad == 0 {
+            return c[0];
+        }
+    }
+    NO_MATCH
 }
 
 /// A summary of the compiled form's shape, for logs and tuning: node and leaf counts, the depth
@@ -274,7 +334,7 @@ impl std::fmt::Debug for Classifier {
         while let Some((r, d)) = stack.pop() {
             match r & TAG {
                 TAG_NODE => {
-                    let n = &self.nodes[r as usize];
+                    let n = &self.nodes[(r & NODE_MASK) as usize];
                     let used = n.thr.iter().filter(|&&t| t != u32::MAX).count() + 1;
                     stack.extend(n.kids[..used].iter().map(|&k| (k, d + 1)));
                 }
@@ -290,6 +350,7 @@ impl std::fmt::Debug for Classifier {
         }
         f.debug_struct("Classifier")
             .field("rules", &self.rules.len())
+            .field("scan", &self.scan)
             .field("trees", &self.roots.len())
             .field("bytes", &self.bytes())
             .field("nodes", &self.nodes.len())

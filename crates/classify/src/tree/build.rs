@@ -6,7 +6,8 @@
 //! 1. **Prune**: rules after the first one that covers the whole region and has no TCP-flag
 //!    condition can never win there, so they are dropped from the subtree.
 //! 2. If the set is empty or its first rule covers the region, the answer is final and costs no
-//!    memory. If it is small (or the depth limit is reached), it becomes a leaf.
+//!    memory. If it is a single rule (or a limit is reached), it becomes a leaf. A cut is taken
+//!    even where only one side shrinks, so sets end in final answers where nodes allow.
 //! 3. Otherwise every constrained dimension is scored by its best single cut: the one that
 //!    minimises the larger side's rule count (then the total, which is the replication). The best
 //!    dimension wins, and its two halves are cut again on the same dimension, up to three levels,
@@ -15,12 +16,19 @@
 //! The cost of scoring a dimension is a sort of the rules' clipped endpoints: `O(n log n)` per
 //! dimension per node.
 
-use super::{Node, Ref, FAN, REF_NONE, TAG_DONE, TAG_LEAF};
+use super::{Node, Ref, DIM_SHIFT, FAN, MAX_LEAF_WORDS, MAX_NODES, REF_NONE, TAG_DONE, TAG_LEAF};
 use crate::rule::{Dim, Rule, DIMS};
 
 /// A set this small becomes a leaf without trying to cut it: checking a few candidates in full
 /// costs less than another level's cache miss.
-const LEAF: usize = 4;
+const LEAF: usize = 1;
+/// Inner nodes a build may make, per rule plus a base: past it, what is left becomes leaves. A
+/// single-tree trial that reaches it fails, as one over budget does (nodes count against the
+/// budget too, [`NODE_COPIES`] each).
+const NODES_PER_RULE: usize = 32;
+const NODES_BASE: usize = 4096;
+/// What a node costs against the replication budget, in rule copies.
+const NODE_COPIES: usize = 1;
 /// Binary cuts on a path before whatever is left becomes a leaf. Bounds the replication of sets
 /// that cuts stop shrinking usefully.
 const MAX_DEPTH: usize = 48;
@@ -37,7 +45,7 @@ const REPLICATION_WEIGHT: usize = 3;
 /// The replication budget: rule copies in leaves, per rule plus a base (see `Builder::copies`).
 const BUDGET_PER_RULE: usize = 64;
 /// The budget of the first, single-tree attempt: past it, the rules are split into groups.
-const TRIAL_PER_RULE: usize = 16;
+const TRIAL_PER_RULE: usize = 40;
 const TRIAL_BASE: usize = 1024;
 /// The wide dimensions rules are grouped by, when they are: a rule is open in one when its range
 /// spans more than 1/256 of it (an IPv4 prefix shorter than /8).
@@ -53,7 +61,8 @@ pub(super) struct Built {
     pub roots: Vec<(u32, Ref)>,
 }
 
-pub(super) fn build(rules: &[Rule]) -> Built {
+/// The tree of `rules`, or `None` when it would outgrow [`MAX_LEAF_WORDS`].
+pub(super) fn build(rules: &[Rule]) -> Option<Built> {
     let mut region = [(0, 0); DIMS];
     for d in Dim::ALL {
         region[d as usize] = (0, d.max());
@@ -109,13 +118,16 @@ pub(super) fn build(rules: &[Rule]) -> Built {
             .map(|g| (g[0], b.node(&region, g, 0)))
             .collect()
     };
+    if b.overflow {
+        return None;
+    }
     b.nodes.shrink_to_fit();
     b.leaves.shrink_to_fit();
-    Built {
+    Some(Built {
         nodes: b.nodes,
         leaves: b.leaves,
         roots,
-    }
+    })
 }
 
 fn satisfiable(r: &Rule, region: &Region) -> bool {
@@ -181,6 +193,10 @@ struct Builder<'a> {
     budget: usize,
     /// A trial build gives up (writing nothing more) once over budget.
     trial: bool,
+    /// Past this many nodes, sets become leaves.
+    max_nodes: usize,
+    /// Leaves outgrew [`MAX_LEAF_WORDS`]: the build is void.
+    overflow: bool,
     // Scratch for `best_cut`, kept to avoid an allocation per call.
     lo: Vec<u32>,
     hi: Vec<u32>,
@@ -192,11 +208,17 @@ impl<'a> Builder<'a> {
         Builder {
             rules,
             dims,
-            nodes: Vec::new(),
+            // The sink: every threshold at the top, every child "no match".
+            nodes: vec![Node {
+                thr: [u32::MAX; FAN],
+                kids: [REF_NONE; FAN],
+            }],
             leaves: Vec::new(),
             copies: 0,
             budget,
             trial,
+            max_nodes: (NODES_PER_RULE * rules.len() + NODES_BASE).min(MAX_NODES),
+            overflow: false,
             lo: Vec::new(),
             hi: Vec::new(),
             cand: Vec::new(),
@@ -208,7 +230,11 @@ impl<'a> Builder<'a> {
     }
 
     fn node(&mut self, region: &Region, mut set: Vec<u32>, depth: usize) -> Ref {
-        if self.trial && self.copies > self.budget {
+        if self.trial && self.nodes.len() >= self.max_nodes {
+            // A trial that needs more nodes than a build may have fails like one over budget.
+            self.copies = self.copies.max(self.budget + 1);
+        }
+        if self.overflow || (self.trial && self.copies > self.budget) {
             return REF_NONE;
         }
         if let Some(p) = set.iter().position(|&i| covers(self.rule(i), region)) {
@@ -220,7 +246,11 @@ impl<'a> Builder<'a> {
         if set.is_empty() {
             return REF_NONE;
         }
-        if set.len() <= LEAF || depth >= MAX_DEPTH || self.copies > self.budget {
+        if set.len() <= LEAF
+            || depth >= MAX_DEPTH
+            || self.copies > self.budget
+            || self.nodes.len() >= self.max_nodes
+        {
             return self.leaf(region, set);
         }
         let Some((d, _)) = self.best_any(&set, region) else {
@@ -229,12 +259,12 @@ impl<'a> Builder<'a> {
         let mut parts = Vec::with_capacity(FAN);
         self.parts(d, set, region, PART_LEVELS, &mut parts);
         let at = self.nodes.len();
+        self.copies += NODE_COPIES;
         self.nodes.push(Node {
-            thr: [u32::MAX; FAN - 1],
-            dim: d as u32,
+            thr: [u32::MAX; FAN],
             kids: [REF_NONE; FAN],
         });
-        let mut thr = [u32::MAX; FAN - 1];
+        let mut thr = [u32::MAX; FAN];
         let mut kids = [REF_NONE; FAN];
         let last = parts.len() - 1;
         for (i, (lo, hi, sub, levels)) in parts.into_iter().enumerate() {
@@ -247,7 +277,7 @@ impl<'a> Builder<'a> {
         }
         self.nodes[at].thr = thr;
         self.nodes[at].kids = kids;
-        at as Ref
+        (d as u32) << DIM_SHIFT | at as Ref
     }
 
     /// The dimension with the best cut of `set`, and that cut.
@@ -364,7 +394,10 @@ impl<'a> Builder<'a> {
                 best = Some(c);
             }
         }
-        best.filter(|c| c.left < n && c.right < n)
+        // One side shrinking is enough: the other keeps its rules on a smaller region, where
+        // more of them cover it (a leaf of a few DENYs ahead of a PERMIT ends in final answers
+        // this way). The node budget bounds what this costs.
+        best.filter(|c| c.left < n || c.right < n)
     }
 
     /// Writes a leaf: the candidates in priority order, each with the checks `region` still
@@ -383,27 +416,32 @@ impl<'a> Builder<'a> {
             set = kept;
         }
         self.copies += set.len();
+        // The dimensions some candidate still needs checked, padded to a vector width.
+        let dims: Vec<usize> = (0..DIMS)
+            .filter(|&d| set.iter().any(|&i| !covers_dim(self.rule(i), d, region[d])))
+            .collect();
+        let width = match dims.len() {
+            0..=4 => 4,
+            5..=8 => 8,
+            9..=16 => 16,
+            _ => 24,
+        };
         let off = self.leaves.len();
-        assert!(off < (!super::TAG) as usize, "classifier too large");
-        self.leaves.push(set.len() as u32);
+        if off + 2 + width + set.len() * (2 + 2 * width) > MAX_LEAF_WORDS {
+            self.overflow = true;
+            return REF_NONE;
+        }
+        self.leaves.extend([set.len() as u32, width as u32]);
+        self.leaves
+            .extend((0..width).map(|j| dims.get(j).map_or(0, |&d| d as u32)));
         for &i in &set {
             let r = &self.rules[i as usize];
-            self.leaves.push(i);
-            let head_at = self.leaves.len();
-            self.leaves.push(0);
-            let mut checks = 0u32;
-            for d in 0..DIMS {
-                if !covers_dim(r, d, region[d]) {
-                    let (lo, hi) = r.ranges[d];
-                    self.leaves.extend([d as u32, lo, hi - lo]);
-                    checks += 1;
-                }
-            }
-            let mut head = checks;
-            if let Some((v, m)) = r.tcp_flags {
-                head |= 0x100 | (v as u32) << 16 | (m as u32) << 24;
-            }
-            self.leaves[head_at] = head;
+            let flags = r.tcp_flags.map_or(0, |(v, m)| v as u32 | (m as u32) << 8);
+            self.leaves.extend([i, flags]);
+            let range = |j: usize| dims.get(j).map_or((0, u32::MAX), |&d| r.ranges[d]);
+            self.leaves.extend((0..width).map(|j| range(j).0));
+            self.leaves
+                .extend((0..width).map(|j| range(j).1 - range(j).0));
         }
         TAG_LEAF | off as u32
     }

@@ -64,14 +64,18 @@ fn permit_all_prunes_what_follows() {
     rules.push(Rule::any());
     rules.extend((0..100u32).map(|i| Rule::any().src_v4(i, 32)));
     let c = Classifier::compile(&rules);
-    // Nothing after the PERMIT ALL can be reached, so no leaf mentions those rules.
-    assert!(c.nodes.len() < 200, "{} nodes", c.nodes.len());
+    // Nothing after the PERMIT ALL can be reached, so the tree is the one without those rules.
+    let head = Classifier::compile(&rules[..201]);
+    assert_eq!(
+        (c.nodes.len(), c.leaves.len()),
+        (head.nodes.len(), head.leaves.len())
+    );
     assert_eq!(c.classify(&v4(5, 0xc000_0205, 17, 9, 7)), 5);
     assert_eq!(c.classify(&v4(5, 0xc000_0205, 17, 9, 8)), 200);
     assert_eq!(c.classify(&v4(5, 0, 0, 0, 0)), 200);
     // A PERMIT ALL alone is a final answer at the root: no node, no leaf.
     let c = Classifier::compile(&[Rule::any(), Rule::any().proto(6)]);
-    assert!(c.nodes.is_empty() && c.leaves.is_empty());
+    assert!(c.nodes.len() == 1 && c.leaves.is_empty());
     assert_eq!(c.classify(&Key::default()), 0);
 }
 
@@ -155,7 +159,7 @@ fn batches_equal_single_lookups() {
         })
         .collect();
     let c = Classifier::compile(&rules);
-    assert!(!c.nodes.is_empty(), "500 rules should build a tree");
+    assert!(c.nodes.len() > 1, "500 rules should build a tree");
     let mut out = vec![0; 256];
     c.classify_batch(&keys, &mut out);
     let single: Vec<u32> = keys.iter().map(|k| c.classify(k)).collect();
@@ -203,4 +207,61 @@ fn unsatisfiable_rules_are_skipped() {
     k.set(Dim::TcpFlags, 0x3);
     assert_eq!(Classifier::compile(&rules).classify(&k), 2);
     agree(&rules, &[k, Key::default()]);
+}
+
+#[test]
+fn a_list_too_large_for_a_tree_is_scanned() {
+    let rules = [
+        Rule::any().proto(6),
+        Rule::any().dst_ports(80, 80),
+        Rule::any(),
+    ];
+    let c = Classifier {
+        scan: true,
+        ..Classifier::compile(&[])
+    };
+    let c = Classifier {
+        rules: rules.to_vec(),
+        ..c
+    };
+    let keys = [v4(1, 2, 6, 3, 4), v4(1, 2, 17, 3, 80), v4(1, 2, 17, 3, 81)];
+    let mut out = [0; 3];
+    c.classify_batch(&keys, &mut out);
+    assert_eq!(out, [0, 1, 2]);
+    assert_eq!(c.classify(&keys[1]), 1);
+}
+
+/// The QoS policy's shape: rules exact on DSCP only beside rules on protocol and ports, and
+/// rules before a PERMIT that small cuts turn into final answers.
+#[test]
+fn crossed_dscp_and_ports() {
+    let mut rules = vec![];
+    for i in 0..300u32 {
+        let port = (6000 + i * 7) as u16;
+        rules.push(match i % 4 {
+            0 => Rule::any().ipv4().proto(17).dst_ports(port, port),
+            1 => Rule::any().ipv4().proto(6).dst_ports(port, port + 3),
+            2 => Rule::any().dscp(1 + (i % 62) as u8),
+            _ => Rule::any()
+                .src_v4(0x0a00_0000 | (i % 250) << 16, 16)
+                .proto(17)
+                .src_ports(port, port),
+        });
+    }
+    rules.push(Rule::any().ipv4().proto(17).dst_ports(5000, 5000));
+    let mut keys = vec![];
+    for i in 0..2000u32 {
+        let mut k = v4(
+            0x0a00_0000 | (i % 300) << 16 | i,
+            i.wrapping_mul(2_654_435_761),
+            [6, 17, 1][i as usize % 3],
+            6000 + (i * 13) % 2200,
+            [5000, 6000 + (i * 7) % 2200, i][i as usize % 3],
+        );
+        k.set(Dim::Dscp, i % 64);
+        keys.push(k);
+    }
+    agree(&rules, &keys);
+    rules.push(Rule::any());
+    agree(&rules, &keys);
 }
