@@ -64,6 +64,13 @@ pub struct SearchOpts {
     pub loss_tolerance: f64,
     /// The streams to send (None: all).
     pub active: Option<Vec<usize>>,
+    /// Streams that are sent but not judged: their frames are meant to be dropped (a flow an
+    /// ACL denies while the search measures everything else).
+    pub ignore: Vec<usize>,
+    /// The resolution is a fraction of the first estimate (the forwarding rate at overload)
+    /// instead of nominal: a router that forwards 0.1% of nominal still gets an answer to
+    /// within `resolution` of itself, not a bracket wider than the answer.
+    pub relative: bool,
 }
 
 impl Default for SearchOpts {
@@ -73,6 +80,8 @@ impl Default for SearchOpts {
             resolution: 0.005,
             loss_tolerance: 0.0,
             active: None,
+            ignore: Vec::new(),
+            relative: false,
         }
     }
 }
@@ -129,6 +138,29 @@ fn passes(r: &TrialResult, tol: f64) -> bool {
     r.tx > 0 && bad as f64 <= tol * r.tx as f64
 }
 
+/// As [`passes`], judging only the streams not in `ignore`; `active` maps the trial's
+/// per-stream results (in the order they were sent) back to stream indices.
+pub(crate) fn passes_judged(r: &TrialResult, tol: f64, active: &[usize], ignore: &[usize]) -> bool {
+    if ignore.is_empty() {
+        return passes(r, tol);
+    }
+    let (mut tx, mut bad) = (0u64, 0u64);
+    for (sr, i) in r.streams.iter().zip(active) {
+        if !ignore.contains(i) {
+            tx += sr.tx;
+            bad += sr.lost + sr.duplicated + sr.corrupted;
+        }
+    }
+    // Corrupted frames the analyzer could not tie to a stream count against everyone.
+    bad += r.corrupted
+        - r.streams
+            .iter()
+            .map(|s| s.corrupted)
+            .sum::<u64>()
+            .min(r.corrupted);
+    tx > 0 && bad as f64 <= tol * tx as f64
+}
+
 /// RFC 2544 26.1: the highest load at which the device loses nothing (or no more than the
 /// tolerance). The first trial runs at `max_load`; if it fails, its forwarding rate at overload
 /// is the first guess, then the search gallops up from a pass and bisects after a fail until the
@@ -141,11 +173,15 @@ pub fn throughput(
     obs: &mut dyn Observer,
 ) -> Throughput {
     let label = format!("{sizes} throughput");
+    let active: Vec<usize> = o
+        .active
+        .clone()
+        .unwrap_or_else(|| (0..t.streams.len()).collect());
     let run = |t: &mut Tester, load: f64, obs: &mut dyn Observer| {
         let mut spec = trial.spec(load, sizes);
         spec.active = o.active.clone();
         let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
-        let ok = passes(&r, o.loss_tolerance);
+        let ok = passes_judged(&r, o.loss_tolerance, &active, &o.ignore);
         obs.trial(&label, &r, ok);
         (r, ok)
     };
@@ -165,16 +201,22 @@ pub fn throughput(
     let (mut lo, mut hi) = (0.0f64, o.max_load);
     let mut best: Option<(f64, TrialResult)> = None;
     // The forwarding rate at overload, a little under: usually the answer or close to it.
+    let floor = if o.relative { 1e-6 } else { o.resolution };
     let mut next = if first.offered_fps > 0.0 {
-        (o.max_load * first.rx_fps / first.offered_fps * 0.995).clamp(o.resolution, o.max_load)
+        (o.max_load * first.rx_fps / first.offered_fps * 0.995).clamp(floor, o.max_load)
     } else {
         o.max_load / 2.0
     };
     if next >= hi {
         next = hi / 2.0;
     }
-    let mut gallop = o.resolution;
-    while hi - lo > o.resolution && next > 0.0 {
+    let resolution = if o.relative {
+        o.resolution * next
+    } else {
+        o.resolution
+    };
+    let mut gallop = resolution;
+    while hi - lo > resolution && next > 0.0 {
         let (r, ok) = run(t, next, obs);
         trials.push((next, ok, r.clone()));
         if ok {
@@ -190,11 +232,11 @@ pub fn throughput(
             }
             next = (lo + gallop)
                 .min((lo + hi) / 2.0)
-                .max(lo + o.resolution / 2.0);
+                .max(lo + resolution / 2.0);
             gallop *= 2.0;
         } else {
             hi = next;
-            gallop = o.resolution;
+            gallop = resolution;
             next = (lo + hi) / 2.0;
         }
         if next >= hi {
