@@ -71,6 +71,12 @@ pub struct SearchOpts {
     /// instead of nominal: a router that forwards 0.1% of nominal still gets an answer to
     /// within `resolution` of itself, not a bracket wider than the answer.
     pub relative: bool,
+    /// Start at this load and climb (doubling until a trial fails, then bisecting) instead of
+    /// starting at `max_load`. For a device far slower than nominal: a first trial at 100% fills
+    /// its rings with more frames than it forwards in many seconds, and the next trials would
+    /// measure that backlog; a failing trial here offers at most twice what passed, so what it
+    /// leaves queued drains within about one trial's time.
+    pub start: Option<f64>,
 }
 
 impl Default for SearchOpts {
@@ -82,6 +88,7 @@ impl Default for SearchOpts {
             active: None,
             ignore: Vec::new(),
             relative: false,
+            start: None,
         }
     }
 }
@@ -186,6 +193,9 @@ pub fn throughput(
         (r, ok)
     };
     let mut trials = Vec::new();
+    if let Some(start) = o.start {
+        return climb(t, o, start, &mut |t, l| run(t, l, obs));
+    }
     let (first, ok) = run(t, o.max_load, obs);
     trials.push((o.max_load, ok, first.clone()));
     let mut tester_limited = ok && first.tester_limited;
@@ -253,6 +263,67 @@ pub fn throughput(
         load,
         best: best.map(|b| b.1),
         at_max: first,
+        trials,
+        tester_limited,
+    }
+}
+
+/// The search from below (see [`SearchOpts::start`]): double the load while trials pass, then
+/// bisect between the last pass and the first fail until the bracket is within the resolution
+/// (of the answer, when relative); halve while the start fails.
+fn climb(
+    t: &mut Tester,
+    o: &SearchOpts,
+    start: f64,
+    run: &mut dyn FnMut(&mut Tester, f64) -> (TrialResult, bool),
+) -> Throughput {
+    let mut trials: Vec<(f64, bool, TrialResult)> = Vec::new();
+    let (mut lo, mut hi) = (0.0f64, None::<f64>);
+    let mut best: Option<(f64, TrialResult)> = None;
+    let mut next = start.clamp(1e-7, o.max_load);
+    loop {
+        let (r, ok) = run(t, next);
+        let short = r.offered_fps > 0.0 && r.tx_fps < 0.98 * r.offered_fps;
+        trials.push((next, ok, r.clone()));
+        if ok {
+            lo = next;
+            best = Some((next, r));
+            // The tester could not offer this load: higher would measure the tester.
+            if short || next >= o.max_load {
+                break;
+            }
+        } else {
+            hi = Some(next);
+        }
+        let res = if o.relative {
+            o.resolution * lo.max(hi.unwrap_or(0.0) / 2.0)
+        } else {
+            o.resolution
+        };
+        next = match hi {
+            None => (lo * 2.0).min(o.max_load),
+            Some(h) if lo == 0.0 => h / 2.0,
+            Some(h) => (lo + h) / 2.0,
+        };
+        match hi {
+            Some(h) if lo > 0.0 && h - lo <= res => break,
+            Some(h) if lo == 0.0 && h < 1e-7 => break,
+            _ => {}
+        }
+    }
+    let load = best.as_ref().map_or(0.0, |b| b.0);
+    let tester_limited = trials
+        .iter()
+        .any(|(l, _, r)| *l >= load - 1e-12 && r.tester_limited);
+    let at_max = trials
+        .iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|x| x.2.clone())
+        .unwrap_or_default();
+    Throughput {
+        load,
+        best: best.map(|b| b.1),
+        at_max,
         trials,
         tester_limited,
     }
