@@ -217,7 +217,10 @@ def test_qos1_policers_meter_within_one_percent(linerate_bin, tmp_path):
         for k in ("conform_error_pct", "conform_exceed_error_pct", "violate_error_pct"):
             assert abs(c[k]) <= 1.0, (k, c)
         assert c["rx_frames"] == c["conformed"][0] + c["exceeded"][0], c
-        assert c["metered_bytes"] == c["tester_l3_bytes"], c
+        # Everything the policer metered came from the tester (a frame refused by a full
+        # receive ring during a stall never reaches it, and is counted apart).
+        assert 0 < c["metered_bytes"] <= c["tester_l3_bytes"], c
+        assert c["unmetered_frames"] * 494 == c["tester_l3_bytes"] - c["metered_bytes"], c
         assert c["violated"][0] > 0 and c["passed"] is True
     assert sv["passed"] is True
     assert "Result: PASS" in (out / "qos-1.md").read_text()

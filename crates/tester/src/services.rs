@@ -228,6 +228,8 @@ pub struct PolicerCheck {
     /// on the way in.
     pub tester_l3_bytes: u64,
     pub metered_bytes: u64,
+    /// Frames sent that the policer never saw (refused by the router's receive ring).
+    pub unmetered_frames: u64,
     pub conformed: (u64, u64),
     pub exceeded: (u64, u64),
     pub violated: (u64, u64),
@@ -270,8 +272,10 @@ fn trial_opts(ro: &RunOpts) -> TrialOpts {
     t
 }
 
+#[allow(clippy::too_many_arguments)]
 fn search(
     t: &mut Tester,
+    core: &Core,
     sz: &FrameSizes,
     ro: &RunOpts,
     tolerance: f64,
@@ -289,7 +293,28 @@ fn search(
         start,
         ..Default::default()
     };
-    procedures::throughput(t, sz, &trial_opts(ro), &o, obs)
+    let mut settle = Settle { inner: obs, core };
+    procedures::throughput(t, sz, &trial_opts(ro), &o, &mut settle)
+}
+
+/// Passes everything on to `inner`, and after each trial waits for the router to take in
+/// nothing more: the tester's drain ends when frames stop coming back, but a router forwarding
+/// a few thousand frames/s still has full rings of a failed trial's frames then, and the next
+/// trial would measure them (measured: ME-1S at 64 B received nothing for five trials).
+struct Settle<'a> {
+    inner: &'a mut dyn Observer,
+    core: &'a Core,
+}
+
+impl Observer for Settle<'_> {
+    fn progress(&mut self, what: &str, p: &crate::engine::Progress) {
+        self.inner.progress(what, p);
+    }
+
+    fn trial(&mut self, what: &str, r: &TrialResult, pass: bool) {
+        quiesce(self.core);
+        self.inner.trial(what, r, pass);
+    }
 }
 
 fn apply(core: &Arc<Core>, text: &str, path: &Path) -> Result<(), String> {
@@ -363,7 +388,17 @@ pub fn run_acl(
         })
     };
     // (1) Without ACLs (XR-4 with XR-5's streams), then with them.
-    let off = search(t, sz, ro, tolerance, others.clone(), vec![], None, obs);
+    let off = search(
+        t,
+        core,
+        sz,
+        ro,
+        tolerance,
+        others.clone(),
+        vec![],
+        None,
+        obs,
+    );
     let start = start_below(&off);
     rep.runs
         .push(RunFigures::of("no ACL", sz, &off, nominal, ro));
@@ -378,7 +413,17 @@ pub fn run_acl(
         rep.errors.push(e);
         return (rows, rep);
     }
-    let acl = search(t, sz, ro, tolerance, others.clone(), vec![], start, obs);
+    let acl = search(
+        t,
+        core,
+        sz,
+        ro,
+        tolerance,
+        others.clone(),
+        vec![],
+        start,
+        obs,
+    );
     rep.runs.push(RunFigures::of(
         &format!(
             "ACL ({} entries x 2 families, in + out)",
@@ -417,7 +462,7 @@ pub fn run_acl(
         rep.errors.push(e);
         return (rows, rep);
     }
-    let logged = search(t, sz, ro, tolerance, all, vec![d], start, obs);
+    let logged = search(t, core, sz, ro, tolerance, all, vec![d], start, obs);
     rep.runs.push(RunFigures::of(
         "ACL + logging (the denied flow sent)",
         sz,
@@ -450,9 +495,10 @@ pub fn run_acl(
         records: records.len(),
         passed: found.is_some(),
     };
+    // Compared by the load passed: the logging run's received frames/s lacks the denied flow.
     let (a, l) = (&rep.runs[1], &rep.runs[2]);
-    rep.logging_unchanged =
-        a.fps > 0.0 && (l.fps - a.fps).abs() <= a.resolution_fps.max(l.resolution_fps);
+    rep.logging_unchanged = a.load > 0.0
+        && (l.load - a.load).abs() * a.nominal_fps <= a.resolution_fps.max(l.resolution_fps);
     rep.passed = rep.errors.is_empty()
         && rep.denied.passed
         && rep.log.passed
@@ -575,7 +621,7 @@ pub fn run_on_off(
     let all: Vec<usize> = (0..t.streams.len()).collect();
     let mut off_rows: Vec<Row> = Vec::new();
     for sz in sizes {
-        let th = search(t, sz, ro, tolerance, all.clone(), vec![], None, obs);
+        let th = search(t, core, sz, ro, tolerance, all.clone(), vec![], None, obs);
         let nominal = nominal_fps(t, sz, &all);
         rep.off
             .push(RunFigures::of("services off", sz, &th, nominal, ro));
@@ -601,7 +647,7 @@ pub fn run_on_off(
     let mut rows = Vec::new();
     for (sz, off) in sizes.iter().zip(off_rows) {
         let start = start_below(&off.search);
-        let th = search(t, sz, ro, tolerance, all.clone(), vec![], start, obs);
+        let th = search(t, core, sz, ro, tolerance, all.clone(), vec![], start, obs);
         let nominal = nominal_fps(t, sz, &all);
         rep.on
             .push(RunFigures::of("services on", sz, &th, nominal, ro));
@@ -792,8 +838,10 @@ pub fn run_policer(
         c.conform_exceed_error_pct = err_pct(c.conform_exceed_bps, c.conform_exceed_expected_bps);
         c.violate_error_pct = err_pct(c.violate_bps, c.violate_expected_bps);
         c.rx_matches = c.rx_frames == d[0].0 + d[1].0;
+        // Frames the router's receive ring refused (a worker stall) never reach the policer:
+        // they are counted apart, and the rates judged on what was metered.
+        c.unmetered_frames = (c.tester_l3_bytes.saturating_sub(c.metered_bytes)) / l3;
         c.passed = c.rx_matches
-            && c.tester_l3_bytes == c.metered_bytes
             && offered > upper
             && [
                 c.conform_error_pct,
@@ -902,10 +950,10 @@ pub fn table(s: &ServicesReport) -> String {
             );
             if let (Some(a), Some(l)) = (r.runs.get(1), r.runs.get(2)) {
                 o += &format!(
-                    "(3) Throughput with logging {} fps against {} fps without: {} (within the \
+                    "(3) Load passed with logging {} fps against {} fps without: {} (within the \
                      search resolution, {} fps). Latency avg {} us against {} us.\n",
-                    thousands(l.fps),
-                    thousands(a.fps),
+                    thousands(l.load * l.nominal_fps),
+                    thousands(a.load * a.nominal_fps),
                     pass(r.logging_unchanged),
                     thousands(a.resolution_fps.max(l.resolution_fps)),
                     us(l.latency_avg_us),
