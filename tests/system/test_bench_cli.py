@@ -152,3 +152,75 @@ def test_management_storm_trial_reports_requests_and_loss(linerate_bin, tmp_path
     assert s["errors"] == 0, s
     assert st["trial"]["tx"] > 0
     assert "Under management load" in (out / "custom.md").read_text()
+
+
+def test_xr5_denies_one_flow_logs_it_and_passes_the_rest(linerate_bin, tmp_path):
+    """XR-5 at CI scale (50-entry lists instead of 5,000): the searches without and with the
+    ACLs and with logging all pass traffic; the flow named by the last IPv4 DENY loses every
+    frame (and the entry counts each one) while every other stream loses none; the router's log
+    names the flow as the report's example does."""
+    out = tmp_path / "out"
+    p = run(linerate_bin, "bench", "scenario", "XR-5", "--scale", "0.01", "--seconds", "0.5",
+            "--resolution", "5", "--quiet", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    sv = json.loads((out / "xr-5.json").read_text())["services"]
+    assert sv["kind"] == "acl" and sv["entries_per_list"] == 51
+    assert [r["label"].split(" ")[0] for r in sv["runs"]] == ["no", "ACL", "ACL"]
+    assert all(r["fps"] > 0 for r in sv["runs"]), sv["runs"]
+    d = sv["denied"]
+    assert d["tx"] > 0 and d["rx"] == 0, d
+    assert d["entry_hits"] == d["tx"], d
+    assert d["others_tx"] > 0 and d["others_lost"] == 0, d
+    assert d["passed"] is True
+    log = sv["log"]
+    assert log["passed"] is True, log
+    assert log["record"].startswith("access-list IPV4_Test (500) deny udp 25.0.1.1(1025) -> 24.0.1.1(5000)")
+    md = (out / "xr-5.md").read_text()
+    assert "100% dropped" in md and "zero loss" in md
+    assert "(2) Denied flow" in md and "Result: PASS" in md.split("(3) Logging")[0]
+
+
+def test_me1s_services_on_count_every_frame_and_export_flows(linerate_bin, tmp_path):
+    """ME-1S at CI scale: the ACL's final permit and the QoS class each counted exactly the frames
+    the router received with the services on, no other entry matched, and NetFlow v9 created
+    flows and exported records to the tester's collector socket."""
+    out = tmp_path / "out"
+    p = run(linerate_bin, "bench", "scenario", "ME-1S", "--scale", "0.01", "--sizes", "1518",
+            "--seconds", "0.3", "--resolution", "5", "--quiet", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    rep = json.loads((out / "me-1s.json").read_text())
+    assert [r["key"] for r in rep["rows"]] == ["1518 off", "1518 on"]
+    sv = rep["services"]
+    assert sv["kind"] == "on_off" and sv["acl_lines"] == 100 and sv["qos_lines"] == 10
+    assert sv["router_rx"] > 10_000
+    assert sv["permit_hits"] == sv["router_rx"] and sv["other_hits"] == 0, sv
+    assert sv["qos_class_packets"] == sv["router_rx"], sv
+    f = sv["flows"]
+    assert f["created"] > 0 and f["records_exported"] > 0 and f["datagrams_sent"] > 0, f
+    assert f["collector_datagrams"] > 0 and f["send_errors"] == 0, f
+    assert all(r["fps"] > 0 for r in sv["on"] + sv["off"])
+    assert sv["passed"] is True
+    assert "| 1518 |" in (out / "me-1s.md").read_text()
+
+
+def test_qos1_policers_meter_within_one_percent(linerate_bin, tmp_path):
+    """QOS-1: a two-rate and a single-rate policer metering streams offered above their rates:
+    conformed against CIR, conformed + exceeded against PIR, violated against the rest, each
+    within 1%; the tester received exactly the conformed and exceeded frames."""
+    out = tmp_path / "out"
+    p = run(linerate_bin, "bench", "scenario", "QOS-1", "--seconds", "3", "--quiet",
+            "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    sv = json.loads((out / "qos-1.json").read_text())["services"]
+    assert sv["kind"] == "policer" and len(sv["checks"]) == 2
+    for c in sv["checks"]:
+        for k in ("conform_error_pct", "conform_exceed_error_pct", "violate_error_pct"):
+            assert abs(c[k]) <= 1.0, (k, c)
+        assert c["rx_frames"] == c["conformed"][0] + c["exceeded"][0], c
+        # Everything the policer metered came from the tester (a frame refused by a full
+        # receive ring during a stall never reaches it, and is counted apart).
+        assert 0 < c["metered_bytes"] <= c["tester_l3_bytes"], c
+        assert c["unmetered_frames"] * 494 == c["tester_l3_bytes"] - c["metered_bytes"], c
+        assert c["violated"][0] > 0 and c["passed"] is True
+    assert sv["passed"] is True
+    assert "Result: PASS" in (out / "qos-1.md").read_text()

@@ -199,6 +199,11 @@ flow-export: { version: 9, collectors: ["127.0.0.1:9"], cache-size: 4096, inacti
     b.running.take().unwrap().stop();
     let q = shared.queue.lock().unwrap();
     assert_eq!(q.len(), 6, "three flows, each in and out: {q:?}");
+    // The counters `show flows` reads say so too, once the workers have stopped.
+    let st = shared.stats.lock().unwrap();
+    let flushed: u64 = st.iter().map(|s| s.flushed).sum();
+    let occupancy: u64 = st.iter().map(|s| s.occupancy).sum();
+    assert_eq!((flushed, occupancy), (6, 0), "{st:?}");
     for r in q.iter() {
         assert_eq!(r.packets, 4);
         assert_eq!(r.bytes, 4 * 84);

@@ -288,6 +288,9 @@ fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ct
         let out = &mut fl.out;
         fl.cache.flush(now, &mut |r| out.push(r));
         fl.shared.push(&mut fl.out);
+        // Published after the flush: otherwise `show flows` after a stop reads the counts of
+        // up to 250 ms before it (no flows flushed, the cache still full).
+        fl.publish_stats(ctx.worker as usize);
     }
     epoch.offline();
     for q in tx.iter_mut().flatten() {

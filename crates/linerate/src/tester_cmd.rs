@@ -67,11 +67,13 @@ pub struct TrialArgs {
 
 #[derive(Args)]
 pub struct ScenarioArgs {
-    /// ME-1, ME-2, XR-3, XR-4, GR-1, GR-2 or GR-3; --list shows them.
+    /// ME-1, ME-2, ME-15, XR-3, XR-4, GR-1, GR-2, GR-3, or with services XR-5, ME-1S, QOS-1;
+    /// --list shows them.
     id: Option<String>,
     #[arg(long)]
     list: bool,
-    /// Fraction of the seed's routes and flows (CI runs scenarios at 0.01).
+    /// Fraction of the seed's routes and flows, and of the services scenarios' ACL and QoS
+    /// lists (CI runs scenarios at 0.01).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
     /// Router workers (the tester takes a core of its own when there is one).
@@ -305,6 +307,7 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
         seed_title: "(none: a user-defined test)",
         config_yaml: String::new(),
         route_lines: vec![],
+        files: vec![],
         ports: ports
             .iter()
             .zip(&speeds)

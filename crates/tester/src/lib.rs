@@ -16,6 +16,7 @@
 //! - [`embedded`]: a Linerate router in the same process on `mem` ports.
 //! - [`run`]: a scenario in embedded mode, from config to report rows.
 //! - [`scenario`]: the seed reports' tests (ME-1, ME-2, XR-3, XR-4, GR-1..3) as runnable profiles.
+//! - [`services`]: the procedures of the scenarios with services on (XR-5, ME-1S, QOS-1).
 //! - [`report`] and [`chart`]: seed-shaped tables, JSON, SVG charts, progress lines.
 
 pub mod analyzer;
@@ -31,6 +32,7 @@ pub mod procedures;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod services;
 pub mod signature;
 pub mod storm;
 pub mod stream;

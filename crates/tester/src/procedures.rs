@@ -64,6 +64,19 @@ pub struct SearchOpts {
     pub loss_tolerance: f64,
     /// The streams to send (None: all).
     pub active: Option<Vec<usize>>,
+    /// Streams that are sent but not judged: their frames are meant to be dropped (a flow an
+    /// ACL denies while the search measures everything else).
+    pub ignore: Vec<usize>,
+    /// The resolution is a fraction of the first estimate (the forwarding rate at overload)
+    /// instead of nominal: a router that forwards 0.1% of nominal still gets an answer to
+    /// within `resolution` of itself, not a bracket wider than the answer.
+    pub relative: bool,
+    /// Start at this load and climb (doubling until a trial fails, then bisecting) instead of
+    /// starting at `max_load`. For a device far slower than nominal: a first trial at 100% fills
+    /// its rings with more frames than it forwards in many seconds, and the next trials would
+    /// measure that backlog; a failing trial here offers at most twice what passed, so what it
+    /// leaves queued drains within about one trial's time.
+    pub start: Option<f64>,
 }
 
 impl Default for SearchOpts {
@@ -73,6 +86,9 @@ impl Default for SearchOpts {
             resolution: 0.005,
             loss_tolerance: 0.0,
             active: None,
+            ignore: Vec::new(),
+            relative: false,
+            start: None,
         }
     }
 }
@@ -129,6 +145,29 @@ fn passes(r: &TrialResult, tol: f64) -> bool {
     r.tx > 0 && bad as f64 <= tol * r.tx as f64
 }
 
+/// As [`passes`], judging only the streams not in `ignore`; `active` maps the trial's
+/// per-stream results (in the order they were sent) back to stream indices.
+pub(crate) fn passes_judged(r: &TrialResult, tol: f64, active: &[usize], ignore: &[usize]) -> bool {
+    if ignore.is_empty() {
+        return passes(r, tol);
+    }
+    let (mut tx, mut bad) = (0u64, 0u64);
+    for (sr, i) in r.streams.iter().zip(active) {
+        if !ignore.contains(i) {
+            tx += sr.tx;
+            bad += sr.lost + sr.duplicated + sr.corrupted;
+        }
+    }
+    // Corrupted frames the analyzer could not tie to a stream count against everyone.
+    bad += r.corrupted
+        - r.streams
+            .iter()
+            .map(|s| s.corrupted)
+            .sum::<u64>()
+            .min(r.corrupted);
+    tx > 0 && bad as f64 <= tol * tx as f64
+}
+
 /// RFC 2544 26.1: the highest load at which the device loses nothing (or no more than the
 /// tolerance). The first trial runs at `max_load`; if it fails, its forwarding rate at overload
 /// is the first guess, then the search gallops up from a pass and bisects after a fail until the
@@ -141,15 +180,22 @@ pub fn throughput(
     obs: &mut dyn Observer,
 ) -> Throughput {
     let label = format!("{sizes} throughput");
+    let active: Vec<usize> = o
+        .active
+        .clone()
+        .unwrap_or_else(|| (0..t.streams.len()).collect());
     let run = |t: &mut Tester, load: f64, obs: &mut dyn Observer| {
         let mut spec = trial.spec(load, sizes);
         spec.active = o.active.clone();
         let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
-        let ok = passes(&r, o.loss_tolerance);
+        let ok = passes_judged(&r, o.loss_tolerance, &active, &o.ignore);
         obs.trial(&label, &r, ok);
         (r, ok)
     };
     let mut trials = Vec::new();
+    if let Some(start) = o.start {
+        return climb(t, o, start, &mut |t, l| run(t, l, obs));
+    }
     let (first, ok) = run(t, o.max_load, obs);
     trials.push((o.max_load, ok, first.clone()));
     let mut tester_limited = ok && first.tester_limited;
@@ -165,16 +211,22 @@ pub fn throughput(
     let (mut lo, mut hi) = (0.0f64, o.max_load);
     let mut best: Option<(f64, TrialResult)> = None;
     // The forwarding rate at overload, a little under: usually the answer or close to it.
+    let floor = if o.relative { 1e-6 } else { o.resolution };
     let mut next = if first.offered_fps > 0.0 {
-        (o.max_load * first.rx_fps / first.offered_fps * 0.995).clamp(o.resolution, o.max_load)
+        (o.max_load * first.rx_fps / first.offered_fps * 0.995).clamp(floor, o.max_load)
     } else {
         o.max_load / 2.0
     };
     if next >= hi {
         next = hi / 2.0;
     }
-    let mut gallop = o.resolution;
-    while hi - lo > o.resolution && next > 0.0 {
+    let resolution = if o.relative {
+        o.resolution * next
+    } else {
+        o.resolution
+    };
+    let mut gallop = resolution;
+    while hi - lo > resolution && next > 0.0 {
         let (r, ok) = run(t, next, obs);
         trials.push((next, ok, r.clone()));
         if ok {
@@ -190,11 +242,11 @@ pub fn throughput(
             }
             next = (lo + gallop)
                 .min((lo + hi) / 2.0)
-                .max(lo + o.resolution / 2.0);
+                .max(lo + resolution / 2.0);
             gallop *= 2.0;
         } else {
             hi = next;
-            gallop = o.resolution;
+            gallop = resolution;
             next = (lo + hi) / 2.0;
         }
         if next >= hi {
@@ -211,6 +263,67 @@ pub fn throughput(
         load,
         best: best.map(|b| b.1),
         at_max: first,
+        trials,
+        tester_limited,
+    }
+}
+
+/// The search from below (see [`SearchOpts::start`]): double the load while trials pass, then
+/// bisect between the last pass and the first fail until the bracket is within the resolution
+/// (of the answer, when relative); halve while the start fails.
+fn climb(
+    t: &mut Tester,
+    o: &SearchOpts,
+    start: f64,
+    run: &mut dyn FnMut(&mut Tester, f64) -> (TrialResult, bool),
+) -> Throughput {
+    let mut trials: Vec<(f64, bool, TrialResult)> = Vec::new();
+    let (mut lo, mut hi) = (0.0f64, None::<f64>);
+    let mut best: Option<(f64, TrialResult)> = None;
+    let mut next = start.clamp(1e-7, o.max_load);
+    loop {
+        let (r, ok) = run(t, next);
+        let short = r.offered_fps > 0.0 && r.tx_fps < 0.98 * r.offered_fps;
+        trials.push((next, ok, r.clone()));
+        if ok {
+            lo = next;
+            best = Some((next, r));
+            // The tester could not offer this load: higher would measure the tester.
+            if short || next >= o.max_load {
+                break;
+            }
+        } else {
+            hi = Some(next);
+        }
+        let res = if o.relative {
+            o.resolution * lo.max(hi.unwrap_or(0.0) / 2.0)
+        } else {
+            o.resolution
+        };
+        next = match hi {
+            None => (lo * 2.0).min(o.max_load),
+            Some(h) if lo == 0.0 => h / 2.0,
+            Some(h) => (lo + h) / 2.0,
+        };
+        match hi {
+            Some(h) if lo > 0.0 && h - lo <= res => break,
+            Some(h) if lo == 0.0 && h < 1e-7 => break,
+            _ => {}
+        }
+    }
+    let load = best.as_ref().map_or(0.0, |b| b.0);
+    let tester_limited = trials
+        .iter()
+        .any(|(l, _, r)| *l >= load - 1e-12 && r.tester_limited);
+    let at_max = trials
+        .iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|x| x.2.clone())
+        .unwrap_or_default();
+    Throughput {
+        load,
+        best: best.map(|b| b.1),
+        at_max,
         trials,
         tester_limited,
     }

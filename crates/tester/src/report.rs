@@ -271,6 +271,9 @@ pub fn table(r: &ScenarioReport) -> String {
             }
         );
     }
+    if let Some(sv) = &r.services {
+        s += &crate::services::table(sv);
+    }
     if !drops.is_empty() {
         s += &format!(
             "Router drops over all trials (failed ones included): {}\n",
@@ -357,6 +360,11 @@ pub fn json(r: &ScenarioReport) -> Value {
             "trial": trial_json(&h.trial), "port": h.port, "changes": h.changes,
             "others": h.others, "involved": h.involved, "syslog": h.syslog, "passed": h.passed(),
         })),
+        "services": r.services.as_ref().map(|sv| {
+            let mut v = serde_json::to_value(sv).unwrap_or(Value::Null);
+            v["passed"] = json!(sv.passed());
+            v
+        }),
         "notes": r.notes,
     })
 }

@@ -102,6 +102,8 @@ pub struct ScenarioReport {
     pub storm: Vec<(String, crate::storm::StormReport)>,
     /// ME-15: the hot-swap trial.
     pub hot_swap: Option<crate::hotswap::HotSwapReport>,
+    /// XR-5, ME-1S, QOS-1: what the services procedure checked.
+    pub services: Option<crate::services::ServicesReport>,
     pub notes: Vec<String>,
 }
 
@@ -130,6 +132,9 @@ pub(crate) fn build_router(s: &Scenario, dir: &Path) -> Result<(Router, ConfigSo
         routes.push('\n');
     }
     std::fs::write(dir.join("scenario.routes"), routes).map_err(|e| e.to_string())?;
+    for (name, text) in &s.files {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("{name}: {e}"))?;
+    }
     let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
     let r = Router::build(cfg).map_err(|e| e.to_string())?;
     Ok((r, (s.config_yaml.clone(), cfg_path)))
@@ -203,22 +208,49 @@ pub fn run_with(
         loss_tolerance: tolerance,
         ..Default::default()
     };
-    let nominal = |t: &Tester, sz: &FrameSizes, active: &[usize]| -> f64 {
-        let mut on = vec![false; t.ports.len()];
-        for &a in active {
-            on[t.streams[a].tx_port] = true;
-        }
-        t.ports
-            .iter()
-            .zip(&on)
-            .filter(|(_, &o)| o)
-            .map(|(p, _)| p.load_scale * crate::load::line_rate_fps(p.speed_bps, sz.mean()))
-            .sum()
-    };
+    let nominal = nominal_fps;
     let seed_for = |key: &str| s.seed.iter().find(|r| r.key == key).cloned();
     let mut rows = Vec::new();
     let mut hot_swap = None;
+    let mut services = None;
+    let mut collector = None;
+    let mut fixed_load = ro.fixed_load;
     match &s.procedure {
+        Procedure::Acl(plan) => {
+            let (r, rep) = crate::services::run_acl(
+                &mut tester,
+                &core,
+                &config.1,
+                plan,
+                &sizes,
+                ro,
+                tolerance,
+                obs,
+            );
+            rows = r;
+            services = Some(crate::services::ServicesReport::Acl(rep));
+        }
+        Procedure::ServicesOnOff(plan) => {
+            let (r, rep, c) = crate::services::run_on_off(
+                &mut tester,
+                &core,
+                &config.1,
+                plan,
+                &sizes,
+                &seed_for,
+                ro,
+                tolerance,
+                obs,
+            );
+            rows = r;
+            collector = c;
+            services = Some(crate::services::ServicesReport::OnOff(rep));
+        }
+        Procedure::Policer(plan) => {
+            let rep = crate::services::run_policer(&mut tester, &core, plan, &sizes[0], ro, obs);
+            fixed_load = Some(rep.load);
+            services = Some(crate::services::ServicesReport::Policer(rep));
+        }
         Procedure::HotSwap { load, port } => {
             let sz = &sizes[0];
             let reload = (reload_text(&config.0), config.1.clone());
@@ -299,6 +331,13 @@ pub fn run_with(
         }
     }
     drop(tester);
+    // The router stops before the flow figures are read: its workers hand over the flows they
+    // hold, and the services thread exports them.
+    let mut emb = emb;
+    emb.stop();
+    if let Some(crate::services::ServicesReport::OnOff(rep)) = &mut services {
+        crate::services::finish_on_off(&core, rep, collector.take());
+    }
     drop(core);
     drop(emb);
     Ok(ScenarioReport {
@@ -323,10 +362,26 @@ pub fn run_with(
         loss,
         back_to_back: b2b,
         hot_swap,
+        services,
         storm,
-        fixed_load: ro.fixed_load,
+        fixed_load,
         notes: s.notes,
     })
+}
+
+/// Nominal frames/s at 100% load with streams `active`: the line rate of each port that sends,
+/// times its load scale.
+pub(crate) fn nominal_fps(t: &Tester, sz: &FrameSizes, active: &[usize]) -> f64 {
+    let mut on = vec![false; t.ports.len()];
+    for &a in active {
+        on[t.streams[a].tx_port] = true;
+    }
+    t.ports
+        .iter()
+        .zip(&on)
+        .filter(|(_, &o)| o)
+        .map(|(p, _)| p.load_scale * crate::load::line_rate_fps(p.speed_bps, sz.mean()))
+        .sum()
 }
 
 /// The config with one change, for a reload: a blackhole route in the benchmarking range

@@ -28,6 +28,15 @@ pub struct WorkerFlows {
 }
 
 impl WorkerFlows {
+    /// Publishes this worker's cache counters for `show flows`.
+    pub fn publish_stats(&self, worker: usize) {
+        let mut st = self.shared.stats.lock().unwrap_or_else(|p| p.into_inner());
+        if st.len() <= worker {
+            st.resize_with(worker + 1, Default::default);
+        }
+        st[worker] = self.cache.stats();
+    }
+
     pub fn new(shared: Arc<FlowShared>) -> WorkerFlows {
         WorkerFlows {
             cache: FlowCache::new(shared.cache),
@@ -203,6 +212,8 @@ pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
                 let out = &mut fl.out;
                 fl.cache.flush(now, &mut |r| out.push(r));
                 fl.shared.push(&mut fl.out);
+                // The retired cache's last counts, flushed flows included.
+                fl.publish_stats(ctx.worker as usize);
             }
             *have = want.as_ref().map(|s| WorkerFlows::new(s.clone()));
         }
@@ -215,12 +226,7 @@ pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
         }
         if now.saturating_sub(fl.last_stats_ns) >= 250_000_000 {
             fl.last_stats_ns = now;
-            let mut st = fl.shared.stats.lock().unwrap_or_else(|p| p.into_inner());
-            let w = ctx.worker as usize;
-            if st.len() <= w {
-                st.resize_with(w + 1, Default::default);
-            }
-            st[w] = fl.cache.stats();
+            fl.publish_stats(ctx.worker as usize);
         }
     }
     if let Some(sink) = &t.acl_log {

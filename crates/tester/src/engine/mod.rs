@@ -237,6 +237,8 @@ impl Tester {
         let mut sent = vec![0u64; nports];
         let mut behind = 0u64;
         let mut refused = 0u64;
+        // When the first and the last burst left (ns): the span the device saw traffic.
+        let (mut tx_first, mut tx_last) = (None::<u64>, 0u64);
         let limit = spec.frames_per_port.unwrap_or(u64::MAX);
         let mut burst: Vec<PktBuf> = Vec::with_capacity(BURST);
         let mut gen_next = 0usize;
@@ -331,7 +333,12 @@ impl Tester {
                     }
                     // Stamped once built, just before the burst leaves: early by at most the time
                     // to hand the burst to the port.
-                    let ts = self.now_ns() as u32;
+                    let now = self.now_ns();
+                    let ts = now as u32;
+                    if !burst.is_empty() {
+                        tx_first.get_or_insert(now);
+                        tx_last = now;
+                    }
                     for (b, &(s, z, sum)) in burst.iter_mut().zip(&meta) {
                         finish(
                             &gens[s as usize].templates[z as usize],
@@ -414,7 +421,7 @@ impl Tester {
             }
         }
         self.compiled = Some((compiled_sizes, gens));
-        self.summarize(
+        let mut r = self.summarize(
             spec,
             active,
             elapsed,
@@ -423,7 +430,9 @@ impl Tester {
             behind,
             refused,
             poll_gap,
-        )
+        );
+        r.tx_span_s = tx_first.map_or(0.0, |f| tx_last.saturating_sub(f) as f64 * 1e-9);
+        r
     }
 
     /// Takes everything waiting on every receive queue into the analyzer. Returns frames taken.

@@ -148,6 +148,9 @@ pub struct TrialResult {
     pub latency: Option<LatencyStats>,
     /// Longest gap between two polls of a receive queue: latency resolution.
     pub poll_gap_ns: u64,
+    /// From the first burst sent to the last, seconds: how long the device saw traffic (less
+    /// than `seconds` when the tester lost its core at either end of the trial).
+    pub tx_span_s: f64,
     /// Device drops during the trial, by reason (embedded mode).
     pub dut_drops: Vec<(&'static str, u64)>,
     pub streams: Vec<StreamResult>,

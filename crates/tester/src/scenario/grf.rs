@@ -134,6 +134,7 @@ pub(super) fn grf(o: &ScenarioOpts, kind: Grf) -> Scenario {
         seed_title,
         config_yaml: config(&ports, &|_| "default".into(), &[], o.workers, false),
         route_lines: lines,
+        files: vec![],
         load_scale: vec![1.0; N],
         ports,
         streams,

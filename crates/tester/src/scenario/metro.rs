@@ -185,6 +185,7 @@ pub(super) fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
         },
         config_yaml: config(&ports, &|_| "default".into(), &extra, o.workers, ipv6),
         route_lines: lines,
+        files: vec![],
         ports,
         load_scale,
         streams,

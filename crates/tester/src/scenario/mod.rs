@@ -12,6 +12,7 @@
 
 mod grf;
 mod metro;
+mod services;
 mod xr;
 
 use packet::ethernet::MacAddr;
@@ -29,6 +30,12 @@ pub enum Procedure {
     /// One trial at `load` during which components are removed and added (ME-15): see
     /// [`crate::hotswap`].
     HotSwap { load: f64, port: String },
+    /// XR-5: throughput without and with ACLs, the denied flow, logging: see [`crate::services`].
+    Acl(crate::services::AclPlan),
+    /// ME-1S: throughput per size with the services off, then on: see [`crate::services`].
+    ServicesOnOff(crate::services::OnOffPlan),
+    /// QOS-1: one trial at a load above PIR, policer counters against the offered load.
+    Policer(crate::services::PolicerPlan),
 }
 
 /// A seed figure for one row of the table.
@@ -48,6 +55,8 @@ pub struct Scenario {
     pub seed_title: &'static str,
     pub config_yaml: String,
     pub route_lines: Vec<String>,
+    /// Further files written beside the config (ACL entry files its `file:` keys name).
+    pub files: Vec<(String, String)>,
     pub ports: Vec<(String, f64)>,
     pub load_scale: Vec<f64>,
     pub streams: Vec<StreamSpec>,
@@ -107,6 +116,18 @@ pub const NAMES: &[(&str, &str)] = &[
         "XR 12000 IPv4+IPv6: 4 logical routers, 3,200,000 flows, IMIX",
     ),
     (
+        "XR-5",
+        "XR 12000 with services: XR-4 through 5,001-entry ACLs in and out per family, a denied flow, logging",
+    ),
+    (
+        "ME-1S",
+        "ME 6524 IPv4 as ME-1, services off then on: 10,000-line ACL, 500-line QoS re-marking, NetFlow v9",
+    ),
+    (
+        "QOS-1",
+        "Policer accuracy: two-rate and single-rate policers against the tester's offered load (1%)",
+    ),
+    (
         "GR-1",
         "GRF 1600: 64 B streams added one by one, 1..16, 2% loss rule",
     ),
@@ -133,6 +154,9 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "ME-15" => Ok(metro::hot_swap(o)),
         "XR-3" => Ok(xr::xr(o, false)),
         "XR-4" => Ok(xr::xr(o, true)),
+        "XR-5" => Ok(services::xr5(o)),
+        "ME-1S" => Ok(services::me1s(o)),
+        "QOS-1" => Ok(services::qos1(o)),
         "GR-1" => Ok(grf::grf(o, grf::Grf::Scaling)),
         "GR-2" => Ok(grf::grf(o, grf::Grf::Large)),
         "GR-3" => Ok(grf::grf(o, grf::Grf::ClassC)),
@@ -236,6 +260,30 @@ fn config(
     }
     y += "route-files:\n  - { path: scenario.routes }\n";
     y
+}
+
+/// `config` with `extra(interface name)` (YAML keys, e.g. `acl-in: [A]`) added to the flow
+/// mapping of each interface it returns text for.
+fn with_if_services(config: &str, extra: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(config.len() + 4096);
+    let mut in_ifs = false;
+    for line in config.lines() {
+        if !line.starts_with(' ') {
+            in_ifs = line == "interfaces:";
+        }
+        let name = line
+            .strip_prefix("  - { name: ")
+            .and_then(|r| r.split(',').next());
+        match (in_ifs, name, line.strip_suffix(" }")) {
+            (true, Some(n), Some(body)) => match extra(n) {
+                Some(x) => out += &format!("{body}, {x} }}"),
+                None => out += line,
+            },
+            _ => out += line,
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn base_stream(name: String, from: usize, to: usize) -> StreamSpec {

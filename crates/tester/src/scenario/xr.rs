@@ -149,6 +149,7 @@ pub(super) fn xr(o: &ScenarioOpts, dual: bool) -> Scenario {
             dual,
         ),
         route_lines: vec![],
+        files: vec![],
         load_scale: vec![1.0; n],
         ports,
         streams,
