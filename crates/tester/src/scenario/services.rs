@@ -394,11 +394,12 @@ pub(super) fn me1s(o: &ScenarioOpts) -> Scenario {
     let qos_n = scaled(500, o.scale, 10);
     s.files = vec![("me1s.acl".into(), me1_acl(acl_n))];
     let (qos, class) = me1_qos(qos_n);
-    // Each flow is cached once per direction (in and out), with room to spare for the
-    // two-choice table.
-    let cache = (s.flows as usize * 2 * 5 / 4).clamp(1024, 64 << 20);
+    // NetFlow on all packets: ingress accounting on every interface records each packet once
+    // (with its output interface), as `ip flow ingress` does. Room to spare for the two-choice
+    // table.
+    let cache = (s.flows as usize * 5 / 4).clamp(1024, 64 << 20);
     let bound = with_if_services(&s.config_yaml, &|_| {
-        Some("acl-in: [ME_ACL], qos-in: ME_QOS, flow: both".into())
+        Some("acl-in: [ME_ACL], qos-in: ME_QOS, flow: in".into())
     });
     let with = format!(
         "{bound}acls:\n  - {{ name: ME_ACL, family: any, file: me1s.acl }}\n{qos}\
