@@ -251,3 +251,35 @@ fn crossed_wildcards_take_several_trees() {
     let keys: Vec<Key> = (0..20_000).map(|i| key(&rules, i * 7, g.gen())).collect();
     check(&rules, &keys).unwrap();
 }
+
+/// Rules exact on one narrow field beside rules exact on another (DSCP values beside destination
+/// ports beside source prefix and port, as in a QoS policy): the engine gives each shape its own
+/// tree, and must still answer as the reference does, for lists in any order and with ties.
+#[test]
+fn narrow_fields_take_a_tree_each() {
+    for seed in 0..4u64 {
+        let mut g = SmallRng::seed_from_u64(seed);
+        let mut rules = vec![];
+        for i in 0..600u32 {
+            let port = g.gen_range(1000..1400u16);
+            let r = match (i + seed as u32) % 4 {
+                0 => Rule::any().proto(17).dst_ports(port, port),
+                1 => Rule::any().proto(6).dst_ports(port, port + 3),
+                2 => Rule::any().dscp(g.gen_range(0..64)),
+                _ => Rule::any()
+                    .proto(17)
+                    .src_v4(0x0a00_0000 | g.gen_range(0..250u32) << 16, 16)
+                    .src_ports(port, port),
+            };
+            rules.push(r);
+        }
+        if seed % 2 == 1 {
+            rules.push(Rule::any().ipv4().tcp_flags(2, 2));
+        }
+        let c = Classifier::compile(&rules);
+        let shape = format!("{c:?}");
+        assert!(!shape.contains("trees: 1,"), "{shape}");
+        let keys: Vec<Key> = (0..20_000).map(|i| key(&rules, i * 5, g.gen())).collect();
+        check(&rules, &keys).unwrap();
+    }
+}

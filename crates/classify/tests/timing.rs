@@ -390,6 +390,80 @@ fn measure(name: &str, rules: &[Rule], keys: &[Key]) {
     }
 }
 
+/// The two lists of `bench forward --services` (`bench::forward::services_config`), rebuilt rule
+/// by rule from the same generator and seed, and that benchmark's traffic: the 10,001-line ACL
+/// (only its final permit matches the traffic) and the 500-line QoS policy (its last line
+/// matches). `crates/bench/examples/services_classify.rs` times the same lists compiled from
+/// their config text.
+fn services() -> (Vec<Rule>, Vec<Rule>, Vec<Key>) {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let l4 = |r: Rule| r.with(Dim::Frag, 0, 1);
+    let mut acl = Vec::new();
+    for i in 0..9_999u32 {
+        let a = rng.gen::<u32>() | 0x0100_0000;
+        let b = rng.gen::<u32>();
+        let port = 6000 + rng.gen_range(0..50_000u32);
+        acl.push(match i % 10 {
+            0 | 1 => {
+                let mac = [
+                    2,
+                    (a >> 24) as u8,
+                    (a >> 16) as u8,
+                    (a >> 8) as u8,
+                    a as u8,
+                    b as u8,
+                ];
+                Rule::any()
+                    .eth_src(mac)
+                    .exact(Dim::EtherType, 0x8800 + (b >> 16) % 0x700)
+            }
+            2..=4 => Rule::any()
+                .src_v4(a & 0xffff_ff00 | 0x6400_0000, (24 - (i % 8)) as u8)
+                .dst_v4(b, (16 + (i % 17)) as u8),
+            5 | 6 => l4(Rule::any().proto(17).src_v4(0xc000_0202, 32))
+                .dst_ports(port as u16, port as u16),
+            7 => l4(Rule::any().proto(17).src_v4(a, 28)).dst_ports(5000, 5000),
+            _ => l4(Rule::any().proto(6).dst_v4(b, 24))
+                .dst_ports(port as u16, (port + i % 100) as u16),
+        });
+    }
+    // The list's last line, and the implicit deny a binding appends.
+    acl.push(Rule::any());
+    acl.push(Rule::any());
+    let mut qos = Vec::new();
+    for i in 0..499u32 {
+        let port = (6000 + i * 7) as u16;
+        qos.push(match i % 4 {
+            0 => l4(Rule::any().proto(17)).dst_ports(port, port),
+            1 => l4(Rule::any().proto(6)).dst_ports(port, port + 3),
+            2 => Rule::any().dscp((1 + i % 62) as u8),
+            _ => l4(Rule::any().proto(17).src_v4(10 << 24 | (i % 250) << 16, 16))
+                .src_ports(port, port),
+        });
+    }
+    qos.push(l4(Rule::any().proto(17)).dst_ports(5000, 5000));
+    let keys = (0..4096u32)
+        .map(|i| {
+            let mut k = Key::default();
+            k.set(Dim::EtherType, ETHERTYPE_IPV4);
+            k.set(Dim::Src0, 0xc000_0202);
+            k.set(
+                Dim::Dst0,
+                0x0a00_0000 | (i.wrapping_mul(2_654_435_761) >> 8),
+            );
+            k.set(Dim::Proto, 17);
+            k.set(Dim::SrcPort, 1024 + i);
+            k.set(Dim::DstPort, 5000);
+            k.set(Dim::EthDstHi, 0x0200);
+            k.set(Dim::EthDstLo, 1);
+            k.set(Dim::EthSrcHi, 0x0200);
+            k.set(Dim::EthSrcLo, 2);
+            k
+        })
+        .collect();
+    (acl, qos, keys)
+}
+
 fn sizes() -> Vec<usize> {
     std::env::var("TIMING_SIZES")
         .map(|s| s.split(',').map(|x| x.parse().unwrap()).collect())
@@ -399,6 +473,9 @@ fn sizes() -> Vec<usize> {
 #[test]
 #[ignore = "timing: run in release with --ignored --nocapture"]
 fn figures() {
+    let (acl, qos, keys) = services();
+    measure("services-acl", &acl, &keys);
+    measure("services-qos", &qos, &keys);
     let (rules, keys) = xr5(5);
     measure("xr5", &rules, &keys);
     for n in sizes() {

@@ -52,7 +52,24 @@ const TRIAL_BASE: usize = 1024;
 const GROUP_DIMS: [Dim; 4] = [Dim::Src0, Dim::Dst0, Dim::EthSrcLo, Dim::EthDstLo];
 const BUDGET_BASE: usize = 1 << 16;
 
+/// At most this many trees per address group ([`GROUP_DIMS`]) when it is split by [`shape`].
+const MAX_SHAPES: usize = 4;
+/// What another walk costs against a tree's mean depth, in levels.
+const SPLIT_WALK: f64 = 1.0;
+
 type Region = [(u32, u32); DIMS];
+
+/// The dimensions `r` is narrow in (a bit each): spanning at most 1/256 of the dimension, so
+/// exact for the small ones (DSCP, protocol, EtherType).
+fn shape(r: &Rule) -> u32 {
+    (0..DIMS)
+        .filter(|&d| d != Dim::TcpFlags as usize)
+        .filter(|&d| {
+            let (lo, hi) = r.ranges[d];
+            hi.wrapping_sub(lo) <= Dim::ALL[d].max() >> 8
+        })
+        .fold(0, |m, d| m | 1 << d)
+}
 
 pub(super) struct Built {
     pub nodes: Vec<Node>,
@@ -111,12 +128,13 @@ pub(super) fn build(rules: &[Rule]) -> Option<Built> {
         }
         // By first rule, so that a lookup can stop at the first tree that cannot beat what it
         // has found.
-        let mut groups: Vec<Vec<u32>> = groups.into_iter().filter(|g| !g.is_empty()).collect();
-        groups.sort_by_key(|g| g[0]);
-        groups
-            .into_iter()
-            .map(|g| (g[0], b.node(&region, g, 0)))
-            .collect()
+        let groups: Vec<Vec<u32>> = groups.into_iter().filter(|g| !g.is_empty()).collect();
+        let mut roots = Vec::new();
+        for g in groups {
+            b.group(&region, g, &mut roots);
+        }
+        roots.sort_by_key(|&(first, _)| first);
+        roots
     };
     if b.overflow {
         return None;
@@ -223,6 +241,97 @@ impl<'a> Builder<'a> {
             hi: Vec::new(),
             cand: Vec::new(),
         }
+    }
+
+    /// Pushes the tree (or trees) of one group. Rules exact on one narrow field beside rules
+    /// exact on another (DSCP values beside destination ports) replicate across each other's
+    /// cuts and make a deep tree; so the group is also tried split by [`shape`], and the split
+    /// is kept when its trees' summed [`Builder::depth`] (plus one per extra walk) beats the
+    /// single tree's.
+    fn group(&mut self, region: &Region, g: Vec<u32>, roots: &mut Vec<(u32, Ref)>) {
+        let subs = self.shapes(&g);
+        let (n0, l0, c0) = (self.nodes.len(), self.leaves.len(), self.copies);
+        let whole = self.node(region, g.clone(), 0);
+        if subs.len() < 2 || self.overflow {
+            roots.push((g[0], whole));
+            return;
+        }
+        let whole_cost = self.depth(whole);
+        let (n1, l1, c1) = (self.nodes.len(), self.leaves.len(), self.copies);
+        let mut split_cost = 0.0;
+        for s in &subs {
+            let r = self.node(region, s.clone(), 0);
+            split_cost += self.depth(r) + SPLIT_WALK;
+        }
+        if self.overflow || split_cost >= whole_cost + SPLIT_WALK {
+            self.nodes.truncate(n1);
+            self.leaves.truncate(l1);
+            self.copies = c1;
+            self.overflow = false;
+            roots.push((g[0], whole));
+            return;
+        }
+        // The split wins: build it again where the single tree was, so nothing is left unused.
+        self.nodes.truncate(n0);
+        self.leaves.truncate(l0);
+        self.copies = c0;
+        for s in subs {
+            let r = self.node(region, s.clone(), 0);
+            roots.push((s[0], r));
+        }
+    }
+
+    /// `g` split by which dimensions its rules are narrow in ([`shape`]): small shapes join the
+    /// large one they share the most narrow dimensions with, and at most [`MAX_SHAPES`] remain.
+    /// Each part keeps priority order.
+    fn shapes(&self, g: &[u32]) -> Vec<Vec<u32>> {
+        let mut by: Vec<(u32, Vec<u32>)> = Vec::new();
+        for &i in g {
+            let m = shape(self.rule(i));
+            match by.iter_mut().find(|(s, _)| *s == m) {
+                Some((_, v)) => v.push(i),
+                None => by.push((m, vec![i])),
+            }
+        }
+        by.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        let small = (g.len() / 32).max(8);
+        let keep = by
+            .iter()
+            .take(MAX_SHAPES)
+            .take_while(|(_, v)| v.len() >= small)
+            .count()
+            .max(1);
+        let rest = by.split_off(keep);
+        for (m, v) in rest {
+            let to = (0..by.len())
+                .max_by_key(|&j| ((by[j].0 & m).count_ones(), by[j].1.len()))
+                .unwrap_or(0);
+            by[to].1.extend(v);
+        }
+        by.into_iter()
+            .map(|(_, mut v)| {
+                v.sort_unstable();
+                v
+            })
+            .collect()
+    }
+
+    /// The mean depth (in nodes) of the tree at `r`'s leaves and final answers: what a walk
+    /// costs, roughly.
+    fn depth(&self, r: Ref) -> f64 {
+        let (mut ends, mut sum) = (0usize, 0usize);
+        let mut stack = vec![(r, 0usize)];
+        while let Some((r, d)) = stack.pop() {
+            if r & super::TAG == super::TAG_NODE {
+                let n = &self.nodes[(r & super::NODE_MASK) as usize];
+                let used = n.thr.iter().filter(|&&t| t != u32::MAX).count() + 1;
+                stack.extend(n.kids[..used].iter().map(|&k| (k, d + 1)));
+            } else {
+                ends += 1;
+                sum += d;
+            }
+        }
+        sum as f64 / ends.max(1) as f64
     }
 
     fn rule(&self, i: u32) -> &Rule {
