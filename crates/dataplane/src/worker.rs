@@ -129,6 +129,9 @@ impl Worker {
         let mut ip4: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let mut ip6: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let start = Instant::now();
+        // The features' clock (shared by all workers) at this worker's start: one clock read per
+        // vector gives both the worker's own time and the shared one.
+        let clock0 = crate::feature::clock_ns().saturating_sub(start.elapsed().as_nanos() as u64);
         let mut idle = 0u32;
         let mut polls = 0u32;
         loop {
@@ -195,6 +198,7 @@ impl Worker {
                 let p = s.port;
                 let t0 = start.elapsed().as_nanos() as u64;
                 ctx.now_ns = t0;
+                ctx.clock_ns = clock0 + t0;
                 ctx.icmp.refill(t0);
                 if t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some() {
                     crate::feature::output::housekeeping(&mut ctx, t);
@@ -257,6 +261,7 @@ impl Worker {
             if idle % 4096 == 0 && (t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some())
             {
                 ctx.now_ns = start.elapsed().as_nanos() as u64;
+                ctx.clock_ns = clock0 + ctx.now_ns;
                 crate::feature::output::housekeeping(&mut ctx, t);
             }
             if idle == 64 {

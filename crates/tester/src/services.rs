@@ -434,11 +434,11 @@ pub fn run_acl(
         nominal,
         ro,
     ));
-    // (2) Every stream, the denied flow too, at 90% of the throughput just found: the check is
-    // about which frames the lists pass, and a repeat at exactly the no-loss rate can lose to a
-    // shared machine's scheduling what the search's trial did not.
+    // (2) Every stream, the denied flow too, at half the throughput just found: the check is
+    // about which frames the lists pass, and a repeat near the no-loss rate can lose to a shared
+    // machine's scheduling what the search's trial did not (seen at 90% on this VM).
     let load = if acl.load > 0.0 {
-        acl.load * 0.9
+        acl.load * 0.5
     } else {
         // Nothing passed: half the forwarding rate at overload, to see the flow denied at all.
         (acl.at_max.rx_fps / acl.at_max.offered_fps.max(1.0) / 2.0).max(1e-5)

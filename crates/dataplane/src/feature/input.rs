@@ -194,7 +194,7 @@ pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut 
     let n = pkts.len();
     let mut res = [0u32; VECTOR];
     q.classifier.classify_batch(&ctx.fkeys[..n], &mut res[..n]);
-    let now = super::clock_ns();
+    let now = ctx.clock_ns;
     // Class counters are shared by the workers serving the interface: bumped once per run.
     let mut run = (u16::MAX, 0u64, 0u64);
     let mut guard: Option<(u16, super::police::PolicerGuard<'_>)> = None;

@@ -111,7 +111,7 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
     }
     if let Some(fl) = ctx.flows.as_mut() {
         let out_flow = out.is_some_and(|f| f.flow_out);
-        let now = super::clock_ns();
+        let now = ctx.clock_ns;
         // Keys first, then the updates with the cache lines they need asked for ahead.
         let mut batch = std::mem::take(&mut fl.batch);
         batch.clear();
@@ -220,7 +220,7 @@ pub fn flow_key(k: &Key, in_if: u32, direction: Direction) -> (FlowKey, u32) {
 /// Once per vector: hands expired records and logged flows over, keeps the caches' timeouts
 /// moving, and starts or retires the flow cache when the config turns accounting on or off.
 pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
-    let now = super::clock_ns();
+    let now = ctx.clock_ns;
     match (&t.flow, &mut ctx.flows) {
         (Some(s), Some(fl)) if Arc::ptr_eq(s, &fl.shared) => {}
         (want, have) => {

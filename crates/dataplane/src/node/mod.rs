@@ -59,6 +59,9 @@ pub struct Ctx {
     pub worker: u16,
     /// Nanoseconds since the worker started, at the start of the vector.
     pub now_ns: u64,
+    /// The same moment on the clock all workers share (`feature::clock_ns`): policers and flow
+    /// records, which several workers update or compare, use this one.
+    pub clock_ns: u64,
     /// Capture and trace recordings of this vector (see `tap`).
     pub tap: crate::tap::Scratch,
     pub taps: Option<std::sync::Arc<crate::tap::Taps>>,
@@ -88,6 +91,7 @@ impl Ctx {
             tmp: Vec::with_capacity(VECTOR),
             worker: 0,
             now_ns: 0,
+            clock_ns: 0,
             tap: Default::default(),
             taps: None,
             fkeys: vec![classify::Key::default(); VECTOR].into_boxed_slice(),
