@@ -292,7 +292,8 @@ fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ct
         let now = crate::feature::clock_ns();
         let out = &mut fl.out;
         fl.cache.flush(now, &mut |r| out.push(r));
-        fl.shared.push(&mut fl.out);
+        fl.shared
+            .push_all(&mut fl.out, std::time::Duration::from_secs(10));
         // Published after the flush: otherwise `show flows` after a stop reads the counts of
         // up to 250 ms before it (no flows flushed, the cache still full).
         fl.publish_stats(ctx.worker as usize);

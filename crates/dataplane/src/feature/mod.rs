@@ -146,6 +146,30 @@ impl FlowShared {
         }
         q.append(recs);
     }
+
+    /// As [`FlowShared::push`], but waits (up to `patience`) for the exporter to make room: for
+    /// a worker's final flush, off the packet path, where a whole cache of records is handed
+    /// over at once.
+    pub fn push_all(&self, recs: &mut Vec<flow::FlowRecord>, patience: std::time::Duration) {
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            {
+                let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+                let room = self.queue_limit.saturating_sub(q.len()).min(recs.len());
+                let rest = recs.split_off(room);
+                q.append(recs);
+                *recs = rest;
+            }
+            if recs.is_empty() {
+                return;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.push(recs);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 /// The common clock of policers and flow records: nanoseconds since the process's first call.

@@ -424,7 +424,7 @@ pub(super) fn me1s(o: &ScenarioOpts) -> Scenario {
             "Services on: an ACL of {acl_n} lines (family any: L2, L3 and L4 entries the traffic \
              does not match, then `permit`) in on every interface; a QoS policy of {qos_n} match \
              lines in 10 classes, the traffic matching the last line (re-marked DSCP 26), in on \
-             every interface; NetFlow v9 on every interface both ways, cache {cache} flows, to a \
+             every interface; NetFlow v9 on ingress of every interface (each packet once), cache {cache} flows, to a \
              collector socket the tester holds."
         ),
     ];
