@@ -36,6 +36,11 @@
 #include <rte_memory.h>
 #include <rte_vect.h>
 
+#define HARNESS_NAME "acl_bench"
+#define HARNESS_PREFIX "aclbench"
+#define HARNESS_EAL_EXTRA "ACLBENCH_EAL_EXTRA"
+#include "harness.h"
+
 #define BURST 64
 #define MEM_MB_DEFAULT 4096u
 #define NO_MATCH UINT32_MAX
@@ -73,24 +78,7 @@ struct rule_text {
 
 static FILE *json_out; /* the real stdout; fd 1 is pointed at stderr */
 
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("acl_bench: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ----------------------------------------------------------------- rules */
 
@@ -264,105 +252,13 @@ static unsigned field_defs(int v6, struct rte_acl_field_def *d)
 
 /* ----------------------------------------------------------------- trace */
 
-static uint8_t *load_trace(const char *path, size_t rec, size_t *count)
-{
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-	if (!f)
-		die("cannot open trace file '%s': %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) != 0)
-		die("cannot stat '%s': %s", path, strerror(errno));
-	size_t sz = (size_t)st.st_size;
-	if (sz == 0)
-		die("trace file '%s' is empty", path);
-	if (sz % rec)
-		die("trace file '%s' is %zu bytes, not a multiple of %zu", path, sz, rec);
-	uint8_t *buf = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-	if (!buf)
-		die("out of memory for a %zu byte trace", sz);
-	if (fread(buf, 1, sz, f) != sz)
-		die("short read on '%s'", path);
-	fclose(f);
-	*count = sz / rec;
-	return buf;
-}
 
 /* ------------------------------------------------------------------- EAL */
 
-static uint64_t heap_alloc_bytes(void)
-{
-	uint64_t sum = 0;
-	unsigned ns = rte_socket_count();
-	for (unsigned i = 0; i < ns; i++) {
-		struct rte_malloc_socket_stats st;
-		int sid = rte_socket_id_by_idx(i);
-		if (sid >= 0 && rte_malloc_get_socket_stats(sid, &st) == 0)
-			sum += st.heap_allocsz_bytes;
-	}
-	return sum;
-}
 
-/* This process's own EAL runtime directory (.../aclbench<pid>), removed at
- * exit so repeated runs leave nothing behind. */
-static char runtime_dir[4096];
 
-static void remove_runtime_dir(void)
-{
-	if (!strstr(runtime_dir, "aclbench"))
-		return;
-	DIR *d = opendir(runtime_dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	char p[sizeof(runtime_dir) + 260];
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", runtime_dir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(runtime_dir);
-}
 
-static void eal_init(unsigned mem_mb)
-{
-	static char a_prefix[64], a_mem[32];
-	static char *argv[64];
-	int argc = 0;
-	snprintf(a_mem, sizeof(a_mem), "%u", mem_mb);
-	snprintf(a_prefix, sizeof(a_prefix), "--file-prefix=aclbench%ld", (long)getpid());
-	argv[argc++] = "acl_bench";
-	argv[argc++] = "--no-huge";
-	argv[argc++] = "--no-pci";
-	argv[argc++] = "-m";
-	argv[argc++] = a_mem;
-	argv[argc++] = "-l";
-	argv[argc++] = "0";
-	argv[argc++] = "--no-telemetry";
-	argv[argc++] = "--log-level=lib.eal:error";
-	argv[argc++] = a_prefix;
-	/* Optional extra EAL flags, e.g. --force-max-simd-bitwidth=512.  The
-	 * copy is kept for the life of the process: EAL may keep argv pointers. */
-	const char *extra = getenv("ACLBENCH_EAL_EXTRA");
-	if (extra && *extra) {
-		char *copy = strdup(extra);
-		for (char *tok = strtok(copy, " \t"); tok && argc < 62; tok = strtok(NULL, " \t"))
-			argv[argc++] = tok;
-	}
-	argv[argc] = NULL;
-	fprintf(stderr, "acl_bench: EAL args:");
-	for (int i = 1; i < argc; i++)
-		fprintf(stderr, " %s", argv[i]);
-	fputc('\n', stderr);
-	if (rte_eal_init(argc, argv) < 0)
-		die("rte_eal_init failed: %s (-m %u MB)", rte_strerror(rte_errno), mem_mb);
-	const char *rd = rte_eal_get_runtime_dir();
-	if (rd) {
-		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rd);
-		atexit(remove_runtime_dir);
-	}
-}
+
 
 /* rte_acl_dump's "NAME=VALUE" lines (it prints to stdout), captured through a
  * temporary file, for the algorithm and the number of tries it built: the
@@ -478,7 +374,7 @@ int main(int argc, char **argv)
 	if (nrules >= (size_t)RTE_ACL_MAX_PRIORITY)
 		die("too many rules (%zu)", nrules);
 	size_t trace_len;
-	uint8_t *trace = load_trace(argv[3], rec, &trace_len);
+	uint8_t *trace = (uint8_t *)load_trace(argv[3], rec, &trace_len);
 
 	unsigned mem_mb = MEM_MB_DEFAULT;
 	const char *mem_env = getenv("ACLBENCH_MEM_MB");

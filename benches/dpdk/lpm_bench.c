@@ -37,6 +37,11 @@
 #include <rte_memory.h>
 #include <rte_vect.h>
 
+#define HARNESS_NAME "lpm_bench"
+#define HARNESS_PREFIX "lpmbench"
+#define HARNESS_EAL_EXTRA "LPMBENCH_EAL_EXTRA"
+#include "harness.h"
+
 #define BULK 64
 #define PROGRESS_EVERY 100000u
 #define MEM_MB_MIN 512u
@@ -53,24 +58,7 @@ struct route {
 
 static FILE *json_out; /* the real stdout; fd 1 is pointed at stderr */
 
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("lpm_bench: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void mask_addr(uint8_t *a, unsigned len, unsigned nbytes)
 {
@@ -234,109 +222,13 @@ static int cmp_by_len(const void *a, const void *b)
 
 /* ----------------------------------------------------------------- trace */
 
-static void *load_trace(const char *path, size_t elem, size_t *count)
-{
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-	if (!f)
-		die("cannot open trace file '%s': %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) != 0)
-		die("cannot stat '%s': %s", path, strerror(errno));
-	size_t sz = (size_t)st.st_size;
-	if (sz == 0)
-		die("trace file '%s' is empty", path);
-	if (sz % elem)
-		die("trace file '%s' is %zu bytes, not a multiple of %zu", path, sz, elem);
-	void *buf = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-	if (!buf)
-		die("out of memory for a %zu byte trace", sz);
-	if (fread(buf, 1, sz, f) != sz)
-		die("short read on '%s'", path);
-	fclose(f);
-	*count = sz / elem;
-	return buf;
-}
 
 /* ------------------------------------------------------------------- EAL */
 
-static uint64_t heap_alloc_bytes(void)
-{
-	uint64_t sum = 0;
-	unsigned ns = rte_socket_count();
-	for (unsigned i = 0; i < ns; i++) {
-		struct rte_malloc_socket_stats st;
-		int sid = rte_socket_id_by_idx(i);
-		if (sid >= 0 && rte_malloc_get_socket_stats(sid, &st) == 0)
-			sum += st.heap_allocsz_bytes;
-	}
-	return sum;
-}
 
-/* This process's own EAL runtime directory (.../lpmbench<pid>), removed at
- * exit so repeated runs leave nothing behind. */
-static char runtime_dir[4096];
 
-static void remove_runtime_dir(void)
-{
-	const char *dir = runtime_dir;
-	if (!strstr(dir, "lpmbench"))
-		return;
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	char p[sizeof(runtime_dir) + 260];
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
 
-static void eal_init(unsigned mem_mb)
-{
-	static char a_prefix[64], a_mem[32];
-	char *argv[64];
-	int argc = 0;
-	snprintf(a_mem, sizeof(a_mem), "%u", mem_mb);
-	snprintf(a_prefix, sizeof(a_prefix), "--file-prefix=lpmbench%ld", (long)getpid());
-	argv[argc++] = "lpm_bench";
-	argv[argc++] = "--no-huge";
-	argv[argc++] = "--no-pci";
-	argv[argc++] = "-m";
-	argv[argc++] = a_mem;
-	argv[argc++] = "-l";
-	argv[argc++] = "0";
-	argv[argc++] = "--no-telemetry";
-	argv[argc++] = "--log-level=lib.eal:error";
-	argv[argc++] = a_prefix;
-	/* Optional extra EAL flags, e.g. --force-max-simd-bitwidth=512. */
-	const char *extra = getenv("LPMBENCH_EAL_EXTRA");
-	char *extra_copy = NULL;
-	if (extra && *extra) {
-		extra_copy = strdup(extra);
-		for (char *tok = strtok(extra_copy, " \t"); tok && argc < 62;
-		     tok = strtok(NULL, " \t"))
-			argv[argc++] = tok;
-	}
-	argv[argc] = NULL;
-	fprintf(stderr, "lpm_bench: EAL args:");
-	for (int i = 1; i < argc; i++)
-		fprintf(stderr, " %s", argv[i]);
-	fputc('\n', stderr);
-	if (rte_eal_init(argc, argv) < 0)
-		die("rte_eal_init failed: %s (computed -m %u MB)",
-		    rte_strerror(rte_errno), mem_mb);
-	const char *rd = rte_eal_get_runtime_dir();
-	if (rd) {
-		snprintf(runtime_dir, sizeof(runtime_dir), "%s", rd);
-		atexit(remove_runtime_dir);
-	}
-	/* extra_copy is deliberately kept: EAL may keep argv pointers. */
-}
+
 
 /* ------------------------------------------------------------------ main */
 

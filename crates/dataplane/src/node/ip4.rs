@@ -8,7 +8,9 @@
 
 use packet::checksum;
 
-use super::{be16, be32, lookup_and_forward, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR};
+use super::{
+    be16, be32, enqueue, lookup_and_forward, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR,
+};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::tables::Tables;
@@ -77,19 +79,8 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
 pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool) {
     let (nh, action) = resolve(t, nh, || flow_hash(&b));
     b.meta_mut().next_hop = nh;
-    let mut detour = false;
     let (port, mtu, rewrite) = match action {
-        Action::Transmit {
-            tx_if,
-            port,
-            mtu,
-            rewrite,
-        } => {
-            if t.any_features && crate::feature::output::needed(t, b.meta().rx_if, tx_if) {
-                detour = true;
-            }
-            (port, mtu, rewrite)
-        }
+        Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
         Action::Slow(why) => return ctx.slow4.push((b, why)),
         Action::Drop(why) => return ctx.drop(b, why),
     };
@@ -113,11 +104,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
     if !rewrite_l2(&mut b, rewrite) {
         return ctx.drop(b, DropReason::NoBuffer);
     }
-    if detour {
-        ctx.egress.push(b);
-    } else {
-        ctx.out[port as usize].push(b);
-    }
+    enqueue(ctx, t, b, port);
 }
 
 /// 5-tuple hash; ports only for the first (or only) fragment of TCP, UDP and SCTP.

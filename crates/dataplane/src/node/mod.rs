@@ -160,7 +160,6 @@ impl TokenBucket {
 /// What a next hop asks of a packet, the same for both address families.
 pub enum Action<'t> {
     Transmit {
-        tx_if: u32,
         port: u16,
         mtu: u16,
         rewrite: &'t Rewrite,
@@ -178,12 +177,8 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
     }
     let a = match &t.next_hops[nh as usize] {
         NextHop::Forward {
-            tx_if,
-            port,
-            mtu,
-            rewrite,
+            port, mtu, rewrite, ..
         } => Action::Transmit {
-            tx_if: *tx_if,
             port: *port,
             mtu: *mtu,
             rewrite,
@@ -226,6 +221,20 @@ pub(crate) fn lookup_and_forward<K: fib::Key>(
     for (i, b) in good.drain(..).enumerate() {
         forward(ctx, t, b, nhs[i], true);
     }
+}
+
+/// Queues a forwarded packet for `port`, through the output features (`feature::output`) when
+/// the interface it leaves by has any or the one it came in by accounts flows.
+#[inline(always)]
+pub(crate) fn enqueue(ctx: &mut Ctx, t: &Tables, b: PktBuf, port: u16) {
+    if t.any_features {
+        if let NextHop::Forward { tx_if, .. } = &t.next_hops[b.meta().next_hop as usize] {
+            if crate::feature::output::needed(t, b.meta().rx_if, *tx_if) {
+                return ctx.egress.push(b);
+            }
+        }
+    }
+    ctx.out[port as usize].push(b);
 }
 
 /// Replaces the L2 header in front of `meta.l3_off` with `rw`, growing into the headroom or
