@@ -96,7 +96,8 @@ impl ServicesState {
         for a in &s.acls {
             let counters = match prev.and_then(|p| p.acls.get(&a.name)) {
                 Some((old, c)) if old.entries == a.entries && old.family == a.family => c.clone(),
-                _ => Arc::new(AclCounters::new(&a.name, a.entries.len())),
+                Some((old, c)) => Arc::new(carried_counters(a, old, c)),
+                None => Arc::new(AclCounters::new(&a.name, a.entries.len())),
             };
             st.acls.insert(a.name.clone(), (a.clone(), counters));
         }
@@ -277,6 +278,26 @@ impl ServicesState {
             if_names: cfg.interfaces.iter().map(|i| i.name.clone()).collect(),
         }));
     }
+}
+
+/// Counters for a changed list: an entry that is still there (same sequence number, match and
+/// action) keeps its count, as a router's `show access-list` does when one entry is edited.
+/// (Matches the workers count on the old list between this copy and the switch are not carried.)
+fn carried_counters(new: &AclCfg, old: &AclCfg, c: &AclCounters) -> AclCounters {
+    let n = AclCounters::new(&new.name, new.entries.len());
+    for (i, e) in new.entries.iter().enumerate() {
+        let same = old
+            .entries
+            .iter()
+            .position(|o| o.seq == e.seq && o.rule == e.rule && o.permit == e.permit);
+        if let Some(j) = same {
+            n.hits[i].store(c.get(j), Ordering::Relaxed);
+        }
+    }
+    if new.family == old.family {
+        n.hits[new.entries.len()].store(c.get(old.entries.len()), Ordering::Relaxed);
+    }
+    n
 }
 
 /// Flow caches survive a commit unless their size or timeouts change.
@@ -594,6 +615,14 @@ flow-export: {{ collectors: ["127.0.0.1:9"] }}
             fc.acl_in.as_ref().unwrap()
         ));
         assert!(!Arc::ptr_eq(&b.acls["A"].1, &c.acls["A"].1));
+        // ... but the entry that did not change keeps its count.
+        b.acls["A"].1.hits[1].store(7, Ordering::Relaxed);
+        let d = ServicesState::build(&cfg("10.9.0.0/16", 55), Some(&c));
+        assert_eq!(d.acls["A"].1.get(1), 0, "c's counters, not b's");
+        c.acls["A"].1.hits[1].store(9, Ordering::Relaxed);
+        c.acls["A"].1.hits[0].store(4, Ordering::Relaxed);
+        let e = ServicesState::build(&cfg("10.9.0.0/16", 56), Some(&c));
+        assert_eq!((e.acls["A"].1.get(0), e.acls["A"].1.get(1)), (0, 9));
         assert!(Arc::ptr_eq(
             fb.qos_in.as_ref().unwrap(),
             fc.qos_in.as_ref().unwrap()

@@ -164,6 +164,17 @@ fn under_traffic(b: &mut Bed, n: u32, changes: impl FnOnce(&Arc<Core>)) -> (u64,
     receiver.join().unwrap()
 }
 
+/// `under_traffic`'s answer when nothing was meant to be lost.
+fn assert_every_frame_once(core: &Core, n: u32, (distinct, dup): (u64, u64)) {
+    let errs = core.errors();
+    assert_eq!(
+        (distinct, dup),
+        (n as u64, 0),
+        "every frame arrived once; router drops: {:?}",
+        errs.iter().map(|e| (e.reason, e.count)).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn changes_under_traffic_lose_no_frame() {
     const N: u32 = 400_000;
@@ -204,13 +215,7 @@ fn changes_under_traffic_lose_no_frame() {
         pause();
         core.worker_remove(w).unwrap();
     });
-    let errs = core.errors();
-    assert_eq!(
-        (distinct, dup),
-        (N as u64, 0),
-        "every frame arrived once; router drops: {:?}",
-        errs.iter().map(|e| (e.reason, e.count)).collect::<Vec<_>>()
-    );
+    assert_every_frame_once(&core, N, (distinct, dup));
     let ids: Vec<String> = core.logging(100).into_iter().map(|r| r.msgid).collect();
     for want in [
         "WORKER_ADDED",
@@ -265,13 +270,7 @@ fn acl_lists_replaced_under_traffic_lose_no_frame() {
         std::thread::sleep(Duration::from_millis(30));
         core.acl_entry_remove("L", 5).unwrap();
     });
-    let errs = core.errors();
-    assert_eq!(
-        (distinct, dup),
-        (N as u64, 0),
-        "every frame arrived once; router drops: {:?}",
-        errs.iter().map(|e| (e.reason, e.count)).collect::<Vec<_>>()
-    );
+    assert_every_frame_once(&core, N, (distinct, dup));
     let acl = &core.acls(Some("L")).unwrap()[0];
     assert_eq!(acl.entries.len(), 10_001);
     assert!(acl.entries[10_000].hits > 0, "the final permit counts");

@@ -255,12 +255,7 @@ impl Core {
         };
         republish(&mut s)?;
         drop(s);
-        self.logger.log(
-            Severity::Notice,
-            "ACL_CHANGED",
-            &[("acl", name.to_string()), ("seq", seq.to_string())],
-            format!("access-list {name}: entry {seq} set: {}", line.trim()),
-        );
+        self.log_acl_change(name, seq, &format!("set: {}", line.trim()));
         Ok(seq)
     }
 
@@ -284,13 +279,17 @@ impl Core {
         }
         republish(&mut s)?;
         drop(s);
+        self.log_acl_change(name, seq, "removed");
+        Ok(())
+    }
+
+    fn log_acl_change(&self, name: &str, seq: u32, what: &str) {
         self.logger.log(
             Severity::Notice,
             "ACL_CHANGED",
             &[("acl", name.to_string()), ("seq", seq.to_string())],
-            format!("access-list {name}: entry {seq} removed"),
+            format!("access-list {name}: entry {seq} {what}"),
         );
-        Ok(())
     }
 
     /// The services' metric families.

@@ -678,8 +678,9 @@ mod config_tests {
                     "ME-1S" => {
                         assert_eq!(svc.acls[0].entries.len(), 100);
                         assert!(svc.flow_export.is_some());
+                        // Ingress accounting everywhere: each packet is one record's.
                         assert!(cfg.interfaces.iter().all(|i| i.services.flow_in
-                            && i.services.flow_out
+                            && !i.services.flow_out
                             && i.services.qos_in.is_some()));
                     }
                     _ => assert_eq!(svc.policies.len(), 2),
