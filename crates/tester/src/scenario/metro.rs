@@ -205,8 +205,9 @@ pub(super) fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
         notes: vec![
             "Routes come from the route generator (static), not OSPF: OSPF arrives with FRR."
                 .into(),
-            "The seed ran with a 10,000-line ACL, QoS re-marking and NetFlow on; those services \
-             are not in Linerate yet, so these figures are forwarding only."
+            "The seed ran with a 10,000-line ACL, QoS re-marking and NetFlow on; this table is \
+             forwarding only. `linerate bench scenario ME-1S` runs ME-1 with those services, off \
+             and on, side by side."
                 .into(),
         ],
         flows,
