@@ -74,6 +74,15 @@ fn err(col: usize, m: impl Into<String>) -> EntryError {
     }
 }
 
+/// An entry's text as `show acl` prints it beside its sequence number: the line without it.
+pub fn text_without_seq(line: &str) -> String {
+    let t = line.trim();
+    match t.split_once(char::is_whitespace) {
+        Some((first, rest)) if first.bytes().all(|b| b.is_ascii_digit()) => rest.trim().to_string(),
+        _ => t.to_string(),
+    }
+}
+
 pub fn proto_number(s: &str) -> Option<u8> {
     Some(match s {
         "icmp" => 1,
@@ -432,6 +441,16 @@ mod tests {
         assert_eq!(r.range(Dim::DstPort), (5000, 5000));
         assert_eq!(r.range(Dim::EtherType), (ETHERTYPE_IPV4, ETHERTYPE_IPV4));
         assert_eq!(r.range(Dim::Frag), (0, 1));
+    }
+
+    #[test]
+    fn shown_text_leaves_the_sequence_number_out() {
+        assert_eq!(
+            text_without_seq(" 10 deny tcp dport 23 log"),
+            "deny tcp dport 23 log"
+        );
+        assert_eq!(text_without_seq("permit"), "permit");
+        assert_eq!(text_without_seq("20  permit udp "), "permit udp");
     }
 
     #[test]

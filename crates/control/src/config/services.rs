@@ -220,7 +220,7 @@ pub(super) fn parse_acls(top: &mut Fields, dir: &Path, e: &mut Errs) -> Vec<AclC
                     permit: x.permit.unwrap_or(false),
                     log: x.log,
                     rule: x.rule,
-                    text: line.trim().to_string(),
+                    text: entry::text_without_seq(line),
                     proto: x.proto,
                 });
             }

@@ -243,7 +243,7 @@ impl Core {
                 permit: e.permit.unwrap_or(false),
                 log: e.log,
                 rule: e.rule,
-                text: line.trim().to_string(),
+                text: entry::text_without_seq(line),
                 proto: e.proto,
             };
             set_entry(a, new.clone());
