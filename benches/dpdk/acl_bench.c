@@ -76,7 +76,6 @@ struct rule_text {
 	uint8_t proto, proto_mask;
 };
 
-static FILE *json_out; /* the real stdout; fd 1 is pointed at stderr */
 
 
 
@@ -341,14 +340,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	/* Keep stdout for the JSON line only: DPDK logs to stdout by default. */
-	int jfd = dup(STDOUT_FILENO);
-	if (jfd < 0 || !(json_out = fdopen(jfd, "w"))) {
-		perror("dup stdout");
-		return 1;
-	}
-	dup2(STDERR_FILENO, STDOUT_FILENO);
-	rte_openlog_stream(stderr);
+	json_to_real_stdout();
 
 	if (argc < 4 || argc > 6)
 		usage();

@@ -21,6 +21,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_log.h>
 #include <rte_malloc.h>
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -33,6 +34,21 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
+}
+
+static FILE *json_out; /* the real stdout; fd 1 is pointed at stderr */
+
+/* Keeps stdout for the JSON lines only: DPDK logs to stdout by default, so fd 1
+ * becomes stderr and the JSON goes to json_out. */
+static void json_to_real_stdout(void)
+{
+	int jfd = dup(STDOUT_FILENO);
+	if (jfd < 0 || !(json_out = fdopen(jfd, "w"))) {
+		perror("dup stdout");
+		exit(1);
+	}
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+	rte_openlog_stream(stderr);
 }
 
 static double now_s(void)

@@ -56,7 +56,6 @@ struct route {
 	uint8_t len;
 };
 
-static FILE *json_out; /* the real stdout; fd 1 is pointed at stderr */
 
 
 
@@ -246,14 +245,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	/* Keep stdout for the JSON line only: DPDK logs to stdout by default. */
-	int jfd = dup(STDOUT_FILENO);
-	if (jfd < 0 || !(json_out = fdopen(jfd, "w"))) {
-		perror("dup stdout");
-		return 1;
-	}
-	dup2(STDERR_FILENO, STDOUT_FILENO);
-	rte_openlog_stream(stderr);
+	json_to_real_stdout();
 
 	if (argc < 4)
 		usage();

@@ -260,37 +260,6 @@ fn write_trace(path: &Path, keys: &[Key], fam: Family) -> Result<(), String> {
 
 // ---------------------------------------------------------------------------------- the harness
 
-fn repo_root() -> PathBuf {
-    let mut d = std::env::current_dir().unwrap_or_default();
-    loop {
-        if d.join("benches/dpdk/acl_bench.c").exists() {
-            return d;
-        }
-        if !d.pop() {
-            return PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-        }
-    }
-}
-
-/// Path of the DPDK ACL harness, building it if needed.
-pub fn acl_harness() -> Result<PathBuf, String> {
-    let root = repo_root();
-    let bin = root.join("target/dpdk/acl_bench");
-    if bin.exists() {
-        return Ok(bin);
-    }
-    let st = Command::new("bash")
-        .arg(root.join("benches/dpdk/build.sh"))
-        .status()
-        .map_err(|e| format!("cannot run benches/dpdk/build.sh: {e}"))?;
-    if !st.success() || !bin.exists() {
-        return Err(
-            "building the DPDK harness failed (apt-get install libdpdk-dev pkg-config)".into(),
-        );
-    }
-    Ok(bin)
-}
-
 struct DpdkRun {
     json: serde_json::Value,
     results: Vec<u32>,
@@ -303,7 +272,7 @@ fn run_dpdk(
     results: &Path,
     seconds: f64,
 ) -> Result<DpdkRun, String> {
-    let bin = acl_harness()?;
+    let bin = crate::dpdk_harness("acl_bench")?;
     let fam_arg = match fam {
         Family::V4 => "v4",
         Family::V6 => "v6",

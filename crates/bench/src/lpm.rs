@@ -138,37 +138,6 @@ fn write_trace<K: Key>(
     f.flush()
 }
 
-/// Path of the DPDK harness, building it if needed.
-pub fn dpdk_harness() -> Result<PathBuf, String> {
-    let root = repo_root();
-    let bin = root.join("target/dpdk/lpm_bench");
-    if bin.exists() {
-        return Ok(bin);
-    }
-    let st = Command::new("bash")
-        .arg(root.join("benches/dpdk/build.sh"))
-        .status()
-        .map_err(|e| format!("cannot run benches/dpdk/build.sh: {e}"))?;
-    if !st.success() || !bin.exists() {
-        return Err(
-            "building the DPDK harness failed (apt-get install libdpdk-dev pkg-config)".into(),
-        );
-    }
-    Ok(bin)
-}
-
-fn repo_root() -> PathBuf {
-    let mut d = std::env::current_dir().unwrap_or_default();
-    loop {
-        if d.join("benches/dpdk/build.sh").exists() {
-            return d;
-        }
-        if !d.pop() {
-            return PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-        }
-    }
-}
-
 /// Runs one DPDK engine over every trace on one table build (rte_lpm takes minutes to load
 /// millions of routes); returns one JSON object per trace, in order.
 fn run_dpdk(
@@ -177,7 +146,7 @@ fn run_dpdk(
     traces: &[PathBuf],
     seconds: f64,
 ) -> Result<Vec<serde_json::Value>, String> {
-    let bin = dpdk_harness()?;
+    let bin = crate::dpdk_harness("lpm_bench")?;
     let mut args = vec![
         engine.to_string(),
         routes.display().to_string(),

@@ -459,6 +459,7 @@ pub fn spawn_thread(
                         &mut events,
                         &mut sink.queue.lock().unwrap_or_else(|e| e.into_inner()),
                     );
+                    let logged = events.len() as u64;
                     for ev in events.drain(..) {
                         let ifname = p.if_names.get(ev.ifx as usize).map_or("?", |s| s.as_str());
                         let text = acl_log_text(&ev, ifname);
@@ -472,10 +473,12 @@ pub fn spawn_thread(
                             ],
                             &text,
                         );
+                    }
+                    if logged > 0 {
                         export
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .acl_log_records += 1;
+                            .acl_log_records += logged;
                     }
                 }
                 match &p.flow {

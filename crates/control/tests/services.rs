@@ -216,3 +216,35 @@ flow-export: { version: 9, collectors: ["127.0.0.1:9"], cache-size: 4096, inacti
         .count();
     assert_eq!(ingress, 3);
 }
+
+#[test]
+fn egress_remarking_keeps_each_family_in_a_mixed_vector() {
+    let qos = r#"
+qos:
+  policies:
+    - { name: all, classes: [{ class: class-default, set: { dscp: 10 } }] }
+"#;
+    let mut b = bed("", ", qos-out: all", qos);
+    // One burst, both families, all leaving by p1: one run of the output stage.
+    let frames = vec![
+        udp([10, 1, 0, 1], 1024),
+        ip6_frame(v6("2001:db8:ff::9"), 64, 16),
+        udp([10, 1, 0, 2], 1024),
+    ];
+    let out = b.send(0, &frames);
+    assert_eq!(out[1].len(), 3);
+    for f in &out[1] {
+        match u16::from_be_bytes([f[12], f[13]]) {
+            0x0800 => {
+                assert_eq!(f[15] >> 2, 10);
+                assert!(header_ok(&f[14..]), "IPv4 checksum after re-marking");
+            }
+            0x86dd => {
+                assert_eq!(f[14] >> 4, 6, "still IPv6");
+                let tc = ((f[14] & 0x0f) << 4) | (f[15] >> 4);
+                assert_eq!(tc >> 2, 10);
+            }
+            e => panic!("EtherType {e:#x}"),
+        }
+    }
+}

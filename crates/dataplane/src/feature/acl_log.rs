@@ -191,10 +191,6 @@ impl Local {
         }
         q.append(&mut self.pending);
     }
-
-    pub fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
-    }
 }
 
 #[cfg(test)]

@@ -42,17 +42,20 @@ pub fn run<K: Copy>(ctx: &mut Ctx, t: &Tables, good: &mut Vec<PktBuf>, keys: &mu
     if fate[..n].iter().all(|f| *f == Fate::Pass) {
         return;
     }
-    // Compact the survivors and their lookup keys in place.
+    // Compact the survivors and their lookup keys in place (in order), the dropped to the end;
+    // no allocation.
     let mut kept = 0;
-    let pkts = std::mem::take(good);
-    for (i, p) in pkts.into_iter().enumerate() {
-        match fate[i] {
-            Fate::Pass => {
-                keys[kept] = keys[i];
-                good.push(p);
-                kept += 1;
-            }
-            Fate::Drop(why) => ctx.drop(p, why),
+    for i in 0..n {
+        if fate[i] == Fate::Pass {
+            good.swap(kept, i);
+            fate.swap(kept, i);
+            keys[kept] = keys[i];
+            kept += 1;
+        }
+    }
+    for (j, p) in good.drain(kept..).enumerate() {
+        if let Fate::Drop(why) = fate[kept + j] {
+            ctx.drop(p, why);
         }
     }
 }
@@ -76,7 +79,7 @@ fn run_interface(
         apply_acl(ctx, acl, pkts, fate, rx_if, true);
     }
     if let Some(q) = &f.qos_in {
-        apply_qos(ctx, q, pkts, fate, v6);
+        apply_qos(ctx, q, pkts, fate);
     }
     if let Some(mode) = f.urpf {
         let vrf = &t.vrfs[t.ifs[rx_if as usize].vrf as usize];
@@ -190,7 +193,7 @@ fn flush_hits(acl: &Acl, (r, count): (u32, u64)) {
 /// Classifies `pkts` against the policy, counts each class, re-marks and polices. Shared by both
 /// directions; keys are in `ctx.fkeys` and are updated with the new DSCP (flow records show the
 /// marking the packet leaves with).
-pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut [Fate], v6: bool) {
+pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut [Fate]) {
     let n = pkts.len();
     let mut res = [0u32; VECTOR];
     q.classifier.classify_batch(&ctx.fkeys[..n], &mut res[..n]);
@@ -220,7 +223,7 @@ pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut 
         run.1 += 1;
         run.2 += bytes as u64;
         if let Some(d) = c.set_dscp {
-            set_dscp(p, l3, d, v6, &mut ctx.fkeys[i]);
+            set_dscp(p, l3, d, &mut ctx.fkeys[i]);
         }
         if let Some(cos) = c.set_cos {
             mark::set_pcp(p.data_mut(), cos);
@@ -235,7 +238,7 @@ pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut 
             let (_, verdict) = g.police(now, bytes as u32, pre);
             match verdict {
                 Verdict::Transmit => {}
-                Verdict::SetDscpTransmit(d) => set_dscp(p, l3, d, v6, &mut ctx.fkeys[i]),
+                Verdict::SetDscpTransmit(d) => set_dscp(p, l3, d, &mut ctx.fkeys[i]),
                 Verdict::SetPcpTransmit(cos) => {
                     mark::set_pcp(p.data_mut(), cos);
                 }
@@ -257,8 +260,9 @@ fn flush_class(q: &Qos, (class, packets, bytes): (u16, u64, u64)) {
     }
 }
 
-fn set_dscp(p: &mut PktBuf, l3: usize, d: u8, v6: bool, k: &mut Key) {
-    if v6 {
+/// Re-marks by the packet's own family (a run of one interface may hold both).
+fn set_dscp(p: &mut PktBuf, l3: usize, d: u8, k: &mut Key) {
+    if k.get(classify::Dim::EtherType) == classify::rule::ETHERTYPE_IPV6 {
         mark::set_dscp_v6(p.data_mut(), l3, d);
     } else {
         mark::set_dscp_v4(p.data_mut(), l3, d);

@@ -109,10 +109,6 @@ pub struct IfFeatures {
 }
 
 impl IfFeatures {
-    pub fn has_input(&self) -> bool {
-        self.acl_in.is_some() || self.qos_in.is_some() || self.urpf.is_some() || self.flow_in
-    }
-
     pub fn has_output(&self) -> bool {
         self.acl_out.is_some() || self.qos_out.is_some() || self.flow_out
     }

@@ -105,8 +105,7 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
             apply_acl(ctx, acl, pkts, &mut fate[..n], tx_if, false);
         }
         if let Some(q) = &f.qos_out {
-            let v6 = ctx.fkeys[0].get(Dim::EtherType) == classify::rule::ETHERTYPE_IPV6;
-            apply_qos(ctx, q, pkts, &mut fate[..n], v6);
+            apply_qos(ctx, q, pkts, &mut fate[..n]);
         }
     }
     if let Some(fl) = ctx.flows.as_mut() {
