@@ -275,6 +275,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             pool: Some(pool.clone()),
             replay: None,
             exit_when_drained: false,
+            punt: None,
         })
         .map_err(|e| e.to_string())?;
 
@@ -444,6 +445,7 @@ fn replay(
             pool: Some(pool),
             replay: Some(templates.into()),
             exit_when_drained: false,
+            punt: None,
         })
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(500));

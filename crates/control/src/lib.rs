@@ -6,6 +6,7 @@
 pub mod config;
 pub mod metrics;
 pub mod mgmt;
+pub mod punt;
 pub mod router;
 pub mod runtime;
 pub mod services;

@@ -12,7 +12,8 @@ use arc_swap::ArcSwap;
 use dataplane::tables::{Interface, NextHop, PortMap, Rewrite, SharedTables, Tables, Vrf, NO_IF};
 use fib::{EpochDomain, LpmConfig, LpmWriter};
 
-use crate::config::{find_neighbor, Config, Prefix, Target};
+use crate::config::{find_connected, find_neighbor, Config, Prefix, Target};
+use packet::ethernet::MacAddr;
 
 pub struct Fibs {
     pub name: String,
@@ -49,6 +50,15 @@ pub struct Router {
     pub shared: SharedTables,
     /// Compiled ACLs and QoS policies, policers, flow accounting (see `services`).
     pub services: crate::services::ServicesState,
+    /// Neighbours learned by ARP and ND (the configured ones are in `cfg.neighbors`).
+    pub learned: HashMap<(u32, IpAddr), MacAddr>,
+}
+
+fn host_prefix(ip: IpAddr) -> Prefix {
+    match ip {
+        IpAddr::V4(a) => Prefix::V4(u32::from(a), 32),
+        IpAddr::V6(a) => Prefix::V6(u128::from(a), 128),
+    }
 }
 
 /// An error while loading routes or building tables: says which file and line when it can.
@@ -138,6 +148,7 @@ impl Router {
                 up: ic.up,
                 v4: ic.ipv4.clone(),
                 v6: ic.ipv6.clone(),
+                punt_local: cfg.control_plane.taps,
             });
         }
         let mut r = Router {
@@ -152,6 +163,7 @@ impl Router {
             ports_down: Default::default(),
             shared,
             services,
+            learned: HashMap::new(),
         };
         r.install_connected()?;
         r.install_static()?;
@@ -182,17 +194,90 @@ impl Router {
         id
     }
 
-    fn neighbor_nh(&mut self, ifx: u32, ip: IpAddr, mac: packet::ethernet::MacAddr) -> u32 {
-        self.nh(NhKey::Neighbor(ifx, ip), |r| {
-            let ifc = &r.ifs[ifx as usize];
-            let et = if ip.is_ipv4() { 0x0800 } else { 0x86dd };
-            NextHop::Forward {
+    /// The next hop towards neighbour `ip` on interface `ifx`: forwarding with its MAC address
+    /// where known (configured, or learned), otherwise a glean that asks the control plane to
+    /// resolve it.
+    fn neighbor_nh(&mut self, ifx: u32, ip: IpAddr, mac: Option<MacAddr>) -> u32 {
+        let mac = mac.or_else(|| self.learned.get(&(ifx, ip)).copied());
+        self.nh(NhKey::Neighbor(ifx, ip), |r| r.adjacency(ifx, ip, mac))
+    }
+
+    fn adjacency(&self, ifx: u32, ip: IpAddr, mac: Option<MacAddr>) -> NextHop {
+        let ifc = &self.ifs[ifx as usize];
+        let et = if ip.is_ipv4() { 0x0800 } else { 0x86dd };
+        match mac {
+            Some(mac) => NextHop::Forward {
                 tx_if: ifx,
                 port: ifc.port,
                 mtu: ifc.mtu,
                 rewrite: Rewrite::ethernet(mac, ifc.mac, ifc.vlan, et),
+            },
+            None => NextHop::Glean {
+                tx_if: ifx,
+                neighbor: Some(ip),
+            },
+        }
+    }
+
+    /// Records a neighbour learned by ARP or ND: its next hop forwards from now on, and a host
+    /// route leads to it (so traffic to it through the connected subnet stops gleaning). Returns
+    /// whether anything changed; the caller publishes. Configured neighbours are not overridden.
+    pub fn neighbor_learned(&mut self, ifx: u32, ip: IpAddr, mac: MacAddr) -> bool {
+        if ifx as usize >= self.ifs.len() || self.static_neighbor(ifx, ip) {
+            return false;
+        }
+        if self.learned.insert((ifx, ip), mac) == Some(mac) {
+            return false;
+        }
+        let nh = self.neighbor_nh(ifx, ip, Some(mac));
+        self.next_hops[nh as usize] = self.adjacency(ifx, ip, Some(mac));
+        let vrf = self.ifs[ifx as usize].vrf as usize;
+        let p = host_prefix(ip);
+        let exists = match p {
+            Prefix::V4(a, l) => self.fibs[vrf].v4.get(a, l).is_some(),
+            Prefix::V6(a, l) => self.fibs[vrf].v6.get(a, l).is_some(),
+        };
+        if !exists {
+            let _ = self.add(vrf, p, nh);
+        }
+        true
+    }
+
+    /// Forgets a learned neighbour that stopped answering: its next hop gleans again (the next
+    /// packet towards it starts a new resolution). The caller publishes.
+    pub fn neighbor_lost(&mut self, ifx: u32, ip: IpAddr) -> bool {
+        if self.learned.remove(&(ifx, ip)).is_none() {
+            return false;
+        }
+        if let Some(&nh) = self.nh_ids.get(&NhKey::Neighbor(ifx, ip)) {
+            self.next_hops[nh as usize] = self.adjacency(ifx, ip, None);
+        }
+        true
+    }
+
+    fn static_neighbor(&self, ifx: u32, ip: IpAddr) -> bool {
+        let name = &self.ifs[ifx as usize].name;
+        self.cfg
+            .neighbors
+            .iter()
+            .any(|n| n.ip == ip && &n.interface == name)
+    }
+
+    /// Takes over the neighbours `prev` learned (a config commit builds a new router): those
+    /// still on a subnet of the same interface keep forwarding without a new resolution.
+    pub fn carry_neighbors(&mut self, prev: &Router) {
+        for (&(ifx, ip), &mac) in &prev.learned {
+            let Some(name) = prev.ifs.get(ifx as usize).map(|i| i.name.clone()) else {
+                continue;
+            };
+            let Some(new_ifx) = self.ifs.iter().position(|i| i.name == name) else {
+                continue;
+            };
+            let ic = &self.cfg.interfaces[new_ifx];
+            if crate::config::on_subnet(ic, ip) {
+                self.neighbor_learned(new_ifx as u32, ip, mac);
             }
-        })
+        }
     }
 
     fn add(&mut self, vrf: usize, p: Prefix, nh: u32) -> Result<(), BuildError> {
@@ -212,6 +297,7 @@ impl Router {
             let ifc = self.ifs[ifx].clone();
             let glean = self.nh(NhKey::Glean(ifx as u32), |_| NextHop::Glean {
                 tx_if: ifx as u32,
+                neighbor: None,
             });
             let vrf = ifc.vrf as usize;
             for &(a, l) in &ifc.v4 {
@@ -232,12 +318,8 @@ impl Router {
                 .position(|i| i.name == nb.interface)
                 .expect("checked") as u32;
             let vrf = self.ifs[ifx as usize].vrf as usize;
-            let nh = self.neighbor_nh(ifx, nb.ip, nb.mac);
-            let p = match nb.ip {
-                IpAddr::V4(a) => Prefix::V4(u32::from(a), 32),
-                IpAddr::V6(a) => Prefix::V6(u128::from(a), 128),
-            };
-            self.add(vrf, p, nh)?;
+            let nh = self.neighbor_nh(ifx, nb.ip, Some(nb.mac));
+            self.add(vrf, host_prefix(nb.ip), nh)?;
         }
         Ok(())
     }
@@ -250,15 +332,23 @@ impl Router {
             Target::Via(v) => {
                 let mut members = Vec::with_capacity(v.len());
                 for &a in v {
-                    let nb = find_neighbor(&self.cfg, vrf, a)
-                        .ok_or_else(|| format!("next hop {a} is not a neighbor in VRF `{vrf}`"))?
-                        .clone();
+                    let (ifname, mac) = match find_neighbor(&self.cfg, vrf, a) {
+                        Some(nb) => (nb.interface.clone(), Some(nb.mac)),
+                        None => match find_connected(&self.cfg, vrf, a) {
+                            Some(ic) => (ic.name.clone(), None),
+                            None => {
+                                return Err(format!(
+                                    "next hop {a} is not a neighbor nor on a connected subnet in VRF `{vrf}`"
+                                ))
+                            }
+                        },
+                    };
                     let ifx = self
                         .ifs
                         .iter()
-                        .position(|i| i.name == nb.interface)
+                        .position(|i| i.name == ifname)
                         .expect("checked");
-                    members.push(self.neighbor_nh(ifx as u32, a, nb.mac));
+                    members.push(self.neighbor_nh(ifx as u32, a, mac));
                 }
                 members.sort_unstable();
                 members.dedup();
@@ -479,7 +569,20 @@ impl Router {
                     m.iter().map(|&x| neighbor(by_id[x as usize])).collect(),
                 ),
                 (NextHop::Local, _) => ("local", vec![]),
-                (NextHop::Glean { tx_if }, _) => ("connected", vec![ifname(*tx_if)]),
+                (
+                    NextHop::Glean {
+                        tx_if,
+                        neighbor: None,
+                    },
+                    _,
+                ) => ("connected", vec![ifname(*tx_if)]),
+                (
+                    NextHop::Glean {
+                        tx_if,
+                        neighbor: Some(ip),
+                    },
+                    _,
+                ) => ("incomplete", vec![format!("{ip} on {}", ifname(*tx_if))]),
                 (NextHop::Down { tx_if }, _) => ("down", vec![ifname(*tx_if)]),
                 (NextHop::Blackhole, _) => ("blackhole", vec![]),
                 (NextHop::Reject, _) => ("reject", vec![]),

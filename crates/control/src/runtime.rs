@@ -126,6 +126,9 @@ pub struct StartOptions {
     pub replay: Option<Arc<[Vec<u8>]>>,
     /// End workers once every input is drained (capture-file runs); a daemon keeps them.
     pub exit_when_drained: bool,
+    /// The punt path to the control plane (ARP/ND, TAP twins); None: workers drop what they
+    /// would punt, as in embedded runs.
+    pub punt: Option<Arc<dataplane::punt::PuntHub>>,
 }
 
 impl Default for StartOptions {
@@ -137,6 +140,7 @@ impl Default for StartOptions {
             pool: None,
             replay: None,
             exit_when_drained: true,
+            punt: None,
         }
     }
 }
@@ -330,6 +334,12 @@ impl Runtime {
                 });
                 PortDriver::Mem { inbox }
             }
+            Driver::AfPacket { .. } | Driver::AfXdp { .. } => {
+                return Err(BuildError(format!(
+                    "port {}: kernel port drivers are not built in yet",
+                    pc.name
+                )))
+            }
         };
         let port = PortRt {
             name: pc.name.clone(),
@@ -398,6 +408,7 @@ impl Runtime {
             taps: self.taps.clone(),
             idle_yield_after: self.opts.idle_yield_after,
             exit_when_drained: self.opts.exit_when_drained,
+            punt: self.opts.punt.clone(),
         };
         let handle = std::thread::Builder::new()
             .name(format!("worker{id}"))

@@ -58,6 +58,7 @@ fn bed_with(name: &str, text: &str) -> Bed {
         &router,
         StartOptions {
             exit_when_drained: false,
+            punt: None,
             ..Default::default()
         },
     )
@@ -295,7 +296,7 @@ fn a_bad_config_changes_nothing_and_rollback_restores_exactly() {
     };
     let routes_before = total();
     // An error in a reference: the file, line and field are named and nothing changes.
-    let bad = CONFIG.replace("via: 198.51.100.2 }", "via: 198.51.100.9 }");
+    let bad = CONFIG.replace("via: 198.51.100.2 }", "via: 203.0.113.9 }");
     let e = core
         .apply(&bad, &path, ApplyOptions::default())
         .unwrap_err();

@@ -48,6 +48,9 @@ reasons! {
     AclDenied => "denied by an access list",
     PolicerDropped => "dropped by a policer",
     UrpfFailed => "source address fails the reverse-path check (uRPF)",
+    PuntPoliced => "punt to the control plane over its class's rate",
+    PuntQueueFull => "punt queue to the control plane full",
+    MulticastNotRouted => "multicast beyond the link scope (no multicast routing)",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;
@@ -64,7 +67,7 @@ impl DropReason {
             NotForUs | UnknownEthertype | UnknownVlan | InterfaceDown | BadLength => {
                 "ethernet-input"
             }
-            Ip4BadHeader | Ip4BadChecksum | Ip4Martian => "ip4-forward",
+            Ip4BadHeader | Ip4BadChecksum | Ip4Martian | MulticastNotRouted => "ip4-forward",
             Ip6BadHeader | Ip6Scope => "ip6-forward",
             NoRoute | Blackhole | Reject | NeighborUnresolved => "ip-lookup",
             TtlExpired | MtuExceeded | LocalUnhandled | NoBuffer => "slow-path",
@@ -72,6 +75,7 @@ impl DropReason {
             AclDenied => "acl",
             PolicerDropped => "qos",
             UrpfFailed => "urpf",
+            PuntPoliced | PuntQueueFull => "punt",
         }
     }
 }

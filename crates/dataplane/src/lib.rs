@@ -3,13 +3,15 @@
 //!
 //! Reading order: [`buffer`] (what a packet is), [`port`] (where it comes from and goes),
 //! [`tables`] (what the control plane publishes), [`node`] (what happens to it), [`worker`] (the
-//! loop that drives it all), [`counters`] (what is counted).
+//! loop that drives it all), [`counters`] (what is counted), [`punt`] (the door to the control
+//! plane).
 
 pub mod buffer;
 pub mod counters;
 pub mod feature;
 pub mod node;
 pub mod port;
+pub mod punt;
 pub mod tables;
 pub mod tap;
 pub mod worker;

@@ -27,6 +27,9 @@ pub struct Interface {
     /// Addresses with prefix length; the first is the source of ICMP errors sent from here.
     pub v4: Vec<(u32, u8)>,
     pub v6: Vec<(u128, u8)>,
+    /// Traffic for the router arriving here goes up the punt path (the interface has a TAP twin
+    /// in the kernel); otherwise the data plane answers echo requests and drops the rest.
+    pub punt_local: bool,
 }
 
 /// How a port's frames map to interfaces.
@@ -90,9 +93,13 @@ pub enum NextHop {
     Ecmp(Box<[u32]>),
     /// Addressed to the router itself.
     Local,
-    /// A connected subnet whose neighbour is not known: dropped and counted (ARP/ND resolution
-    /// comes with real ports).
-    Glean { tx_if: u32 },
+    /// A neighbour whose MAC address is not known yet (`neighbor`), or a connected subnet whose
+    /// destination is the neighbour (None): punted to the control plane, which holds the packet
+    /// and resolves the address with ARP or ND; dropped and counted where there is no punt path.
+    Glean {
+        tx_if: u32,
+        neighbor: Option<std::net::IpAddr>,
+    },
     /// Through an interface that is down (its port was removed): dropped and counted.
     Down { tx_if: u32 },
     /// Silently discarded (a null route).

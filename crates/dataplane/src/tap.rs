@@ -590,6 +590,7 @@ fn slow_text(s: Slow) -> String {
         Slow::Fragment { .. } => "to be fragmented".into(),
         Slow::Options => "IPv4 options or IPv6 hop-by-hop header".into(),
         Slow::Local => "addressed to the router".into(),
+        Slow::Glean => "waiting for the next hop's MAC address".into(),
     }
 }
 

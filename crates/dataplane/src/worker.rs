@@ -96,6 +96,8 @@ pub struct Worker {
     /// End the thread once every receive queue is exhausted (capture-file runs); a daemon's
     /// workers stay for ports added later.
     pub exit_when_drained: bool,
+    /// The punt path to the control plane (see [`crate::punt`]); None in embedded runs.
+    pub punt: Option<Arc<crate::punt::PuntHub>>,
 }
 
 impl Worker {
@@ -116,6 +118,7 @@ impl Worker {
             taps,
             idle_yield_after,
             exit_when_drained,
+            punt,
         } = self;
         if let Some(c) = core {
             core_affinity::set_for_current(core_affinity::CoreId { id: c });
@@ -125,6 +128,8 @@ impl Worker {
         let mut ctx = Ctx::new(cache, tx.len(), icmp_rate);
         ctx.worker = id as u16;
         ctx.taps = Some(taps.clone());
+        ctx.punt = punt.map(|h| h.attach(id));
+        let mut orphans: Vec<PktBuf> = Vec::new();
         let mut buf: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let mut ip4: Vec<PktBuf> = Vec::with_capacity(VECTOR);
         let mut ip6: Vec<PktBuf> = Vec::with_capacity(VECTOR);
@@ -200,6 +205,9 @@ impl Worker {
                 ctx.now_ns = t0;
                 ctx.clock_ns = clock0 + t0;
                 ctx.icmp.refill(t0);
+                if let Some(p) = ctx.punt.as_mut() {
+                    p.refill(t0);
+                }
                 if t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some() {
                     crate::feature::output::housekeeping(&mut ctx, t);
                 }
@@ -251,6 +259,18 @@ impl Worker {
                 flush_counters(&mut ctx, &counters);
                 bump(&counters.vectors, 1);
                 bump(&counters.busy_ns, start.elapsed().as_nanos() as u64 - t0);
+            }
+            // Frames the control plane injects (its replies, what the kernel sends on a TAP,
+            // packets held for a neighbour): one atomic load when there are none.
+            if ctx.punt.as_ref().is_some_and(|p| p.inject_pending()) {
+                let p = ctx.punt.as_mut().expect("checked");
+                did += p.drain_inject(&mut ctx.out, &mut orphans, VECTOR);
+                if !orphans.is_empty() {
+                    ctx.drops[DropReason::InterfaceDown as usize] += orphans.len() as u64;
+                    ctx.cache.free_all(&mut orphans);
+                }
+                transmit(&mut ctx, &mut tx, &counters);
+                flush_counters(&mut ctx, &counters);
             }
             if did > 0 {
                 idle = 0;
@@ -331,6 +351,9 @@ fn transmit(ctx: &mut Ctx, ports: &mut [Option<Box<dyn TxQueue>>], counters: &Wo
 }
 
 fn flush_counters(ctx: &mut Ctx, c: &WorkerCounters) {
+    if let Some(p) = ctx.punt.as_mut() {
+        p.flush_counters();
+    }
     for (i, d) in ctx.drops.iter_mut().enumerate() {
         if *d != 0 {
             bump(&c.drops[i], *d);

@@ -513,10 +513,13 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                         s(&n["mac"]),
                         s(&n["interface"]),
                         s(&n["state"]),
+                        n["age_s"]
+                            .as_f64()
+                            .map_or("-".into(), |a| format!("{a:.1}")),
                     ]
                 })
                 .collect();
-            table(&["Address", "MAC", "Interface", "State"], rows)
+            table(&["Address", "MAC", "Interface", "State", "Age (s)"], rows)
         }),
         ShowCmd::Counters => {
             ("/v1/counters".into(), |v| {

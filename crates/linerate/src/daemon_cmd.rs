@@ -109,15 +109,35 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     }
     let cfg = control::config::parse(&text, &source).map_err(|e| e.to_string())?;
     let logger = Arc::new(Logger::new(cfg.logging.clone()).map_err(|e| format!("logging: {e}"))?);
+    let cp = cfg.control_plane.clone();
+    // The kernel's twins of the interfaces come first: FRR may already be waiting for them.
+    let mut taps = Vec::new();
+    for ic in &cfg.interfaces {
+        taps.push(if cp.taps {
+            Some(
+                control::punt::Tap::create(&ic.host_name, ic.mac.0, ic.mtu, &ic.ipv4, &ic.ipv6)
+                    .map_err(|e| format!("interface {}: {e}", ic.name))?,
+            )
+        } else {
+            None
+        });
+    }
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
+    let hub = dataplane::punt::PuntHub::new(dataplane::punt::PuntConfig {
+        rates: cp.punt_rates,
+        ..Default::default()
+    });
     let mut runtime = Runtime::start(
         &router,
         StartOptions {
             exit_when_drained: false,
+            punt: Some(hub.clone()),
             ..Default::default()
         },
     )
     .map_err(|e| e.to_string())?;
+    let pool = runtime.pool.clone();
+    let shared = router.shared.clone();
     let peers = runtime.take_peers();
     if !peers.is_empty() {
         eprintln!(
@@ -127,6 +147,17 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     }
     let core =
         Core::new(router, runtime, text, source, logger, state_dir).map_err(|e| e.to_string())?;
+    let punt = control::punt::PuntPlane::start(
+        hub,
+        pool,
+        shared,
+        cp.neighbor,
+        taps,
+        Box::new(control::mgmt::CoreNeighbors(std::sync::Arc::downgrade(
+            &core,
+        ))),
+    )?;
+    *core.punt.lock().unwrap_or_else(|e| e.into_inner()) = Some(punt);
     let server = api::serve(
         core.clone(),
         api::ServeOptions {

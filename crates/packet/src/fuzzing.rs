@@ -4,7 +4,7 @@
 //! Each function feeds arbitrary bytes to every parser that sees untrusted input and asserts that
 //! whatever a checked view accepted reads back consistently. A panic here is a bug.
 
-use crate::{checksum, ethernet, icmpv4, icmpv6, ipv4, ipv6, pcap, tcp, udp, vlan};
+use crate::{arp, checksum, ethernet, icmpv4, icmpv6, ipv4, ipv6, nd, pcap, tcp, udp, vlan};
 
 /// Every header view, the IPv6 extension-header walk and the ICMP builders over `data`.
 pub fn wire(data: &[u8]) {
@@ -22,6 +22,23 @@ pub fn wire(data: &[u8]) {
     l4(data);
     icmp_builders(data);
     checksums(data);
+    neighbor(data);
+}
+
+/// ARP and ND parsers: what they accept re-emits to the same fields.
+fn neighbor(data: &[u8]) {
+    if let Ok(r) = arp::Repr::parse(data) {
+        let mut out = [0u8; arp::LEN];
+        r.emit(&mut out);
+        assert_eq!(arp::Repr::parse(&out), Ok(r));
+    }
+    let (src, dst) = ([0xfe; 16], [0xff; 16]);
+    if let Ok(r) = nd::Repr::parse(data, &src, &dst, 255) {
+        let mut out = [0u8; 32];
+        r.emit(&mut out, &src, &dst);
+        let back = nd::Repr::parse(&out[..r.len()], &src, &dst, 255).expect("re-parses");
+        assert_eq!((back.target, back.lladdr), (r.target, r.lladdr));
+    }
 }
 
 /// Reads a capture to its end or its first error.

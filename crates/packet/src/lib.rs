@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod filter;
@@ -18,6 +19,7 @@ pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod nd;
 pub mod pcap;
 pub mod tcp;
 pub mod udp;

@@ -81,6 +81,7 @@ impl Embedded {
                 pool: Some(pool.clone()),
                 replay: None,
                 exit_when_drained: false,
+                punt: None,
             })
             .map_err(|e| e.to_string())?;
         if peers.len() != speeds.len() {

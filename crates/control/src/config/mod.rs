@@ -33,9 +33,11 @@ use packet::ethernet::MacAddr;
 
 use crate::yaml::{self, Node, Value};
 
+pub mod control_plane;
 pub mod entry;
 pub mod services;
 
+pub use control_plane::{ControlPlane, FpmCfg, NeighborTimers};
 pub use services::{IfServices, Services, Urpf};
 
 /// One problem in a config file.
@@ -101,6 +103,8 @@ pub struct Config {
     pub logging: crate::syslog::LogConfig,
     /// ACLs, QoS, flow export (see [`services`]).
     pub services: Services,
+    /// TAP twins, the punt path, neighbours, FPM (see [`control_plane`]).
+    pub control_plane: ControlPlane,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -111,6 +115,10 @@ pub enum Driver {
     },
     /// In-process rings; the tester (or a program embedding the router) holds the other ends.
     Mem,
+    /// A Linux network device through AF_PACKET (TPACKET_V3 rings).
+    AfPacket { device: String, queues: u16 },
+    /// A Linux network device through AF_XDP (copy mode where the driver has no zero-copy).
+    AfXdp { device: String, queues: u16 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -132,6 +140,8 @@ pub struct InterfaceCfg {
     pub ipv4: Vec<(u32, u8)>,
     pub ipv6: Vec<(u128, u8)>,
     pub services: IfServices,
+    /// The name of its TAP twin in the kernel (with `control-plane.taps`).
+    pub host_name: String,
     pub origin: Origin,
 }
 
@@ -479,6 +489,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             acl_log_interval_s: 10,
             ..Default::default()
         },
+        control_plane: ControlPlane::default(),
     };
     let Some(mut top) = Fields::new(String::new(), &root, &mut e) else {
         return Err(ConfigErrors(e.list));
@@ -539,6 +550,21 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         let driver = f.required("driver", &mut e);
         let rx = f.str("rx", &mut e).map(|p| dir.join(p));
         let tx = f.str("tx", &mut e).map(|p| dir.join(p));
+        let device = f.str("device", &mut e);
+        let queues: u16 = f.parse("queues", "a queue count", &mut e).unwrap_or(1);
+        if !(1..=64).contains(&queues) {
+            e.at(n, &format!("{path}.queues"), "queues must be 1..=64");
+        }
+        let kernel_dev = |e: &mut Errs| {
+            if device.is_none() {
+                e.at(
+                    n,
+                    &path,
+                    "this driver needs `device` (a Linux interface name)",
+                );
+            }
+            device.clone().unwrap_or_default()
+        };
         let driver = match driver.as_deref() {
             Some("pcap") => {
                 if rx.is_none() && tx.is_none() {
@@ -547,11 +573,19 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 Some(Driver::Pcap { rx, tx })
             }
             Some("mem") => Some(Driver::Mem),
+            Some("af_packet") => Some(Driver::AfPacket {
+                device: kernel_dev(&mut e),
+                queues,
+            }),
+            Some("af_xdp") => Some(Driver::AfXdp {
+                device: kernel_dev(&mut e),
+                queues,
+            }),
             Some(d) => {
                 e.at(
                     n,
                     &format!("{path}.driver"),
-                    format!("unknown driver `{d}` (pcap, mem)"),
+                    format!("unknown driver `{d}` (pcap, mem, af_packet, af_xdp)"),
                 );
                 None
             }
@@ -638,8 +672,17 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             }
         }
         let services = services::parse_if_services(&mut f, n, &path, &mut e);
+        let host_name = f.str("host-name", &mut e);
         f.finish(&mut e);
         if let (Some(name), Some(port), Some(mac)) = (name, port, mac_v) {
+            let host_name = host_name.unwrap_or_else(|| format!("lr-{name}"));
+            if host_name.is_empty() || host_name.len() > 15 || host_name.contains(['/', ' ', ':']) {
+                e.at(
+                    n,
+                    &format!("{path}.host-name"),
+                    format!("`{host_name}` is not a Linux interface name (1-15 characters, no `/`, `:` or space); set `host-name`"),
+                );
+            }
             cfg.interfaces.push(InterfaceCfg {
                 name,
                 port,
@@ -651,6 +694,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 ipv4,
                 ipv6,
                 services,
+                host_name,
                 origin,
             });
         }
@@ -760,6 +804,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 origin,
             });
         }
+    }
+    if let Some(n) = top.get("control-plane") {
+        cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }
     if let Some(n) = top.get("logging") {
         if let Some(mut f) = Fields::new("logging".into(), n, &mut e) {
@@ -896,15 +943,30 @@ fn cross_check(cfg: &Config, e: &mut Errs) {
                         &r.origin,
                         format!("next hop {a} is not of the prefix's family"),
                     );
-                } else if find_neighbor(cfg, &r.vrf, *a).is_none() {
+                } else if find_neighbor(cfg, &r.vrf, *a).is_none()
+                    && find_connected(cfg, &r.vrf, *a).is_none()
+                {
                     e.origin(
                         &r.origin,
                         format!(
-                            "next hop {a} is not a neighbor in VRF `{}` (add it under `neighbors`)",
+                            "next hop {a} is not a neighbor nor on a connected subnet in VRF `{}`",
                             r.vrf
                         ),
                     );
                 }
+            }
+        }
+    }
+    if cfg.control_plane.taps {
+        for (i, a) in cfg.interfaces.iter().enumerate() {
+            if cfg.interfaces[..i]
+                .iter()
+                .any(|b| b.host_name == a.host_name)
+            {
+                e.origin(
+                    &a.origin,
+                    format!("host-name `{}` is used by two interfaces", a.host_name),
+                );
             }
         }
     }
@@ -935,6 +997,13 @@ pub fn on_subnet(ifc: &InterfaceCfg, ip: IpAddr) -> bool {
             })
         }
     }
+}
+
+/// The interface of `vrf` whose subnet holds `ip` (a next hop resolved by ARP or ND).
+pub fn find_connected<'c>(cfg: &'c Config, vrf: &str, ip: IpAddr) -> Option<&'c InterfaceCfg> {
+    cfg.interfaces
+        .iter()
+        .find(|i| i.vrf == vrf && on_subnet(i, ip))
 }
 
 /// The neighbour entry for `ip` on an interface of `vrf`.
@@ -998,10 +1067,16 @@ routes:
 
     #[test]
     fn cross_references_are_checked() {
-        let e = errors(&GOOD.replace("via: 192.0.2.2", "via: 192.0.2.9"));
+        let e = errors(&GOOD.replace("via: 192.0.2.2", "via: 198.51.100.9"));
         assert_eq!(e.len(), 1);
         assert_eq!((e[0].line, e[0].field.as_str()), (11, "routes[0]"));
-        assert!(e[0].message.contains("192.0.2.9 is not a neighbor"));
+        assert!(e[0].message.contains("198.51.100.9 is not a neighbor"));
+        // On a connected subnet: resolved by ARP at run time.
+        assert!(parse(
+            &GOOD.replace("via: 192.0.2.2", "via: 192.0.2.9"),
+            Path::new("lab.yaml")
+        )
+        .is_ok());
         let e = errors(&GOOD.replace("port: p0", "port: p9"));
         assert!(e[0].message.contains("no port named `p9`"), "{e:?}");
     }

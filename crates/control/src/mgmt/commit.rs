@@ -385,6 +385,10 @@ impl Core {
             .filter(|p| new_cfg.ports.iter().any(|q| &q.name == *p))
             .cloned()
             .collect();
+        // Neighbours learned by ARP/ND keep forwarding across the commit.
+        new.carry_neighbors(&s.router);
+        new.publish_fibs()
+            .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
         // The API routes carried into the new tables. The running set changes only when the
         // switch is made: a dry run (`config diff`) or a rejected config leaves it as it was.
         let mut carried = std::collections::BTreeMap::new();

@@ -156,6 +156,8 @@ pub struct Core {
     pub state_dir: Option<PathBuf>,
     /// The services' control-plane thread (ACL log records, flow export).
     services_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The punt thread (ARP/ND, TAP twins), in a daemon on real ports.
+    pub punt: Mutex<Option<crate::punt::PuntPlane>>,
 }
 
 /// A held state lock, which records the command's run time when dropped.
@@ -189,6 +191,22 @@ impl Drop for Locked<'_> {
     }
 }
 
+/// The punt thread's way into the router's tables. Weak: the core owns the punt thread.
+pub struct CoreNeighbors(pub std::sync::Weak<Core>);
+
+impl crate::punt::NeighborSink for CoreNeighbors {
+    fn learned(&self, ifx: u32, ip: std::net::IpAddr, mac: packet::ethernet::MacAddr) {
+        if let Some(c) = self.0.upgrade() {
+            c.neighbor_learned(ifx, ip, mac);
+        }
+    }
+    fn lost(&self, ifx: u32, ip: std::net::IpAddr) {
+        if let Some(c) = self.0.upgrade() {
+            c.neighbor_lost(ifx, ip);
+        }
+    }
+}
+
 impl Core {
     /// Wraps a built router and its started runtime. `text`/`source` are the config they were
     /// built from (committed as the first history entry unless the history has it already).
@@ -212,6 +230,7 @@ impl Core {
         );
         let core = Arc::new(Core {
             services_thread: Mutex::new(Some(services_thread)),
+            punt: Mutex::new(None),
             state: Mutex::new(State {
                 router,
                 runtime,
@@ -239,6 +258,29 @@ impl Core {
             "linerate started",
         );
         Ok(core)
+    }
+
+    /// Installs a neighbour learned by ARP or ND in the router's next hops and publishes them.
+    pub fn neighbor_learned(&self, ifx: u32, ip: std::net::IpAddr, mac: packet::ethernet::MacAddr) {
+        let mut s = self.lock("neighbor.learned");
+        if s.router.neighbor_learned(ifx, ip, mac) {
+            if let Err(e) = s.router.publish() {
+                self.logger.log(
+                    Severity::Error,
+                    "NEIGHBOR",
+                    &[],
+                    format!("publishing a neighbour: {e}"),
+                );
+            }
+        }
+    }
+
+    /// A learned neighbour stopped answering: its next hop gleans again.
+    pub fn neighbor_lost(&self, ifx: u32, ip: std::net::IpAddr) {
+        let mut s = self.lock("neighbor.lost");
+        if s.router.neighbor_lost(ifx, ip) {
+            let _ = s.router.publish();
+        }
     }
 
     /// Takes the state lock for command `name`, recording the wait.
@@ -271,6 +313,9 @@ impl Core {
 
     /// Stops the workers and returns the final counters.
     pub fn shutdown(&self) {
+        if let Some(mut p) = self.punt.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            p.stop();
+        }
         let mut s = self.lock("shutdown");
         // Workers first: they hand over the flows they hold; then the services thread exports
         // them and the last logged matches before it ends.

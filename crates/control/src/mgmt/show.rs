@@ -75,6 +75,10 @@ pub struct NeighborView {
     pub ip: String,
     pub mac: String,
     pub state: &'static str,
+    /// Seconds since the last confirmation (learned entries).
+    pub age_s: Option<f64>,
+    /// Packets held while it resolves.
+    pub held: usize,
 }
 
 #[derive(Serialize)]
@@ -292,6 +296,8 @@ impl Core {
                 let driver = match pc.map(|p| &p.driver) {
                     Some(Driver::Mem) => "mem",
                     Some(Driver::Pcap { .. }) => "pcap",
+                    Some(Driver::AfPacket { .. }) => "af_packet",
+                    Some(Driver::AfXdp { .. }) => "af_xdp",
                     None => "?",
                 };
                 let mut queues: Vec<QueueView> = workers
@@ -478,8 +484,16 @@ impl Core {
     }
 
     pub fn neighbors(&self) -> Vec<NeighborView> {
+        let dynamic = self
+            .punt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|p| p.status().neighbors)
+            .unwrap_or_default();
         let s = self.lock("show.neighbors");
-        s.router
+        let mut v: Vec<NeighborView> = s
+            .router
             .cfg
             .neighbors
             .iter()
@@ -488,8 +502,26 @@ impl Core {
                 ip: n.ip.to_string(),
                 mac: n.mac.to_string(),
                 state: "static",
+                age_s: None,
+                held: 0,
             })
-            .collect()
+            .collect();
+        v.extend(dynamic.into_iter().map(|n| {
+            NeighborView {
+                interface: s
+                    .router
+                    .ifs
+                    .get(n.ifx as usize)
+                    .map(|i| i.name.clone())
+                    .unwrap_or_default(),
+                ip: n.ip.to_string(),
+                mac: n.mac.unwrap_or_else(|| "-".into()),
+                state: n.state,
+                age_s: Some((n.age_s * 10.0).round() / 10.0),
+                held: n.held,
+            }
+        }));
+        v
     }
 
     pub fn counters(&self) -> CountersView {

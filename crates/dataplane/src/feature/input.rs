@@ -108,7 +108,7 @@ fn run_interface(
 #[inline]
 pub fn urpf_ok(t: &Tables, nh: u32, rx_if: u32, mode: Urpf) -> bool {
     let via = |nh: &NextHop| match nh {
-        NextHop::Forward { tx_if, .. } | NextHop::Glean { tx_if } | NextHop::Down { tx_if } => {
+        NextHop::Forward { tx_if, .. } | NextHop::Glean { tx_if, .. } | NextHop::Down { tx_if } => {
             Some(*tx_if)
         }
         _ => None,

@@ -1,8 +1,8 @@
 //! ethernet-input: finds the interface a frame belongs to and hands it to its L3 node.
 //!
 //! Reads: the Ethernet and 802.1Q headers, the receive port. Sets: `meta.rx_if`, `meta.rx_port`,
-//! `meta.l3_off`. Next: ip4-forward (EtherType 0x0800), ip6-forward (0x86dd); everything else is
-//! dropped with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
+//! `meta.l3_off`. Next: ip4-forward (EtherType 0x0800), ip6-forward (0x86dd), the punt path (ARP,
+//! 0x0806); everything else is dropped with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
 //! not promiscuous); broadcast and multicast frames pass to L3, which decides.
 //!
 //! Two passes, as VPP's nodes do: the first reads every frame in place and records its next node,
@@ -17,6 +17,7 @@ use crate::tables::{Tables, NO_IF};
 const PREFETCH: usize = 4;
 const TO_IP4: u8 = u8::MAX;
 const TO_IP6: u8 = u8::MAX - 1;
+const TO_ARP: u8 = u8::MAX - 2;
 
 /// Returns the bytes received, counted here while the lines are hot.
 pub fn ethernet_input(
@@ -46,6 +47,7 @@ pub fn ethernet_input(
         match next[i] {
             TO_IP4 => ip4.push(b),
             TO_IP6 => ip6.push(b),
+            TO_ARP => ctx.punt(b, crate::punt::PuntClass::Neighbor, NO_IF),
             r => ctx.drop(b, DropReason::ALL[r as usize]),
         }
     }
@@ -87,8 +89,8 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
     match et {
         0x0800 => TO_IP4 as usize,
         0x86dd => TO_IP6 as usize,
-        // ARP and ND arrive with real ports and the control plane; counted until then.
-        0x0806 => DropReason::LocalUnhandled as usize,
+        // ARP goes to the control plane's neighbour manager (dropped and counted without one).
+        0x0806 => TO_ARP as usize,
         _ => DropReason::UnknownEthertype as usize,
     }
 }

@@ -52,6 +52,17 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
             ctx.drop(b, DropReason::Ip4Martian);
             continue;
         }
+        if dst >> 28 == 14 || dst == u32::MAX {
+            // Link-scope groups (OSPF, PIM, IGMP, VRRP) and the limited broadcast belong to the
+            // control plane; wider multicast is not routed.
+            if dst >> 8 == 0x00e0_0000 || dst == u32::MAX {
+                let class = crate::punt::class_ip4(h);
+                ctx.punt(b, class, crate::tables::NO_IF);
+            } else {
+                ctx.drop(b, DropReason::MulticastNotRouted);
+            }
+            continue;
+        }
         if h[8] <= 1 {
             // Unless it is for us: a packet to the router's address may arrive with TTL 1.
             ctx.slow4.push((b, Slow::TtlExpired));

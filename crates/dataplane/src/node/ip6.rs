@@ -42,9 +42,19 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let dst = addr(h, 24);
         let src_hi = be16(h, 8);
         let dst_hi = (dst >> 112) as u16;
-        if src_hi & 0xffc0 == 0xfe80 || dst_hi & 0xffc0 == 0xfe80 || dst_hi >> 8 == 0xff {
-            // Multicast and link-local traffic belongs to the control plane (ND, OSPFv3): it
-            // reaches it through the punt path of real ports; here it stops.
+        if dst_hi & 0xffc0 == 0xfe80 || dst_hi & 0xff0f == 0xff02 {
+            // Link-local unicast and link-scope multicast (ND, OSPFv3, MLD, PIM) belong to the
+            // control plane: up the punt path (dropped and counted where there is none).
+            if ctx.punt.is_some() {
+                let class = crate::punt::class_ip6(h);
+                ctx.punt(b, class, crate::tables::NO_IF);
+            } else {
+                ctx.drop(b, DropReason::Ip6Scope);
+            }
+            continue;
+        }
+        if src_hi & 0xffc0 == 0xfe80 || dst_hi >> 8 == 0xff {
+            // RFC 4291 2.5.6: link-local sources are not forwarded; no multicast routing.
             ctx.drop(b, DropReason::Ip6Scope);
             continue;
         }

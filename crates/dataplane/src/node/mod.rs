@@ -39,6 +39,8 @@ pub enum Slow {
     /// IPv4 options or an IPv6 hop-by-hop header: forwarded by the scalar path.
     Options,
     Local,
+    /// The next hop (`meta.next_hop`) waits for its neighbour's MAC address.
+    Glean,
 }
 
 /// A worker's scratch state for one vector.
@@ -73,6 +75,9 @@ pub struct Ctx {
     /// This worker's flow cache, while flow accounting is on.
     pub flows: Option<crate::feature::output::WorkerFlows>,
     pub acl_log: crate::feature::acl_log::Local,
+    /// The punt and inject rings to the control plane, where there is one (a daemon on real
+    /// ports); None in embedded runs, where ARP is not spoken and echo is answered here.
+    pub punt: Option<crate::punt::WorkerPunt>,
 }
 
 impl Ctx {
@@ -99,6 +104,25 @@ impl Ctx {
             egress_fate: Vec::with_capacity(VECTOR * 2),
             flows: None,
             acl_log: Default::default(),
+            punt: None,
+        }
+    }
+
+    /// Hands `b` to the control plane (see [`crate::punt`]); without a punt path, or over the
+    /// class's rate, it is dropped and counted.
+    pub fn punt(&mut self, b: PktBuf, class: crate::punt::PuntClass, tx_if: u32) {
+        use crate::punt::{Offer, PuntClass};
+        let Some(p) = self.punt.as_mut() else {
+            let why = match class {
+                PuntClass::Glean => DropReason::NeighborUnresolved,
+                _ => DropReason::LocalUnhandled,
+            };
+            return self.drop(b, why);
+        };
+        match p.offer(b, class, tx_if) {
+            Offer::Taken => {}
+            Offer::Policed(b) => self.drop(b, DropReason::PuntPoliced),
+            Offer::Full(b) => self.drop(b, DropReason::PuntQueueFull),
         }
     }
 
@@ -186,7 +210,7 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
         NextHop::NoRoute => Action::Slow(Slow::NoRoute),
         NextHop::Local => Action::Slow(Slow::Local),
         NextHop::Reject => Action::Slow(Slow::Reject),
-        NextHop::Glean { .. } => Action::Drop(DropReason::NeighborUnresolved),
+        NextHop::Glean { .. } => Action::Slow(Slow::Glean),
         NextHop::Blackhole => Action::Drop(DropReason::Blackhole),
         NextHop::Down { .. } => Action::Drop(DropReason::InterfaceDown),
         // ECMP members are Forward next hops; a nested group is a control-plane bug.

@@ -9,6 +9,7 @@ use packet::{checksum, icmpv4, icmpv6, ipv4, ipv6};
 use super::{be16, be32, ip4, ip6, Ctx, Slow};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
+use crate::punt::{self, PuntClass};
 use crate::tables::{NextHop, Tables, Vrf};
 
 pub fn run(ctx: &mut Ctx, t: &Tables) {
@@ -85,13 +86,27 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             ip4::forward(ctx, t, b, nh, true);
         }
         Slow::Local => local4(ctx, t, b),
+        Slow::Glean => glean(ctx, t, b),
     }
 }
 
-/// Answers echo requests to the router's addresses; anything else addressed to the router waits
-/// for the control plane's punt path.
+/// A packet whose next hop waits for ARP or ND: the control plane holds it while it resolves.
+fn glean(ctx: &mut Ctx, t: &Tables, b: PktBuf) {
+    let tx_if = match &t.next_hops[b.meta().next_hop as usize] {
+        NextHop::Glean { tx_if, .. } => *tx_if,
+        _ => crate::tables::NO_IF,
+    };
+    ctx.punt(b, PuntClass::Glean, tx_if);
+}
+
+/// Traffic for the router: up the punt path where the interface has a TAP twin; otherwise echo
+/// requests are answered here and the rest is dropped.
 fn local4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf) {
     let l3 = b.meta().l3_off as usize;
+    if ctx.punt.is_some() && t.ifs[b.meta().rx_if as usize].punt_local {
+        let class = punt::class_ip4(&b.data()[l3..]);
+        return ctx.punt(b, class, crate::tables::NO_IF);
+    }
     let d = b.data_mut();
     let ihl = (d[l3] & 0x0f) as usize * 4;
     let total = be16(d, l3 + 2) as usize;
@@ -291,11 +306,16 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             ip6::forward(ctx, t, b, nh, true);
         }
         Slow::Local => local6(ctx, t, b),
+        Slow::Glean => glean(ctx, t, b),
     }
 }
 
 fn local6(ctx: &mut Ctx, t: &Tables, mut b: PktBuf) {
     let l3 = b.meta().l3_off as usize;
+    if ctx.punt.is_some() && t.ifs[b.meta().rx_if as usize].punt_local {
+        let class = punt::class_ip6(&b.data()[l3..]);
+        return ctx.punt(b, class, crate::tables::NO_IF);
+    }
     let d = b.data_mut();
     let plen = be16(d, l3 + 4) as usize;
     let (src, dst) = (addr6(d, l3 + 8), addr6(d, l3 + 24));

@@ -1,0 +1,179 @@
+//! The `control-plane` section: how the router meets its routing control plane (FRR).
+//!
+//! ```yaml
+//! control-plane:
+//!   taps: true              # a TAP twin per interface, carrying its addresses (linux-cp)
+//!   punt-rate: { neighbor: 2000, routing: 20000, local: 2000, glean: 2000 }  # frames/s per worker
+//!   neighbor: { reachable-time: 30, retransmit-ms: 1000, retries: 3, hold: 8 }
+//!   fpm: { listen: "127.0.0.1:2620", stale-time: 120, tables: { 254: default, 10: blue } }
+//! ```
+
+use std::net::SocketAddr;
+
+use super::{Errs, Fields};
+use crate::yaml::Node;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlPlane {
+    /// Every interface gets a TAP twin in the kernel (name: the interface's `host-name`, or
+    /// `lr-` and its name), and traffic for the router goes up it.
+    pub taps: bool,
+    /// Punt policer rates per worker, by class (neighbor, routing, local, glean).
+    pub punt_rates: [u32; 4],
+    pub neighbor: NeighborTimers,
+    pub fpm: Option<FpmCfg>,
+}
+
+impl Default for ControlPlane {
+    fn default() -> Self {
+        Self {
+            taps: false,
+            punt_rates: dataplane::punt::PuntConfig::default().rates,
+            neighbor: NeighborTimers::default(),
+            fpm: None,
+        }
+    }
+}
+
+/// ARP and ND timing, after the Linux defaults (RFC 4861 10: REACHABLE_TIME 30 s,
+/// RETRANS_TIMER 1 s, MAX_MULTICAST_SOLICIT 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeighborTimers {
+    /// A learned entry is trusted this long, then probed.
+    pub reachable_s: u32,
+    pub retransmit_ms: u32,
+    /// Requests (or probes) without an answer before giving up.
+    pub retries: u32,
+    /// Packets held per unresolved neighbour; more are dropped and counted.
+    pub hold: usize,
+}
+
+impl Default for NeighborTimers {
+    fn default() -> Self {
+        Self {
+            reachable_s: 30,
+            retransmit_ms: 1000,
+            retries: 3,
+            hold: 8,
+        }
+    }
+}
+
+/// The FPM server zebra's `dplane_fpm_nl` connects to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FpmCfg {
+    pub listen: SocketAddr,
+    /// After a (re)connection, routes not re-sent within this long are removed.
+    pub stale_s: u32,
+    /// Kernel table id -> VRF name; table 254 (main) is `default` unless mapped otherwise.
+    pub tables: Vec<(u32, String)>,
+}
+
+pub(super) fn parse(n: &Node, vrfs: &[String], e: &mut Errs) -> ControlPlane {
+    let mut cp = ControlPlane::default();
+    let Some(mut f) = Fields::new("control-plane".into(), n, e) else {
+        return cp;
+    };
+    if let Some(t) = f.parse("taps", "true or false", e) {
+        cp.taps = t;
+    }
+    if let Some(r) = f.get("punt-rate") {
+        if let Some(mut g) = Fields::new("control-plane.punt-rate".into(), r, e) {
+            for (i, class) in dataplane::punt::PuntClass::ALL.iter().enumerate() {
+                if let Some(v) = g.parse::<u32>(class.name(), "a rate (frames per second)", e) {
+                    if v == 0 {
+                        e.at(
+                            r,
+                            &format!("control-plane.punt-rate.{}", class.name()),
+                            "a rate must be at least 1 frame per second",
+                        );
+                    } else {
+                        cp.punt_rates[i] = v;
+                    }
+                }
+            }
+            g.finish(e);
+        }
+    }
+    if let Some(nb) = f.get("neighbor") {
+        if let Some(mut g) = Fields::new("control-plane.neighbor".into(), nb, e) {
+            let t = &mut cp.neighbor;
+            if let Some(v) = g.parse::<u32>("reachable-time", "a time in seconds", e) {
+                t.reachable_s = v.max(1);
+            }
+            if let Some(v) = g.parse::<u32>("retransmit-ms", "a time in milliseconds", e) {
+                t.retransmit_ms = v.max(10);
+            }
+            if let Some(v) = g.parse::<u32>("retries", "a count", e) {
+                t.retries = v.max(1);
+            }
+            if let Some(v) = g.parse::<usize>("hold", "a packet count", e) {
+                t.hold = v.min(1024);
+            }
+            g.finish(e);
+        }
+    }
+    if let Some(fp) = f.get("fpm") {
+        if let Some(mut g) = Fields::new("control-plane.fpm".into(), fp, e) {
+            let listen = match g.str("listen", e) {
+                None => Some("127.0.0.1:2620".parse().expect("literal")),
+                Some(s) => match s.parse::<SocketAddr>() {
+                    Ok(a) => Some(a),
+                    Err(_) => {
+                        e.at(
+                            fp,
+                            "control-plane.fpm.listen",
+                            format!("`{s}` is not an address:port"),
+                        );
+                        None
+                    }
+                },
+            };
+            let stale_s = g
+                .parse::<u32>("stale-time", "a time in seconds", e)
+                .unwrap_or(120);
+            let mut tables = Vec::new();
+            if let Some(tn) = g.get("tables") {
+                match &tn.value {
+                    crate::yaml::Value::Map(m) => {
+                        for (k, v) in m {
+                            let field = format!("control-plane.fpm.tables.{k}");
+                            match (k.parse::<u32>(), &v.value) {
+                                (Ok(id), crate::yaml::Value::Scalar(vrf)) => {
+                                    if vrfs.contains(vrf) {
+                                        tables.push((id, vrf.clone()))
+                                    } else {
+                                        e.at(
+                                            v,
+                                            &field,
+                                            format!("VRF `{vrf}` is not defined under `vrfs`"),
+                                        )
+                                    }
+                                }
+                                (Err(_), _) => {
+                                    e.at(v, &field, format!("`{k}` is not a kernel table id"))
+                                }
+                                _ => e.at(v, &field, "expected a VRF name"),
+                            }
+                        }
+                    }
+                    _ => e.at(
+                        tn,
+                        "control-plane.fpm.tables",
+                        "expected a mapping of table id to VRF name",
+                    ),
+                }
+            }
+            g.finish(e);
+            if let Some(listen) = listen {
+                cp.fpm = Some(FpmCfg {
+                    listen,
+                    stale_s,
+                    tables,
+                });
+            }
+        }
+    }
+    f.finish(e);
+    cp
+}

@@ -1,0 +1,407 @@
+//! The control plane's side of punt and inject (see `dataplane::punt`): one thread that reads
+//! every worker's punt ring, runs the neighbour manager ([`neighbor`]) on ARP and ND, holds and
+//! releases packets waiting for a neighbour, passes traffic for the router up the interfaces'
+//! TAP twins ([`tap`]) and injects what the kernel sends on them out of the router's ports.
+//!
+//! The thread never blocks on a worker: rings are read with a budget per pass, a TAP the kernel
+//! does not drain loses frames (counted), and a full inject ring loses frames (counted). When
+//! there is nothing to do it sleeps in poll(2) on the TAPs for at most a few milliseconds.
+
+pub mod neighbor;
+pub mod tap;
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use dataplane::buffer::{BufCache, Pool};
+use dataplane::punt::{ControlLink, Injected, PuntClass, PuntHub};
+use dataplane::tables::{Rewrite, SharedTables, Tables};
+use dataplane::PktBuf;
+use packet::ethernet::MacAddr;
+
+use crate::config::NeighborTimers;
+use neighbor::{NeighborStats, NeighborView, Neighbors, Out};
+pub use tap::Tap;
+
+/// Where learned and lost neighbours go: the router's tables, published.
+pub trait NeighborSink: Send + 'static {
+    fn learned(&self, ifx: u32, ip: IpAddr, mac: MacAddr);
+    fn lost(&self, ifx: u32, ip: IpAddr);
+}
+
+/// One TAP twin as `show` reports it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TapView {
+    pub interface: String,
+    pub tap: String,
+    pub ifindex: u32,
+    pub to_kernel: u64,
+    pub from_kernel: u64,
+    /// Frames the kernel would not take (its queue full).
+    pub to_kernel_dropped: u64,
+}
+
+/// What the punt thread last published (every 250 ms and at each neighbour change).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PuntStatus {
+    pub neighbors: Vec<NeighborView>,
+    pub stats: NeighborStats,
+    pub taps: Vec<TapView>,
+    /// Frames for the router on an interface without a TAP twin.
+    pub no_tap: u64,
+    /// Injected frames lost to a full inject ring (or no worker to send them).
+    pub inject_dropped: u64,
+}
+
+pub struct PuntPlane {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    pub status: Arc<Mutex<PuntStatus>>,
+    pub hub: Arc<PuntHub>,
+}
+
+impl PuntPlane {
+    /// Starts the punt thread. `taps` is indexed by interface index (None: no twin).
+    pub fn start(
+        hub: Arc<PuntHub>,
+        pool: Arc<Pool>,
+        shared: SharedTables,
+        timers: NeighborTimers,
+        taps: Vec<Option<Tap>>,
+        sink: Box<dyn NeighborSink>,
+    ) -> Result<PuntPlane, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let status = Arc::new(Mutex::new(PuntStatus::default()));
+        let mut th = PuntThread {
+            hub: hub.clone(),
+            cache: BufCache::new(pool),
+            shared,
+            links: Vec::new(),
+            nb: Neighbors::new(timers),
+            views: taps
+                .iter()
+                .map(|t| TapView {
+                    tap: t.as_ref().map(|t| t.name.clone()).unwrap_or_default(),
+                    ifindex: t.as_ref().map_or(0, |t| t.ifindex),
+                    ..Default::default()
+                })
+                .collect(),
+            taps,
+            sink,
+            status: status.clone(),
+            no_tap: 0,
+            inject_dropped: 0,
+            next_link: 0,
+        };
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("punt".into())
+            .spawn(move || th.run(&s))
+            .map_err(|e| format!("cannot start the punt thread: {e}"))?;
+        Ok(PuntPlane {
+            stop,
+            handle: Some(handle),
+            status,
+            hub,
+        })
+    }
+
+    pub fn status(&self) -> PuntStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for PuntPlane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+struct PuntThread {
+    hub: Arc<PuntHub>,
+    cache: BufCache,
+    shared: SharedTables,
+    links: Vec<ControlLink>,
+    nb: Neighbors,
+    taps: Vec<Option<Tap>>,
+    views: Vec<TapView>,
+    sink: Box<dyn NeighborSink>,
+    status: Arc<Mutex<PuntStatus>>,
+    no_tap: u64,
+    inject_dropped: u64,
+    next_link: usize,
+}
+
+/// Frames read from the rings per pass, so the TAPs and timers get their turn under a flood.
+const BUDGET: usize = 1024;
+
+impl PuntThread {
+    fn run(&mut self, stop: &AtomicBool) {
+        let mut out: Vec<Out> = Vec::new();
+        let mut frame = vec![0u8; dataplane::buffer::MAX_FRAME];
+        let mut last_tick = Instant::now();
+        let mut last_status = Instant::now() - Duration::from_secs(1);
+        while !stop.load(Ordering::Relaxed) {
+            self.links.extend(self.hub.take_new());
+            let t = self.shared.load_full();
+            let now = Instant::now();
+            let mut did = 0;
+            for li in 0..self.links.len() {
+                let mut n = 0;
+                while n < BUDGET {
+                    let Ok(p) = self.links[li].from_worker.pop() else {
+                        break;
+                    };
+                    n += 1;
+                    self.punted(&t, p.buf, p.class, now, &mut out);
+                }
+                did += n;
+            }
+            self.links
+                .retain(|l| !(l.is_abandoned() && l.from_worker.is_empty()));
+            did += self.read_taps(&t, &mut frame);
+            if now.duration_since(last_tick) >= Duration::from_millis(20) {
+                self.nb.tick(&t, now, &mut out);
+                last_tick = now;
+            }
+            let changed = out
+                .iter()
+                .any(|o| matches!(o, Out::Learned { .. } | Out::Lost { .. }));
+            self.carry_out(&mut out);
+            if changed || now.duration_since(last_status) >= Duration::from_millis(250) {
+                self.publish_status(now);
+                last_status = now;
+            }
+            if did == 0 {
+                self.wait();
+            }
+        }
+        self.cache.flush();
+    }
+
+    fn punted(
+        &mut self,
+        t: &Tables,
+        b: PktBuf,
+        class: PuntClass,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) {
+        let ifx = b.meta().rx_if;
+        match class {
+            PuntClass::Glean => return self.nb.glean(t, b, now, out),
+            PuntClass::Neighbor => {
+                let l3 = b.meta().l3_off as usize;
+                let d = b.data();
+                let et = if l3 >= 14 {
+                    u16::from_be_bytes([d[l3 - 2], d[l3 - 1]])
+                } else {
+                    0
+                };
+                let src_mac = MacAddr(d[6..12].try_into().expect("ethernet-input checked"));
+                let copy = match et {
+                    0x0806 => self.nb.on_arp(t, ifx, &d[l3..], now, out),
+                    0x86dd => self.nb.on_nd(t, ifx, src_mac, &d[l3..], now, out),
+                    _ => false,
+                };
+                if copy {
+                    self.up_to_kernel(t, ifx, &b);
+                }
+            }
+            PuntClass::Routing | PuntClass::Local => self.up_to_kernel(t, ifx, &b),
+        }
+        self.cache.free(b);
+    }
+
+    /// Writes a punted frame to the TAP twin of interface `ifx`, without its VLAN tag (the
+    /// twin stands for the sub-interface itself).
+    fn up_to_kernel(&mut self, t: &Tables, ifx: u32, b: &PktBuf) {
+        let Some(Some(tap)) = self.taps.get(ifx as usize) else {
+            self.no_tap += 1;
+            return;
+        };
+        let d = b.data();
+        let tagged = t.ifs.get(ifx as usize).is_some_and(|i| i.vlan.is_some())
+            && d.len() >= 18
+            && d[12..14] == [0x81, 0x00];
+        let ok = if tagged {
+            let mut f = Vec::with_capacity(d.len() - 4);
+            f.extend_from_slice(&d[..12]);
+            f.extend_from_slice(&d[16..]);
+            tap.write(&f)
+        } else {
+            tap.write(d)
+        };
+        let v = &mut self.views[ifx as usize];
+        if ok {
+            v.to_kernel += 1;
+        } else {
+            v.to_kernel_dropped += 1;
+        }
+    }
+
+    /// What the kernel sends on the twins goes out of their interfaces' ports.
+    fn read_taps(&mut self, t: &Tables, frame: &mut [u8]) -> usize {
+        let mut did = 0;
+        for ifx in 0..self.taps.len() {
+            let Some(ifc) = t.ifs.get(ifx) else { continue };
+            let (port, vlan) = (ifc.port, ifc.vlan);
+            for _ in 0..64 {
+                let Some(n) = self.taps[ifx].as_ref().and_then(|tap| tap.read(frame)) else {
+                    break;
+                };
+                did += 1;
+                self.views[ifx].from_kernel += 1;
+                if n < 14 {
+                    continue;
+                }
+                let Some(mut b) = self.cache.alloc() else {
+                    self.inject_dropped += 1;
+                    continue;
+                };
+                let ok = match vlan {
+                    None => b.fill(&frame[..n]),
+                    Some(v) => {
+                        let mut f = Vec::with_capacity(n + 4);
+                        f.extend_from_slice(&frame[..12]);
+                        f.extend_from_slice(&0x8100u16.to_be_bytes());
+                        f.extend_from_slice(&(v & 0x0fff).to_be_bytes());
+                        f.extend_from_slice(&frame[12..n]);
+                        b.fill(&f)
+                    }
+                };
+                if ok {
+                    self.inject(b, port);
+                } else {
+                    self.cache.free(b);
+                    self.inject_dropped += 1;
+                }
+            }
+        }
+        did
+    }
+
+    fn inject(&mut self, b: PktBuf, port: u16) {
+        let n = self.links.len();
+        if n == 0 {
+            self.inject_dropped += 1;
+            return self.cache.free(b);
+        }
+        // Spread over the workers, so one busy worker does not delay the control plane's frames.
+        self.next_link = (self.next_link + 1) % n;
+        if let Err(rtrb::PushError::Full(i)) = self.links[self.next_link]
+            .to_worker
+            .push(Injected { buf: b, port })
+        {
+            self.inject_dropped += 1;
+            self.cache.free(i.buf);
+        }
+    }
+
+    fn carry_out(&mut self, out: &mut Vec<Out>) {
+        for o in std::mem::take(out) {
+            match o {
+                Out::Send { port, frame } => {
+                    if let Some(mut b) = self.cache.alloc() {
+                        if b.fill(&frame) {
+                            self.inject(b, port);
+                        } else {
+                            self.cache.free(b);
+                        }
+                    } else {
+                        self.inject_dropped += 1;
+                    }
+                }
+                Out::Learned { ifx, ip, mac } => {
+                    self.sink.learned(ifx, ip, mac);
+                    let t = self.shared.load_full();
+                    let (_, held) = self.nb.release(ifx, ip);
+                    for b in held {
+                        self.send_held(&t, ifx, mac, b);
+                    }
+                }
+                Out::Lost { ifx, ip } => self.sink.lost(ifx, ip),
+                Out::Free(b) => self.cache.free(b),
+            }
+        }
+    }
+
+    /// Finishes forwarding a held packet (the workers stopped before the hop-limit decrement
+    /// and the L2 rewrite) and sends it.
+    fn send_held(&mut self, t: &Tables, ifx: u32, mac: MacAddr, mut b: PktBuf) {
+        let Some(ifc) = t.ifs.get(ifx as usize) else {
+            return self.cache.free(b);
+        };
+        let l3 = b.meta().l3_off as usize;
+        let v4 = b.data().get(l3).is_some_and(|v| v >> 4 == 4);
+        let h = &mut b.data_mut()[l3..];
+        if v4 && h.len() >= 20 {
+            let old = u16::from_be_bytes([h[8], h[9]]);
+            h[8] = h[8].saturating_sub(1);
+            let new = u16::from_be_bytes([h[8], h[9]]);
+            let c = packet::checksum::update16(u16::from_be_bytes([h[10], h[11]]), old, new);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+        } else if !v4 && h.len() >= 40 {
+            h[7] = h[7].saturating_sub(1);
+        }
+        let et = if v4 { 0x0800 } else { 0x86dd };
+        let rw = Rewrite::ethernet(mac, ifc.mac, ifc.vlan, et);
+        if dataplane::node::rewrite_l2(&mut b, &rw) {
+            self.inject(b, ifc.port);
+        } else {
+            self.cache.free(b);
+        }
+    }
+
+    fn publish_status(&mut self, now: Instant) {
+        let t = self.shared.load();
+        for (i, v) in self.views.iter_mut().enumerate() {
+            v.interface = t.ifs.get(i).map(|x| x.name.clone()).unwrap_or_default();
+        }
+        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        s.neighbors = self.nb.view(now);
+        s.stats = self.nb.stats;
+        s.taps = self
+            .views
+            .iter()
+            .filter(|v| !v.tap.is_empty())
+            .cloned()
+            .collect();
+        s.no_tap = self.no_tap;
+        s.inject_dropped = self.inject_dropped;
+    }
+
+    /// Sleeps until a TAP has a frame or a few milliseconds pass (the rings have no descriptor
+    /// to wait on; 2 ms bounds the latency a punted frame sees on an idle router).
+    fn wait(&self) {
+        let mut fds: Vec<libc::pollfd> = self
+            .taps
+            .iter()
+            .flatten()
+            .map(|t| libc::pollfd {
+                fd: t.raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if fds.is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+            return;
+        }
+        // SAFETY: `fds` is a live array of pollfd of the given length.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 2) };
+    }
+}

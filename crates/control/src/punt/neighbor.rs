@@ -1,0 +1,763 @@
+//! The neighbour manager: ARP (RFC 826) and IPv6 neighbour discovery (RFC 4861) for the
+//! router's interfaces. It answers requests for the router's addresses, learns the neighbours
+//! that answer (or ask), resolves next hops the workers found unresolved while holding a few of
+//! their packets, and probes learned entries once they have been trusted for `reachable-time`.
+//!
+//! It is a state machine with no threads or sockets of its own: the punt thread feeds it frames
+//! and clock ticks, and carries out what it returns ([`Out`]): frames to send, neighbours to
+//! install or forget in the router's next hops, held packets to release or free.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::{Duration, Instant};
+
+use dataplane::tables::{Interface, NextHop, Tables};
+use dataplane::PktBuf;
+use packet::ethernet::MacAddr;
+use packet::{arp, nd};
+
+use crate::config::NeighborTimers;
+
+/// What the caller must do.
+pub enum Out {
+    /// Send this frame as it is out of `port`.
+    Send { port: u16, frame: Vec<u8> },
+    /// Install (or update) a neighbour in the router's tables, then `release` its held packets.
+    Learned { ifx: u32, ip: IpAddr, mac: MacAddr },
+    /// A learned neighbour stopped answering: its next hop must glean again.
+    Lost { ifx: u32, ip: IpAddr },
+    /// A held packet that will not be sent (resolution failed, or the hold queue overflowed).
+    Free(PktBuf),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Incomplete,
+    Reachable,
+    Probe,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Incomplete => "incomplete",
+            State::Reachable => "reachable",
+            State::Probe => "probe",
+        }
+    }
+}
+
+struct Entry {
+    mac: Option<MacAddr>,
+    state: State,
+    /// Last confirmation (an answer, or a request from it).
+    confirmed: Instant,
+    /// When the next request or probe is due.
+    next: Instant,
+    tries: u32,
+    held: Vec<PktBuf>,
+}
+
+/// Counters for `show neighbors` and the metrics.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct NeighborStats {
+    pub requests_sent: u64,
+    pub replies_sent: u64,
+    pub learned: u64,
+    pub lost: u64,
+    pub failed: u64,
+    pub held: u64,
+    pub hold_dropped: u64,
+    pub released: u64,
+    pub malformed: u64,
+}
+
+/// One neighbour as `show neighbors` lists it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NeighborView {
+    pub ifx: u32,
+    pub ip: IpAddr,
+    pub mac: Option<String>,
+    pub state: &'static str,
+    pub age_s: f64,
+    pub held: usize,
+}
+
+pub struct Neighbors {
+    timers: NeighborTimers,
+    entries: HashMap<(u32, IpAddr), Entry>,
+    pub stats: NeighborStats,
+}
+
+impl Neighbors {
+    pub fn new(timers: NeighborTimers) -> Self {
+        Self {
+            timers,
+            entries: HashMap::new(),
+            stats: NeighborStats::default(),
+        }
+    }
+
+    fn retrans(&self) -> Duration {
+        Duration::from_millis(self.timers.retransmit_ms as u64)
+    }
+
+    /// An ARP message received on interface `ifx` (`msg` starts at the ARP header).
+    /// Returns whether the kernel's TAP twin should see a copy (answers, which its own
+    /// requests are waiting for, and gratuitous announcements).
+    pub fn on_arp(
+        &mut self,
+        t: &Tables,
+        ifx: u32,
+        msg: &[u8],
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> bool {
+        let Ok(r) = arp::Repr::parse(msg) else {
+            self.stats.malformed += 1;
+            return false;
+        };
+        let Some(ifc) = t.ifs.get(ifx as usize) else {
+            return false;
+        };
+        let ours = ifc.v4.iter().any(|&(a, _)| a == r.target_ip);
+        let sender = IpAddr::V4(Ipv4Addr::from(r.sender_ip));
+        if on_link(ifc, sender) && r.sender_mac.is_unicast() && !r.sender_mac.is_zero() {
+            // RFC 826: update an entry we have; create one when the request is for us.
+            if self.entries.contains_key(&(ifx, sender)) || ours {
+                self.confirm(ifx, sender, r.sender_mac, now, out);
+            }
+        }
+        if r.op == arp::REQUEST && ours {
+            let reply = arp::Repr {
+                op: arp::REPLY,
+                sender_mac: ifc.mac,
+                sender_ip: r.target_ip,
+                target_mac: r.sender_mac,
+                target_ip: r.sender_ip,
+            };
+            out.push(Out::Send {
+                port: ifc.port,
+                frame: arp_frame(ifc, r.sender_mac, &reply),
+            });
+            self.stats.replies_sent += 1;
+            return false;
+        }
+        r.op == arp::REPLY || r.sender_ip == r.target_ip
+    }
+
+    /// An ICMPv6 ND message received on `ifx` from `src_mac` (`ip6` starts at the IPv6 header).
+    /// Returns whether the TAP twin should see a copy (advertisements, router discovery).
+    pub fn on_nd(
+        &mut self,
+        t: &Tables,
+        ifx: u32,
+        src_mac: MacAddr,
+        ip6: &[u8],
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> bool {
+        let Some(ifc) = t.ifs.get(ifx as usize) else {
+            return false;
+        };
+        if ip6.len() < 40 || ip6[6] != 58 {
+            return true;
+        }
+        let plen = u16::from_be_bytes([ip6[4], ip6[5]]) as usize;
+        let Some(icmp) = ip6.get(40..40 + plen) else {
+            self.stats.malformed += 1;
+            return false;
+        };
+        if !matches!(
+            icmp.first(),
+            Some(&nd::NEIGHBOR_SOLICIT | &nd::NEIGHBOR_ADVERT)
+        ) {
+            // Router solicitations and advertisements, redirects: the kernel's business.
+            return true;
+        }
+        let src: [u8; 16] = ip6[8..24].try_into().expect("16 bytes");
+        let dst: [u8; 16] = ip6[24..40].try_into().expect("16 bytes");
+        let Ok(r) = nd::Repr::parse(icmp, &src, &dst, ip6[7]) else {
+            self.stats.malformed += 1;
+            return false;
+        };
+        let ll = nd::link_local(ifc.mac);
+        if r.msg_type == nd::NEIGHBOR_SOLICIT {
+            let ours = r.target == ll || ifc.v6.iter().any(|&(a, _)| a.to_be_bytes() == r.target);
+            let unspecified = src == [0u8; 16];
+            if !unspecified {
+                if let Some(mac) = r.lladdr {
+                    let sender = IpAddr::V6(Ipv6Addr::from(src));
+                    if ours || self.entries.contains_key(&(ifx, sender)) {
+                        self.confirm(ifx, sender, mac, now, out);
+                    }
+                }
+            }
+            if ours {
+                // RFC 4861 7.2.4: to the soliciting address, or all-nodes for DAD.
+                let (to, to_mac, flags) = if unspecified {
+                    let all = [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+                    (
+                        all,
+                        nd::multicast_mac(&all),
+                        nd::FLAG_ROUTER | nd::FLAG_OVERRIDE,
+                    )
+                } else {
+                    (
+                        src,
+                        r.lladdr.unwrap_or(src_mac),
+                        nd::FLAG_ROUTER | nd::FLAG_SOLICITED | nd::FLAG_OVERRIDE,
+                    )
+                };
+                let na = nd::Repr {
+                    msg_type: nd::NEIGHBOR_ADVERT,
+                    flags,
+                    target: r.target,
+                    lladdr: Some(ifc.mac),
+                };
+                out.push(Out::Send {
+                    port: ifc.port,
+                    frame: nd_frame(ifc, to_mac, &r.target, &to, &na),
+                });
+                self.stats.replies_sent += 1;
+            }
+            return false;
+        }
+        // An advertisement: updates an entry we have (RFC 4861 7.2.5).
+        let target = IpAddr::V6(Ipv6Addr::from(r.target));
+        let mac = r.lladdr.unwrap_or(src_mac);
+        if self.entries.contains_key(&(ifx, target)) && mac.is_unicast() {
+            self.confirm(ifx, target, mac, now, out);
+        }
+        true
+    }
+
+    fn confirm(&mut self, ifx: u32, ip: IpAddr, mac: MacAddr, now: Instant, out: &mut Vec<Out>) {
+        let e = self.entries.entry((ifx, ip)).or_insert(Entry {
+            mac: None,
+            state: State::Incomplete,
+            confirmed: now,
+            next: now,
+            tries: 0,
+            held: Vec::new(),
+        });
+        let changed = e.mac != Some(mac) || e.state == State::Incomplete;
+        e.mac = Some(mac);
+        e.state = State::Reachable;
+        e.confirmed = now;
+        e.tries = 0;
+        if changed {
+            self.stats.learned += 1;
+            out.push(Out::Learned { ifx, ip, mac });
+        }
+    }
+
+    /// The packets held for `(ifx, ip)`, to send now that the router's tables know its MAC.
+    pub fn release(&mut self, ifx: u32, ip: IpAddr) -> (Option<MacAddr>, Vec<PktBuf>) {
+        match self.entries.get_mut(&(ifx, ip)) {
+            Some(e) => {
+                let held = std::mem::take(&mut e.held);
+                self.stats.released += held.len() as u64;
+                (e.mac, held)
+            }
+            None => (None, Vec::new()),
+        }
+    }
+
+    /// A packet the workers could not forward for want of a MAC address: hold it and resolve.
+    /// `ip6` says which family the packet is; its next hop (`meta.next_hop`) names the neighbour
+    /// or, for a connected subnet, the packet's own destination is the neighbour.
+    pub fn glean(&mut self, t: &Tables, b: PktBuf, now: Instant, out: &mut Vec<Out>) {
+        let Some((ifx, ip)) = glean_target(t, &b) else {
+            out.push(Out::Free(b));
+            return;
+        };
+        let hold = self.timers.hold;
+        let e = self.entries.entry((ifx, ip)).or_insert(Entry {
+            mac: None,
+            state: State::Incomplete,
+            confirmed: now,
+            next: now,
+            tries: 0,
+            held: Vec::new(),
+        });
+        if let Some(mac) = e.mac {
+            // Resolved while this packet was on its way: the tables may not show it yet.
+            e.held.push(b);
+            out.push(Out::Learned { ifx, ip, mac });
+            return;
+        }
+        if e.held.len() >= hold {
+            self.stats.hold_dropped += 1;
+            out.push(Out::Free(e.held.remove(0)));
+        }
+        e.held.push(b);
+        self.stats.held += 1;
+        if e.tries == 0 {
+            self.solicit(t, ifx, ip, None, now, out);
+        }
+    }
+
+    /// Retransmissions, probes, failures; call every few tens of milliseconds.
+    pub fn tick(&mut self, t: &Tables, now: Instant, out: &mut Vec<Out>) {
+        let reachable = Duration::from_secs(self.timers.reachable_s as u64);
+        let retries = self.timers.retries;
+        let mut due = Vec::new();
+        let mut gone = Vec::new();
+        for (&k, e) in self.entries.iter_mut() {
+            match e.state {
+                State::Reachable if now >= e.confirmed + reachable => {
+                    e.state = State::Probe;
+                    e.tries = 0;
+                    e.next = now;
+                    due.push((k, e.mac));
+                }
+                State::Incomplete | State::Probe if now >= e.next => {
+                    if e.tries >= retries {
+                        gone.push(k);
+                    } else {
+                        due.push((k, if e.state == State::Probe { e.mac } else { None }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for ((ifx, ip), unicast) in due {
+            self.solicit(t, ifx, ip, unicast, now, out);
+        }
+        for k in gone {
+            let e = self.entries.remove(&k).expect("listed");
+            if e.state == State::Probe {
+                self.stats.lost += 1;
+                out.push(Out::Lost { ifx: k.0, ip: k.1 });
+            } else {
+                self.stats.failed += 1;
+            }
+            out.extend(e.held.into_iter().map(Out::Free));
+        }
+    }
+
+    /// Sends a request (broadcast or solicited-node multicast), or a unicast probe to `unicast`.
+    fn solicit(
+        &mut self,
+        t: &Tables,
+        ifx: u32,
+        ip: IpAddr,
+        unicast: Option<MacAddr>,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) {
+        let retrans = self.retrans();
+        if let Some(e) = self.entries.get_mut(&(ifx, ip)) {
+            e.tries += 1;
+            e.next = now + retrans;
+        }
+        let Some(ifc) = t.ifs.get(ifx as usize) else {
+            return;
+        };
+        let frame = match ip {
+            IpAddr::V4(a) => {
+                let target = u32::from(a);
+                let Some(&(src, _)) = ifc
+                    .v4
+                    .iter()
+                    .find(|&&(n, l)| same_subnet4(n, target, l))
+                    .or(ifc.v4.first())
+                else {
+                    return;
+                };
+                let req = arp::Repr {
+                    op: arp::REQUEST,
+                    sender_mac: ifc.mac,
+                    sender_ip: src,
+                    target_mac: MacAddr::ZERO,
+                    target_ip: target,
+                };
+                arp_frame(ifc, unicast.unwrap_or(MacAddr::BROADCAST), &req)
+            }
+            IpAddr::V6(a) => {
+                let target = a.octets();
+                let src = if target[0] == 0xfe && target[1] & 0xc0 == 0x80 {
+                    nd::link_local(ifc.mac)
+                } else {
+                    ifc.v6
+                        .iter()
+                        .find(|&&(n, l)| same_subnet6(n, u128::from(a), l))
+                        .map(|&(n, _)| n.to_be_bytes())
+                        .unwrap_or_else(|| nd::link_local(ifc.mac))
+                };
+                let (dst, dst_mac) = match unicast {
+                    Some(m) => (target, m),
+                    None => {
+                        let g = nd::solicited_node(&target);
+                        (g, nd::multicast_mac(&g))
+                    }
+                };
+                let ns = nd::Repr {
+                    msg_type: nd::NEIGHBOR_SOLICIT,
+                    flags: 0,
+                    target,
+                    lladdr: Some(ifc.mac),
+                };
+                nd_frame(ifc, dst_mac, &src, &dst, &ns)
+            }
+        };
+        self.stats.requests_sent += 1;
+        out.push(Out::Send {
+            port: ifc.port,
+            frame,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn view(&self, now: Instant) -> Vec<NeighborView> {
+        let mut v: Vec<NeighborView> = self
+            .entries
+            .iter()
+            .map(|(&(ifx, ip), e)| NeighborView {
+                ifx,
+                ip,
+                mac: e.mac.map(|m| m.to_string()),
+                state: e.state.name(),
+                age_s: now.saturating_duration_since(e.confirmed).as_secs_f64(),
+                held: e.held.len(),
+            })
+            .collect();
+        v.sort_by_key(|n| (n.ifx, n.ip));
+        v
+    }
+}
+
+/// The neighbour a gleaned packet waits for.
+fn glean_target(t: &Tables, b: &PktBuf) -> Option<(u32, IpAddr)> {
+    let NextHop::Glean { tx_if, neighbor } = t.next_hops.get(b.meta().next_hop as usize)? else {
+        return None;
+    };
+    if let Some(ip) = neighbor {
+        return Some((*tx_if, *ip));
+    }
+    let l3 = b.meta().l3_off as usize;
+    let h = b.data().get(l3..)?;
+    match h.first()? >> 4 {
+        4 if h.len() >= 20 => Some((
+            *tx_if,
+            IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(&h[16..20]).ok()?)),
+        )),
+        6 if h.len() >= 40 => Some((
+            *tx_if,
+            IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&h[24..40]).ok()?)),
+        )),
+        _ => None,
+    }
+}
+
+fn same_subnet4(a: u32, b: u32, len: u8) -> bool {
+    let m = u32::MAX.checked_shl(32 - len as u32).unwrap_or(0);
+    a & m == b & m
+}
+
+fn same_subnet6(a: u128, b: u128, len: u8) -> bool {
+    let m = u128::MAX.checked_shl(128 - len as u32).unwrap_or(0);
+    a & m == b & m
+}
+
+/// On one of the interface's subnets (not its own address), or IPv6 link-local.
+fn on_link(ifc: &Interface, ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => {
+            let a = u32::from(a);
+            ifc.v4.iter().any(|&(n, l)| same_subnet4(n, a, l) && a != n)
+        }
+        IpAddr::V6(a) => {
+            let o = a.octets();
+            let a = u128::from(a);
+            (o[0] == 0xfe && o[1] & 0xc0 == 0x80)
+                || ifc.v6.iter().any(|&(n, l)| same_subnet6(n, a, l) && a != n)
+        }
+    }
+}
+
+/// The Ethernet (and VLAN) header of a frame from `ifc` to `dst`.
+fn l2(ifc: &Interface, dst: MacAddr, ethertype: u16, out: &mut Vec<u8>) {
+    out.extend_from_slice(&dst.0);
+    out.extend_from_slice(&ifc.mac.0);
+    if let Some(v) = ifc.vlan {
+        out.extend_from_slice(&0x8100u16.to_be_bytes());
+        out.extend_from_slice(&(v & 0x0fff).to_be_bytes());
+    }
+    out.extend_from_slice(&ethertype.to_be_bytes());
+}
+
+fn arp_frame(ifc: &Interface, dst: MacAddr, r: &arp::Repr) -> Vec<u8> {
+    let mut f = Vec::with_capacity(64);
+    l2(ifc, dst, arp::ETHERTYPE, &mut f);
+    let at = f.len();
+    f.resize(at + arp::LEN, 0);
+    r.emit(&mut f[at..]);
+    // Ethernet minimum frame (without FCS).
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
+fn nd_frame(
+    ifc: &Interface,
+    dst_mac: MacAddr,
+    src: &[u8; 16],
+    dst: &[u8; 16],
+    m: &nd::Repr,
+) -> Vec<u8> {
+    let mut f = Vec::with_capacity(96);
+    l2(ifc, dst_mac, 0x86dd, &mut f);
+    let n = m.len();
+    f.extend_from_slice(&[0x60, 0, 0, 0]);
+    f.extend_from_slice(&(n as u16).to_be_bytes());
+    f.push(58);
+    f.push(255);
+    f.extend_from_slice(src);
+    f.extend_from_slice(dst);
+    let at = f.len();
+    f.resize(at + n, 0);
+    m.emit(&mut f[at..], src, dst);
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::buffer::{BufCache, Pool};
+    use dataplane::tables::Interface;
+
+    const MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+    const PEER: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+
+    fn tables() -> Tables {
+        let mut t = Tables::empty(1000);
+        t.ifs = vec![Interface {
+            name: "p0".into(),
+            port: 3,
+            vlan: Some(100),
+            mac: MAC,
+            mtu: 1500,
+            vrf: 0,
+            up: true,
+            v4: vec![(0xC000_0201, 24)],
+            v6: vec![(0x2001_0db8_0000_0000_0000_0000_0000_0001, 64)],
+            punt_local: true,
+        }]
+        .into_boxed_slice();
+        t.next_hops = vec![
+            NextHop::NoRoute,
+            NextHop::Glean {
+                tx_if: 0,
+                neighbor: Some("192.0.2.2".parse().unwrap()),
+            },
+            NextHop::Glean {
+                tx_if: 0,
+                neighbor: None,
+            },
+        ]
+        .into_boxed_slice();
+        t
+    }
+
+    fn timers() -> NeighborTimers {
+        NeighborTimers {
+            reachable_s: 30,
+            retransmit_ms: 1000,
+            retries: 3,
+            hold: 2,
+        }
+    }
+
+    fn sends(out: &[Out]) -> Vec<Vec<u8>> {
+        out.iter()
+            .filter_map(|o| match o {
+                Out::Send { port: 3, frame } => Some(frame.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn arp_resolves_holds_retries_and_answers() {
+        let t = tables();
+        let mut nb = Neighbors::new(timers());
+        let mut cache = BufCache::new(Pool::new(64));
+        let now = Instant::now();
+        let mut out = Vec::new();
+        // Three packets for 192.0.2.2: one request, two held, the oldest dropped.
+        for _ in 0..3 {
+            let mut b = cache.alloc().unwrap();
+            b.fill(&[0u8; 60]);
+            b.meta_mut().next_hop = 1;
+            nb.glean(&t, b, now, &mut out);
+        }
+        let f = sends(&out);
+        assert_eq!(f.len(), 1);
+        // Broadcast, tagged VLAN 100, ARP request from 192.0.2.1 for 192.0.2.2.
+        assert_eq!(&f[0][0..6], &[0xff; 6]);
+        assert_eq!(&f[0][12..16], &[0x81, 0, 0, 100]);
+        let req = arp::Repr::parse(&f[0][18..]).unwrap();
+        assert_eq!(
+            (req.op, req.sender_ip, req.target_ip),
+            (arp::REQUEST, 0xC000_0201, 0xC000_0202)
+        );
+        assert_eq!((nb.stats.held, nb.stats.hold_dropped), (3, 1));
+        for o in out.drain(..) {
+            if let Out::Free(b) = o {
+                cache.free(b)
+            }
+        }
+        // Retransmitted after a second, not before.
+        nb.tick(&t, now + Duration::from_millis(500), &mut out);
+        assert!(sends(&out).is_empty());
+        nb.tick(&t, now + Duration::from_millis(1000), &mut out);
+        assert_eq!(sends(&out).len(), 1);
+        out.clear();
+        // The reply: learned, and the two held packets released.
+        let reply = arp::Repr {
+            op: arp::REPLY,
+            sender_mac: PEER,
+            sender_ip: 0xC000_0202,
+            target_mac: MAC,
+            target_ip: 0xC000_0201,
+        };
+        let mut m = [0u8; arp::LEN];
+        reply.emit(&mut m);
+        assert!(
+            nb.on_arp(&t, 0, &m, now, &mut out),
+            "replies are copied to the TAP"
+        );
+        assert!(matches!(
+            out[..],
+            [Out::Learned {
+                ifx: 0,
+                mac: PEER,
+                ..
+            }]
+        ));
+        let (mac, held) = nb.release(0, "192.0.2.2".parse().unwrap());
+        assert_eq!((mac, held.len()), (Some(PEER), 2));
+        for b in held {
+            cache.free(b);
+        }
+        out.clear();
+        // A request for the router's address is answered (and not copied up).
+        let ask = arp::Repr {
+            op: arp::REQUEST,
+            sender_mac: PEER,
+            sender_ip: 0xC000_0209,
+            target_mac: MacAddr::ZERO,
+            target_ip: 0xC000_0201,
+        };
+        ask.emit(&mut m);
+        assert!(!nb.on_arp(&t, 0, &m, now, &mut out));
+        let f = sends(&out);
+        let ans = arp::Repr::parse(&f[0][18..]).unwrap();
+        assert_eq!(
+            (ans.op, ans.sender_mac, ans.target_ip),
+            (arp::REPLY, MAC, 0xC000_0209)
+        );
+        // The asker was learned too (RFC 826).
+        assert!(out
+            .iter()
+            .any(|o| matches!(o, Out::Learned { mac: PEER, .. })));
+        out.clear();
+        // After reachable-time: unicast probes; three unanswered: lost.
+        let later = now + Duration::from_secs(31);
+        nb.tick(&t, later, &mut out);
+        let f = sends(&out);
+        assert_eq!(f.len(), 2, "both entries probed");
+        assert!(f.iter().all(|f| f[0..6] == PEER.0));
+        out.clear();
+        for s in 1..=3 {
+            nb.tick(&t, later + Duration::from_secs(s), &mut out);
+        }
+        let lost = out.iter().filter(|o| matches!(o, Out::Lost { .. })).count();
+        assert_eq!(lost, 2);
+        assert!(nb.is_empty());
+    }
+
+    #[test]
+    fn unanswered_resolution_fails_and_frees_held() {
+        let t = tables();
+        let mut nb = Neighbors::new(timers());
+        let mut cache = BufCache::new(Pool::new(64));
+        let now = Instant::now();
+        let mut out = Vec::new();
+        // A connected-subnet glean: the neighbour is the packet's destination.
+        let mut b = cache.alloc().unwrap();
+        let mut f = vec![0u8; 18 + 20];
+        f[18] = 0x45;
+        f[18 + 16..18 + 20].copy_from_slice(&[192, 0, 2, 77]);
+        b.fill(&f);
+        b.meta_mut().l3_off = 18;
+        b.meta_mut().next_hop = 2;
+        nb.glean(&t, b, now, &mut out);
+        let req = arp::Repr::parse(&sends(&out)[0][18..]).unwrap();
+        assert_eq!(req.target_ip, 0xC000_024D);
+        out.clear();
+        for s in 1..=3 {
+            nb.tick(&t, now + Duration::from_secs(s), &mut out);
+        }
+        assert_eq!(sends(&out).len(), 2, "two retransmissions");
+        assert!(out.iter().any(|o| matches!(o, Out::Free(_))));
+        assert_eq!(nb.stats.failed, 1);
+        for o in out {
+            if let Out::Free(b) = o {
+                cache.free(b)
+            }
+        }
+    }
+
+    #[test]
+    fn neighbor_solicitation_is_answered_and_advertisement_learned() {
+        let t = tables();
+        let mut nb = Neighbors::new(timers());
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let ours: [u8; 16] = "2001:db8::1".parse::<Ipv6Addr>().unwrap().octets();
+        let peer: [u8; 16] = "2001:db8::2".parse::<Ipv6Addr>().unwrap().octets();
+        let ns = nd::Repr {
+            msg_type: nd::NEIGHBOR_SOLICIT,
+            flags: 0,
+            target: ours,
+            lladdr: Some(PEER),
+        };
+        let dst = nd::solicited_node(&ours);
+        let mut ip6 = vec![0x60, 0, 0, 0, 0, 32, 58, 255];
+        ip6.extend_from_slice(&peer);
+        ip6.extend_from_slice(&dst);
+        ip6.resize(72, 0);
+        ns.emit(&mut ip6[40..], &peer, &dst);
+        assert!(!nb.on_nd(&t, 0, PEER, &ip6, now, &mut out));
+        let f = sends(&out);
+        assert_eq!(f.len(), 1);
+        // To the solicitor's MAC, from ours, an NA for our address with our MAC.
+        assert_eq!(&f[0][0..6], &PEER.0);
+        let na = nd::Repr::parse(&f[0][18 + 40..], &ours, &peer, 255).unwrap();
+        assert_eq!(
+            (na.msg_type, na.target, na.lladdr),
+            (nd::NEIGHBOR_ADVERT, ours, Some(MAC))
+        );
+        assert!(na.flags & nd::FLAG_SOLICITED != 0);
+        assert!(out
+            .iter()
+            .any(|o| matches!(o, Out::Learned { mac: PEER, .. })));
+        // A hop limit below 255 came through a router: ignored and counted.
+        out.clear();
+        ip6[7] = 64;
+        nb.on_nd(&t, 0, PEER, &ip6, now, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(nb.stats.malformed, 1);
+    }
+}
