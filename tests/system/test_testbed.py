@@ -46,6 +46,7 @@ from testbed.fpm import (
     split_frames,
 )
 from testbed.install import PACKAGES, missing_packages, skip_or_fail
+from testbed.netns import _pid_alive
 
 A4, B4, A6, B6 = "192.0.2.1", "192.0.2.2", "2001:db8::1", "2001:db8::2"
 AS_A, AS_B = 65001, 65002
@@ -196,8 +197,10 @@ def test_veth_ping_capture_and_cleanup(tmp_path: Path, testbed_session: None) ->
 
 def test_sweeper_removes_only_dead_runs(testbed_session: None) -> None:
     """sweep_stale() deletes an `lrt-<pid>-*` namespace (killing what runs in it) and run
-    directory whose pid is dead, and leaves those of a live pid alone."""
+    directory whose pid is dead, and leaves those of a live pid alone. A killed run whose
+    process is still a zombie (not reaped yet) counts as dead."""
     dead = subprocess.Popen(["true"])
+    wait_until(lambda: not _pid_alive(dead.pid), 5, what="a zombie counts as dead")
     dead.wait()
     stale, live = f"lrt-{dead.pid}-1-stale", f"lrt-{os.getpid()}-999999-live"
     stale_dir = Path(f"/tmp/lrt-{dead.pid}-sweeptest")

@@ -153,13 +153,15 @@ class Process:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True if `pid` is a live process (a zombie, killed but not yet reaped, is not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return False
-    except PermissionError:
+    except OSError:
         return True
-    return True
+    # "pid (comm) S ...": the state follows the last ')' (comm may contain anything).
+    return stat[stat.rfind(")") + 2:][:1] not in ("Z", "X")
 
 
 # -- namespaces ------------------------------------------------------------------------------
