@@ -165,6 +165,9 @@ def test_veth_ping_capture_and_cleanup(tmp_path: Path, testbed_session: None) ->
             for ns in (a, b):
                 assert ns.name.startswith(f"lrt-{os.getpid()}-")
             assert set(names) <= set(list_netns())
+            # nsenter (for XDP loaders, PEERS.md) enters the same namespace as ip netns exec.
+            assert "a0" in a.run(["ip", "-br", "link"], nsenter=True).stdout
+            assert "b0" not in a.run(["ip", "-br", "link"]).stdout
             link = a.ip_json("-d", "link", "show", "a0")[0]
             assert (link["num_tx_queues"], link["num_rx_queues"]) == (2, 2)
             dut = tb.veth(a, "a1", None, f"lrt{os.getpid() % 100000}d")
