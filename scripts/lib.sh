@@ -18,8 +18,9 @@ apt_install() {
   echo "Installing ${missing[*]} ..."
   # tshark's package asks whether non-root users may capture; answer it up front.
   echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  # Wait for the dpkg lock rather than fail: another install on the machine may hold it.
+  apt-get -o DPkg::Lock::Timeout=600 update -q
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${missing[@]}"
 }
 
 # Rust comes from the machine image (rustup); Debian's own rustc is too old for this workspace.
