@@ -10,6 +10,11 @@
 
 pub mod frame;
 pub mod netlink;
+pub mod rib;
+
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use frame::{encode_frame, FrameError, FrameReader};
 pub use netlink::{DecodeError, GroupMember, Msg, NextHop, Nexthop, Op, Prefix, Route, RouteType};
+pub use rib::{Change, Counters, NhSet, NhSetId, Rib, RouteKey};
