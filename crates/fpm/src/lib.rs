@@ -11,6 +11,7 @@
 pub mod frame;
 pub mod netlink;
 pub mod rib;
+pub mod server;
 
 #[doc(hidden)]
 pub mod fuzzing;
@@ -18,3 +19,4 @@ pub mod fuzzing;
 pub use frame::{encode_frame, FrameError, FrameReader};
 pub use netlink::{DecodeError, GroupMember, Msg, NextHop, Nexthop, Op, Prefix, Route, RouteType};
 pub use rib::{Change, Counters, NhSet, NhSetId, Rib, RouteKey};
+pub use server::{Event, Reason, Server, ServerConfig, Stats, StatsSnapshot};
