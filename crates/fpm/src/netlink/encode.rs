@@ -22,7 +22,7 @@ fn begin(out: &mut Vec<u8>, t: u16, flags: u16, pid: u32) -> usize {
     start
 }
 
-fn finish(out: &mut Vec<u8>, start: usize) {
+fn finish(out: &mut [u8], start: usize) {
     let len = (out.len() - start) as u32;
     out[start..start + 4].copy_from_slice(&len.to_ne_bytes());
 }

@@ -48,79 +48,79 @@ fn dec(b: &[u8]) -> Result<Msg<'_>, DecodeError> {
 }
 
 fn samples() -> Vec<Msg<'static>> {
-    let mut v = Vec::new();
-    v.push(Msg::Route(Route {
-        nh_id: 29,
-        ..route("198.51.100.0/24")
-    }));
-    v.push(Msg::Route(Route {
-        gateway: Some(ip("2001:db8::2")),
-        oif: 3,
-        replace: false,
-        ..route("2001:db8:100::/48")
-    }));
-    v.push(Msg::Route(Route {
-        multipath: Paths::from_hops(
-            true,
-            &[
-                NextHop::new(Some(ip("10.0.0.2")), 3),
-                NextHop {
-                    gateway: Some(ip("fe80::1")),
-                    ifindex: 5,
-                    weight: 256,
-                },
-                NextHop::new(None, 7),
-            ],
-        ),
-        table: 1000,
-        ..route("0.0.0.0/0")
-    }));
-    v.push(Msg::Route(Route {
-        rtype: RouteType::Blackhole,
-        ..route("203.0.113.0/25")
-    }));
-    v.push(Msg::Route(Route {
-        op: Op::Del,
-        replace: false,
-        rtype: RouteType::Other(RTN_UNSPEC),
-        ..route("2001:db8:300::/48")
-    }));
-    v.push(Msg::Route(Route {
-        gateway: Some(ip("10.9.9.9")),
-        ..route("2001:db8::/32")
-    }));
-    v.push(Msg::Nexthop(nh(5)));
-    v.push(Msg::Nexthop(Nexthop {
-        family: AF_INET6,
-        gateway: Some(ip("2001:db8:1::2")),
-        ..nh(6)
-    }));
-    v.push(Msg::Nexthop(Nexthop {
-        blackhole: true,
-        gateway: None,
-        oif: 0,
-        ..nh(24)
-    }));
-    v.push(Msg::Nexthop(Nexthop {
-        family: AF_UNSPEC,
-        gateway: None,
-        oif: 0,
-        group: Members::from_members(&[
-            GroupMember { id: 5, weight: 1 },
-            GroupMember { id: 6, weight: 100 },
-        ]),
-        group_type: 1,
-        ..nh(29)
-    }));
-    v.push(Msg::Nexthop(Nexthop {
-        op: Op::Del,
-        family: AF_UNSPEC,
-        protocol: 0,
-        gateway: None,
-        oif: 0,
-        ..nh(29)
-    }));
-    v
+    vec![
+        Msg::Route(Route {
+            nh_id: 29,
+            ..route("198.51.100.0/24")
+        }),
+        Msg::Route(Route {
+            gateway: Some(ip("2001:db8::2")),
+            oif: 3,
+            replace: false,
+            ..route("2001:db8:100::/48")
+        }),
+        Msg::Route(Route {
+            multipath: Paths::from_hops(
+                true,
+                &[
+                    NextHop::new(Some(ip("10.0.0.2")), 3),
+                    NextHop {
+                        gateway: Some(ip("fe80::1")),
+                        ifindex: 5,
+                        weight: 256,
+                    },
+                    NextHop::new(None, 7),
+                ],
+            ),
+            table: 1000,
+            ..route("0.0.0.0/0")
+        }),
+        Msg::Route(Route {
+            rtype: RouteType::Blackhole,
+            ..route("203.0.113.0/25")
+        }),
+        Msg::Route(Route {
+            op: Op::Del,
+            replace: false,
+            rtype: RouteType::Other(RTN_UNSPEC),
+            ..route("2001:db8:300::/48")
+        }),
+        Msg::Route(Route {
+            gateway: Some(ip("10.9.9.9")),
+            ..route("2001:db8::/32")
+        }),
+        Msg::Nexthop(nh(5)),
+        Msg::Nexthop(Nexthop {
+            family: AF_INET6,
+            gateway: Some(ip("2001:db8:1::2")),
+            ..nh(6)
+        }),
+        Msg::Nexthop(Nexthop {
+            blackhole: true,
+            gateway: None,
+            oif: 0,
+            ..nh(24)
+        }),
+        Msg::Nexthop(Nexthop {
+            family: AF_UNSPEC,
+            gateway: None,
+            oif: 0,
+            group: Members::from_members(&[
+                GroupMember { id: 5, weight: 1 },
+                GroupMember { id: 6, weight: 100 },
+            ]),
+            group_type: 1,
+            ..nh(29)
+        }),
+        Msg::Nexthop(Nexthop {
+            op: Op::Del,
+            family: AF_UNSPEC,
+            protocol: 0,
+            gateway: None,
+            oif: 0,
+            ..nh(29)
+        }),
+    ]
 }
 
 #[test]

@@ -32,6 +32,8 @@ mod model_tests;
 #[cfg(test)]
 mod tests;
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
 
 use sets::{Kind, SetTable};
@@ -177,10 +179,16 @@ impl Default for Rib {
 
 impl Rib {
     pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// A RIB with room for `routes` routes before its tables grow (a full table is known in
+    /// advance; growing a million-entry map mid-replay costs a pause).
+    pub fn with_capacity(routes: usize) -> Self {
         Self {
-            routes: Vec::new(),
+            routes: Vec::with_capacity(routes),
             free_routes: Vec::new(),
-            by_key: FxHashMap::default(),
+            by_key: FxHashMap::with_capacity_and_hasher(routes, Default::default()),
             nhs: FxHashMap::default(),
             sets: SetTable::default(),
             gen: 0,
@@ -324,9 +332,32 @@ impl Rib {
                 return;
             }
         };
-        let (idx, existed) = match self.by_key.get(&key) {
-            Some(&i) => (i, true),
-            None => (self.new_route(key), false),
+        // One probe of the (large, cache-cold) key table for both the lookup and the insert.
+        let (idx, existed) = match self.by_key.entry(key) {
+            Entry::Occupied(o) => (*o.get(), true),
+            Entry::Vacant(v) => {
+                let e = RouteEntry {
+                    key,
+                    set: None,
+                    nh_id: 0,
+                    gen: self.gen,
+                    prev: NIL,
+                    next: NIL,
+                };
+                let idx = match self.free_routes.pop() {
+                    Some(i) => {
+                        self.routes[i as usize] = e;
+                        i
+                    }
+                    None => {
+                        self.routes.push(e);
+                        (self.routes.len() - 1) as u32
+                    }
+                };
+                v.insert(idx);
+                self.unresolved += 1;
+                (idx, false)
+            }
         };
         let e = &mut self.routes[idx as usize];
         e.gen = self.gen;
@@ -373,30 +404,6 @@ impl Rib {
         }
         self.scratch.sort_unstable();
         Some(self.sets.acquire(Kind::Forward, &self.scratch, out))
-    }
-
-    fn new_route(&mut self, key: RouteKey) -> u32 {
-        let e = RouteEntry {
-            key,
-            set: None,
-            nh_id: 0,
-            gen: self.gen,
-            prev: NIL,
-            next: NIL,
-        };
-        let idx = match self.free_routes.pop() {
-            Some(i) => {
-                self.routes[i as usize] = e;
-                i
-            }
-            None => {
-                self.routes.push(e);
-                (self.routes.len() - 1) as u32
-            }
-        };
-        self.by_key.insert(key, idx);
-        self.unresolved += 1;
-        idx
     }
 
     /// Gives route `idx` the set `new` (a reference already taken); emits and counts. Returns
