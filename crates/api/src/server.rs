@@ -275,6 +275,14 @@ fn routes(core: Arc<Core>) -> Router {
             get(routes_get).post(route_add).delete(route_del),
         )
         .route(
+            "/v1/fpm",
+            get(|State(c): Shared| call(c, |c| c.fpm_status())),
+        )
+        .route(
+            "/v1/punt",
+            get(|State(c): Shared| call(c, |c| c.punt_status())),
+        )
+        .route(
             "/v1/neighbors",
             get(|State(c): Shared| call(c, |c| Ok(c.neighbors()))),
         )

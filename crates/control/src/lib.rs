@@ -4,6 +4,7 @@
 //! history), syslog and metrics. Later: FPM, neighbours.
 
 pub mod config;
+pub mod fpm;
 pub mod metrics;
 pub mod mgmt;
 pub mod punt;

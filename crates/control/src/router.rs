@@ -52,6 +52,11 @@ pub struct Router {
     pub services: crate::services::ServicesState,
     /// Neighbours learned by ARP and ND (the configured ones are in `cfg.neighbors`).
     pub learned: HashMap<(u32, IpAddr), MacAddr>,
+    /// The prefixes the config built (connected, local, static, neighbours, route files):
+    /// routes from other sources (FPM) do not replace them.
+    configured: std::collections::HashSet<(usize, Prefix)>,
+    /// Set once the config's routes are in; later additions are not "configured".
+    sealed: bool,
 }
 
 fn host_prefix(ip: IpAddr) -> Prefix {
@@ -164,6 +169,8 @@ impl Router {
             shared,
             services,
             learned: HashMap::new(),
+            configured: Default::default(),
+            sealed: false,
         };
         r.install_connected()?;
         r.install_static()?;
@@ -171,6 +178,7 @@ impl Router {
         for rf in &files {
             r.load_route_file(&rf.path, &rf.vrf)?;
         }
+        r.sealed = true;
         // Fills this router's own (not yet shared) tables.
         r.publish_fibs()?;
         Ok(r)
@@ -255,6 +263,77 @@ impl Router {
         true
     }
 
+    /// Route sources outside the config (FPM): a blackhole next hop.
+    pub fn nh_blackhole(&mut self) -> u32 {
+        self.nh(NhKey::Blackhole, |_| NextHop::Blackhole)
+    }
+
+    /// A next hop that rejects with ICMP unreachable.
+    pub fn nh_reject(&mut self) -> u32 {
+        self.nh(NhKey::Reject, |_| NextHop::Reject)
+    }
+
+    /// Out of interface `ifx` through gateway `gw` (its MAC configured, learned, or to be
+    /// resolved), or straight onto the link without one (the destination is the neighbour).
+    pub fn nh_via(&mut self, ifx: u32, gw: Option<IpAddr>) -> u32 {
+        match gw {
+            Some(ip) => {
+                let name = self.ifs[ifx as usize].name.clone();
+                let mac = self
+                    .cfg
+                    .neighbors
+                    .iter()
+                    .find(|n| n.ip == ip && n.interface == name)
+                    .map(|n| n.mac);
+                self.neighbor_nh(ifx, ip, mac)
+            }
+            None => self.nh(NhKey::Glean(ifx), |_| NextHop::Glean {
+                tx_if: ifx,
+                neighbor: None,
+            }),
+        }
+    }
+
+    /// Equal-cost multipath over `members` (next-hop ids of single paths).
+    pub fn nh_ecmp(&mut self, mut members: Vec<u32>) -> u32 {
+        members.sort_unstable();
+        members.dedup();
+        if members.len() == 1 {
+            return members[0];
+        }
+        let key = NhKey::Ecmp(members.clone());
+        self.nh(key, |_| NextHop::Ecmp(members.into_boxed_slice()))
+    }
+
+    /// The interface of VRF `vrf` whose subnet holds `ip`.
+    pub fn connected_if(&self, vrf: u32, ip: IpAddr) -> Option<u32> {
+        // `ifs` is built in the config's interface order.
+        self.cfg
+            .interfaces
+            .iter()
+            .enumerate()
+            .position(|(k, i)| self.ifs[k].vrf == vrf && crate::config::on_subnet(i, ip))
+            .map(|i| i as u32)
+    }
+
+    /// Installs (or replaces) a route; the caller publishes.
+    pub fn install(&mut self, vrf: usize, p: Prefix, nh: u32) -> Result<(), String> {
+        self.add(vrf, p, nh).map_err(|e| e.0)
+    }
+
+    /// Whether the config put `p` in VRF `vrf` (connected, static, neighbour, route file).
+    pub fn is_configured(&self, vrf: usize, p: Prefix) -> bool {
+        self.configured.contains(&(vrf, p))
+    }
+
+    /// Whether the FIB of VRF `vrf` holds exactly `p`.
+    pub fn has_route(&self, vrf: usize, p: Prefix) -> bool {
+        match p {
+            Prefix::V4(a, l) => self.fibs[vrf].v4.get(a, l).is_some(),
+            Prefix::V6(a, l) => self.fibs[vrf].v6.get(a, l).is_some(),
+        }
+    }
+
     fn static_neighbor(&self, ifx: u32, ip: IpAddr) -> bool {
         let name = &self.ifs[ifx as usize].name;
         self.cfg
@@ -281,6 +360,9 @@ impl Router {
     }
 
     fn add(&mut self, vrf: usize, p: Prefix, nh: u32) -> Result<(), BuildError> {
+        if !self.sealed {
+            self.configured.insert((vrf, p));
+        }
         let f = &mut self.fibs[vrf];
         let res = match p {
             Prefix::V4(a, l) => f.v4.insert(a, l, nh).map(|_| ()),

@@ -86,6 +86,10 @@ pub enum ShowCmd {
     Qos,
     /// Flow accounting: cache occupancy, timeouts and evictions, export counters.
     Flows,
+    /// The FPM session with zebra: connection, frames, routes installed, stale sweeps.
+    Fpm,
+    /// The punt path: per-class punts and policer drops, TAP twins, neighbour statistics.
+    Punt,
 }
 
 #[derive(Subcommand)]
@@ -774,6 +778,84 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                     .map(|(k, x)| vec![k.to_string(), s(x)])
                     .collect()
                 )
+            )
+        }),
+        ShowCmd::Fpm => ("/v1/fpm".into(), |v| {
+            let rows = [
+                ("listening on", &v["listen"]),
+                ("connected", &v["connected"]),
+                ("zebra", &v["peer"]),
+                ("connections", &v["connections"]),
+                ("frames", &v["frames"]),
+                ("bytes", &v["bytes"]),
+                ("malformed (connection reset)", &v["malformed"]),
+                ("routes held", &v["routes"]),
+                ("routes installed", &v["routes_installed"]),
+                ("routes removed", &v["routes_removed"]),
+                ("next-hop sets", &v["next_hop_sets"]),
+                ("left to the config", &v["conflicts"]),
+                ("unresolved", &v["unresolved"]),
+                ("stale sweeps", &v["stale_sweeps"]),
+                ("swept", &v["swept"]),
+                ("sweep due in (s)", &v["sweep_in_s"]),
+                ("apply time (ms)", &v["apply_ms"]),
+            ];
+            table(
+                &["FPM", "Value"],
+                rows.into_iter()
+                    .map(|(k, x)| vec![k.to_string(), s(x)])
+                    .collect(),
+            )
+        }),
+        ShowCmd::Punt => ("/v1/punt".into(), |v| {
+            let classes = v["classes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    vec![
+                        s(&c["class"]),
+                        s(&c["rate"]),
+                        s(&c["punted"]),
+                        s(&c["policed"]),
+                        s(&c["ring_full"]),
+                    ]
+                })
+                .collect();
+            let taps = v["taps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| {
+                    vec![
+                        s(&t["interface"]),
+                        s(&t["tap"]),
+                        s(&t["to_kernel"]),
+                        s(&t["from_kernel"]),
+                        s(&t["to_kernel_dropped"]),
+                    ]
+                })
+                .collect();
+            format!(
+                "{}\n{}\nInjected: {}, inject drops: {}, no TAP: {}\nNeighbours: {}\n",
+                table(
+                    &["Class", "Rate/worker", "Punted", "Policed", "Ring full"],
+                    classes
+                ),
+                table(
+                    &[
+                        "Interface",
+                        "TAP",
+                        "To kernel",
+                        "From kernel",
+                        "Kernel full"
+                    ],
+                    taps
+                ),
+                s(&v["injected"]),
+                s(&v["inject_dropped"]),
+                s(&v["no_tap"]),
+                v["neighbor_stats"],
             )
         }),
         ShowCmd::RunningConfig => {

@@ -147,6 +147,11 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     }
     let core =
         Core::new(router, runtime, text, source, logger, state_dir).map_err(|e| e.to_string())?;
+    let ifindex: std::collections::HashMap<u32, u32> = taps
+        .iter()
+        .enumerate()
+        .filter_map(|(ifx, t)| t.as_ref().map(|t| (t.ifindex, ifx as u32)))
+        .collect();
     let punt = control::punt::PuntPlane::start(
         hub,
         pool,
@@ -158,6 +163,10 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         ))),
     )?;
     *core.punt.lock().unwrap_or_else(|e| e.into_inner()) = Some(punt);
+    if let Some(f) = &cp.fpm {
+        core.start_fpm(f, ifindex)?;
+        eprintln!("linerate: FPM on {}", f.listen);
+    }
     let server = api::serve(
         core.clone(),
         api::ServeOptions {

@@ -456,6 +456,12 @@ impl Core {
                     .map_err(|e| ApiError::internal(e.to_string()))?;
             }
         }
+        // Routes from FRR go into the new tables before they go live.
+        if let Some(f) = s.fpm.as_mut() {
+            f.reinstall(&mut new, &carried);
+            new.publish_fibs()
+                .map_err(|e| ApiError::internal(format!("FPM routes: {e}")))?;
+        }
         new.activate();
         for (idx, slot) in new.port_slots.iter().enumerate() {
             let Some(name) = slot else { continue };

@@ -112,6 +112,8 @@ pub struct State {
     pub source: PathBuf,
     /// Routes added through the API, by VRF index and prefix; they survive config commits.
     pub api_routes: BTreeMap<(usize, PrefixKey), Target>,
+    /// Routes from FRR over FPM, where the daemon serves FPM.
+    pub fpm: Option<crate::fpm::FpmRoutes>,
     /// ACL entries set (Some) or removed (None) through the API, by list and sequence number;
     /// applied on top of every config committed after them.
     pub acl_edits: BTreeMap<String, BTreeMap<u32, Option<crate::config::services::AclEntryCfg>>>,
@@ -158,6 +160,8 @@ pub struct Core {
     services_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The punt thread (ARP/ND, TAP twins), in a daemon on real ports.
     pub punt: Mutex<Option<crate::punt::PuntPlane>>,
+    /// The FPM server and its applier, where the config asks for FPM.
+    pub fpm: Mutex<Option<crate::fpm::FpmPlane>>,
 }
 
 /// A held state lock, which records the command's run time when dropped.
@@ -231,12 +235,14 @@ impl Core {
         let core = Arc::new(Core {
             services_thread: Mutex::new(Some(services_thread)),
             punt: Mutex::new(None),
+            fpm: Mutex::new(None),
             state: Mutex::new(State {
                 router,
                 runtime,
                 text,
                 source,
                 api_routes: BTreeMap::new(),
+                fpm: None,
                 acl_edits: BTreeMap::new(),
                 history,
                 baseline: Snapshot::default(),
@@ -283,6 +289,63 @@ impl Core {
         }
     }
 
+    /// Starts serving FPM (zebra's `dplane_fpm_nl`): `ifindex` maps the TAP twins' kernel
+    /// interface indexes to the router's interfaces.
+    pub fn start_fpm(
+        self: &Arc<Self>,
+        cfg: &crate::config::FpmCfg,
+        ifindex: HashMap<u32, u32>,
+    ) -> Result<(), String> {
+        {
+            let mut s = self.lock("fpm.start");
+            let routes = crate::fpm::FpmRoutes::new(cfg, &s.router, ifindex);
+            s.fpm = Some(routes);
+        }
+        let plane = crate::fpm::FpmPlane::start(cfg, self)?;
+        *self.fpm.lock().unwrap_or_else(|e| e.into_inner()) = Some(plane);
+        Ok(())
+    }
+
+    /// `show punt`: per-class punts and policer drops, TAP twins, neighbour statistics.
+    pub fn punt_status(&self) -> ApiResult<serde_json::Value> {
+        let g = self.punt.lock().unwrap_or_else(|e| e.into_inner());
+        let p = g
+            .as_ref()
+            .ok_or_else(|| ApiError::not_found("no punt path (a daemon on real ports has one)"))?;
+        let st = p.status();
+        let c = &p.hub.counters;
+        use dataplane::punt::{PuntClass, PuntCounters};
+        let classes: Vec<serde_json::Value> = PuntClass::ALL
+            .iter()
+            .map(|&k| {
+                serde_json::json!({
+                    "class": k.name(),
+                    "rate": p.hub.cfg.rates[k as usize],
+                    "punted": PuntCounters::get(&c.punted, k),
+                    "policed": PuntCounters::get(&c.policed, k),
+                    "ring_full": PuntCounters::get(&c.ring_full, k),
+                })
+            })
+            .collect();
+        Ok(serde_json::json!({
+            "classes": classes,
+            "injected": c.injected.load(std::sync::atomic::Ordering::Relaxed),
+            "inject_dropped": st.inject_dropped,
+            "no_tap": st.no_tap,
+            "taps": st.taps,
+            "neighbor_stats": st.stats,
+        }))
+    }
+
+    /// `show fpm`: the FPM session and what it installed.
+    pub fn fpm_status(&self) -> ApiResult<crate::fpm::FpmStatus> {
+        let s = self.lock("show.fpm");
+        s.fpm
+            .as_ref()
+            .map(|f| f.status.clone())
+            .ok_or_else(|| ApiError::not_found("FPM is not configured (control-plane.fpm)"))
+    }
+
     /// Takes the state lock for command `name`, recording the wait.
     pub fn lock(&self, name: &'static str) -> Locked<'_> {
         let t0 = Instant::now();
@@ -313,6 +376,9 @@ impl Core {
 
     /// Stops the workers and returns the final counters.
     pub fn shutdown(&self) {
+        if let Some(mut f) = self.fpm.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            f.stop();
+        }
         if let Some(mut p) = self.punt.lock().unwrap_or_else(|e| e.into_inner()).take() {
             p.stop();
         }

@@ -1,0 +1,337 @@
+//! Routes from FRR: zebra's `dplane_fpm_nl` connects to the FPM server (crate `fpm`), whose
+//! reader thread decodes frames and queues them; the thread here applies them to the router's
+//! FIBs under the management lock, a bounded slice at a time, and publishes.
+//!
+//! - Next hops: zebra names an interface by kernel ifindex. The router's interfaces are known to
+//!   the kernel as their TAP twins, so a twin's ifindex maps to its interface; without twins (or
+//!   for an unknown ifindex) a gateway on a connected subnet picks the interface. A next hop
+//!   that fits no interface leaves its routes uninstalled (counted).
+//! - Configured routes win: a prefix the config (or the API) installed is not replaced by FPM
+//!   (counted as a conflict) and FPM never removes it.
+//! - Reconnects and restarts: a new connection marks every FPM route stale; zebra re-sends what
+//!   it still has; `stale-time` later whatever was not re-sent is swept. Until then the router
+//!   forwards on the routes it had: a restarting FRR costs no traffic.
+//! - A config commit builds a new router; [`FpmRoutes::reinstall`] puts the FPM routes into it.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use fpm::{Change, Event, NhSet, Rib, RouteKey};
+
+use crate::config::{FpmCfg, Prefix};
+use crate::mgmt::Core;
+use crate::router::Router;
+
+/// The API's routes (`State::api_routes`): FPM leaves them alone, as it does configured ones.
+pub type ApiRoutes =
+    std::collections::BTreeMap<(usize, crate::mgmt::PrefixKey), crate::config::Target>;
+
+/// What `show fpm` prints.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct FpmStatus {
+    pub listen: String,
+    pub connected: bool,
+    pub peer: Option<String>,
+    pub connections: u64,
+    pub frames: u64,
+    pub bytes: u64,
+    pub malformed: u64,
+    pub routes_installed: u64,
+    pub routes_removed: u64,
+    /// Routes the rib holds (installed, or waiting for a next hop).
+    pub routes: u64,
+    pub next_hop_sets: u64,
+    /// Prefixes the config already holds: left to the config.
+    pub conflicts: u64,
+    /// Routes whose next hop fits no interface, or whose table maps to no VRF.
+    pub unresolved: u64,
+    pub stale_sweeps: u64,
+    pub swept: u64,
+    /// Seconds until the pending sweep, if one is pending.
+    pub sweep_in_s: Option<f64>,
+    /// Time spent applying batches under the lock, in total.
+    pub apply_ms: f64,
+    pub batches: u64,
+}
+
+/// The FPM routes as the router holds them: zebra's rib and its mapping onto next hops. Lives
+/// in the management state, next to the router, so commits can carry it.
+pub struct FpmRoutes {
+    pub rib: Rib,
+    /// Next-hop set id -> the router's next-hop id (None: unresolved).
+    sets: Vec<Option<u32>>,
+    /// Kernel ifindex (of a TAP twin) -> interface index.
+    ifindex: HashMap<u32, u32>,
+    /// Kernel table id -> VRF index.
+    tables: HashMap<u32, usize>,
+    pub status: FpmStatus,
+}
+
+impl FpmRoutes {
+    pub fn new(cfg: &FpmCfg, router: &Router, ifindex: HashMap<u32, u32>) -> Self {
+        let mut tables = HashMap::new();
+        tables.insert(254, 0);
+        for (id, vrf) in &cfg.tables {
+            if let Some(i) = router.cfg.vrfs.iter().position(|v| v == vrf) {
+                tables.insert(*id, i);
+            }
+        }
+        Self {
+            rib: Rib::new(),
+            sets: Vec::new(),
+            ifindex,
+            tables,
+            status: FpmStatus {
+                listen: cfg.listen.to_string(),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn resolve_set(&self, r: &mut Router, set: &NhSet) -> Option<u32> {
+        match set {
+            NhSet::Blackhole => Some(r.nh_blackhole()),
+            NhSet::Unreachable | NhSet::Prohibit => Some(r.nh_reject()),
+            NhSet::Forward(hops) => {
+                let mut members = Vec::with_capacity(hops.len());
+                for h in hops.iter() {
+                    let ifx = self.ifindex.get(&h.ifindex).copied().or_else(|| {
+                        let gw = h.gateway?;
+                        // Any VRF: the route's own VRF is checked when it is installed.
+                        (0..r.cfg.vrfs.len() as u32).find_map(|v| r.connected_if(v, gw))
+                    })?;
+                    members.push(r.nh_via(ifx, h.gateway));
+                }
+                Some(r.nh_ecmp(members))
+            }
+        }
+    }
+
+    fn prefix(key: &RouteKey) -> Prefix {
+        match key.prefix.addr() {
+            IpAddr::V4(a) => Prefix::V4(u32::from(a), key.prefix.len()),
+            IpAddr::V6(a) => Prefix::V6(u128::from(a), key.prefix.len()),
+        }
+    }
+
+    /// Applies the rib's changes to the router's FIBs (the caller publishes).
+    pub fn apply_changes(&mut self, r: &mut Router, changes: &[Change], api: &ApiRoutes) {
+        let protected = |r: &Router, vrf: usize, p: Prefix| {
+            api.contains_key(&(vrf, crate::mgmt::PrefixKey::from(p))) || r.is_configured(vrf, p)
+        };
+        for c in changes {
+            match c {
+                Change::SetAdded { id, set } => {
+                    let nh = self.resolve_set(r, set);
+                    let i = id.0 as usize;
+                    if self.sets.len() <= i {
+                        self.sets.resize(i + 1, None);
+                    }
+                    self.sets[i] = nh;
+                }
+                Change::SetRemoved { id } => {
+                    if let Some(s) = self.sets.get_mut(id.0 as usize) {
+                        *s = None;
+                    }
+                }
+                Change::Upsert { key, set, .. } => {
+                    let (Some(&vrf), Some(Some(nh))) =
+                        (self.tables.get(&key.table), self.sets.get(set.0 as usize))
+                    else {
+                        self.status.unresolved += 1;
+                        continue;
+                    };
+                    let p = Self::prefix(key);
+                    if protected(r, vrf, p) {
+                        self.status.conflicts += 1;
+                        continue;
+                    }
+                    match r.install(vrf, p, *nh) {
+                        Ok(()) => self.status.routes_installed += 1,
+                        Err(_) => self.status.unresolved += 1,
+                    }
+                }
+                Change::Removed { key } => {
+                    let Some(&vrf) = self.tables.get(&key.table) else {
+                        continue;
+                    };
+                    let p = Self::prefix(key);
+                    if !protected(r, vrf, p) && r.remove_route(vrf, p) {
+                        self.status.routes_removed += 1;
+                    }
+                }
+            }
+        }
+        let c = self.rib.counters();
+        self.status.routes = c.routes;
+        self.status.next_hop_sets = self.sets.iter().filter(|s| s.is_some()).count() as u64;
+    }
+
+    /// Puts every FPM route into `r` (a router just built by a config commit).
+    pub fn reinstall(&mut self, r: &mut Router, api: &ApiRoutes) {
+        self.sets.clear();
+        let mut changes: Vec<Change> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (key, st) in self.rib.routes() {
+            if let Some(set) = st.set {
+                if seen.insert(set) {
+                    if let Some(s) = self.rib.set(set) {
+                        changes.push(Change::SetAdded {
+                            id: set,
+                            set: s.clone(),
+                        });
+                    }
+                }
+                changes.push(Change::Upsert {
+                    key,
+                    set,
+                    replaced: false,
+                });
+            }
+        }
+        self.apply_changes(r, &changes, api);
+    }
+}
+
+/// The FPM server and the thread that applies what it receives.
+pub struct FpmPlane {
+    server: Option<fpm::Server>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Messages applied per hold of the management lock: the API and the punt thread wait at most
+/// this long (about 10-20 ms).
+const SLICE: usize = 16_384;
+
+impl FpmPlane {
+    /// Listens on `cfg.listen` and starts applying into `core`'s router.
+    pub fn start(cfg: &FpmCfg, core: &Arc<Core>) -> Result<FpmPlane, String> {
+        let (server, rx) = fpm::Server::bind(cfg.listen)
+            .map_err(|e| format!("FPM server on {}: {e}", cfg.listen))?;
+        let stats = server.stats().clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let weak = Arc::downgrade(core);
+        let stale = Duration::from_secs(cfg.stale_s as u64);
+        let thread = std::thread::Builder::new()
+            .name("fpm".into())
+            .spawn(move || apply_loop(rx, weak, stale, s2, stats))
+            .map_err(|e| format!("cannot start the FPM thread: {e}"))?;
+        Ok(FpmPlane {
+            server: Some(server),
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for FpmPlane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn apply_loop(
+    rx: Receiver<Event>,
+    core: Weak<Core>,
+    stale: Duration,
+    stop: Arc<AtomicBool>,
+    stats: Arc<fpm::server::Stats>,
+) {
+    let mut sweep_at: Option<Instant> = None;
+    let mut changes: Vec<Change> = Vec::new();
+    let mut pending: std::collections::VecDeque<Event> = Default::default();
+    while !stop.load(Ordering::Relaxed) {
+        if pending.is_empty() {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(e) => pending.push_back(e),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let Some(core) = core.upgrade() else { break };
+        let due = sweep_at.is_some_and(|t| Instant::now() >= t);
+        if pending.is_empty() && !due {
+            continue;
+        }
+        let mut s = core.lock("fpm.apply");
+        let st = &mut *s;
+        let Some(f) = st.fpm.as_mut() else {
+            pending.clear();
+            continue;
+        };
+        let t0 = Instant::now();
+        let mut n = 0;
+        while n < SLICE {
+            let e = match pending.pop_front() {
+                Some(e) => e,
+                None => match rx.try_recv() {
+                    Ok(e) => e,
+                    Err(_) => break,
+                },
+            };
+            match e {
+                Event::Connected { peer } => {
+                    f.rib.begin_replay();
+                    sweep_at = Some(Instant::now() + stale);
+                    f.status.connected = true;
+                    f.status.peer = Some(peer.to_string());
+                }
+                Event::Batch(msgs) => {
+                    n += msgs.len();
+                    changes.clear();
+                    f.rib.apply_batch_into(&msgs, &mut changes);
+                    f.apply_changes(&mut st.router, &changes, &st.api_routes);
+                    f.status.batches += 1;
+                }
+                Event::Idle => {}
+                Event::Disconnected { .. } => f.status.connected = false,
+            }
+        }
+        if sweep_at.is_some_and(|t| Instant::now() >= t) {
+            sweep_at = None;
+            let gone = f.rib.sweep();
+            f.status.stale_sweeps += 1;
+            f.status.swept += gone
+                .iter()
+                .filter(|c| matches!(c, Change::Removed { .. }))
+                .count() as u64;
+            f.apply_changes(&mut st.router, &gone, &st.api_routes);
+        }
+        f.status.sweep_in_s =
+            sweep_at.map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64());
+        let snap = stats.snapshot();
+        f.status.connections = snap.connections;
+        f.status.frames = snap.frames;
+        f.status.bytes = snap.bytes;
+        f.status.malformed = snap.malformed;
+        if let Err(e) = st.router.publish() {
+            core.logger.log(
+                crate::syslog::Severity::Error,
+                "FPM",
+                &[],
+                format!("publishing FPM routes: {e}"),
+            );
+        }
+        f.status.apply_ms += t0.elapsed().as_secs_f64() * 1e3;
+    }
+}
+
+/// For tests and `show`: whether FPM is running.
+pub type SharedStatus = Arc<Mutex<FpmStatus>>;

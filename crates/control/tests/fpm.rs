@@ -1,0 +1,228 @@
+//! Routes from zebra applied to a router: next-hop objects and groups, ECMP, blackhole, the
+//! configured routes FPM must not touch, deletions, and a replay with its sweep.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::path::Path;
+
+use control::config::{self, Prefix};
+use control::fpm::FpmRoutes;
+use control::Router;
+use dataplane::NextHop;
+use fpm::netlink::{GroupMember, Members, Nexthop, Paths};
+use fpm::{Msg, Op, Route, RouteType};
+
+const CONFIG: &str = r#"
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24], ipv6: ["2001:db8:1::1/64"] }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", ipv4: [198.51.100.1/24] }
+neighbors:
+  - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
+routes:
+  - { prefix: 172.16.0.0/12, blackhole: true }
+control-plane:
+  fpm: { listen: "127.0.0.1:0" }
+"#;
+
+/// The kernel ifindexes zebra would name p0's and p1's TAP twins by.
+const IF_P0: u32 = 11;
+const IF_P1: u32 = 12;
+
+fn router() -> (Router, FpmRoutes) {
+    let cfg = config::parse(CONFIG, Path::new("fpm.yaml")).expect("config");
+    let fpm_cfg = cfg.control_plane.fpm.clone().expect("fpm section");
+    let r = Router::build(cfg).expect("router");
+    let f = FpmRoutes::new(&fpm_cfg, &r, HashMap::from([(IF_P0, 0), (IF_P1, 1)]));
+    (r, f)
+}
+
+fn nexthop(id: u32, gw: &str, oif: u32) -> Msg<'static> {
+    let gateway: IpAddr = gw.parse().unwrap();
+    Msg::Nexthop(Nexthop {
+        op: Op::New,
+        id,
+        family: if gateway.is_ipv4() { 2 } else { 10 },
+        protocol: 11,
+        flags: 0,
+        blackhole: false,
+        oif,
+        gateway: Some(gateway),
+        group: Members::default(),
+        group_type: 0,
+    })
+}
+
+fn group(id: u32, members: &[u32]) -> Msg<'static> {
+    let m: Vec<GroupMember> = members
+        .iter()
+        .map(|&id| GroupMember { id, weight: 1 })
+        .collect();
+    Msg::Nexthop(Nexthop {
+        op: Op::New,
+        id,
+        family: 0,
+        protocol: 11,
+        flags: 0,
+        blackhole: false,
+        oif: 0,
+        gateway: None,
+        group: Members::from_members(&m),
+        group_type: 0,
+    })
+}
+
+fn route(op: Op, prefix: &str, nh_id: u32, rtype: RouteType) -> Msg<'static> {
+    Msg::Route(Route {
+        op,
+        replace: op == Op::New,
+        table: 254,
+        prefix: prefix.parse().unwrap(),
+        rtype,
+        protocol: 186,
+        priority: 20,
+        nh_id,
+        gateway: None,
+        oif: 0,
+        multipath: Paths::default(),
+    })
+}
+
+fn apply(r: &mut Router, f: &mut FpmRoutes, msgs: &[Msg<'static>]) {
+    let changes = f.rib.apply_batch(msgs);
+    f.apply_changes(r, &changes, &BTreeMap::new());
+    r.publish().unwrap();
+}
+
+fn v4(r: &Router, p: &str) -> Option<u32> {
+    match Prefix::parse(p).unwrap() {
+        Prefix::V4(a, l) => r.fibs[0].v4.get(a, l),
+        Prefix::V6(..) => unreachable!(),
+    }
+}
+
+#[test]
+fn routes_groups_and_conflicts_reach_the_fib() {
+    let (mut r, mut f) = router();
+    apply(
+        &mut r,
+        &mut f,
+        &[
+            nexthop(1, "198.51.100.2", IF_P1),
+            nexthop(2, "192.0.2.9", IF_P0),
+            group(3, &[1, 2]),
+            route(Op::New, "10.0.0.0/8", 1, RouteType::Unicast),
+            route(Op::New, "10.1.0.0/16", 3, RouteType::Unicast),
+            route(Op::New, "203.0.113.0/24", 0, RouteType::Blackhole),
+            // The config holds these: FPM leaves them alone.
+            route(Op::New, "172.16.0.0/12", 1, RouteType::Unicast),
+            route(Op::New, "192.0.2.0/24", 1, RouteType::Unicast),
+        ],
+    );
+    // Through a configured neighbour: forwarding with its MAC at once.
+    let nh = v4(&r, "10.0.0.0/8").expect("installed");
+    assert!(
+        matches!(r.next_hops[nh as usize], NextHop::Forward { tx_if: 1, .. }),
+        "{:?}",
+        r.next_hops[nh as usize]
+    );
+    // The group: ECMP over the configured neighbour and one to resolve by ARP on p0.
+    let nh = v4(&r, "10.1.0.0/16").unwrap();
+    let NextHop::Ecmp(m) = &r.next_hops[nh as usize] else {
+        panic!("{:?}", r.next_hops[nh as usize])
+    };
+    assert_eq!(m.len(), 2);
+    assert!(m.iter().any(|&x| matches!(
+        r.next_hops[x as usize],
+        NextHop::Glean { tx_if: 0, neighbor: Some(ip) } if ip == "192.0.2.9".parse::<IpAddr>().unwrap()
+    )));
+    let nh = v4(&r, "203.0.113.0/24").unwrap();
+    assert!(matches!(r.next_hops[nh as usize], NextHop::Blackhole));
+    assert!(matches!(
+        r.next_hops[v4(&r, "172.16.0.0/12").unwrap() as usize],
+        NextHop::Blackhole
+    ));
+    assert!(matches!(
+        r.next_hops[v4(&r, "192.0.2.0/24").unwrap() as usize],
+        NextHop::Glean {
+            tx_if: 0,
+            neighbor: None
+        }
+    ));
+    assert_eq!(f.status.conflicts, 2);
+    assert_eq!(f.status.routes_installed, 3);
+    // The group loses a member: its routes follow at once.
+    apply(&mut r, &mut f, &[group(3, &[1])]);
+    let nh = v4(&r, "10.1.0.0/16").unwrap();
+    assert!(matches!(
+        r.next_hops[nh as usize],
+        NextHop::Forward { tx_if: 1, .. }
+    ));
+    // Deleted, and a delete of a configured prefix does not remove it.
+    apply(
+        &mut r,
+        &mut f,
+        &[
+            route(Op::Del, "10.0.0.0/8", 0, RouteType::Other(0)),
+            route(Op::Del, "172.16.0.0/12", 0, RouteType::Other(0)),
+        ],
+    );
+    assert!(v4(&r, "10.0.0.0/8").is_none());
+    assert!(v4(&r, "172.16.0.0/12").is_some());
+}
+
+#[test]
+fn a_replay_keeps_forwarding_and_sweeps_only_what_was_not_resent() {
+    let (mut r, mut f) = router();
+    let mut msgs = vec![nexthop(1, "198.51.100.2", IF_P1)];
+    for i in 0..100u32 {
+        msgs.push(route(
+            Op::New,
+            &format!("10.{}.{}.0/24", i / 256, i % 256),
+            1,
+            RouteType::Unicast,
+        ));
+    }
+    apply(&mut r, &mut f, &msgs);
+    assert_eq!(f.status.routes_installed, 100);
+    // zebra reconnects (FRR restarted) and re-sends 60 of the 100.
+    f.rib.begin_replay();
+    apply(&mut r, &mut f, &msgs[..61]);
+    // Until the sweep every route still forwards.
+    assert!(v4(&r, "10.0.99.0/24").is_some());
+    let gone = f.rib.sweep();
+    f.apply_changes(&mut r, &gone, &BTreeMap::new());
+    r.publish().unwrap();
+    assert!(v4(&r, "10.0.59.0/24").is_some());
+    assert!(v4(&r, "10.0.60.0/24").is_none());
+    assert_eq!(f.status.routes_removed, 40);
+    // The replayed routes were not re-installed (unchanged: no change at all).
+    assert_eq!(f.status.routes_installed, 100);
+}
+
+#[test]
+fn unknown_interfaces_and_tables_are_counted_not_installed() {
+    let (mut r, mut f) = router();
+    let mut other_table = route(Op::New, "10.9.0.0/16", 1, RouteType::Unicast);
+    if let Msg::Route(rt) = &mut other_table {
+        rt.table = 77;
+    }
+    apply(
+        &mut r,
+        &mut f,
+        &[
+            // ifindex 99 is no twin and 203.0.113.1 on no subnet: no interface fits.
+            nexthop(1, "203.0.113.1", 99),
+            route(Op::New, "10.8.0.0/16", 1, RouteType::Unicast),
+            nexthop(2, "198.51.100.2", IF_P1),
+            other_table,
+        ],
+    );
+    assert!(v4(&r, "10.8.0.0/16").is_none());
+    assert_eq!(
+        f.status.unresolved, 2,
+        "the route without an interface, the unmapped table"
+    );
+}

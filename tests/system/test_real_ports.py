@@ -1,0 +1,262 @@
+"""Linerate on real Linux interfaces, under a real routing control plane.
+
+The device under test is `linerate daemon` in a namespace of its own, its ports AF_PACKET (or
+AF_XDP) sockets on veths to two host namespaces, each interface with a TAP twin in that
+namespace's kernel (linux-cp). What is checked:
+
+- ARP and ND resolve against the hosts' own kernels, both ways, with the first packet held and
+  delivered (not dropped) while the router resolves;
+- traffic for the router's addresses goes up the TAP twin and the kernel answers;
+- FRR runs unchanged on the twins: BGP with BIRD (IPv4 and IPv6 sessions), OSPF and OSPFv3 with
+  FRR ospfd/ospf6d; the routes they learn come to Linerate over FPM and traffic to them is
+  forwarded; withdrawals remove them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed import bird as birdmod
+from testbed import frr as frrmod
+from testbed.netns import wait_until
+
+pytestmark = pytest.mark.usefixtures("testbed_session")
+
+R_MAC = ["02:00:00:00:0a:01", "02:00:00:00:0b:01"]
+
+
+class Router:
+    """`linerate daemon` inside namespace `ns`, and its CLI."""
+
+    def __init__(self, bin_: Path, ns, workdir: Path, config: str) -> None:
+        self.bin, self.ns, self.dir = bin_, ns, workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.config = self.dir / "router.yaml"
+        self.config.write_text(config)
+        self.sock = self.dir / "api.sock"
+        self.log = self.dir / "daemon.log"
+        self.proc = ns.popen(
+            [str(bin_), "daemon", "--config", str(self.config), "--state",
+             str(self.dir / "state"), "--socket", str(self.sock)],
+            log=self.log, name="linerate")
+        wait_until(lambda: self.sock.exists() or not self.proc.running, 20,
+                   what="the daemon's API socket")
+        assert self.proc.running, self.log.read_text()
+
+    def cli(self, *args: str) -> str:
+        r = subprocess.run([str(self.bin), "--socket", str(self.sock), *args],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, f"{args}: {r.stdout}{r.stderr}\n{self.log.read_text()}"
+        return r.stdout
+
+    def json(self, *args: str):
+        return json.loads(self.cli(*args, "--json"))
+
+    def drops(self) -> dict[str, int]:
+        v = self.json("show", "errors")
+        return {d["reason"]: d["count"] for d in v.get("reasons", [])}
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def topology(testbed, driver: str = "af_packet"):
+    """h1 -- [d0] linerate [d1] -- h2; returns (dut, h1, h2, config text)."""
+    dut, h1, h2 = testbed.netns("dut"), testbed.netns("h1"), testbed.netns("h2")
+    testbed.veth(h1, "eth0", dut, "d0")
+    testbed.veth(h2, "eth0", dut, "d1")
+    for d in ("d0", "d1"):
+        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+        dut.up(d)
+    dut.up("lo")
+    h1.addr("eth0", "192.0.2.2/24", "2001:db8:1::2/64")
+    h2.addr("eth0", "198.51.100.2/24", "2001:db8:2::2/64")
+    h1.route("add", "default", "via", "192.0.2.1")
+    h1.ip("-6", "route", "add", "default", "via", "2001:db8:1::1")
+    h2.route("add", "default", "via", "198.51.100.1")
+    h2.ip("-6", "route", "add", "default", "via", "2001:db8:2::1")
+    cfg = f"""\
+router: {{ workers: 1 }}
+ports:
+  - {{ name: p0, driver: {driver}, device: d0 }}
+  - {{ name: p1, driver: {driver}, device: d1 }}
+interfaces:
+  - {{ name: p0, port: p0, mac: "{R_MAC[0]}", ipv4: [192.0.2.1/24], ipv6: ["2001:db8:1::1/64"] }}
+  - {{ name: p1, port: p1, mac: "{R_MAC[1]}", ipv4: [198.51.100.1/24], ipv6: ["2001:db8:2::1/64"] }}
+control-plane:
+  taps: true
+  neighbor: {{ reachable-time: 30, retransmit-ms: 200, retries: 5, hold: 8 }}
+  fpm: {{ listen: "127.0.0.1:2620", stale-time: 60 }}
+"""
+    return dut, h1, h2, cfg
+
+
+def test_arp_nd_punt_and_forwarding(linerate_bin, testbed, tmp_path):
+    dut, h1, h2, cfg = topology(testbed)
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        # The twins exist in the router's namespace with the interfaces' MACs and addresses.
+        links = {l["ifname"]: l for l in dut.ip_json("-d", "link", "show")}
+        assert links["lr-p0"]["address"] == R_MAC[0] and links["lr-p1"]["address"] == R_MAC[1]
+        addrs = {a["ifname"]: [x["local"] for x in a["addr_info"]]
+                 for a in dut.ip_json("addr", "show")}
+        assert "192.0.2.1" in addrs["lr-p0"] and "2001:db8:2::1" in addrs["lr-p1"]
+        # The very first packet towards an unresolved neighbour is held, not lost: one echo,
+        # one answer, both ways resolved by ARP (IPv4) and ND (IPv6) against the hosts' kernels.
+        assert h1.ping("198.51.100.2", count=1, timeout=3), r.log.read_text()
+        assert h1.ping("2001:db8:2::2", count=1, timeout=3), r.log.read_text()
+        nbrs = {(n["interface"], n["ip"]): n for n in r.json("show", "neighbors")}
+        h1_mac = h1.ip_json("link", "show", "eth0")[0]["address"]
+        h2_mac = h2.ip_json("link", "show", "eth0")[0]["address"]
+        assert nbrs[("p0", "192.0.2.2")]["mac"] == h1_mac
+        assert nbrs[("p1", "198.51.100.2")]["mac"] == h2_mac
+        assert nbrs[("p1", "2001:db8:2::2")]["mac"] == h2_mac
+        assert all(nbrs[k]["state"] == "reachable" for k in nbrs if nbrs[k]["state"] != "static")
+        # The hosts resolved the router's addresses against Linerate's own answers.
+        neigh = h1.ip_json("neigh", "show", "dev", "eth0")
+        assert any(n["dst"] == "192.0.2.1" and n.get("lladdr") == R_MAC[0] for n in neigh)
+        punt = r.json("show", "punt")
+        st = punt["neighbor_stats"]
+        assert st["held"] >= 2 and st["released"] >= 2 and st["hold_dropped"] == 0, punt
+        assert st["replies_sent"] >= 2, punt
+        # Many packets through, none lost.
+        out = h1.run(["ping", "-q", "-c", "200", "-i", "0.002", "-W", "2", "198.51.100.2"],
+                     check=False).stdout
+        assert " 0% packet loss" in out, out
+        # Traffic for the router goes up its twin: the kernel answers echo and ping6 to the
+        # router's addresses, and what the kernel sends goes out of the port.
+        assert h1.ping("192.0.2.1", count=3) and h2.ping("2001:db8:2::1", count=3)
+        taps = {t["interface"]: t for t in r.json("show", "punt")["taps"]}
+        assert taps["p0"]["to_kernel"] >= 3 and taps["p0"]["from_kernel"] >= 3, taps
+        # The policed classes counted what they passed.
+        classes = {c["class"]: c for c in r.json("show", "punt")["classes"]}
+        assert classes["neighbor"]["punted"] >= 4 and classes["glean"]["punted"] >= 2
+        assert classes["local"]["punted"] >= 6
+        assert all(c["policed"] == 0 for c in classes.values())
+    finally:
+        r.stop()
+
+
+def test_punt_flood_is_policed_and_forwarding_goes_on(linerate_bin, testbed, tmp_path):
+    """A flood of ARP requests at the router is policed to its class's rate: the workers go on
+    forwarding, and the routing class is untouched."""
+    dut, h1, h2, cfg = topology(testbed)
+    cfg = cfg.replace("  taps: true\n", "  taps: true\n  punt-rate: { neighbor: 200 }\n")
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        assert h1.ping("198.51.100.2", count=1, timeout=3)
+        # 20,000 ARP requests for the router's address, as fast as one core sends them.
+        h1.run(["python3", "-c", ARP_FLOOD], timeout=60)
+        classes = {c["class"]: c for c in r.json("show", "punt")["classes"]}
+        assert classes["neighbor"]["policed"] > 10_000, classes
+        assert classes["routing"]["policed"] == 0
+        out = h1.run(["ping", "-q", "-c", "100", "-i", "0.005", "198.51.100.2"],
+                     check=False).stdout
+        assert " 0% packet loss" in out, out
+        assert r.drops().get("PuntPoliced", 0) == classes["neighbor"]["policed"]
+    finally:
+        r.stop()
+
+
+ARP_FLOOD = """
+import socket, struct
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+mac = open("/sys/class/net/eth0/address").read().strip()
+src = bytes(int(x, 16) for x in mac.split(":"))
+arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, 1, src, bytes([192, 0, 2, 2]),
+                  bytes(6), bytes([192, 0, 2, 1]))
+frame = b"\\xff" * 6 + src + b"\\x08\\x06" + arp + bytes(18)
+for _ in range(20000):
+    s.send(frame)
+"""
+
+
+@pytest.mark.usefixtures("frr_tools", "bird_tools")
+def test_bgp_routes_from_bird_reach_the_fib_over_fpm(linerate_bin, testbed, tmp_path):
+    dut, h1, h2, cfg = topology(testbed)
+    # h2 owns an address inside the prefixes it advertises, so forwarding can be seen end to end.
+    h2.addr("lo", "10.0.0.1/32", "2001:db8:100::1/128")
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        frr = testbed.frr(dut, {
+            "zebra": frrmod.zebra_config(fpm=True),
+            "bgpd": frrmod.bgp_config(65001, "192.0.2.1",
+                                      [("198.51.100.2", 65002), ("2001:db8:2::2", 65002)]),
+        })
+        v4 = ["10.0.0.0/24"] + birdmod.prefixes("10.1.0.0", 999, 24)
+        v6 = ["2001:db8:100::/48"] + birdmod.prefixes("2001:db8:1000::", 999, 48)
+        conf = birdmod.BirdConfig(
+            router_id="198.51.100.2", local_as=65002,
+            sessions=[birdmod.BgpSession("198.51.100.2", "198.51.100.1", 65001, name="r4"),
+                      birdmod.BgpSession("2001:db8:2::2", "2001:db8:2::1", 65001, name="r6")],
+            routes4=v4, routes6=v6)
+        bird = testbed.bird(h2, conf)
+        bird.wait_established("r4", "r6", timeout=40)
+        frr.wait_bgp_established("198.51.100.2", timeout=40)
+        t0 = time.monotonic()
+
+        def fib_counts():
+            s = r.json("show", "fpm")
+            return s["routes_installed"] - s["routes_removed"]
+
+        wait_until(lambda: fib_counts() >= 2000, 60, what="2,000 BGP routes in Linerate's FIB")
+        took = time.monotonic() - t0
+        routes = r.json("show", "ip", "route", "10.1.5.0/24")
+        assert routes["routes"], routes
+        # Traffic to an advertised prefix is forwarded to h2, and h2's answer comes back.
+        assert h1.ping("10.0.0.1", count=3), r.log.read_text()
+        assert h1.ping("2001:db8:100::1", count=3), r.log.read_text()
+        status = r.json("show", "fpm")
+        assert status["connected"] and status["malformed"] == 0 and status["unresolved"] == 0
+        print(f"2,000 routes BIRD -> FRR -> FPM -> FIB in {took:.2f} s")
+        # Withdrawals remove them.
+        bird.set_routes(routes4=v4[500:], routes6=v6)
+        wait_until(lambda: r.json("show", "fpm")["routes_removed"] >= 500, 30,
+                   what="500 withdrawals in Linerate's FIB")
+        assert not h1.ping("10.0.0.1", count=1, timeout=1)
+        assert h1.ping("2001:db8:100::1", count=1)
+    finally:
+        r.stop()
+
+
+@pytest.mark.usefixtures("frr_tools")
+def test_ospf_and_ospfv3_neighbours_over_the_twins(linerate_bin, testbed, tmp_path):
+    dut, h1, h2, cfg = topology(testbed)
+    h2.set_forwarding(True)
+    h2.addr("lo", "10.9.0.1/32", "2001:db8:900::1/128")
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        testbed.frr(dut, {
+            "zebra": frrmod.zebra_config(fpm=True),
+            "ospfd": frrmod.ospf_config("192.0.2.1", ["lr-p1"]),
+            "ospf6d": frrmod.ospf6_config("192.0.2.1", ["lr-p1"]),
+        })
+        peer = testbed.frr(h2, {
+            "zebra": frrmod.zebra_config(),
+            "staticd": frrmod.static_config(["10.9.1.0/24", "10.9.2.0/24", "2001:db8:901::/48"]),
+            "ospfd": frrmod.ospf_config("198.51.100.2", ["eth0"], redistribute_static=True,
+                                        extra="router ospf\n redistribute connected\n!"),
+            "ospf6d": frrmod.ospf6_config("198.51.100.2", ["eth0"], redistribute_static=True,
+                                          extra="router ospf6\n redistribute connected\n!"),
+        })
+        peer.wait_ospf_full(1, timeout=60)
+        peer.wait_ospf_full(1, v6=True, timeout=60)
+
+        def have(p, v6=False):
+            v = r.json("show", "ipv6" if v6 else "ip", "route", p)
+            return bool(v.get("routes"))
+
+        wait_until(lambda: have("10.9.1.0/24") and have("10.9.2.0/24"), 60,
+                   what="OSPF externals in Linerate's FIB")
+        wait_until(lambda: have("2001:db8:901::/48", True), 60,
+                   what="OSPFv3 externals in Linerate's FIB")
+        assert h1.ping("10.9.0.1", count=3), r.log.read_text()
+        assert h1.ping("2001:db8:900::1", count=3), r.log.read_text()
+    finally:
+        r.stop()
