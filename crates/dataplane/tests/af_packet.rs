@@ -57,6 +57,41 @@ fn recv_many(
     }
 }
 
+/// Frames the kernel dropped on the lrb -> lra veth before any packet socket saw them (a full
+/// per-CPU backlog while other traffic loads the machine). The kernel counts such a drop on both
+/// ends (lra rx_dropped, lrb tx_dropped), hence the max.
+fn dropped_before_port() -> u64 {
+    let (lra, lrb) = (netns::dev_drops("lra"), netns::dev_drops("lrb"));
+    if lra.0 + lrb.1 > 0 {
+        println!("kernel drops before the port: lra (rx, tx) {lra:?}, lrb {lrb:?}");
+    }
+    lra.0.max(lrb.1)
+}
+
+/// `got` is a part of `sent`, in order and byte for byte.
+fn assert_subsequence(got: &[Vec<u8>], sent: &[Vec<u8>]) {
+    let mut it = sent.iter();
+    for (i, g) in got.iter().enumerate() {
+        assert!(
+            it.any(|s| s == g),
+            "frame {i} received ({:?}) is not a later one sent, or is damaged",
+            flow_seq(g)
+        );
+    }
+}
+
+/// `got` is `sent` in order and byte for byte, short at most by the frames the kernel dropped
+/// before the port.
+fn assert_in_order(got: &[Vec<u8>], sent: &[Vec<u8>]) {
+    assert_subsequence(got, sent);
+    let missing = sent.len() - got.len();
+    assert!(
+        missing as u64 <= dropped_before_port(),
+        "{missing} of {} frames missing and not dropped by the kernel",
+        sent.len()
+    );
+}
+
 /// Sends every frame of `pkts` through `tx`, retrying while the ring is full.
 fn send_all(tx: &mut dyn TxQueue, cache: &mut BufCache, frames: &[Vec<u8>]) {
     let mut pkts: Vec<PktBuf> = frames
@@ -105,13 +140,7 @@ fn one_queue_receives_frames_intact_and_in_order() {
         }
         let mut c = cache();
         let got = recv(qs[0].as_mut(), &mut c, frames.len(), Duration::from_secs(5));
-        let ours: Vec<_> = got
-            .iter()
-            .filter(|f| flow_seq(f).is_some())
-            .cloned()
-            .collect();
-        assert_eq!(ours.len(), frames.len(), "every frame arrives once");
-        assert!(ours == frames, "frames arrive byte for byte and in order");
+        assert_in_order(&got, &frames);
         let s = port.stats();
         assert_eq!(s.rx.len(), 1);
         assert_eq!(s.rx[0].frames, got.len() as u64);
@@ -120,7 +149,6 @@ fn one_queue_receives_frames_intact_and_in_order() {
             got.iter().map(|f| f.len() as u64).sum::<u64>()
         );
         assert_eq!((s.rx[0].oversize, s.rx[0].kernel_drops), (0, 0));
-        assert_eq!(got.len(), frames.len(), "no other traffic on the link");
     });
 }
 
@@ -153,7 +181,12 @@ fn fanout_case(mode: FanoutMode, expect: FanoutMode) {
     for (q, frames) in got.iter().enumerate() {
         let mut last: BTreeMap<u32, u32> = BTreeMap::new();
         for f in frames {
-            let (flow, seq) = flow_seq(f).expect("only test frames on the link");
+            // The link is quiet (see netns), so anything else would be a damaged frame.
+            let (flow, seq) = flow_seq(f).unwrap_or_else(|| panic!("unexpected frame {f:02x?}"));
+            assert!(
+                *f == udp_frame(flow, seq, 64 + (flow as usize % 5) * 100),
+                "({flow}, {seq}) damaged"
+            );
             assert!(seen.insert((flow, seq)), "({flow}, {seq}) arrived twice");
             assert_eq!(*flow_queue.entry(flow).or_insert(q), q, "flow {flow} split");
             if let Some(prev) = last.insert(flow, seq) {
@@ -161,7 +194,15 @@ fn fanout_case(mode: FanoutMode, expect: FanoutMode) {
             }
         }
     }
-    assert_eq!(seen.len(), want, "every frame arrived");
+    // A frame may only be missing if the kernel dropped it before the port and counted it (a
+    // per-CPU backlog overflowing while other traffic loads the machine).
+    let outside = dropped_before_port();
+    assert!(
+        want - seen.len() <= outside as usize,
+        "{} of {want} frames missing, {outside} dropped before the port; port {:?}",
+        want - seen.len(),
+        port.stats()
+    );
     let per_queue: Vec<usize> = got.iter().map(Vec::len).collect();
     println!("{mode:?}: frames per queue {per_queue:?}");
     assert!(
@@ -269,11 +310,7 @@ fn transmit_ring_full_leaves_frames_with_the_caller() {
             assert!(Instant::now() < deadline);
         }
         let got = recv(rxq[0].as_mut(), &mut c, 200, Duration::from_secs(5));
-        assert!(
-            got == frames,
-            "all 200 arrive in order ({} came)",
-            got.len()
-        );
+        assert_in_order(&got, &frames);
         let s = sender.stats().tx_total();
         assert_eq!((s.frames, s.bytes), (200, 200 * 60));
         assert_eq!(s.send_errors, 0);
@@ -434,15 +471,16 @@ fn a_full_receive_ring_counts_kernel_drops() {
         let s = port.stats().rx_total();
         println!("received {}, stats {s:?}", got.len());
         assert!(s.kernel_drops > 0 && s.ring_freezes > 0, "{s:?}");
-        assert_eq!(
-            got.len() as u64 + s.kernel_drops,
-            500,
-            "each frame is received or counted dropped"
+        let accounted = got.len() as u64 + s.kernel_drops;
+        assert!(
+            accounted <= 500 && 500 - accounted <= dropped_before_port(),
+            "each frame is received or counted dropped: {} + {}",
+            got.len(),
+            s.kernel_drops
         );
-        // The frames that came are the first ones, whole and in order.
-        for (i, f) in got.iter().enumerate() {
-            assert_eq!(f, &udp_frame(6, i as u32, 1000));
-        }
+        // The frames that came are whole and in order.
+        let sent: Vec<_> = (0..500).map(|i| udp_frame(6, i, 1000)).collect();
+        assert_subsequence(&got, &sent);
         // Reading the counters again adds nothing new (the kernel zeroes them on read).
         assert_eq!(port.stats().rx_total().kernel_drops, s.kernel_drops);
     });

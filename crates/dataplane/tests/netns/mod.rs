@@ -50,7 +50,8 @@ pub fn run<T: Send + 'static>(test: &str, f: impl FnOnce() -> T + Send + 'static
 }
 
 /// Moves the calling thread into a new, empty network namespace with loopback up and IPv6 off
-/// (so the kernel sends no router solicitations or MLD reports into the tests' traffic).
+/// (so the kernel sends no router solicitations or MLD reports into the tests' traffic: with no
+/// IPv4 address either, a test link carries only the frames the test sends).
 pub fn enter_new_netns() -> Result<(), String> {
     // SAFETY: unshare takes no pointers; CLONE_NEWNET affects only the calling thread.
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
@@ -59,14 +60,21 @@ pub fn enter_new_netns() -> Result<(), String> {
             io::Error::last_os_error()
         ));
     }
-    // sysctl runs as a child, which inherits this thread's namespace.
-    let _ = Command::new("sysctl")
+    // The write runs in a child, which inherits this thread's namespace. Devices made after
+    // it inherit the default, so the tests' links carry only the tests' frames.
+    let quiet = Command::new("sh")
         .args([
-            "-qw",
-            "net.ipv6.conf.all.disable_ipv6=1",
-            "net.ipv6.conf.default.disable_ipv6=1",
+            "-c",
+            "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 && \
+             echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6",
         ])
-        .status();
+        .status()
+        .is_ok_and(|s| s.success());
+    // A kernel without IPv6 sends no IPv6 either.
+    let no_ipv6 = !std::path::Path::new("/proc/sys/net/ipv6").exists();
+    if !quiet && !no_ipv6 {
+        return Err("could not turn IPv6 off in the test namespace".into());
+    }
     ip("link set lo up");
     Ok(())
 }
@@ -91,6 +99,26 @@ pub fn ip_out(args: &str) -> String {
         .output()
         .expect("running ip");
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The kernel's (rx_dropped, tx_dropped) counters of `dev`, from `ip -s link`: frames lost
+/// before any packet socket saw them (a full backlog queue, for one).
+pub fn dev_drops(dev: &str) -> (u64, u64) {
+    let out = ip_out(&format!("-s link show dev {dev}"));
+    let mut lines = out.lines();
+    let mut field = |tag: &str| -> u64 {
+        lines.find(|l| l.trim_start().starts_with(tag));
+        let nums: Vec<u64> = lines
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        nums.get(3).copied().unwrap_or(0) // bytes packets errors dropped ...
+    };
+    let rx = field("RX:");
+    let tx = field("TX:");
+    (rx, tx)
 }
 
 /// A veth pair `a`–`b` with two queues each way (single-queue veths collapse under two
