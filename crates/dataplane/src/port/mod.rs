@@ -6,9 +6,17 @@
 //! - [`mem`]: in-process rings, zero-copy, for the embedded tester and benchmarks.
 //! - [`pcap`]: a capture file as input, a capture file as output, for tests and replays.
 //! - [`replay`]: frames replayed by the worker itself and a counting sink, for benchmarks.
+//! - [`af_packet`] (Linux): a kernel network device through packet sockets with mmap'd rings,
+//!   several receive queues in a fanout group; works on any device, one copy each way.
+//! - [`link`] (Linux): the kernel's view of a device (index, up/down, carrier, MTU, MAC, queue
+//!   counts) and a monitor of its changes, for the drivers that sit on kernel devices.
 //!
-//! Later drivers (af_xdp, af_packet, tap) implement the same traits.
+//! Later drivers (af_xdp, tap) implement the same traits.
 
+#[cfg(target_os = "linux")]
+pub mod af_packet;
+#[cfg(target_os = "linux")]
+pub mod link;
 pub mod mem;
 pub mod pcap;
 pub mod replay;
