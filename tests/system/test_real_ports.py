@@ -58,8 +58,7 @@ class Router:
         return json.loads(self.cli(*args, "--json"))
 
     def drops(self) -> dict[str, int]:
-        v = self.json("show", "errors")
-        return {d["reason"]: d["count"] for d in v.get("reasons", [])}
+        return {d["reason"]: d["count"] for d in self.json("show", "errors")}
 
     def stop(self) -> None:
         self.proc.stop()

@@ -154,6 +154,8 @@ enum PortDriver {
         tx: Option<Box<dyn TxQueue>>,
     },
     Replay,
+    /// A Linux device through AF_PACKET: each worker opens its own transmit socket.
+    AfPacket(Arc<dataplane::port::af_packet::AfPacketPort>),
 }
 
 struct PortRt {
@@ -334,9 +336,26 @@ impl Runtime {
                 });
                 PortDriver::Mem { inbox }
             }
-            Driver::AfPacket { .. } | Driver::AfXdp { .. } => {
+            Driver::AfPacket { device, queues } => {
+                use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort};
+                let cfg = AfPacketConfig {
+                    queues: *queues as usize,
+                    ..Default::default()
+                };
+                let port = AfPacketPort::open(device, &cfg)
+                    .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?;
+                for (q, rq) in port.take_rx_queues().into_iter().enumerate() {
+                    rx.push(RxSlot {
+                        port: idx,
+                        queue: q as u16,
+                        q: rq,
+                    });
+                }
+                PortDriver::AfPacket(Arc::new(port))
+            }
+            Driver::AfXdp { .. } => {
                 return Err(BuildError(format!(
-                    "port {}: kernel port drivers are not built in yet",
+                    "port {}: the af_xdp driver is not built in yet",
                     pc.name
                 )))
             }
@@ -368,6 +387,13 @@ impl Runtime {
             PortDriver::Replay => Some(Box::new(SinkTx {
                 frames: Arc::new(AtomicU64::new(0)),
             })),
+            PortDriver::AfPacket(p) => match p.tx_queue() {
+                Ok(q) => Some(q),
+                Err(e) => {
+                    eprintln!("linerate: port {}: no transmit queue: {e}", p.name());
+                    None
+                }
+            },
         }
     }
 
