@@ -34,20 +34,6 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// The receive `dropped` counter of `dev` from `ip -s link` (frames the kernel dropped before any
-/// packet socket saw them).
-fn kernel_rx_dropped(dev: &str) -> Option<u64> {
-    let out = netns::ip_out(&format!("-s link show dev {dev}"));
-    let mut lines = out.lines();
-    lines.find(|l| l.trim_start().starts_with("RX:"))?;
-    let nums: Vec<u64> = lines
-        .next()?
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    nums.get(3).copied() // bytes packets errors dropped ...
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let secs: f64 = args.first().map_or(5.0, |s| s.parse().expect("SECONDS"));
@@ -157,7 +143,7 @@ fn main() {
         sr.kernel_drops,
         sr.ring_freezes,
         sr.oversize,
-        kernel_rx_dropped("lrb").map_or("?".into(), |n| n.to_string()),
+        netns::dev_drops("lrb").0.max(netns::dev_drops("lra").1),
         sent as i64 - got as i64 - sr.kernel_drops as i64
     );
     println!(

@@ -1189,6 +1189,15 @@ mod tests {
     }
 
     #[test]
+    fn ports_can_be_shared_and_queues_moved_to_workers() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<AfPacketPort>();
+        send::<AfPacketRxQueue>();
+        send::<AfPacketTxQueue>();
+    }
+
+    #[test]
     fn ring_offsets_match_the_kernel_headers() {
         // The layout in linux/if_packet.h.
         assert_eq!((BLK_STATUS, BLK_NUM_PKTS, BLK_FIRST), (8, 12, 16));

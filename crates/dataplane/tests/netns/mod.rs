@@ -101,6 +101,36 @@ pub fn ip_out(args: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Removes `cap` (e.g. 13, CAP_NET_RAW) from the calling thread's effective capabilities.
+/// Capabilities belong to threads, so the rest of the process keeps it.
+pub fn drop_capability(cap: u32) {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget reads the header and writes two data records (version 3), both live here.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) };
+    assert_eq!(r, 0, "capget: {}", io::Error::last_os_error());
+    d[(cap / 32) as usize].effective &= !(1 << (cap % 32));
+    // SAFETY: as above; capset only reads both.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()) };
+    assert_eq!(r, 0, "capset: {}", io::Error::last_os_error());
+}
+
 /// The kernel's (rx_dropped, tx_dropped) counters of `dev`, from `ip -s link`: frames lost
 /// before any packet socket saw them (a full backlog queue, for one).
 pub fn dev_drops(dev: &str) -> (u64, u64) {
