@@ -75,9 +75,9 @@ def topology(testbed, driver: str = "af_packet"):
     dut.up("lo")
     h1.addr("eth0", "192.0.2.2/24", "2001:db8:1::2/64")
     h2.addr("eth0", "198.51.100.2/24", "2001:db8:2::2/64")
-    h1.route("add", "default", "via", "192.0.2.1")
+    h1.route("default", "via", "192.0.2.1")
     h1.ip("-6", "route", "add", "default", "via", "2001:db8:1::1")
-    h2.route("add", "default", "via", "198.51.100.1")
+    h2.route("default", "via", "198.51.100.1")
     h2.ip("-6", "route", "add", "default", "via", "2001:db8:2::1")
     cfg = f"""\
 router: {{ workers: 1 }}
@@ -187,9 +187,9 @@ def test_bgp_routes_from_bird_reach_the_fib_over_fpm(linerate_bin, testbed, tmp_
             "zebra": frrmod.zebra_config(fpm=True),
             "bgpd": frrmod.bgp_config(65001, "192.0.2.1",
                                       [("198.51.100.2", 65002), ("2001:db8:2::2", 65002)]),
-        })
-        v4 = ["10.0.0.0/24"] + birdmod.prefixes("10.1.0.0", 999, 24)
-        v6 = ["2001:db8:100::/48"] + birdmod.prefixes("2001:db8:1000::", 999, 48)
+        }, fpm=True)
+        v4 = ["10.0.0.0/24"] + birdmod.prefixes("10.4.0.0/14", 999, 24)
+        v6 = ["2001:db8:100::/48"] + birdmod.prefixes("2001:db8:1000::/36", 999, 48)
         conf = birdmod.BirdConfig(
             router_id="198.51.100.2", local_as=65002,
             sessions=[birdmod.BgpSession("198.51.100.2", "198.51.100.1", 65001, name="r4"),
@@ -206,7 +206,7 @@ def test_bgp_routes_from_bird_reach_the_fib_over_fpm(linerate_bin, testbed, tmp_
 
         wait_until(lambda: fib_counts() >= 2000, 60, what="2,000 BGP routes in Linerate's FIB")
         took = time.monotonic() - t0
-        routes = r.json("show", "ip", "route", "10.1.5.0/24")
+        routes = r.json("show", "ip", "route", "10.4.5.0/24")
         assert routes["routes"], routes
         # Traffic to an advertised prefix is forwarded to h2, and h2's answer comes back.
         assert h1.ping("10.0.0.1", count=3), r.log.read_text()
@@ -235,7 +235,7 @@ def test_ospf_and_ospfv3_neighbours_over_the_twins(linerate_bin, testbed, tmp_pa
             "zebra": frrmod.zebra_config(fpm=True),
             "ospfd": frrmod.ospf_config("192.0.2.1", ["lr-p1"]),
             "ospf6d": frrmod.ospf6_config("192.0.2.1", ["lr-p1"]),
-        })
+        }, fpm=True)
         peer = testbed.frr(h2, {
             "zebra": frrmod.zebra_config(),
             "staticd": frrmod.static_config(["10.9.1.0/24", "10.9.2.0/24", "2001:db8:901::/48"]),

@@ -342,6 +342,8 @@ impl Runtime {
                     queues: *queues as usize,
                     ..Default::default()
                 };
+                crate::punt::tap::claim_device(device)
+                    .map_err(|e| BuildError(format!("port {}: device {device}: {e}", pc.name)))?;
                 let port = AfPacketPort::open(device, &cfg)
                     .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?;
                 for (q, rq) in port.take_rx_queues().into_iter().enumerate() {

@@ -133,6 +133,24 @@ impl Tap {
     }
 }
 
+/// Takes a kernel device over for a router port: the kernel stops answering ARP on it (NOARP)
+/// and stops speaking IPv6 on it (no link-local address, no ND, no MLD), so only the router
+/// answers for its addresses on that wire. The device stays up for the port's sockets.
+pub fn claim_device(dev: &str) -> io::Result<()> {
+    let s = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    let mut r = ifreq(dev)?;
+    ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut r)?;
+    let flags = i16::from_ne_bytes([r[16], r[17]]) | libc::IFF_NOARP as i16 | libc::IFF_UP as i16;
+    r[16..18].copy_from_slice(&flags.to_ne_bytes());
+    ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &mut r)?;
+    let path = format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6");
+    match std::fs::write(&path, "1") {
+        // A kernel without IPv6 has nothing to disable.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
 /// RTM_NEWADDR for `addr/len` on `ifindex`, waiting for the kernel's acknowledgement. An
 /// address that is already there is fine. IPv6 addresses skip duplicate address detection:
 /// the router owns them, and DAD would keep them tentative (unusable to FRR) for a second.
