@@ -259,3 +259,101 @@ def test_ospf_and_ospfv3_neighbours_over_the_twins(linerate_bin, testbed, tmp_pa
         assert h1.ping("2001:db8:900::1", count=3), r.log.read_text()
     finally:
         r.stop()
+
+
+UDP_SEND = """
+import socket, sys, time
+dst, rate, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.socket(socket.AF_INET6 if ":" in dst else socket.AF_INET, socket.SOCK_DGRAM)
+n, t0 = 0, time.monotonic()
+while True:
+    due = t0 + n / rate
+    now = time.monotonic()
+    if due - t0 >= secs:
+        break
+    if due > now:
+        time.sleep(due - now)
+    s.sendto(n.to_bytes(8, "big") + bytes(56), (dst, 9000))
+    n += 1
+print(n)
+"""
+
+UDP_COUNT = """
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind((sys.argv[1], 9000))
+s.settimeout(float(sys.argv[2]))
+seen = set()
+try:
+    while True:
+        seen.add(int.from_bytes(s.recv(64)[:8], "big"))
+        s.settimeout(3.0)
+except socket.timeout:
+    pass
+print(len(seen))
+"""
+
+
+@pytest.mark.usefixtures("frr_tools", "bird_tools")
+def test_xr2a_frr_graceful_restart_loses_no_frame(linerate_bin, testbed, tmp_path):
+    """XR-2A: FRR restarts (graceful restart on both BGP sides, zebra keeping its routes for
+    8 s) while traffic flows through routes it gave Linerate: not one frame is lost, no route is
+    lost, and a route that is not re-announced after the restart is removed once zebra's own
+    restart timer sweeps it. zebra re-sends what it kept, so Linerate's stale sweep (at
+    stale-time after the reconnection) finds nothing left to remove."""
+    dut, h1, h2, cfg = topology(testbed)
+    cfg = cfg.replace("stale-time: 60", "stale-time: 12")
+    h2.addr("lo", "10.0.0.1/32")
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        frr = testbed.frr(dut, {
+            "zebra": frrmod.zebra_config(fpm=True),
+            "bgpd": frrmod.bgp_config(65001, "192.0.2.1", [("198.51.100.2", 65002)],
+                                      graceful_restart=True),
+        }, fpm=True, graceful_restart=8)
+        v4 = ["10.0.0.0/24"] + birdmod.prefixes("10.4.0.0/14", 199, 24)
+        conf = birdmod.BirdConfig(
+            router_id="198.51.100.2", local_as=65002,
+            sessions=[birdmod.BgpSession("198.51.100.2", "198.51.100.1", 65001, name="r4")],
+            routes4=v4, graceful_restart=True)
+        bird = testbed.bird(h2, conf)
+        bird.wait_established("r4", timeout=40)
+        wait_until(lambda: r.json("show", "fpm")["routes_installed"] >= 200, 60,
+                   what="200 BGP routes in Linerate's FIB")
+        assert h1.ping("10.0.0.1", count=1, timeout=3)
+        before = r.json("show", "fpm")
+        # 8 s of 2,000 frames/s through a BGP route; FRR restarts 1 s in.
+        rx = h2.popen(["python3", "-c", UDP_COUNT, "10.0.0.1", "20"], name="udp-count",
+                      log=tmp_path / "count.out")
+        time.sleep(0.3)
+        tx = h1.popen(["python3", "-c", UDP_SEND, "10.0.0.1", "2000", "8"], name="udp-send",
+                      log=tmp_path / "send.out")
+        time.sleep(1.0)
+        # BIRD will not re-announce one prefix to the restarted FRR.
+        bird.set_routes(routes4=[p for p in v4 if p != "10.4.7.0/24"])
+        frr.restart()
+        wait_until(lambda: not tx.running, 30, what="the sender to finish")
+        wait_until(lambda: not rx.running, 30, what="the counter to finish")
+        sent = int((tmp_path / "send.out").read_text().split()[-1])
+        got = int((tmp_path / "count.out").read_text().split()[-1])
+        assert sent >= 15_000
+        assert got == sent, f"lost {sent - got} of {sent} frames through the FRR restart"
+        after = r.json("show", "fpm")
+        assert after["connections"] >= before["connections"] + 1, after
+        # At most the route BIRD stopped announcing went (zebra may sweep it already).
+        assert after["routes_removed"] <= before["routes_removed"] + 1, after
+        # The route BIRD no longer announces goes when zebra's timer sweeps it; the rest stay.
+        wait_until(lambda: not r.json("show", "ip", "route", "10.4.7.0/24")["routes"], 40,
+                   what="10.4.7.0/24 swept")
+        wait_until(lambda: r.json("show", "fpm")["stale_sweeps"] >= 1, 30,
+                   what="Linerate's stale sweep after the reconnection")
+        st = r.json("show", "fpm")
+        assert st["swept"] == 0 and st["routes_removed"] == before["routes_removed"] + 1, st
+        # No route lost: every prefix BIRD announces is in the FIB.
+        for p in v4:
+            if p != "10.4.7.0/24":
+                assert r.json("show", "ip", "route", p)["routes"], p
+        assert h1.ping("10.0.0.1", count=1, timeout=3)
+    finally:
+        r.stop()
