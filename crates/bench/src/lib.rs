@@ -5,6 +5,7 @@
 
 pub mod classify;
 pub mod forward;
+pub mod fpm;
 pub mod lpm;
 
 use std::path::PathBuf;

@@ -57,6 +57,9 @@ pub struct FpmStatus {
     /// Time spent applying batches under the lock, in total.
     pub apply_ms: f64,
     pub batches: u64,
+    /// Routes applied but not yet visible to the workers (published at most 100 ms later).
+    pub unpublished: bool,
+    pub publishes: u64,
 }
 
 /// The FPM routes as the router holds them: zebra's rib and its mapping onto next hops. Lives
@@ -209,6 +212,9 @@ pub struct FpmPlane {
 /// this long (about 10-20 ms).
 const SLICE: usize = 16_384;
 
+/// How long applied routes may wait to be published while zebra's stream keeps coming.
+const PUBLISH_EVERY: Duration = Duration::from_millis(0);
+
 impl FpmPlane {
     /// Listens on `cfg.listen` and starts applying into `core`'s router.
     pub fn start(cfg: &FpmCfg, core: &Arc<Core>) -> Result<FpmPlane, String> {
@@ -257,6 +263,7 @@ fn apply_loop(
     let mut sweep_at: Option<Instant> = None;
     let mut changes: Vec<Change> = Vec::new();
     let mut pending: std::collections::VecDeque<Event> = Default::default();
+    let mut last_publish = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         if pending.is_empty() {
             match rx.recv_timeout(Duration::from_millis(100)) {
@@ -321,13 +328,27 @@ fn apply_loop(
         f.status.frames = snap.frames;
         f.status.bytes = snap.bytes;
         f.status.malformed = snap.malformed;
-        if let Err(e) = st.router.publish() {
-            core.logger.log(
-                crate::syslog::Severity::Error,
-                "FPM",
-                &[],
-                format!("publishing FPM routes: {e}"),
-            );
+        // Publishing rebuilds what the slice touched in the lookup structures: once per slice
+        // is most of the cost of a full table, so while zebra's stream keeps coming, publish
+        // every 100 ms, and at once when the queue runs dry.
+        if pending.is_empty() {
+            if let Ok(e) = rx.try_recv() {
+                pending.push_back(e);
+            }
+        }
+        f.status.unpublished = true;
+        if pending.is_empty() || last_publish.elapsed() >= PUBLISH_EVERY {
+            if let Err(e) = st.router.publish() {
+                core.logger.log(
+                    crate::syslog::Severity::Error,
+                    "FPM",
+                    &[],
+                    format!("publishing FPM routes: {e}"),
+                );
+            }
+            last_publish = Instant::now();
+            f.status.unpublished = false;
+            f.status.publishes += 1;
         }
         f.status.apply_ms += t0.elapsed().as_secs_f64() * 1e3;
     }

@@ -155,6 +155,20 @@ enum BenchCmd {
         #[arg(long)]
         no_huge: bool,
     },
+    /// Routes/s from zebra's FPM stream into the FIB: the XR-6 table sent over loopback TCP to
+    /// Linerate's FPM server, timed from the first byte to the last route installed.
+    Fpm {
+        /// Multiplies XR-6's one-logical-router table (750,000 routes); 4 is the whole test.
+        #[arg(long, default_value_t = 4.0)]
+        scale: f64,
+        /// Inline next hops instead of next-hop objects (`no fpm use-next-hop-groups`).
+        #[arg(long)]
+        no_nhg: bool,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Classifications/s, build time and bytes of the ACL engine, beside DPDK's rte_acl on the same
     /// 5-tuple rules and key traces (every key's answer compared).
     Classify {
@@ -462,6 +476,44 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 if json {
                     eprintln!("{}", r.json(fam, &profile, scale));
                 }
+            }
+            Ok(())
+        }
+        BenchCmd::Fpm {
+            scale,
+            no_nhg,
+            seed,
+            json,
+        } => {
+            let r = bench::fpm::run(&bench::fpm::FpmOpts {
+                scale,
+                nhg: !no_nhg,
+                seed,
+            })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
+            } else {
+                println!(
+                    "FPM -> FIB: {} IPv4 + {} IPv6 routes ({} frames, {:.1} MB, next hops {}), 1 applier thread",
+                    r.routes_v4,
+                    r.routes_v6,
+                    r.frames,
+                    r.bytes as f64 / 1e6,
+                    if no_nhg { "inline" } else { "as objects" }
+                );
+                println!(
+                    "  first byte to last route in the FIB: {:.3} s = {:.0} routes/s ({:.0} ns/route)",
+                    r.seconds,
+                    r.routes_per_s,
+                    1e9 / r.routes_per_s
+                );
+                println!(
+                    "  client write {:.3} s; applying under the lock {:.3} s in {} batches; FIB {:.1} MB",
+                    r.send_s,
+                    r.apply_s,
+                    r.batches,
+                    r.fib_bytes as f64 / 1e6
+                );
             }
             Ok(())
         }
