@@ -6,9 +6,11 @@
 //! - [`mem`]: in-process rings, zero-copy, for the embedded tester and benchmarks.
 //! - [`pcap`]: a capture file as input, a capture file as output, for tests and replays.
 //! - [`replay`]: frames replayed by the worker itself and a counting sink, for benchmarks.
+//! - [`af_xdp`]: a Linux device's queues through AF_XDP sockets and a small XDP program.
 //!
 //! Later drivers (af_xdp, af_packet, tap) implement the same traits.
 
+pub mod af_xdp;
 pub mod mem;
 pub mod pcap;
 pub mod replay;
