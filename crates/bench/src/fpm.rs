@@ -192,7 +192,8 @@ pub fn run(o: &FpmOpts) -> Result<FpmReport, String> {
     let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     sock.set_nodelay(true).ok();
     let t0 = Instant::now();
-    sock.write_all(&wire).map_err(|e| format!("writing the table: {e}"))?;
+    sock.write_all(&wire)
+        .map_err(|e| format!("writing the table: {e}"))?;
     let send_s = t0.elapsed().as_secs_f64();
     let deadline = t0 + Duration::from_secs(600);
     let status = loop {

@@ -156,6 +156,9 @@ enum PortDriver {
     Replay,
     /// A Linux device through AF_PACKET: each worker opens its own transmit socket.
     AfPacket(Arc<dataplane::port::af_packet::AfPacketPort>),
+    /// A Linux device through AF_XDP: a transmit queue per worker, bound to the device's
+    /// queues in turn (the device's queue count caps the workers that can send on it).
+    AfXdp(dataplane::port::af_xdp::AfXdpPort),
 }
 
 struct PortRt {
@@ -355,11 +358,24 @@ impl Runtime {
                 }
                 PortDriver::AfPacket(Arc::new(port))
             }
-            Driver::AfXdp { .. } => {
-                return Err(BuildError(format!(
-                    "port {}: the af_xdp driver is not built in yet",
-                    pc.name
-                )))
+            Driver::AfXdp { device, queues } => {
+                use dataplane::port::af_xdp::{AfXdpConfig, AfXdpPort};
+                crate::punt::tap::claim_device(device)
+                    .map_err(|e| BuildError(format!("port {}: device {device}: {e}", pc.name)))?;
+                let cfg = AfXdpConfig {
+                    queues: *queues as u32,
+                    ..Default::default()
+                };
+                let mut port = AfXdpPort::open(device, &cfg)
+                    .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?;
+                for (q, rq) in port.take_rx_queues().into_iter().enumerate() {
+                    rx.push(RxSlot {
+                        port: idx,
+                        queue: q as u16,
+                        q: rq,
+                    });
+                }
+                PortDriver::AfXdp(port)
             }
         };
         let port = PortRt {
@@ -389,6 +405,13 @@ impl Runtime {
             PortDriver::Replay => Some(Box::new(SinkTx {
                 frames: Arc::new(AtomicU64::new(0)),
             })),
+            PortDriver::AfXdp(p) => match p.tx_queue() {
+                Ok(q) => Some(q),
+                Err(e) => {
+                    eprintln!("linerate: port {}: no transmit queue: {e}", p.name());
+                    None
+                }
+            },
             PortDriver::AfPacket(p) => match p.tx_queue() {
                 Ok(q) => Some(q),
                 Err(e) => {

@@ -491,7 +491,10 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 seed,
             })?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?
+                );
             } else {
                 println!(
                     "FPM -> FIB: {} IPv4 + {} IPv6 routes ({} frames, {:.1} MB, next hops {}), 1 applier thread",

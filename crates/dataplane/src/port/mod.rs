@@ -8,13 +8,18 @@
 //! - [`replay`]: frames replayed by the worker itself and a counting sink, for benchmarks.
 //! - [`af_packet`] (Linux): a kernel network device through packet sockets with mmap'd rings,
 //!   several receive queues in a fanout group; works on any device, one copy each way.
+//! - [`af_xdp`] (Linux): a device's queues through AF_XDP sockets and a small XDP program
+//!   (zero-copy where the driver has it, copy mode otherwise, as on veth).
 //! - [`link`] (Linux): the kernel's view of a device (index, up/down, carrier, MTU, MAC, queue
 //!   counts) and a monitor of its changes, for the drivers that sit on kernel devices.
 //!
-//! Later drivers (af_xdp, tap) implement the same traits.
+//! The kernel's TAP twins of the router's interfaces live in the control plane
+//! (`control::punt::tap`), since only the punt thread reads and writes them.
 
 #[cfg(target_os = "linux")]
 pub mod af_packet;
+#[cfg(target_os = "linux")]
+pub mod af_xdp;
 #[cfg(target_os = "linux")]
 pub mod link;
 pub mod mem;
