@@ -9,6 +9,8 @@
 //!   (`RTA_NH_ID`), its inline next hops (`RTA_GATEWAY`/`RTA_OIF`/`RTA_MULTIPATH`), or its type
 //!   (blackhole, unreachable, prohibit). A route whose object is not defined (yet) is held
 //!   *unresolved*: it is not installed, and is installed as soon as the object arrives.
+//!   `RTA_NH_ID` wins over inline next hops (zebra sends one or the other). Other route types
+//!   (local, broadcast, ...) are counted as ignored.
 //!
 //! Semantics (the decisions a consumer relies on).
 //! - The latest `RTM_NEWROUTE` for a key wins, with or without `NLM_F_REPLACE` (zebra sets it for
