@@ -256,7 +256,9 @@ fn accept_loop(
             }
         };
         if let Some(old) = current.take() {
-            stats.resets.fetch_add(1, Relaxed);
+            if !old.reader.is_finished() {
+                stats.resets.fetch_add(1, Relaxed); // not when zebra had closed it already
+            }
             old.close(REPLACED);
         }
         match start_reader(stream, peer, &tx, &stats, &cfg) {
