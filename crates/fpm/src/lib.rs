@@ -43,6 +43,8 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod frame;
 pub mod netlink;
 pub mod rib;
