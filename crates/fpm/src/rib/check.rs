@@ -9,9 +9,9 @@ impl Rib {
     pub fn check_invariants(&self) {
         let mut refs: FxHashMap<NhSetId, u32> = FxHashMap::default();
         let mut unresolved = 0;
-        for (key, &i) in &self.by_key {
+        for i in self.index.iter() {
             let e = &self.routes[i as usize];
-            assert_eq!(e.key, *key);
+            assert_eq!(self.index.get(&self.routes, &e.key), Some(i));
             match e.set {
                 Some(s) => *refs.entry(s).or_default() += 1,
                 None => unresolved += 1,

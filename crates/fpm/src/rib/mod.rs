@@ -28,6 +28,7 @@
 //!   is never flushed and re-added.
 
 mod check;
+mod index;
 mod objects;
 mod sets;
 
@@ -36,10 +37,9 @@ mod model_tests;
 #[cfg(test)]
 mod tests;
 
-use std::collections::hash_map::Entry;
-
 use rustc_hash::FxHashMap;
 
+use index::KeyIndex;
 use sets::{Kind, SetTable};
 pub use sets::{NhSet, NhSetId};
 
@@ -160,7 +160,7 @@ impl NhObj {
 pub struct Rib {
     routes: Vec<RouteEntry>,
     free_routes: Vec<u32>,
-    by_key: FxHashMap<RouteKey, u32>,
+    index: KeyIndex,
     nhs: FxHashMap<u32, NhObj>,
     sets: SetTable,
     /// Current replay generation; an entry with another is stale.
@@ -192,7 +192,7 @@ impl Rib {
         Self {
             routes: Vec::with_capacity(routes),
             free_routes: Vec::new(),
-            by_key: FxHashMap::with_capacity_and_hasher(routes, Default::default()),
+            index: KeyIndex::with_capacity(routes),
             nhs: FxHashMap::default(),
             sets: SetTable::default(),
             gen: 0,
@@ -240,9 +240,8 @@ impl Rib {
     pub fn sweep(&mut self) -> Vec<Change> {
         let mut out = Vec::new();
         let stale: Vec<u32> = self
-            .by_key
-            .values()
-            .copied()
+            .index
+            .iter()
             .filter(|&i| self.routes[i as usize].gen != self.gen)
             .collect();
         self.c.swept_routes += stale.len() as u64;
@@ -271,7 +270,7 @@ impl Rib {
     }
 
     pub fn route(&self, key: &RouteKey) -> Option<RouteState> {
-        let e = &self.routes[*self.by_key.get(key)? as usize];
+        let e = &self.routes[self.index.get(&self.routes, key)? as usize];
         Some(RouteState {
             set: e.set,
             nh_id: e.nh_id,
@@ -280,7 +279,7 @@ impl Rib {
 
     /// Every route held, in no particular order.
     pub fn routes(&self) -> impl Iterator<Item = (RouteKey, RouteState)> + '_ {
-        self.by_key.values().map(|&i| {
+        self.index.iter().map(|i| {
             let e = &self.routes[i as usize];
             let st = RouteState {
                 set: e.set,
@@ -291,16 +290,16 @@ impl Rib {
     }
 
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.index.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
+        self.index.len() == 0
     }
 
     pub fn counters(&self) -> Counters {
         Counters {
-            routes: self.by_key.len() as u64,
+            routes: self.index.len() as u64,
             routes_unresolved: self.unresolved,
             nexthops: self.defined_nhs,
             sets: self.sets.live() as u64,
@@ -316,8 +315,8 @@ impl Rib {
             prefix: r.prefix,
         };
         if r.op == Op::Del {
-            match self.by_key.get(&key) {
-                Some(&i) => {
+            match self.index.get(&self.routes, &key) {
+                Some(i) => {
                     self.c.route_dels += 1;
                     self.remove_route(i, out);
                 }
@@ -336,10 +335,10 @@ impl Rib {
                 return;
             }
         };
-        // One probe of the (large, cache-cold) key table for both the lookup and the insert.
-        let (idx, existed) = match self.by_key.entry(key) {
-            Entry::Occupied(o) => (*o.get(), true),
-            Entry::Vacant(v) => {
+        // One probe of the (large, cache-cold) key index for both the lookup and the insert.
+        let (idx, existed) = match self.index.entry(&self.routes, &key) {
+            Ok(i) => (i, true),
+            Err(v) => {
                 let e = RouteEntry {
                     key,
                     set: None,
@@ -358,7 +357,7 @@ impl Rib {
                         (self.routes.len() - 1) as u32
                     }
                 };
-                v.insert(idx);
+                self.index.insert(v, idx);
                 self.unresolved += 1;
                 (idx, false)
             }
@@ -444,7 +443,7 @@ impl Rib {
         self.unresolved -= 1;
         self.unlink(idx);
         let key = self.routes[idx as usize].key;
-        self.by_key.remove(&key);
+        self.index.remove(&self.routes, &key);
         self.free_routes.push(idx);
     }
 
