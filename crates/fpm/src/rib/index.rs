@@ -84,6 +84,21 @@ impl KeyIndex {
         }
     }
 
+    /// Reads the home slot of `key` and, if it holds a candidate, its slab entry; returns a
+    /// value only so the loads are not optimised away.
+    pub fn touch(&self, routes: &[RouteEntry], key: &RouteKey) -> u64 {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        let tag = tag_of(key);
+        let s = self.slots[tag as usize & self.mask()];
+        if s != 0 && slot_tag(s) == tag {
+            s ^ routes[slot_idx(s) as usize].gen as u64
+        } else {
+            s
+        }
+    }
+
     pub fn get(&self, routes: &[RouteEntry], key: &RouteKey) -> Option<u32> {
         self.probe(routes, key).ok()
     }

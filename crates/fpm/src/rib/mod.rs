@@ -116,6 +116,9 @@ pub struct RouteState {
 
 const NIL: u32 = u32::MAX;
 
+/// Routes warmed at a time (see [`Rib::warm`]): their lines must still be cached when applied.
+const WARM_CHUNK: usize = 256;
+
 struct RouteEntry {
     key: RouteKey,
     set: Option<NhSetId>,
@@ -219,14 +222,37 @@ impl Rib {
 
     /// [`apply_batch`](Self::apply_batch), appending to `out` (reused by the caller).
     pub fn apply_batch_into(&mut self, msgs: &[Msg<'_>], out: &mut Vec<Change>) {
-        for m in msgs {
-            match m {
-                Msg::Route(r) => self.route_msg(r, out),
-                Msg::Nexthop(n) => self.nexthop_msg(n, out),
-                Msg::Other { .. } => self.c.ignored += 1,
+        for chunk in msgs.chunks(WARM_CHUNK) {
+            self.warm(chunk);
+            for m in chunk {
+                match m {
+                    Msg::Route(r) => self.route_msg(r, out),
+                    Msg::Nexthop(n) => self.nexthop_msg(n, out),
+                    Msg::Other { .. } => self.c.ignored += 1,
+                }
             }
         }
         self.finish_batch(out);
+    }
+
+    /// Loads the index slots (and slab entries) the routes of `msgs` are about to touch, all
+    /// at once: the loads are independent, so their cache misses overlap instead of following
+    /// one another as they do when each route is applied in turn. Safe code's prefetch.
+    fn warm(&self, msgs: &[Msg<'_>]) {
+        if msgs.len() < 8 {
+            return;
+        }
+        let mut acc = 0u64;
+        for m in msgs {
+            if let Msg::Route(r) = m {
+                let key = RouteKey {
+                    table: r.table,
+                    prefix: r.prefix,
+                };
+                acc ^= self.index.touch(&self.routes, &key);
+            }
+        }
+        std::hint::black_box(acc);
     }
 
     /// Marks every route and next-hop object stale; call when zebra (re)connects, before its
