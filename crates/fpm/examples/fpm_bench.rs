@@ -125,6 +125,44 @@ fn routes(n: usize, rng: &mut Rng) -> Vec<Msg<'static>> {
         .collect()
 }
 
+/// The same routes as zebra sends them with `no fpm use-next-hop-groups`: each carries its next
+/// hops (`RTA_GATEWAY` + `RTA_OIF`, or `RTA_MULTIPATH`), which the RIB interns per route.
+fn without_groups(routes: &[Msg<'static>], nhs: &[Msg<'static>]) -> Vec<Msg<'static>> {
+    let mut single = std::collections::HashMap::new();
+    let mut groups = std::collections::HashMap::new();
+    for m in nhs {
+        if let Msg::Nexthop(n) = m {
+            if n.group.is_empty() {
+                single.insert(n.id, fpm::NextHop::new(n.gateway, n.oif));
+            } else {
+                groups.insert(n.id, n.group.iter().collect::<Vec<_>>());
+            }
+        }
+    }
+    routes
+        .iter()
+        .map(|m| {
+            let Msg::Route(r) = m else { unreachable!() };
+            let mut r = r.clone();
+            if let Some(h) = single.get(&r.nh_id) {
+                r.gateway = h.gateway;
+                r.oif = h.ifindex;
+            } else {
+                let hops: Vec<fpm::NextHop> = groups[&r.nh_id]
+                    .iter()
+                    .map(|g| fpm::NextHop {
+                        weight: g.weight,
+                        ..single[&g.id]
+                    })
+                    .collect();
+                r.multipath = Paths::from_hops(r.prefix.is_ipv4(), &hops);
+            }
+            r.nh_id = 0;
+            Msg::Route(r)
+        })
+        .collect()
+}
+
 fn frames(msgs: &[Msg<'_>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(msgs.len() * 64);
     let mut scratch = Vec::new();
@@ -280,6 +318,15 @@ fn main() {
         "a replay of the same state changes nothing"
     );
     report("    replay of the same table + sweep", n, t);
+
+    let flat = frames(&without_groups(&rts, &nhs));
+    let (t, _) = best_of(RUNS, || {
+        let mut rib = Rib::new();
+        let (t, _) = timed(|| black_box(apply_stream(&mut rib, &flat)));
+        assert_eq!(rib.len(), n);
+        (t, ())
+    });
+    report("(b') same without next-hop groups", n, t);
 
     let (t, batches) = best_of(RUNS, || end_to_end(&stream, n));
     report("(c) TCP loopback -> server -> consumer RIB", n, t);

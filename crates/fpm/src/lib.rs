@@ -7,6 +7,43 @@
 //! derives what changed, and [`server`] runs the TCP side on its own threads so that zebra is never
 //! kept waiting by the consumer. The decode and RIB paths are the hot ones (a full table replays in
 //! seconds after every reconnect); `examples/fpm_bench.rs` measures them.
+//!
+//! How the control plane drives it:
+//!
+//! ```no_run
+//! use fpm::{Change, Event, Rib, Server};
+//!
+//! let (_server, events) = Server::bind("127.0.0.1:2620")?;
+//! let mut rib = Rib::new();
+//! let mut replaying = false;
+//! for event in events {
+//!     let changes = match event {
+//!         Event::Connected { .. } => {
+//!             rib.begin_replay(); // zebra re-sends everything it has
+//!             replaying = true;
+//!             continue;
+//!         }
+//!         Event::Batch(msgs) => rib.apply_batch(&msgs),
+//!         Event::Idle if replaying => {
+//!             replaying = false;
+//!             rib.sweep() // what the replay did not re-send is gone
+//!         }
+//!         Event::Idle | Event::Disconnected { .. } => continue,
+//!     };
+//!     for c in changes {
+//!         match c {
+//!             Change::SetAdded { id, set } => { /* create a forwarding next hop for `set` */ }
+//!             Change::Upsert { key, set, .. } => { /* route `key` via the next hop of `set` */ }
+//!             Change::Removed { key } => { /* delete `key` */ }
+//!             Change::SetRemoved { id } => { /* free the next hop of `id` */ }
+//!         }
+//!     }
+//!     // then publish the forwarding tables once per batch
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
 
 pub mod frame;
 pub mod netlink;

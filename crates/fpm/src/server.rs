@@ -30,7 +30,9 @@ pub struct ServerConfig {
     /// A batch is sent once it holds this many messages, and whenever a read found the socket
     /// drained.
     pub batch: usize,
-    /// Quiet time after which a connection reports [`Event::Idle`] (once per quiet spell).
+    /// Quiet time after which a connection reports [`Event::Idle`] (once per quiet spell). The
+    /// consumer sweeps on the first one after a connect, so it must exceed any pause zebra makes
+    /// in the middle of a replay; a longer one only keeps withdrawn routes a little longer.
     pub idle: Duration,
     /// How often the accept thread looks for a shutdown request.
     pub poll: Duration,
@@ -41,7 +43,7 @@ impl Default for ServerConfig {
         Self {
             read_buffer: crate::frame::DEFAULT_BUFFER,
             batch: 8192,
-            idle: Duration::from_secs(2),
+            idle: Duration::from_secs(5),
             poll: Duration::from_millis(20),
         }
     }
@@ -254,7 +256,9 @@ fn accept_loop(
             }
         };
         if let Some(old) = current.take() {
-            stats.resets.fetch_add(1, Relaxed);
+            if !old.reader.is_finished() {
+                stats.resets.fetch_add(1, Relaxed); // not when zebra had closed it already
+            }
             old.close(REPLACED);
         }
         match start_reader(stream, peer, &tx, &stats, &cfg) {

@@ -1,7 +1,7 @@
 //! The rtnetlink messages zebra puts in FPM frames: routes (`RTM_NEWROUTE`/`RTM_DELROUTE`) and
 //! next-hop objects (`RTM_NEWNEXTHOP`/`RTM_DELNEXTHOP`), IPv4 and IPv6.
 //!
-//! [`decode`] turns bytes into [`Msg`] views that borrow the variable-length parts (the multipath
+//! [`decode()`] turns bytes into [`Msg`] views that borrow the variable-length parts (the multipath
 //! list, the group members) from the frame, so decoding allocates nothing; [`Msg::into_owned`]
 //! makes a message outlive its frame. [`encode`] lays the same messages out byte for byte as zebra
 //! 8.4 does (see `tests/data/` for the captures this was checked against).
