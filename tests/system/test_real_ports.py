@@ -95,8 +95,9 @@ control-plane:
     return dut, h1, h2, cfg
 
 
-def test_arp_nd_punt_and_forwarding(linerate_bin, testbed, tmp_path):
-    dut, h1, h2, cfg = topology(testbed)
+@pytest.mark.parametrize("driver", ["af_packet", "af_xdp"])
+def test_arp_nd_punt_and_forwarding(linerate_bin, testbed, tmp_path, driver):
+    dut, h1, h2, cfg = topology(testbed, driver)
     r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
     try:
         # The twins exist in the router's namespace with the interfaces' MACs and addresses.

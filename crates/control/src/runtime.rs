@@ -342,7 +342,7 @@ impl Runtime {
             Driver::AfPacket { device, queues } => {
                 use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort};
                 let cfg = AfPacketConfig {
-                    queues: *queues as usize,
+                    queues: (*queues).max(1) as usize,
                     ..Default::default()
                 };
                 crate::punt::tap::claim_device(device)
@@ -362,8 +362,16 @@ impl Runtime {
                 use dataplane::port::af_xdp::{AfXdpConfig, AfXdpPort};
                 crate::punt::tap::claim_device(device)
                     .map_err(|e| BuildError(format!("port {}: device {device}: {e}", pc.name)))?;
+                // Frames land on the device queue the sender's hash picks; an XDP socket sees
+                // only the queues it is bound to, so by default bind them all.
+                let n = match *queues {
+                    0 => dataplane::port::link::link_state(device)
+                        .map(|l| l.rx_queues.max(1))
+                        .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?,
+                    q => q as u32,
+                };
                 let cfg = AfXdpConfig {
-                    queues: *queues as u32,
+                    queues: n,
                     ..Default::default()
                 };
                 let mut port = AfXdpPort::open(device, &cfg)

@@ -115,9 +115,10 @@ pub enum Driver {
     },
     /// In-process rings; the tester (or a program embedding the router) holds the other ends.
     Mem,
-    /// A Linux network device through AF_PACKET (TPACKET_V3 rings).
+    /// A Linux network device through AF_PACKET (TPACKET_V3 rings); `queues` 0 means one.
     AfPacket { device: String, queues: u16 },
-    /// A Linux network device through AF_XDP (copy mode where the driver has no zero-copy).
+    /// A Linux network device through AF_XDP (copy mode where the driver has no zero-copy);
+    /// `queues` 0 means every receive queue the device has.
     AfXdp { device: String, queues: u16 },
 }
 
@@ -551,9 +552,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         let rx = f.str("rx", &mut e).map(|p| dir.join(p));
         let tx = f.str("tx", &mut e).map(|p| dir.join(p));
         let device = f.str("device", &mut e);
-        let queues: u16 = f.parse("queues", "a queue count", &mut e).unwrap_or(1);
-        if !(1..=64).contains(&queues) {
-            e.at(n, &format!("{path}.queues"), "queues must be 1..=64");
+        // 0: as many as the device has (AF_XDP sees only the queues it binds), or one (AF_PACKET
+        // sees the whole device through any number).
+        let queues: u16 = f.parse("queues", "a queue count", &mut e).unwrap_or(0);
+        if queues > 64 {
+            e.at(n, &format!("{path}.queues"), "queues must be 1..=64 (or 0: automatic)");
         }
         let kernel_dev = |e: &mut Errs| {
             if device.is_none() {
