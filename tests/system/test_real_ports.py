@@ -358,3 +358,159 @@ def test_xr2a_frr_graceful_restart_loses_no_frame(linerate_bin, testbed, tmp_pat
         assert h1.ping("10.0.0.1", count=1, timeout=3)
     finally:
         r.stop()
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+TEST_NETS = [ipaddr for ipaddr in ("192.0.2.0/24", "198.51.100.0/24", "10.0.0.0/8",
+                                   "2001:db8:1::/64", "2001:db8:2::/64")]
+
+UDP_EVERY = """
+import socket, sys, time, ipaddress
+dsts = [l.split()[0] for l in open(sys.argv[1])]
+rate = float(sys.argv[2])
+s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+t0 = time.monotonic()
+for i, d in enumerate(dsts):
+    if i % 256 == 0:
+        ahead = t0 + i / rate - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
+    (s6 if ":" in d else s4).sendto(b"x" * 18, (d, 9000))
+print(len(dsts))
+"""
+
+RAW_COUNT = """
+import socket, sys, struct, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+s.bind(("eth0", 0))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+s.settimeout(float(sys.argv[1]))
+seen = set()
+try:
+    while True:
+        f = s.recv(2048)
+        et = f[12:14]
+        if et == b"\\x08\\x00" and f[23] == 17 and f[36:38] == b"\\x23\\x28":
+            seen.add(f[30:34])
+        elif et == b"\\x86\\xdd" and f[20] == 17 and f[56:58] == b"\\x23\\x28":
+            seen.add(f[38:54])
+        s.settimeout(4.0)
+except socket.timeout:
+    pass
+print(len(seen))
+"""
+
+
+@pytest.mark.usefixtures("frr_tools", "bird_tools")
+def test_xr6_bgp_table_through_frr_and_fpm(linerate_bin, testbed, tmp_path):
+    """XR-6: a BGP table in the seed's prefix-length mix (IPv4 /19, /24, /29; IPv6 /48, /64,
+    /96; 20% IPv6) from BIRD over an IPv4 and an IPv6 session to FRR on Linerate's twins, into
+    Linerate's FIB over FPM; the time from the sessions coming up to the last route in each
+    stage, the memory of each daemon, then one packet to every route, none lost.
+
+    CI runs 0.01 of one logical router's table (7,500 routes); the full test is four logical
+    routers' tables, 3,000,000 routes: LINERATE_XR6_SCALE=4 (by hand, about 10 minutes)."""
+    import ipaddress
+    import os
+    scale = float(os.environ.get("LINERATE_XR6_SCALE", "0.01"))
+    dut, h1, h2, cfg = topology(testbed)
+    cfg = cfg.replace("router: { workers: 1 }",
+                      "router: { workers: 1, buffers: 65536 }\n"
+                      "limits: { ipv4-routes: 4000000, ipv6-routes: 1500000 }")
+    routes_file = tmp_path / "xr6.routes"
+    subprocess.run([str(linerate_bin), "routes", "gen", "--profile", "xr6", "--scale", str(scale),
+                    "--out", str(routes_file)], check=True, capture_output=True)
+    avoid = [ipaddress.ip_network(n) for n in TEST_NETS]
+    v4, v6 = [], []
+    for line in routes_file.read_text().splitlines():
+        p = line.split("#")[0].strip()
+        if not p:
+            continue
+        n = ipaddress.ip_network(p)
+        if any(n.version == a.version and n.overlaps(a) for a in avoid):
+            continue
+        (v4 if n.version == 4 else v6).append(p)
+    total = len(v4) + len(v6)
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        frr = testbed.frr(dut, {
+            "zebra": frrmod.zebra_config(fpm=True),
+            "bgpd": frrmod.bgp_config(65001, "192.0.2.1",
+                                      [("198.51.100.2", 65002), ("2001:db8:2::2", 65002)]),
+        }, fpm=True)
+        conf = birdmod.BirdConfig(
+            router_id="198.51.100.2", local_as=65002,
+            sessions=[birdmod.BgpSession("198.51.100.2", "198.51.100.1", 65001, name="r4"),
+                      birdmod.BgpSession("2001:db8:2::2", "2001:db8:2::1", 65001, name="r6")],
+            routes4=v4, routes6=v6, hold_time=240)
+        t_start = time.monotonic()
+        bird = testbed.bird(h2, conf)
+        t0 = t_start
+        stages = {"BIRD exported": None, "bgpd received": None, "zebra RIB": None,
+                  "Linerate FIB (FPM)": None}
+
+        def probe():
+            now = time.monotonic() - t0
+            if stages["BIRD exported"] is None and \
+                    bird.exported("r4") + bird.exported("r6") >= total:
+                stages["BIRD exported"] = now
+            if stages["bgpd received"] is None:
+                s4 = frr.show_json("show bgp ipv4 unicast summary", daemon="bgpd")
+                s6 = frr.show_json("show bgp ipv6 unicast summary", daemon="bgpd")
+                got = sum(p.get("pfxRcd", 0) for s in (s4, s6)
+                          for p in s.get("peers", {}).values())
+                if got >= total:
+                    stages["bgpd received"] = now
+            if stages["zebra RIB"] is None and \
+                    frr.route_count(4) + frr.route_count(6) >= total:
+                stages["zebra RIB"] = now
+            st = r.json("show", "fpm")
+            if stages["Linerate FIB (FPM)"] is None and \
+                    st["routes_installed"] - st["routes_removed"] >= total and \
+                    not st["unpublished"]:
+                stages["Linerate FIB (FPM)"] = now
+            return all(v is not None for v in stages.values())
+
+        wait_until(probe, 60 + total / 2000, interval=0.2,
+                   what=f"{total} routes through every stage")
+        st = r.json("show", "fpm")
+        # zebra also sends the twins' connected subnets: the config's own, left to it.
+        assert st["unresolved"] == 0 and st["conflicts"] <= 4 and st["malformed"] == 0, st
+        mem = {"bird": _rss_mb(bird.proc.pid), "bgpd": _rss_mb(frr.procs["bgpd"].pid),
+               "zebra": _rss_mb(frr.procs["zebra"].pid), "linerate": _rss_mb(r.proc.pid)}
+        fib_mb = sum(t["bytes"] for t in r.json("show", "system")["tables"]
+                     if t["table"].startswith("ipv")) / 1e6
+        lines = [f"XR-6 at scale {scale}: {len(v4)} IPv4 + {len(v6)} IPv6 routes, "
+                 "times from BIRD's start (BIRD holds a new session about 1 s first)",
+                 "| stage | last route at (s) | routes/s |", "|---|---|---|"]
+        for k, v in stages.items():
+            lines.append(f"| {k} | {v:.2f} | {total / max(v, 1e-3):,.0f} |")
+        lines.append("memory (MB RSS): " + ", ".join(f"{k} {v:.0f}" for k, v in mem.items())
+                     + f"; Linerate FIB {fib_mb:.1f} MB")
+        print("\n".join(lines))
+        (tmp_path / "xr6.md").write_text("\n".join(lines) + "\n")
+        # One packet to every route (its first address + 1), counted where they arrive.
+        dsts = tmp_path / "dsts.txt"
+        dsts.write_text("".join(f"{ipaddress.ip_network(p)[1] if ipaddress.ip_network(p).num_addresses > 1 else ipaddress.ip_network(p)[0]}\n"
+                                for p in v4 + v6))
+        rx = h2.popen(["python3", "-c", RAW_COUNT, "30"], name="raw-count",
+                      log=tmp_path / "raw.out")
+        time.sleep(0.5)
+        h1.run(["python3", "-c", UDP_EVERY, str(dsts), "20000"], timeout=60 + total / 10000)
+        wait_until(lambda: not rx.running, 60, what="the counter to finish")
+        got = int((tmp_path / "raw.out").read_text().split()[-1])
+        assert got == total, (f"{total - got} of {total} routes lost traffic; router drops "
+                              f"{r.drops()}; {r.cli('show', 'punt')}; {r.cli('show', 'counters')}")
+        assert r.drops().get("NoRoute", 0) == 0
+    finally:
+        r.stop()

@@ -556,7 +556,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         // sees the whole device through any number).
         let queues: u16 = f.parse("queues", "a queue count", &mut e).unwrap_or(0);
         if queues > 64 {
-            e.at(n, &format!("{path}.queues"), "queues must be 1..=64 (or 0: automatic)");
+            e.at(
+                n,
+                &format!("{path}.queues"),
+                "queues must be 1..=64 (or 0: automatic)",
+            );
         }
         let kernel_dev = |e: &mut Errs| {
             if device.is_none() {

@@ -175,6 +175,7 @@ impl PuntThread {
             did += self.read_taps(&t, &mut frame);
             if now.duration_since(last_tick) >= Duration::from_millis(20) {
                 self.nb.tick(&t, now, &mut out);
+                self.nb.scan_next_hops(&t, now, &mut out);
                 last_tick = now;
             }
             let changed = out

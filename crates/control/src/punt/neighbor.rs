@@ -86,14 +86,24 @@ pub struct NeighborView {
 pub struct Neighbors {
     timers: NeighborTimers,
     entries: HashMap<(u32, IpAddr), Entry>,
+    /// Next hops that failed to resolve: not asked for again by the next-hop scan before this.
+    backoff: HashMap<(u32, IpAddr), Instant>,
+    /// The next-hop table last scanned (by address), so an unchanged table is not walked again.
+    scanned: usize,
     pub stats: NeighborStats,
 }
+
+/// How long a next hop that did not answer waits before the scan asks again (traffic towards
+/// it still asks at once).
+const FAILED_BACKOFF: Duration = Duration::from_secs(10);
 
 impl Neighbors {
     pub fn new(timers: NeighborTimers) -> Self {
         Self {
             timers,
             entries: HashMap::new(),
+            backoff: HashMap::new(),
+            scanned: 0,
             stats: NeighborStats::default(),
         }
     }
@@ -223,10 +233,15 @@ impl Neighbors {
             }
             return false;
         }
-        // An advertisement: updates an entry we have (RFC 4861 7.2.5).
+        // An advertisement: updates an entry we have (RFC 4861 7.2.5), and creates one when it
+        // answers a solicitation of ours: sent to one of our addresses, solicited. The twin's
+        // kernel solicits in the router's name (same MAC, same addresses), so what it resolves
+        // the router knows too, as with ARP replies.
         let target = IpAddr::V6(Ipv6Addr::from(r.target));
         let mac = r.lladdr.unwrap_or(src_mac);
-        if self.entries.contains_key(&(ifx, target)) && mac.is_unicast() {
+        let to_us = dst == ll || ifc.v6.iter().any(|&(a, _)| a.to_be_bytes() == dst);
+        let answer = r.flags & nd::FLAG_SOLICITED != 0 && to_us;
+        if (answer || self.entries.contains_key(&(ifx, target))) && mac.is_unicast() {
             self.confirm(ifx, target, mac, now, out);
         }
         true
@@ -298,6 +313,43 @@ impl Neighbors {
         }
     }
 
+    /// Starts resolving every next hop the routes name whose MAC is not known yet (a BGP next
+    /// hop, say), as a router resolves its adjacencies when they are created, before traffic
+    /// needs them: otherwise the first burst towards a new next hop overflows the hold queue.
+    pub fn scan_next_hops(&mut self, t: &Tables, now: Instant, out: &mut Vec<Out>) {
+        let id = t.next_hops.as_ptr() as usize;
+        if id == self.scanned && self.backoff.is_empty() {
+            return;
+        }
+        self.scanned = id;
+        self.backoff.retain(|_, until| *until > now);
+        for nh in t.next_hops.iter() {
+            let NextHop::Glean {
+                tx_if,
+                neighbor: Some(ip),
+            } = nh
+            else {
+                continue;
+            };
+            let k = (*tx_if, *ip);
+            if self.entries.contains_key(&k) || self.backoff.contains_key(&k) {
+                continue;
+            }
+            self.entries.insert(
+                k,
+                Entry {
+                    mac: None,
+                    state: State::Incomplete,
+                    confirmed: now,
+                    next: now,
+                    tries: 0,
+                    held: Vec::new(),
+                },
+            );
+            self.solicit(t, k.0, k.1, None, now, out);
+        }
+    }
+
     /// Retransmissions, probes, failures; call every few tens of milliseconds.
     pub fn tick(&mut self, t: &Tables, now: Instant, out: &mut Vec<Out>) {
         let reachable = Duration::from_secs(self.timers.reachable_s as u64);
@@ -332,6 +384,7 @@ impl Neighbors {
                 out.push(Out::Lost { ifx: k.0, ip: k.1 });
             } else {
                 self.stats.failed += 1;
+                self.backoff.insert(k, now + FAILED_BACKOFF);
             }
             out.extend(e.held.into_iter().map(Out::Free));
         }
@@ -685,6 +738,35 @@ mod tests {
         let lost = out.iter().filter(|o| matches!(o, Out::Lost { .. })).count();
         assert_eq!(lost, 2);
         assert!(nb.is_empty());
+    }
+
+    #[test]
+    fn next_hops_are_resolved_before_traffic_needs_them() {
+        let t = tables();
+        let mut nb = Neighbors::new(timers());
+        let now = Instant::now();
+        let mut out = Vec::new();
+        nb.scan_next_hops(&t, now, &mut out);
+        // Next hop 1 names 192.0.2.2; next hop 2 (a connected subnet) names no one.
+        let f = sends(&out);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            arp::Repr::parse(&f[0][18..]).unwrap().target_ip,
+            0xC000_0202
+        );
+        out.clear();
+        nb.scan_next_hops(&t, now, &mut out);
+        assert!(out.is_empty(), "asked once");
+        // No answer: failed, and the scan waits before asking again.
+        for s in 1..=3 {
+            nb.tick(&t, now + Duration::from_secs(s), &mut out);
+        }
+        assert_eq!(nb.stats.failed, 1);
+        out.clear();
+        nb.scan_next_hops(&t, now + Duration::from_secs(4), &mut out);
+        assert!(out.is_empty(), "backing off");
+        nb.scan_next_hops(&t, now + Duration::from_secs(14), &mut out);
+        assert_eq!(sends(&out).len(), 1, "asked again after the back-off");
     }
 
     #[test]
