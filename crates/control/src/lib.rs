@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod fpm;
+pub mod link;
 pub mod metrics;
 pub mod mgmt;
 pub mod punt;

@@ -47,6 +47,9 @@ pub struct Router {
     /// Ports that are present in the config but out of service (removed at run time): their
     /// interfaces are operationally down and next hops through them are not used.
     pub ports_down: std::collections::HashSet<String>,
+    /// Ports whose kernel device has no link (carrier lost, or set down): like ports out of
+    /// service, their interfaces are operationally down until the link returns.
+    pub links_down: std::collections::HashSet<String>,
     pub shared: SharedTables,
     /// Compiled ACLs and QoS policies, policers, flow accounting (see `services`).
     pub services: crate::services::ServicesState,
@@ -166,6 +169,7 @@ impl Router {
             ports,
             port_slots,
             ports_down: Default::default(),
+            links_down: Default::default(),
             shared,
             services,
             learned: HashMap::new(),
@@ -523,7 +527,7 @@ impl Router {
         let mut ifs = self.ifs.clone();
         for i in ifs.iter_mut() {
             let port = self.port_slots[i.port as usize].as_deref().unwrap_or("");
-            i.up &= !self.ports_down.contains(port);
+            i.up &= !self.ports_down.contains(port) && !self.links_down.contains(port);
         }
         let down = |nh: u32| match &self.next_hops[nh as usize] {
             NextHop::Forward { tx_if, .. } => !ifs[*tx_if as usize].up,

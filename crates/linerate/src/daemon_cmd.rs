@@ -110,6 +110,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     let cfg = control::config::parse(&text, &source).map_err(|e| e.to_string())?;
     let logger = Arc::new(Logger::new(cfg.logging.clone()).map_err(|e| format!("logging: {e}"))?);
     let cp = cfg.control_plane.clone();
+    let cfg_copy = cfg.clone();
     // The kernel's twins of the interfaces come first: FRR may already be waiting for them.
     let mut taps = Vec::new();
     for ic in &cfg.interfaces {
@@ -163,6 +164,8 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         ))),
     )?;
     *core.punt.lock().unwrap_or_else(|e| e.into_inner()) = Some(punt);
+    let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
+    *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;
     if let Some(f) = &cp.fpm {
         core.start_fpm(f, ifindex)?;
         eprintln!("linerate: FPM on {}", f.listen);

@@ -385,6 +385,7 @@ impl Core {
             .filter(|p| new_cfg.ports.iter().any(|q| &q.name == *p))
             .cloned()
             .collect();
+        new.links_down = s.router.links_down.clone();
         // Neighbours learned by ARP/ND keep forwarding across the commit.
         new.carry_neighbors(&s.router);
         new.publish_fibs()

@@ -162,6 +162,8 @@ pub struct Core {
     pub punt: Mutex<Option<crate::punt::PuntPlane>>,
     /// The FPM server and its applier, where the config asks for FPM.
     pub fpm: Mutex<Option<crate::fpm::FpmPlane>>,
+    /// The link-state thread, where ports sit on kernel devices.
+    pub links: Mutex<Option<crate::link::LinkWatch>>,
 }
 
 /// A held state lock, which records the command's run time when dropped.
@@ -236,6 +238,7 @@ impl Core {
             services_thread: Mutex::new(Some(services_thread)),
             punt: Mutex::new(None),
             fpm: Mutex::new(None),
+            links: Mutex::new(None),
             state: Mutex::new(State {
                 router,
                 runtime,
@@ -287,6 +290,35 @@ impl Core {
         if s.router.neighbor_lost(ifx, ip) {
             let _ = s.router.publish();
         }
+    }
+
+    /// The kernel device under `port` gained or lost its link: the port's interfaces go
+    /// operationally up or down (next hops through them stop being used), and it is logged.
+    pub fn link_changed(&self, port: &str, up: bool) {
+        let mut s = self.lock("link.changed");
+        let changed = if up {
+            s.router.links_down.remove(port)
+        } else {
+            s.router.links_down.insert(port.to_string())
+        };
+        if !changed {
+            return;
+        }
+        if let Err(e) = s.router.publish() {
+            self.logger
+                .log(Severity::Error, "LINK", &[], format!("publishing: {e}"));
+        }
+        let (id, sev, what) = if up {
+            ("LINK_UP", Severity::Notice, "up")
+        } else {
+            ("LINK_DOWN", Severity::Error, "down")
+        };
+        self.logger.log(
+            sev,
+            id,
+            &[("port", port.to_string())],
+            format!("port {port}: link {what}"),
+        );
     }
 
     /// Starts serving FPM (zebra's `dplane_fpm_nl`): `ifindex` maps the TAP twins' kernel
@@ -376,6 +408,9 @@ impl Core {
 
     /// Stops the workers and returns the final counters.
     pub fn shutdown(&self) {
+        if let Some(mut l) = self.links.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            l.stop();
+        }
         if let Some(mut f) = self.fpm.lock().unwrap_or_else(|e| e.into_inner()).take() {
             f.stop();
         }

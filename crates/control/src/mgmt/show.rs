@@ -272,7 +272,7 @@ impl Core {
                     mtu: i.mtu,
                     vrf: r.cfg.vrfs[i.vrf as usize].clone(),
                     admin_up: i.up,
-                    oper_up: i.up && in_service,
+                    oper_up: i.up && in_service && !r.links_down.contains(&port),
                     ipv4: i.v4.iter().map(|&(a, l)| v4(a, l)).collect(),
                     ipv6: i.v6.iter().map(|&(a, l)| v6(a, l)).collect(),
                     port,
