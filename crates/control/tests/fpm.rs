@@ -226,3 +226,31 @@ fn unknown_interfaces_and_tables_are_counted_not_installed() {
         "the route without an interface, the unmapped table"
     );
 }
+
+#[test]
+fn a_config_commit_keeps_the_fpm_routes() {
+    let (mut r, mut f) = router();
+    apply(
+        &mut r,
+        &mut f,
+        &[
+            nexthop(1, "198.51.100.2", IF_P1),
+            route(Op::New, "10.0.0.0/8", 1, RouteType::Unicast),
+            route(Op::New, "203.0.113.0/24", 0, RouteType::Blackhole),
+        ],
+    );
+    // A commit builds a new router from the (changed) config; the FPM routes go into it
+    // before it goes live.
+    let text = CONFIG.replace("172.16.0.0/12", "172.17.0.0/16");
+    let cfg = config::parse(&text, Path::new("fpm.yaml")).unwrap();
+    let mut new = Router::build(cfg).unwrap();
+    assert!(v4(&new, "10.0.0.0/8").is_none());
+    f.reinstall(&mut new, &BTreeMap::new());
+    new.publish().unwrap();
+    let nh = v4(&new, "10.0.0.0/8").expect("carried");
+    assert!(matches!(
+        new.next_hops[nh as usize],
+        NextHop::Forward { tx_if: 1, .. }
+    ));
+    assert!(v4(&new, "203.0.113.0/24").is_some());
+}
