@@ -158,9 +158,11 @@ WITH_STATIC_172 = CONFIG.replace(
     "routes:\n", "routes:\n  - { prefix: 172.16.0.0/12, via: 203.0.113.2 }\n"
 )
 # The original, without the neighbour on p2 (only API routes use it).
+# Without p2's neighbour, and with p2 renumbered: 198.18.2.2 is then neither a neighbour nor on
+# a connected subnet (a next hop on a connected subnet would be resolved by ARP instead).
 WITHOUT_P2_NEIGHBOR = CONFIG.replace(
     '  - { interface: p2, ip: 198.18.2.2, mac: "02:00:00:00:02:02" }\n', ""
-)
+).replace("ipv4: [198.18.2.1/24]", "ipv4: [198.18.3.1/24]")
 
 for _variant in (NEW_CONFIG, NEW_CONFIG_2, WITH_STATIC_172, WITHOUT_P2_NEIGHBOR):
     assert _variant != CONFIG  # each replacement above must have matched
@@ -431,8 +433,8 @@ def test_show_neighbors(router: Daemon) -> None:
     assert len(nbrs) == len(NEIGHBORS)
     assert {n["state"] for n in nbrs} == {"static"}
     text = router.ok("show", "neighbors").splitlines()
-    assert text[0].split() == ["Address", "MAC", "Interface", "State"]
-    assert "198.51.100.2 02:00:00:00:10:02 p0.100 static" in [" ".join(ln.split()) for ln in text]
+    assert text[0].split() == ["Address", "MAC", "Interface", "State", "Age", "(s)"]
+    assert "198.51.100.2 02:00:00:00:10:02 p0.100 static -" in [" ".join(ln.split()) for ln in text]
 
 
 def test_show_counters_errors_and_workers(router: Daemon) -> None:
@@ -858,8 +860,9 @@ def test_route_add_refusals_change_nothing(start_daemon) -> None:
     before = r.routes()
     p = r.fails("route", "add", "10.0.0.0/8", "via", "203.0.113.2")
     assert "configured route" in p.stderr and "10.0.0.0/8" in p.stderr
-    p = r.fails("route", "add", "172.20.0.0/16", "via", "192.0.2.99")
-    assert "192.0.2.99" in p.stderr and "not a neighbor" in p.stderr
+    # Neither a neighbour nor on a connected subnet (one on a subnet is resolved by ARP).
+    p = r.fails("route", "add", "172.20.0.0/16", "via", "100.64.0.99")
+    assert "100.64.0.99" in p.stderr and "not a neighbor" in p.stderr
     r.fails("route", "add", "172.20.0.0/33", "via", "192.0.2.2")
     r.fails("route", "add", "172.20.0.1/16", "via", "192.0.2.2")  # host bits set
     r.fails("route", "add", "172.20.0.0/16", "via", "192.0.2.2", "--vrf", "red")
