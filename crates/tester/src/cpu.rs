@@ -9,7 +9,11 @@
 //!   here, so a trial should last a second or more for the figure to mean something);
 //! - the tester process's own time (`getrusage(RUSAGE_SELF)`: user + system, every thread);
 //! - optionally the device's own account of its work (a Linerate daemon's per-worker busy time,
-//!   read from its API by [`crate::external`]).
+//!   read from its API by [`crate::external`]);
+//! - the irq + softirq time of each CPU: with the tester pinned to its own core and the device's
+//!   receive work steered to the others, the softirq time of the others is the kernel's packet
+//!   work for the device (a kernel device's forwarding; a packet-socket device's receive), and
+//!   unlike the machine's total it does not count other processes' user time.
 //!
 //! Each is divided by the frames the device forwarded in the trial (the frames the tester
 //! received where they belonged). What the machine spent minus what the tester spent is the
@@ -27,6 +31,8 @@ pub struct CpuSample {
     pub per_cpu: Vec<u64>,
     /// The same, all CPUs together (the `cpu` line).
     pub machine: u64,
+    /// Irq + softirq ticks per CPU.
+    pub per_cpu_irq: Vec<u64>,
     /// This process's user + system time, ns.
     pub process_ns: u64,
 }
@@ -49,10 +55,26 @@ fn busy_of(fields: &[u64]) -> u64 {
     f(0) + f(1) + f(2) + f(5) + f(6)
 }
 
-/// Parses `/proc/stat`'s text: (all CPUs, per CPU) busy ticks.
-pub fn parse_stat(text: &str) -> Option<(u64, Vec<u64>)> {
+fn irq_of(fields: &[u64]) -> u64 {
+    fields.get(5).copied().unwrap_or(0) + fields.get(6).copied().unwrap_or(0)
+}
+
+/// `/proc/stat`'s busy ticks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    /// All CPUs (the `cpu` line).
+    pub machine: u64,
+    /// Per CPU.
+    pub per_cpu: Vec<u64>,
+    /// Irq + softirq per CPU.
+    pub per_cpu_irq: Vec<u64>,
+}
+
+/// Parses `/proc/stat`'s text.
+pub fn parse_stat(text: &str) -> Option<Stat> {
     let mut machine = None;
     let mut per = Vec::new();
+    let mut irq = Vec::new();
     for line in text.lines() {
         let mut it = line.split_whitespace();
         let Some(name) = it.next() else { continue };
@@ -64,9 +86,14 @@ pub fn parse_stat(text: &str) -> Option<(u64, Vec<u64>)> {
             machine = Some(busy_of(&fields));
         } else if name[3..].parse::<usize>().is_ok() {
             per.push(busy_of(&fields));
+            irq.push(irq_of(&fields));
         }
     }
-    Some((machine?, per))
+    Some(Stat {
+        machine: machine?,
+        per_cpu: per,
+        per_cpu_irq: irq,
+    })
 }
 
 fn process_ns() -> u64 {
@@ -81,16 +108,24 @@ fn process_ns() -> u64 {
 
 impl CpuSample {
     pub fn now() -> CpuSample {
-        let (machine, per_cpu) = std::fs::read_to_string("/proc/stat")
+        let st = std::fs::read_to_string("/proc/stat")
             .ok()
             .and_then(|t| parse_stat(&t))
             .unwrap_or_default();
         CpuSample {
-            per_cpu,
-            machine,
+            per_cpu: st.per_cpu,
+            machine: st.machine,
+            per_cpu_irq: st.per_cpu_irq,
             process_ns: process_ns(),
         }
     }
+}
+
+fn diff(a: &[u64], b: &[u64], hz: f64) -> Vec<f64> {
+    b.iter()
+        .zip(a.iter().chain(std::iter::repeat(&0)))
+        .map(|(y, x)| y.saturating_sub(*x) as f64 / hz)
+        .collect()
 }
 
 /// What one trial cost, and the frames it is divided by.
@@ -104,6 +139,11 @@ pub struct CpuUsage {
     pub machine_s: f64,
     /// Each CPU's busy seconds (which core did the work).
     pub per_cpu_s: Vec<f64>,
+    /// Each CPU's irq + softirq seconds.
+    pub per_cpu_irq_s: Vec<f64>,
+    /// The irq + softirq seconds of every CPU but the tester's, when the tester is pinned: the
+    /// kernel's packet work for the device.
+    pub dut_kernel_s: Option<f64>,
     /// CPU-seconds of the tester process.
     pub tester_s: f64,
     /// The device's own busy time as it reports it (a Linerate daemon's workers), seconds.
@@ -120,12 +160,9 @@ impl CpuUsage {
             wall_s,
             cpus: b.per_cpu.len(),
             machine_s: b.machine.saturating_sub(a.machine) as f64 / hz,
-            per_cpu_s: b
-                .per_cpu
-                .iter()
-                .zip(a.per_cpu.iter().chain(std::iter::repeat(&0)))
-                .map(|(y, x)| y.saturating_sub(*x) as f64 / hz)
-                .collect(),
+            per_cpu_s: diff(&a.per_cpu, &b.per_cpu, hz),
+            per_cpu_irq_s: diff(&a.per_cpu_irq, &b.per_cpu_irq, hz),
+            dut_kernel_s: None,
             tester_s: b.process_ns.saturating_sub(a.process_ns) as f64 * 1e-9,
             dut_busy_s: None,
             frames,
@@ -158,6 +195,24 @@ impl CpuUsage {
         self.dut_busy_s.and_then(|s| self.per_frame(s))
     }
 
+    /// Counts the irq + softirq time of every CPU but `tester_core` as the kernel's work for
+    /// the device.
+    pub fn set_dut_kernel(&mut self, tester_core: usize) {
+        self.dut_kernel_s = Some(
+            self.per_cpu_irq_s
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != tester_core)
+                .map(|(_, s)| s)
+                .sum(),
+        );
+    }
+
+    /// The kernel's packet work on the device's CPUs, ns per forwarded frame.
+    pub fn dut_kernel_ns(&self) -> Option<f64> {
+        self.dut_kernel_s.and_then(|s| self.per_frame(s))
+    }
+
     /// Cores the machine kept busy on average.
     pub fn machine_cores(&self) -> f64 {
         if self.wall_s > 0.0 {
@@ -179,9 +234,10 @@ mod tests {
 
     #[test]
     fn busy_is_user_nice_system_irq_softirq() {
-        let (m, per) = parse_stat(STAT).unwrap();
-        assert_eq!(m, 100 + 5 + 50 + 3 + 2);
-        assert_eq!(per, vec![60 + 5 + 20 + 1 + 1, 40 + 30 + 2 + 1]);
+        let st = parse_stat(STAT).unwrap();
+        assert_eq!(st.machine, 100 + 5 + 50 + 3 + 2);
+        assert_eq!(st.per_cpu, vec![60 + 5 + 20 + 1 + 1, 40 + 30 + 2 + 1]);
+        assert_eq!(st.per_cpu_irq, vec![1 + 1, 2 + 1]);
         assert!(parse_stat("intr 1\n").is_none());
     }
 
@@ -191,11 +247,13 @@ mod tests {
         let a = CpuSample {
             per_cpu: vec![0, 0],
             machine: 0,
+            per_cpu_irq: vec![0, 0],
             process_ns: 1_000_000_000,
         };
         let b = CpuSample {
             per_cpu: vec![hz as u64, hz as u64 / 2],
             machine: (hz * 1.5) as u64,
+            per_cpu_irq: vec![hz as u64 / 10, hz as u64 / 5],
             process_ns: 2_000_000_000,
         };
         let mut u = CpuUsage::between(&a, &b, 1.0, 1_000_000);
@@ -207,6 +265,10 @@ mod tests {
         assert!(u.dut_busy_ns().is_none());
         u.dut_busy_s = Some(0.25);
         assert!((u.dut_busy_ns().unwrap() - 250.0).abs() < 1e-6);
+        // The tester on CPU 0: CPU 1's softirq is the device's.
+        assert!(u.dut_kernel_ns().is_none());
+        u.set_dut_kernel(0);
+        assert!((u.dut_kernel_ns().unwrap() - 200.0).abs() < 1e-6);
         u.frames = 0;
         assert!(u.machine_ns().is_none());
     }

@@ -843,6 +843,8 @@ pub fn apply_macs(streams: &mut [StreamSpec], eports: &[ExternalPort]) {
 pub struct ExternalMeter {
     pub ports: Vec<Arc<AfPacketPort>>,
     pub api: Option<DutApi>,
+    /// The tester thread's core, when pinned: the other CPUs' softirq time is the device's.
+    pub tester_core: Option<usize>,
     before: CpuSample,
     t0: Option<Instant>,
     busy0: Option<u64>,
@@ -850,10 +852,15 @@ pub struct ExternalMeter {
 }
 
 impl ExternalMeter {
-    pub fn new(ports: Vec<Arc<AfPacketPort>>, api: Option<DutApi>) -> Self {
+    pub fn new(
+        ports: Vec<Arc<AfPacketPort>>,
+        api: Option<DutApi>,
+        tester_core: Option<usize>,
+    ) -> Self {
         ExternalMeter {
             ports,
             api,
+            tester_core,
             before: CpuSample::default(),
             t0: None,
             busy0: None,
@@ -885,6 +892,9 @@ impl TrialMeter for ExternalMeter {
         let after = CpuSample::now();
         let wall = self.t0.map_or(0.0, |t| t.elapsed().as_secs_f64());
         let mut u = CpuUsage::between(&self.before, &after, wall, r.rx);
+        if let Some(c) = self.tester_core {
+            u.set_dut_kernel(c);
+        }
         if let (Some(a), Some(b0)) = (&self.api, self.busy0) {
             if let Ok(b1) = a.busy_ns() {
                 u.dut_busy_s = Some(b1.saturating_sub(b0) as f64 * 1e-9);
@@ -1106,6 +1116,7 @@ pub fn run(
     tester.meter = Some(Box::new(ExternalMeter::new(
         eports.iter().map(|e| e.port.clone()).collect(),
         api,
+        tester_core,
     )));
     const PRIME_FPS: f64 = 1000.0;
     let priming = prime(&mut tester, &x.sizes[0], PRIME_FPS, 0.5, 5);
