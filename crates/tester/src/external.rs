@@ -606,6 +606,15 @@ pub fn emulated_on(cfg: &Config, port: &str) -> Vec<Emulated> {
         .collect()
 }
 
+/// The interface streams on port `port` are sent to: its untagged one, or its first (what
+/// [`streams_file::port_info`] takes the device's MAC from).
+fn primary_interface<'c>(cfg: &'c Config, port: &str) -> Option<&'c control::config::InterfaceCfg> {
+    cfg.interfaces
+        .iter()
+        .find(|i| i.port == port && i.vlan.is_none())
+        .or_else(|| cfg.interfaces.iter().find(|i| i.port == port))
+}
+
 /// Opens the tester's ports: one receive socket (behind a [`Responder`]) and one transmit
 /// socket for the streams per device, in `--port` order.
 pub fn open_ports(
@@ -632,6 +641,19 @@ pub fn open_ports(
         }
         if maps[..k].iter().any(|x| x.dut_port == m.dut_port) {
             return Err(format!("--port: port `{}` given twice", m.dut_port));
+        }
+        // Streams leave for the MAC of the port's untagged interface (or its only one): that
+        // is the one the tester can ask for. A sub-interface must say its own.
+        if let Some(i) = dut.cfg.interfaces.iter().find(|i| {
+            i.port == m.dut_port
+                && dut.resolve.contains(&i.name)
+                && primary_interface(&dut.cfg, &m.dut_port).map(|p| &p.name) != Some(&i.name)
+        }) {
+            return Err(format!(
+                "DUT.yaml: interface `{}` has no `mac`: give it (the tester resolves only a \
+                 port's untagged interface)",
+                i.name
+            ));
         }
         let info = streams_file::port_info(&dut.cfg, &m.dut_port);
         let emulated = emulated_on(&dut.cfg, &m.dut_port);
@@ -663,11 +685,8 @@ pub fn open_ports(
             rx,
             load_scale: 1.0,
         });
-        let resolved = dut
-            .cfg
-            .interfaces
-            .iter()
-            .any(|i| i.port == m.dut_port && dut.resolve.contains(&i.name));
+        let resolved =
+            primary_interface(&dut.cfg, &m.dut_port).is_some_and(|i| dut.resolve.contains(&i.name));
         eports.push(ExternalPort {
             map: m.clone(),
             info,
@@ -719,12 +738,7 @@ pub fn resolve(
         if !e.resolved {
             continue;
         }
-        let ifc = dut
-            .cfg
-            .interfaces
-            .iter()
-            .find(|i| i.port == e.map.dut_port && i.vlan.is_none())
-            .or_else(|| dut.cfg.interfaces.iter().find(|i| i.port == e.map.dut_port))
+        let ifc = primary_interface(&dut.cfg, &e.map.dut_port)
             .ok_or_else(|| format!("DUT.yaml: no interface on port `{}`", e.map.dut_port))?;
         let em = emulated_on(&dut.cfg, &e.map.dut_port);
         let mine = |v4: bool| {
@@ -843,10 +857,9 @@ pub fn apply_macs(streams: &mut [StreamSpec], eports: &[ExternalPort]) {
 pub struct ExternalMeter {
     pub ports: Vec<Arc<AfPacketPort>>,
     pub api: Option<DutApi>,
-    /// The tester thread's core, when pinned: the other CPUs' softirq time is the device's.
+    /// The tester thread's core, when pinned: the other CPUs' time is the device's.
     pub tester_core: Option<usize>,
     before: CpuSample,
-    t0: Option<Instant>,
     busy0: Option<u64>,
     drops0: u64,
 }
@@ -862,7 +875,6 @@ impl ExternalMeter {
             api,
             tester_core,
             before: CpuSample::default(),
-            t0: None,
             busy0: None,
             drops0: 0,
         }
@@ -885,15 +897,13 @@ impl TrialMeter for ExternalMeter {
         self.busy0 = self.api.as_ref().and_then(|a| a.busy_ns().ok());
         self.drops0 = self.rx_drops();
         self.before = CpuSample::now();
-        self.t0 = Some(Instant::now());
     }
 
     fn finish(&mut self, r: &mut TrialResult) {
         let after = CpuSample::now();
-        let wall = self.t0.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        let mut u = CpuUsage::between(&self.before, &after, wall, r.rx);
+        let mut u = CpuUsage::between(&self.before, &after, r.rx);
         if let Some(c) = self.tester_core {
-            u.set_dut_kernel(c);
+            u.set_tester_core(c);
         }
         if let (Some(a), Some(b0)) = (&self.api, self.busy0) {
             if let Ok(b1) = a.busy_ns() {

@@ -309,7 +309,7 @@ fn cpu_cells(t: &TrialResult) -> String {
             ns(c.tester_ns()),
             ns(c.dut_ns()),
             ns(c.dut_busy_ns()),
-            ns(c.dut_kernel_ns())
+            ns(c.dut_cores_ns())
         ),
         None => "- | - | - | - | -".into(),
     }
@@ -367,7 +367,7 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
         }
     );
     s += &format!(
-        "CPU ({}): per frame forwarded; machine = every CPU busy (/proc/stat), tester = this process (getrusage), DUT = machine - tester{}{}\n",
+        "CPU ({}): per frame forwarded; machine = every CPU's time not idle (/proc/stat), tester = this process (getrusage), DUT = machine - tester{}{}\n",
         r.cpu,
         match &x.dut_api {
             Some(a) => format!(", DUT's own = its workers' busy time ({a})"),
@@ -375,7 +375,7 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
         },
         match x.tester_core {
             Some(c) => format!(
-                ", softirq = irq + softirq time of the CPUs other than the tester's ({c}): the kernel's packet work for the device when its receive work is steered there"
+                ", CPUs off the tester's core ({c}) = their busy time: the device's, when its work is steered there"
             ),
             None => String::new(),
         }
@@ -398,7 +398,7 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
             )
         }
     }
-    s += "| frame (B) | NDR (fps) | Mbit/s | latency avg / p99 / max (us) | lost | trials | machine CPU (ns/frame) | tester (ns/frame) | DUT: machine - tester (ns/frame) | DUT's own (ns/frame) | softirq off the tester's core (ns/frame) |\n";
+    s += "| frame (B) | NDR (fps) | Mbit/s | latency avg / p99 / max (us) | lost | trials | machine CPU (ns/frame) | tester (ns/frame) | DUT: machine - tester (ns/frame) | DUT's own (ns/frame) | CPUs off the tester's core (ns/frame) |\n";
     s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for row in &r.rows {
         let fps = row.fps();
@@ -441,7 +441,7 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
     }
     s += "\nEvery trial (forwarded: frames the tester received back where they belonged; not taken: \
           frames the link would not take from the tester, the device's back-pressure, counted as lost):\n\n";
-    s += "| frame (B) | load | offered (fps) | sent | forwarded | lost | of which not taken | forwarded (fps) | machine (ns/frame) | tester (ns/frame) | DUT (ns/frame) | DUT's own (ns/frame) | softirq off the tester's core (ns/frame) | machine cores busy | result |\n";
+    s += "| frame (B) | load | offered (fps) | sent | forwarded | lost | of which not taken | forwarded (fps) | machine (ns/frame) | tester (ns/frame) | DUT (ns/frame) | DUT's own (ns/frame) | CPUs off the tester's core (ns/frame) | machine cores busy | result |\n";
     s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
     for row in &r.rows {
         for (load, ok, t) in &row.search.trials {
@@ -496,8 +496,10 @@ pub fn cpu_json(c: &crate::cpu::CpuUsage) -> Value {
     json!({
         "wall_s": c.wall_s, "cpus": c.cpus, "machine_s": c.machine_s, "per_cpu_s": c.per_cpu_s,
         "tester_s": c.tester_s, "dut_busy_s": c.dut_busy_s, "frames": c.frames,
+        "machine_ticked_s": c.machine_ticked_s,
         "per_cpu_irq_s": c.per_cpu_irq_s, "dut_kernel_s": c.dut_kernel_s,
         "dut_kernel_ns_per_frame": c.dut_kernel_ns(),
+        "dut_cores_s": c.dut_cores_s, "dut_cores_ns_per_frame": c.dut_cores_ns(),
         "machine_cores": c.machine_cores(),
         "machine_ns_per_frame": c.machine_ns(), "tester_ns_per_frame": c.tester_ns(),
         "dut_ns_per_frame": c.dut_ns(), "dut_busy_ns_per_frame": c.dut_busy_ns(),
@@ -693,8 +695,8 @@ impl Observer for ProgressPrinter {
                 ns(c.dut_ns()),
                 c.dut_busy_ns()
                     .map_or(String::new(), |b| format!(", DUT's own {b:.0} ns")),
-                c.dut_kernel_ns()
-                    .map_or(String::new(), |b| format!(", softirq {b:.0} ns"))
+                c.dut_cores_ns()
+                    .map_or(String::new(), |b| format!(", other cores {b:.0} ns"))
             ),
             None => String::new(),
         };
