@@ -217,6 +217,10 @@ enum BenchCmd {
     /// RFC 2544 against a router config of your own: streams from a YAML file (--streams) or a
     /// pattern (--pattern pair|mesh|backbone) between the neighbours on its mem ports.
     Run(tester_cmd::RunArgs),
+    /// RFC 2544 against any device on real Linux interfaces (AF_PACKET): DUT.yaml describes it
+    /// in the router config format, --port DUT_PORT=DEVICE cables it; ARP and ND for the
+    /// emulated neighbours are answered; CPU per frame is reported.
+    External(Box<tester_cmd::ExternalArgs>),
     /// The tester's own speed: generator and analyzer frames/s on one core.
     Tester(tester_cmd::CapacityArgs),
     /// Forwarding rate through mem ports with a full table (and route churn with --churn).
@@ -602,6 +606,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
         BenchCmd::Scenario(a) => tester_cmd::scenario(a),
         BenchCmd::Tester(a) => tester_cmd::capacity(a),
         BenchCmd::Run(a) => tester_cmd::custom(a),
+        BenchCmd::External(a) => tester_cmd::external(*a),
         BenchCmd::Forward {
             profile,
             scale,

@@ -117,6 +117,49 @@ pub struct RunArgs {
 }
 
 #[derive(Args)]
+pub struct ExternalArgs {
+    /// The device under test in the router config format, as the tester sees it: its ports, its
+    /// interfaces' MACs (leave `mac` out to have the tester resolve it) and addresses, and under
+    /// `neighbors` the addresses the tester emulates on each link with the tester's MAC there.
+    #[arg(long)]
+    dut: PathBuf,
+    /// DUT_PORT=DEVICE: the device's port (a port name in DUT.yaml) is cabled to the tester's
+    /// Linux interface DEVICE. Repeat for every port; the order is the tester's port order.
+    #[arg(long = "port", value_name = "DUT_PORT=DEVICE", required = true)]
+    ports: Vec<tester::external::PortMap>,
+    /// Streams file (YAML; `from`/`to` name DUT ports). Without it, --pattern makes the streams.
+    #[arg(long)]
+    streams: Option<PathBuf>,
+    /// pair, mesh or backbone, between the neighbours DUT.yaml names on the mapped ports.
+    #[arg(long, default_value = "pair")]
+    pattern: String,
+    /// Backbone uplinks (DUT port names).
+    #[arg(long, value_delimiter = ',')]
+    uplinks: Vec<String>,
+    /// Pattern streams over IPv6 instead of IPv4.
+    #[arg(long)]
+    ipv6: bool,
+    /// Pattern streams: flows per stream (UDP source ports).
+    #[arg(long, default_value_t = 1)]
+    flows: u32,
+    /// Pattern streams: nominal port speed (1g, 10g, 622m, ...), what --load is a percentage of.
+    #[arg(long, default_value = "10g")]
+    speed: String,
+    /// Pin the tester's thread to this CPU (give the device the others).
+    #[arg(long)]
+    core: Option<usize>,
+    /// A Linerate daemon's API socket: its workers' busy time gives the router's own CPU per
+    /// frame beside the machine's.
+    #[arg(long)]
+    dut_api: Option<PathBuf>,
+    /// Seconds to wait for the device to answer for a MAC DUT.yaml left out.
+    #[arg(long, default_value_t = 3.0)]
+    resolve_timeout: f64,
+    #[command(flatten)]
+    trial: TrialArgs,
+}
+
+#[derive(Args)]
 pub struct CapacityArgs {
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
@@ -330,6 +373,78 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
         (config_text, config_path),
         plan,
         t0.elapsed().as_secs_f64(),
+        &ro,
+        &mut obs,
+    )?;
+    finish(&r, &a.trial.out)
+}
+
+/// `bench external`: the procedures against a device on real interfaces (AF_PACKET).
+pub fn external(a: ExternalArgs) -> Result<(), String> {
+    let ro = run_opts(&a.trial)?;
+    if ro.api_socket.is_some() || ro.mgmt_storm.is_some() {
+        return Err(
+            "--api-socket and --mgmt-storm are for the embedded router; an external device has its own API".into(),
+        );
+    }
+    let dut = tester::external::load_dut(&a.dut)?;
+    let infos = tester::external::port_infos(&dut, &a.ports);
+    let (streams, speeds, what) = match &a.streams {
+        Some(path) => {
+            let f = streams_file::load_for(
+                path,
+                &infos,
+                "no tester port of that name (the DUT ports given with --port)",
+            )?;
+            (
+                f.streams,
+                f.speeds,
+                format!("streams from {}", path.display()),
+            )
+        }
+        None => {
+            let pat = match a.pattern.as_str() {
+                "pair" => streams_file::Pattern::Pair,
+                "mesh" => streams_file::Pattern::Mesh,
+                "backbone" => streams_file::Pattern::Backbone,
+                other => return Err(format!("--pattern {other:?}: pair, mesh or backbone")),
+            };
+            let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
+            let s = streams_file::pattern(&infos, pat, &a.uplinks, a.ipv6, a.flows.max(1))?;
+            (
+                s,
+                vec![speed; infos.len()],
+                format!("{} pattern, {} flows per stream", a.pattern, a.flows.max(1)),
+            )
+        }
+    };
+    let sizes = ro
+        .sizes
+        .clone()
+        .unwrap_or_else(|| vec![FrameSizes::Fixed(if a.ipv6 { 78 } else { 64 })]);
+    for sz in &sizes {
+        for st in &streams {
+            st.validate(&sz.sizes(), infos.len())?;
+        }
+    }
+    if !(a.resolve_timeout > 0.0 && a.resolve_timeout <= 600.0) {
+        return Err("--resolve-timeout: seconds, above 0".into());
+    }
+    let mut obs = ProgressPrinter::new();
+    obs.verbose = !a.trial.quiet;
+    let r = tester::external::run(
+        tester::external::ExternalRun {
+            dut_path: a.dut.clone(),
+            dut,
+            maps: a.ports.clone(),
+            streams,
+            speeds,
+            sizes,
+            what,
+            core: a.core,
+            dut_api: a.dut_api.clone(),
+            resolve_timeout: std::time::Duration::from_secs_f64(a.resolve_timeout),
+        },
         &ro,
         &mut obs,
     )?;

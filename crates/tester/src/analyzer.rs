@@ -87,14 +87,16 @@ impl Analyzer {
     }
 
     /// Accounts one frame received on `port` at `rx_ns` (tester clock, low 32 bits). Returns
-    /// false when the frame's payload was found damaged (the buffer should not be reused as is).
+    /// false when the buffer does not hold a test frame's payload as sent (damaged, or a foreign
+    /// frame: in external mode received frames are copies of whatever came off the wire), so it
+    /// should not be reused as is.
     #[inline(always)]
     pub fn frame(&mut self, port: usize, frame: &[u8], rx_ns: u32) -> bool {
         let pr = &mut self.ports[port];
         pr.frames += 1;
         let Some((l3, end, v)) = signature::locate(frame) else {
             pr.foreign += 1;
-            return true;
+            return false;
         };
         let ip_len = (end - l3) as u16;
         let sig = &frame[end - signature::LEN..end];
@@ -102,7 +104,7 @@ impl Analyzer {
             Parsed::Ok(s) => s,
             Parsed::Foreign => {
                 pr.foreign += 1;
-                return true;
+                return false;
             }
             Parsed::Stale => {
                 pr.stale += 1;
@@ -236,7 +238,8 @@ mod tests {
         let mut hdr = f[2].clone();
         hdr[22] ^= 1; // the TTL: the IPv4 checksum no longer holds
         assert!(!a.frame(1, &hdr, 0));
-        a.frame(1, &[0u8; 60], 0);
+        // Not reused as a test frame's buffer: its payload is whatever came.
+        assert!(!a.frame(1, &[0u8; 60], 0));
         assert_eq!(a.streams[0].corrupted, 2);
         assert_eq!(a.ports[1].foreign, 1);
         // A payload byte is only seen when payloads are verified.

@@ -14,6 +14,9 @@
 //! - [`streams_file`]: streams from YAML or from a pattern over a router config.
 //! - [`fake_dut`]: a device under test with known faults, to test the tester against.
 //! - [`embedded`]: a Linerate router in the same process on `mem` ports.
+//! - [`external`]: any device on real Linux interfaces (AF_PACKET), with ARP/ND answered for the
+//!   addresses the tester emulates; [`cpu`]: what each trial cost the machine, the tester and
+//!   the device.
 //! - [`run`]: a scenario in embedded mode, from config to report rows.
 //! - [`scenario`]: the seed reports' tests (ME-1, ME-2, XR-3, XR-4, GR-1..3) as runnable profiles.
 //! - [`services`]: the procedures of the scenarios with services on (XR-5, ME-1S, QOS-1).
@@ -22,8 +25,10 @@
 pub mod analyzer;
 pub mod capacity;
 pub mod chart;
+pub mod cpu;
 pub mod embedded;
 pub mod engine;
+pub mod external;
 pub mod fake_dut;
 pub mod histogram;
 pub mod hotswap;

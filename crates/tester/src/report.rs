@@ -49,8 +49,38 @@ fn by_stream_count(r: &ScenarioReport) -> bool {
         .is_some_and(|row| row.key.parse::<usize>().is_ok() && row.sizes.to_string() != row.key)
 }
 
+/// RFC 2544 26.3 and 26.4, when they were asked for.
+fn loss_and_back_to_back(r: &ScenarioReport) -> String {
+    let mut s = String::new();
+    for (size, trials) in &r.loss {
+        s += &format!("Frame loss rate against offered load, {size} (RFC 2544 26.3):\n\n");
+        s += "| offered load | offered (fps) | received (fps) | lost | loss |\n|---:|---:|---:|---:|---:|\n";
+        for (load, t) in trials {
+            s += &format!(
+                "| {:.0}% | {} | {} | {} | {:.3}% |\n",
+                load * 100.0,
+                thousands(t.offered_fps),
+                thousands(t.rx_fps),
+                thousands(t.lost as f64),
+                t.loss_ratio() * 100.0
+            );
+        }
+        s += "\n";
+    }
+    for (size, n) in &r.back_to_back {
+        s += &format!(
+            "Back-to-back (RFC 2544 26.4), {size}: {} frames per port at 100% with no loss\n",
+            thousands(*n as f64)
+        );
+    }
+    s
+}
+
 /// The table, as Markdown (readable as text, pastes into docs/results.md).
 pub fn table(r: &ScenarioReport) -> String {
+    if let Some(x) = &r.external {
+        return external_table(r, x);
+    }
     let mut s = String::new();
     let scaling = by_stream_count(r);
     s += &format!("{}: {}\n", r.id, r.title);
@@ -180,27 +210,7 @@ pub fn table(r: &ScenarioReport) -> String {
         .map(|(k, v)| format!("{k} {}", thousands(v as f64)))
         .collect();
     s += "\n";
-    for (size, trials) in &r.loss {
-        s += &format!("Frame loss rate against offered load, {size} (RFC 2544 26.3):\n\n");
-        s += "| offered load | offered (fps) | received (fps) | lost | loss |\n|---:|---:|---:|---:|---:|\n";
-        for (load, t) in trials {
-            s += &format!(
-                "| {:.0}% | {} | {} | {} | {:.3}% |\n",
-                load * 100.0,
-                thousands(t.offered_fps),
-                thousands(t.rx_fps),
-                thousands(t.lost as f64),
-                t.loss_ratio() * 100.0
-            );
-        }
-        s += "\n";
-    }
-    for (size, n) in &r.back_to_back {
-        s += &format!(
-            "Back-to-back (RFC 2544 26.4), {size}: {} frames per port at 100% with no loss\n",
-            thousands(*n as f64)
-        );
-    }
+    s += &loss_and_back_to_back(r);
     for (size, st) in &r.storm {
         let t = &st.trial;
         s += &format!(
@@ -286,6 +296,191 @@ pub fn table(r: &ScenarioReport) -> String {
     s
 }
 
+fn ns(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.0}"))
+}
+
+/// The CPU figures of a trial, in the order of the external table's columns.
+fn cpu_cells(t: &TrialResult) -> String {
+    match &t.cpu {
+        Some(c) => format!(
+            "{} | {} | {} | {} | {}",
+            ns(c.machine_ns()),
+            ns(c.tester_ns()),
+            ns(c.dut_ns()),
+            ns(c.dut_busy_ns()),
+            ns(c.dut_cores_ns())
+        ),
+        None => "- | - | - | - | -".into(),
+    }
+}
+
+/// External mode's table: the device, the cabling and what the tester answered for it, the
+/// NDR per frame size with CPU per frame, and every trial with the frames forwarded and lost.
+fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> String {
+    let mut s = String::new();
+    s += &format!("{}: {}\n", r.id, r.title);
+    s += "Device under test: external, no probe: its drops are unknown (loss = frames sent - frames received)\n";
+    for p in &x.ports {
+        s += &format!(
+            "Port {} on {}: device MAC {} ({}), tester MAC {}, emulating {}\n",
+            p.dut_port,
+            p.device,
+            p.dut_mac,
+            if p.dut_mac_resolved {
+                "resolved by the tester"
+            } else {
+                "from DUT.yaml"
+            },
+            p.tester_mac,
+            p.emulated.join(", ")
+        );
+    }
+    let c = x.control_total();
+    s += &format!(
+        "Neighbour resolution: the tester answered {} ARP requests and {} neighbour solicitations from the device \
+         (and took out {} other ARP and {} other ND/MLD frames; {} answers failed)\n",
+        thousands(c.arp_answered as f64),
+        thousands(c.ns_answered as f64),
+        thousands(c.arp_other as f64),
+        thousands(c.nd_other as f64),
+        c.reply_failed
+    );
+    s += &format!(
+        "Priming at {} fps per port: {}\n",
+        thousands(x.priming_fps),
+        x.priming
+            .iter()
+            .map(|(tx, lost)| format!(
+                "{} sent, {} lost",
+                thousands(*tx as f64),
+                thousands(*lost as f64)
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    s += &format!(
+        "Tester: AF_PACKET on each device (8 MiB receive ring, 1 ms block timeout: latency includes up to 1 ms of hand-over at low rates); {}\n",
+        match x.tester_core {
+            Some(c) => format!("thread pinned to core {c}"),
+            None => "thread not pinned".into(),
+        }
+    );
+    s += &format!(
+        "CPU ({}): per frame forwarded; machine = every CPU's time not idle (/proc/stat), tester = this process (getrusage), DUT = machine - tester{}{}\n",
+        r.cpu,
+        match &x.dut_api {
+            Some(a) => format!(", DUT's own = its workers' busy time ({a})"),
+            None => String::new(),
+        },
+        match x.tester_core {
+            Some(c) => format!(
+                ", CPUs off the tester's core ({c}) = their busy time: the device's, when its work is steered there"
+            ),
+            None => String::new(),
+        }
+    );
+    match r.fixed_load {
+        Some(l) => {
+            s += &format!(
+                "Method: one {} s trial at {:.3}% of nominal per frame size, loss tolerance {}%\n\n",
+                r.trial_seconds,
+                l * 100.0,
+                r.tolerance * 100.0
+            )
+        }
+        None => {
+            s += &format!(
+                "Method: RFC 2544 throughput (NDR), {} s trials, resolution {}% of the first estimate, loss tolerance {}%\n\n",
+                r.trial_seconds,
+                r.resolution * 100.0,
+                r.tolerance * 100.0
+            )
+        }
+    }
+    s += "| frame (B) | NDR (fps) | Mbit/s | latency avg / p99 / max (us) | lost | trials | machine CPU (ns/frame) | tester (ns/frame) | DUT: machine - tester (ns/frame) | DUT's own (ns/frame) | CPUs off the tester's core (ns/frame) |\n";
+    s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    for row in &r.rows {
+        let fps = row.fps();
+        let fps_txt = if row.search.best.is_none() {
+            format!(
+                "0 (forwarded {} at the highest load)",
+                thousands(row.search.at_max.rx_fps)
+            )
+        } else if row.search.tester_limited {
+            format!(">= {} (tester-bound)", thousands(fps))
+        } else {
+            thousands(fps)
+        };
+        let lat = row
+            .latency()
+            .map(|l| {
+                format!(
+                    "{} / {} / {}",
+                    us(l.avg_ns),
+                    us(l.p99_ns as f64),
+                    us(l.max_ns as f64)
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let shown = row
+            .search
+            .best
+            .as_ref()
+            .or(row.search.trials.last().map(|t| &t.2));
+        s += &format!(
+            "| {} | {} | {:.0} | {} | {} | {} | {} |\n",
+            row.key,
+            fps_txt,
+            row.mbps(),
+            lat,
+            thousands(shown.map_or(0, |t| t.lost) as f64),
+            row.search.trials.len(),
+            shown.map_or_else(|| "- | - | - | - | -".into(), cpu_cells)
+        );
+    }
+    s += "\nEvery trial (forwarded: frames the tester received back where they belonged; not taken: \
+          frames the link would not take from the tester, the device's back-pressure, counted as lost):\n\n";
+    s += "| frame (B) | load | offered (fps) | sent | forwarded | lost | of which not taken | forwarded (fps) | machine (ns/frame) | tester (ns/frame) | DUT (ns/frame) | DUT's own (ns/frame) | CPUs off the tester's core (ns/frame) | machine cores busy | result |\n";
+    s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+    for row in &r.rows {
+        for (load, ok, t) in &row.search.trials {
+            let mut res = if *ok {
+                "pass".to_string()
+            } else {
+                "fail".into()
+            };
+            if t.tester_limited {
+                res += " (tester-limited";
+                if t.tester_drops > 0 {
+                    res += &format!(": its rings dropped {}", thousands(t.tester_drops as f64));
+                }
+                res += ")";
+            }
+            s += &format!(
+                "| {} | {:.4}% | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |\n",
+                row.key,
+                load * 100.0,
+                thousands(t.offered_fps),
+                thousands(t.tx as f64),
+                thousands(t.rx as f64),
+                thousands(t.lost as f64),
+                thousands(t.refused as f64),
+                thousands(t.rx_fps),
+                cpu_cells(t),
+                t.cpu.as_ref().map_or(0.0, |c| c.machine_cores()),
+                res
+            );
+        }
+    }
+    s += "\n";
+    s += &loss_and_back_to_back(r);
+    for n in &r.notes {
+        s += &format!("Note: {n}\n");
+    }
+    s
+}
+
 fn lat_json(l: &Option<LatencyStats>) -> Value {
     match l {
         Some(l) => json!({
@@ -294,6 +489,21 @@ fn lat_json(l: &Option<LatencyStats>) -> Value {
         }),
         None => Value::Null,
     }
+}
+
+/// A trial's CPU: the raw seconds and the per-frame figures (ns per forwarded frame).
+pub fn cpu_json(c: &crate::cpu::CpuUsage) -> Value {
+    json!({
+        "wall_s": c.wall_s, "cpus": c.cpus, "machine_s": c.machine_s, "per_cpu_s": c.per_cpu_s,
+        "tester_s": c.tester_s, "dut_busy_s": c.dut_busy_s, "frames": c.frames,
+        "machine_ticked_s": c.machine_ticked_s,
+        "per_cpu_irq_s": c.per_cpu_irq_s, "dut_kernel_s": c.dut_kernel_s,
+        "dut_kernel_ns_per_frame": c.dut_kernel_ns(),
+        "dut_cores_s": c.dut_cores_s, "dut_cores_ns_per_frame": c.dut_cores_ns(),
+        "machine_cores": c.machine_cores(),
+        "machine_ns_per_frame": c.machine_ns(), "tester_ns_per_frame": c.tester_ns(),
+        "dut_ns_per_frame": c.dut_ns(), "dut_busy_ns_per_frame": c.dut_busy_ns(),
+    })
 }
 
 pub fn trial_json(t: &TrialResult) -> Value {
@@ -306,6 +516,8 @@ pub fn trial_json(t: &TrialResult) -> Value {
         "tester_limited": t.tester_limited, "behind": t.behind,
         "poll_gap_ns": t.poll_gap_ns,
         "error": t.error,
+        "tester_drops": t.tester_drops,
+        "cpu": t.cpu.as_ref().map(cpu_json),
         "latency": lat_json(&t.latency),
         "dut_drops": t.dut_drops.iter().map(|(k, v)| json!({"reason": k, "frames": v})).collect::<Vec<_>>(),
         "streams": t.streams.iter().map(|x| json!({
@@ -341,6 +553,7 @@ pub fn json(r: &ScenarioReport) -> Value {
             "tester_limited": row.search.tester_limited,
             "latency": lat_json(&row.search.best.as_ref().and_then(|b| b.latency.clone())),
             "forwarding_rate_at_max_fps": row.search.at_max.rx_fps,
+            "cpu": row.search.best.as_ref().and_then(|b| b.cpu.as_ref()).map(cpu_json),
             "trials": row.search.trials.iter().map(|(l, ok, t)| {
                 let mut v = trial_json(t);
                 v["pass"] = json!(ok);
@@ -366,6 +579,11 @@ pub fn json(r: &ScenarioReport) -> Value {
             v
         }),
         "notes": r.notes,
+        "external": r.external.as_ref().map(|x| {
+            let mut v = serde_json::to_value(x).unwrap_or(Value::Null);
+            v["control_total"] = serde_json::to_value(x.control_total()).unwrap_or(Value::Null);
+            v
+        }),
     })
 }
 
@@ -469,10 +687,28 @@ impl Observer for ProgressPrinter {
             let _ = writeln!(e, "  {what}: not run: {err}");
             return;
         }
+        let cpu = match &r.cpu {
+            Some(c) => format!(
+                " [cpu/frame: machine {} ns, tester {} ns, DUT {} ns{}{}]",
+                ns(c.machine_ns()),
+                ns(c.tester_ns()),
+                ns(c.dut_ns()),
+                c.dut_busy_ns()
+                    .map_or(String::new(), |b| format!(", DUT's own {b:.0} ns")),
+                c.dut_cores_ns()
+                    .map_or(String::new(), |b| format!(", other cores {b:.0} ns"))
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             e,
-            "  {what}: load {:.2}% offered {} fps, received {} fps, lost {}{}{} -> {}",
-            r.load * 100.0,
+            "  {what}: load {}% offered {} fps, received {} fps, lost {}{}{}{cpu} -> {}",
+            // Loads against a slow device are hundredths of a percent of nominal.
+            if r.load < 0.01 {
+                format!("{:.4}", r.load * 100.0)
+            } else {
+                format!("{:.2}", r.load * 100.0)
+            },
             thousands(r.offered_fps),
             thousands(r.rx_fps),
             thousands(r.lost as f64),

@@ -105,9 +105,11 @@ pub struct ScenarioReport {
     /// XR-5, ME-1S, QOS-1: what the services procedure checked.
     pub services: Option<crate::services::ServicesReport>,
     pub notes: Vec<String>,
+    /// External mode: the device, the cabling, neighbour resolution, priming.
+    pub external: Option<crate::external::ExternalInfo>,
 }
 
-fn cpu_model() -> String {
+pub(crate) fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -366,6 +368,7 @@ pub fn run_with(
         storm,
         fixed_load,
         notes: s.notes,
+        external: None,
     })
 }
 

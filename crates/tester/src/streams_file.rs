@@ -49,37 +49,43 @@ pub fn ports_of(cfg: &Config) -> Vec<PortInfo> {
     cfg.ports
         .iter()
         .filter(|p| p.driver == Driver::Mem)
-        .map(|p| {
-            let ifc = cfg
-                .interfaces
-                .iter()
-                .find(|i| i.port == p.name && i.vlan.is_none())
-                .or_else(|| cfg.interfaces.iter().find(|i| i.port == p.name));
-            let nbrs: Vec<_> = ifc
-                .map(|i| {
-                    cfg.neighbors
-                        .iter()
-                        .filter(|n| n.interface == i.name)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let host_v4 = nbrs.iter().find_map(|n| match n.ip {
-                IpAddr::V4(a) => Some(u32::from(a)),
-                _ => None,
-            });
-            let host_v6 = nbrs.iter().find_map(|n| match n.ip {
-                IpAddr::V6(a) => Some(u128::from(a)),
-                _ => None,
-            });
-            PortInfo {
-                name: p.name.clone(),
-                router_mac: ifc.map_or([2, 0, 0, 0, 0, 1], |i| i.mac.0),
-                host_mac: nbrs.first().map_or([2, 0, 0, 0, 0, 0xfe], |n| n.mac.0),
-                host_v4,
-                host_v6,
-            }
-        })
+        .map(|p| port_info(cfg, &p.name))
         .collect()
+}
+
+/// The tester's view of port `port` of a config (whatever its driver): the MAC of its untagged
+/// interface (or its first sub-interface), and the first neighbour of each family on that
+/// interface, whose MAC and addresses the tester takes as its own. External mode uses it for the
+/// ports named by `--port`.
+pub fn port_info(cfg: &Config, port: &str) -> PortInfo {
+    let ifc = cfg
+        .interfaces
+        .iter()
+        .find(|i| i.port == port && i.vlan.is_none())
+        .or_else(|| cfg.interfaces.iter().find(|i| i.port == port));
+    let nbrs: Vec<_> = ifc
+        .map(|i| {
+            cfg.neighbors
+                .iter()
+                .filter(|n| n.interface == i.name)
+                .collect()
+        })
+        .unwrap_or_default();
+    let host_v4 = nbrs.iter().find_map(|n| match n.ip {
+        IpAddr::V4(a) => Some(u32::from(a)),
+        _ => None,
+    });
+    let host_v6 = nbrs.iter().find_map(|n| match n.ip {
+        IpAddr::V6(a) => Some(u128::from(a)),
+        _ => None,
+    });
+    PortInfo {
+        name: port.to_string(),
+        router_mac: ifc.map_or([2, 0, 0, 0, 0, 1], |i| i.mac.0),
+        host_mac: nbrs.first().map_or([2, 0, 0, 0, 0, 0xfe], |n| n.mac.0),
+        host_v4,
+        host_v6,
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,11 +109,11 @@ pub fn pattern(
 ) -> Result<Vec<StreamSpec>, String> {
     let n = ports.len();
     if n < 2 {
-        return Err("a pattern needs at least two mem ports in the router config".into());
+        return Err("a pattern needs at least two tester ports (mem ports in the router config, or --port in external mode)".into());
     }
     for u in uplinks {
         if !ports.iter().any(|p| &p.name == u) {
-            return Err(format!("--uplinks: no mem port named `{u}`"));
+            return Err(format!("--uplinks: no tester port named `{u}`"));
         }
     }
     let pairs: Vec<(usize, usize)> = match p {
@@ -216,6 +222,8 @@ pub struct StreamsFile {
 struct Errs<'a> {
     file: &'a str,
     list: Vec<String>,
+    /// What an unknown port name is told (the tester's ports differ by mode).
+    no_port: &'a str,
 }
 
 impl Errs<'_> {
@@ -247,13 +255,31 @@ pub fn load(path: &Path, cfg: &Config) -> Result<StreamsFile, String> {
     parse(&text, &path.display().to_string(), cfg)
 }
 
+const NO_MEM_PORT: &str = "no mem port of that name in the router config";
+
 pub fn parse(text: &str, file: &str, cfg: &Config) -> Result<StreamsFile, String> {
-    let ports = ports_of(cfg);
+    parse_for(text, file, &ports_of(cfg), NO_MEM_PORT)
+}
+
+/// Loads a streams file against given tester ports (external mode: the ports `--port` maps);
+/// `no_port` is what a name that is not one of them is told.
+pub fn load_for(path: &Path, ports: &[PortInfo], no_port: &str) -> Result<StreamsFile, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_for(&text, &path.display().to_string(), ports, no_port)
+}
+
+pub fn parse_for(
+    text: &str,
+    file: &str,
+    ports: &[PortInfo],
+    no_port: &str,
+) -> Result<StreamsFile, String> {
     let root =
         yaml::parse(text).map_err(|e| format!("{file}:{}:{}: {}", e.line, e.col, e.message))?;
     let mut e = Errs {
         file,
         list: Vec::new(),
+        no_port,
     };
     let mut speeds = vec![10e9; ports.len()];
     let mut streams = Vec::new();
@@ -277,7 +303,8 @@ pub fn parse(text: &str, file: &str, cfg: &Config) -> Result<StreamsFile, String
                         } else if let Some(i) = ports.iter().position(|p| &p.name == name) {
                             speeds[i] = sp;
                         } else {
-                            e.at(sv, &f, "no mem port of that name in the router config");
+                            let msg = e.no_port;
+                            e.at(sv, &f, msg);
                         }
                     }
                     if let Some(d) = default {
@@ -293,7 +320,7 @@ pub fn parse(text: &str, file: &str, cfg: &Config) -> Result<StreamsFile, String
             "streams" => match &v.value {
                 Value::Seq(items) => {
                     for (i, item) in items.iter().enumerate() {
-                        if let Some(s) = stream(item, i, &ports, &mut e) {
+                        if let Some(s) = stream(item, i, ports, &mut e) {
                             streams.push(s);
                         }
                     }
@@ -350,11 +377,8 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
         match scalar(v).and_then(|s| ports.iter().position(|p| p.name == s)) {
             Some(p) => Some(p),
             None => {
-                e.at(
-                    v,
-                    &format!("{path}.{k}"),
-                    "no mem port of that name in the router config",
-                );
+                let msg = e.no_port;
+                e.at(v, &format!("{path}.{k}"), msg);
                 None
             }
         }

@@ -5,7 +5,7 @@
 //!
 //! The engine sees ports only as [`TxQueue`](dataplane::port::TxQueue)/[`RxQueue`](dataplane::port::RxQueue)
 //! pairs: in embedded mode they are `mem` rings into a router in the same process, in external
-//! mode they will be Linux interfaces.
+//! mode Linux interfaces through AF_PACKET ([`crate::external`]).
 //!
 //! Timing. A burst is stamped once built, just before it is handed to its port; received frames are
 //! taken from every port in a sweep, then stamped with one clock read. A frame's latency is
@@ -15,7 +15,7 @@
 mod trial;
 
 pub use trial::{
-    DutProbe, LatencyStats, Progress, StreamResult, TesterPort, TrialResult, TrialSpec,
+    DutProbe, LatencyStats, Progress, StreamResult, TesterPort, TrialMeter, TrialResult, TrialSpec,
 };
 
 use std::sync::Arc;
@@ -64,6 +64,8 @@ pub struct Tester {
     pub ports: Vec<TesterPort>,
     pub streams: Vec<StreamSpec>,
     pub probe: Option<Box<dyn DutProbe>>,
+    /// Measures around every counted trial (external mode: CPU per frame).
+    pub meter: Option<Box<dyn TrialMeter>>,
     cache: BufCache,
     analyzer: Analyzer,
     clock: Instant,
@@ -86,6 +88,7 @@ impl Tester {
             ports,
             streams,
             probe: None,
+            meter: None,
             cache: BufCache::new(pool),
             analyzer: Analyzer::new(&expect, n),
             clock: Instant::now(),
@@ -161,7 +164,13 @@ impl Tester {
         }
         self.trial_no += 1;
         let before = self.probe.as_ref().map(|p| p.drops()).unwrap_or_default();
+        if let Some(m) = &mut self.meter {
+            m.start();
+        }
         let mut r = self.run(spec, &active, progress);
+        if let Some(m) = &mut self.meter {
+            m.finish(&mut r);
+        }
         if let Some(p) = &self.probe {
             let after = p.drops();
             r.dut_drops = after

@@ -33,6 +33,15 @@ pub trait DutProbe {
     }
 }
 
+/// Measures around each counted trial (not its warm-up): [`start`](Self::start) just before the
+/// traffic, [`finish`](Self::finish) once the trial has drained, with the result to add to. In
+/// external mode it reads the CPU the trial cost ([`crate::cpu`]) and the tester's own receive
+/// drops, which only the ports know.
+pub trait TrialMeter {
+    fn start(&mut self);
+    fn finish(&mut self, r: &mut TrialResult);
+}
+
 /// One trial's settings.
 pub struct TrialSpec {
     /// Offered load, a fraction of each port's nominal rate (times its `load_scale`).
@@ -153,6 +162,11 @@ pub struct TrialResult {
     pub tx_span_s: f64,
     /// Device drops during the trial, by reason (embedded mode).
     pub dut_drops: Vec<(&'static str, u64)>,
+    /// Frames the tester's own receive path dropped (external mode: a packet socket's ring was
+    /// full). They count as lost, and the trial as tester-limited.
+    pub tester_drops: u64,
+    /// What the trial cost in CPU, when a meter measured it (external mode).
+    pub cpu: Option<crate::cpu::CpuUsage>,
     pub streams: Vec<StreamResult>,
     /// Why the trial could not run (streams that do not fit its frame sizes); nothing was sent.
     pub error: Option<String>,
