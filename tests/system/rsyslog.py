@@ -290,11 +290,23 @@ class Rsyslog:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
+            # rsyslogd may bind its input before it writes its pid file: ready means both.
             inode = _udp_socket_inode(self.host, self.port)
-            if inode is not None and _owns_socket(self.proc.pid, inode):
+            if (
+                inode is not None
+                and _owns_socket(self.proc.pid, inode)
+                and self._pid_file_written()
+            ):
                 return True
             time.sleep(0.02)
         return False
+
+    def _pid_file_written(self) -> bool:
+        assert self.proc is not None
+        try:
+            return int(self.pid_path.read_text().strip() or "0") == self.proc.pid
+        except (OSError, ValueError):
+            return False
 
     def stop(self) -> None:
         """Stops the daemon: SIGTERM, then SIGKILL after 5 s. Safe to call more than once."""
