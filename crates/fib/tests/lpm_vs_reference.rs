@@ -184,7 +184,7 @@ fn lookups_during_publishing_see_old_or_new_never_torn() {
         .map(|i| {
             if i % 2 == 0 {
                 let (p, l) = common[(rnd() % common.len() as u64) as usize];
-                p | ((rnd() as u32) >> l.max(1))
+                p | (rnd() as u32).checked_shr(l as u32).unwrap_or(0)
             } else {
                 0x0A00_0000 | (rnd() as u32 & 0x00FF_FFFF)
             }

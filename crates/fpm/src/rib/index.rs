@@ -168,7 +168,14 @@ impl KeyIndex {
         if cap <= self.slots.len() {
             return;
         }
-        let old = std::mem::replace(&mut self.slots, vec![0; cap]);
+        // Stored to, not allocated zeroed: a zeroed allocation maps the shared zero page, and the
+        // first store to each of its pages after a probe has read it costs a copy-on-write fault
+        // that shoots down the TLBs of every core running this process (the workers). That was a
+        // tenth of a 3M-route load. `black_box` keeps the compiler from turning the fill back
+        // into a zeroed allocation.
+        let mut fresh = Vec::with_capacity(cap);
+        fresh.resize(cap, std::hint::black_box(0u64));
+        let old = std::mem::replace(&mut self.slots, fresh);
         let mask = cap - 1;
         for s in old.into_iter().filter(|&s| s != 0) {
             let mut pos = slot_tag(s) as usize & mask;
