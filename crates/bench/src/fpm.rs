@@ -45,6 +45,8 @@ pub struct FpmReport {
     /// Time spent applying under the management lock (rib, FIB inserts, publishing).
     pub apply_s: f64,
     pub batches: u64,
+    /// How many times the applied routes were made visible to the workers.
+    pub publishes: u64,
     pub fib_bytes: usize,
 }
 
@@ -229,6 +231,7 @@ pub fn run(o: &FpmOpts) -> Result<FpmReport, String> {
         send_s,
         apply_s: status.apply_ms / 1e3,
         batches: status.batches,
+        publishes: status.publishes,
         fib_bytes,
     })
 }

@@ -325,6 +325,18 @@ impl Router {
         self.add(vrf, p, nh).map_err(|e| e.0)
     }
 
+    /// Warms the caches for a coming `install` or `remove_route` of `p` (see
+    /// [`fib::LpmWriter::prefetch`]).
+    #[inline]
+    pub fn prefetch_route(&self, vrf: usize, p: Prefix) {
+        if let Some(f) = self.fibs.get(vrf) {
+            match p {
+                Prefix::V4(a, l) => f.v4.prefetch(a, l),
+                Prefix::V6(a, l) => f.v6.prefetch(a, l),
+            }
+        }
+    }
+
     /// Whether the config put `p` in VRF `vrf` (connected, static, neighbour, route file).
     pub fn is_configured(&self, vrf: usize, p: Prefix) -> bool {
         self.configured.contains(&(vrf, p))

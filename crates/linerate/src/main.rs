@@ -515,10 +515,11 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     1e9 / r.routes_per_s
                 );
                 println!(
-                    "  client write {:.3} s; applying under the lock {:.3} s in {} batches; FIB {:.1} MB",
+                    "  client write {:.3} s; applying under the lock {:.3} s in {} batches, {} publishes; FIB {:.1} MB",
                     r.send_s,
                     r.apply_s,
                     r.batches,
+                    r.publishes,
                     r.fib_bytes as f64 / 1e6
                 );
             }
