@@ -230,10 +230,12 @@ const SLICE: usize = 16_384;
 /// Publishing rebuilds every lookup subtree the applied routes touched, so its cost grows with the
 /// table, not with the batch: at 3M routes, publishing after every slice of zebra's stream spent
 /// most of the applier's time rebuilding the same subtrees over and over. So after a publish
-/// that took `d`, the next one waits until `PUBLISH_RATIO * d` has passed (applying what arrives
-/// meanwhile): publishing stays at most a sixth of the applier's time, whatever the table size,
-/// and a route reaches the workers within `(PUBLISH_RATIO + 1) * d` (a few hundred microseconds
-/// for a trickle of updates; a second or so in the middle of a multi-million route load).
+/// that took `d`, the next one waits until `PUBLISH_RATIO * d` has passed while more of the
+/// stream is queued (publishing stays near a sixth of the applier's time at any table size),
+/// and `d` once the queue is empty (the last routes of a burst wait no longer than that; a
+/// trickle of updates still costs at most half the applier's time in publishing). A route
+/// reaches the workers within a few hundred microseconds of a trickle, and within a second or
+/// so in the middle of a multi-million route load.
 const PUBLISH_RATIO: u32 = 5;
 
 /// The most a published route may wait for the next publish.
@@ -287,13 +289,23 @@ fn apply_loop(
     let mut sweep_at: Option<Instant> = None;
     let mut changes: Vec<Change> = Vec::new();
     let mut pending: std::collections::VecDeque<Event> = Default::default();
-    // Set while applied routes wait to be published; the next publish is due at `publish_at`.
+    // Set while applied routes wait to be published. The last publish ended at `published`
+    // and took `took`; see `PUBLISH_RATIO`.
     let mut unpublished = false;
-    let mut publish_at = Instant::now();
+    let mut published = Instant::now();
+    let mut took = Duration::ZERO;
+    let publish_at = |published: Instant, took: Duration, busy: bool| {
+        published
+            + if busy {
+                (took * PUBLISH_RATIO).min(PUBLISH_MAX_WAIT)
+            } else {
+                took
+            }
+    };
     while !stop.load(Ordering::Relaxed) {
         if pending.is_empty() {
             let wait = if unpublished {
-                publish_at.saturating_duration_since(Instant::now())
+                publish_at(published, took, false).saturating_duration_since(Instant::now())
             } else {
                 Duration::from_millis(100)
             };
@@ -305,7 +317,7 @@ fn apply_loop(
         }
         let Some(core) = core.upgrade() else { break };
         let due = sweep_at.is_some_and(|t| Instant::now() >= t);
-        let publish_due = unpublished && Instant::now() >= publish_at;
+        let publish_due = unpublished && Instant::now() >= publish_at(published, took, false);
         if pending.is_empty() && !due && !publish_due {
             continue;
         }
@@ -362,7 +374,14 @@ fn apply_loop(
         f.status.bytes = snap.bytes;
         f.status.malformed = snap.malformed;
         unpublished |= n > 0;
-        if unpublished && Instant::now() >= publish_at {
+        // Whether more of the stream is already queued.
+        if pending.is_empty() {
+            if let Ok(e) = rx.try_recv() {
+                pending.push_back(e);
+            }
+        }
+        let busy = !pending.is_empty();
+        if unpublished && Instant::now() >= publish_at(published, took, busy) {
             let p0 = Instant::now();
             if let Err(e) = st.router.publish() {
                 core.logger.log(
@@ -372,8 +391,8 @@ fn apply_loop(
                     format!("publishing FPM routes: {e}"),
                 );
             }
-            let took = p0.elapsed();
-            publish_at = Instant::now() + (took * PUBLISH_RATIO).min(PUBLISH_MAX_WAIT);
+            took = p0.elapsed();
+            published = Instant::now();
             unpublished = false;
             f.status.publishes += 1;
         }
