@@ -5,7 +5,7 @@
     [linerate bench external]  t0 ==veth== d0   (a) kernel forwarding
       pinned to CPU 0          t1 ==veth== d1   (b) kernel + N linear nftables rules
                                                 (c) kernel + the same N entries as one set
-                                                (d) linerate daemon (af_packet on d0, d1)
+                                                (d) linerate daemon (--driver on d0, d1)
                                                 (e) linerate + the same N entries as an ACL
 
 Each device in turn gets the same `linerate bench external` (pair pattern, 198.18.0.2 <->
@@ -139,14 +139,14 @@ def acl_lines(tuples) -> str:
         "permit\n"
 
 
-def linerate_config(core: int, acl: bool) -> str:
+def linerate_config(core: int, acl: bool, driver: str = "af_packet") -> str:
     bind = ", acl-in: VERSUS" if acl else ""
     acls = "acls:\n  - { name: VERSUS, family: ipv4, file: versus.acl }\n" if acl else ""
     return f"""\
 router: {{ workers: 1, cores: [{core}] }}
 ports:
-  - {{ name: p0, driver: af_packet, device: d0 }}
-  - {{ name: p1, driver: af_packet, device: d1 }}
+  - {{ name: p0, driver: {driver}, device: d0 }}
+  - {{ name: p1, driver: {driver}, device: d1 }}
 {acls}interfaces:
   - {{ name: p0, port: p0, mac: "{LR_MAC[0]}", ipv4: [{D_ADDR[0]}/24]{bind} }}
   - {{ name: p1, port: p1, mac: "{LR_MAC[1]}", ipv4: [{D_ADDR[1]}/24]{bind} }}
@@ -251,7 +251,7 @@ class Bench:
         if acl:
             (wd / "versus.acl").write_text(acl_lines(self.tuples))
         cfg = wd / "router.yaml"
-        cfg.write_text(linerate_config(self.dut_core, acl))
+        cfg.write_text(linerate_config(self.dut_core, acl, self.args.driver))
         sock = wd / "api.sock"
         log = wd / "daemon.log"
         proc = self.dut.popen(boosted([str(self.bin), "daemon", "--config", str(cfg),
@@ -459,6 +459,8 @@ def main(argv=None) -> int:
                     help="also one trial per device at this offered load (64 B, frames/s, both "
                          "directions together; 0: none)")
     ap.add_argument("--only", default="abcde", help="a subset of the devices, e.g. ad")
+    ap.add_argument("--driver", choices=["af_packet", "af_xdp"], default="af_packet",
+                    help="Linerate's port driver on d0 and d1 (af_xdp runs in copy mode on veth)")
     ap.add_argument("--idle", type=float,
                     help="seconds of no traffic to measure the idle machine before each device "
                          "(default: 3 in full mode, 1 in quick mode)")
