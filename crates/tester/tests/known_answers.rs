@@ -169,6 +169,24 @@ fn a_set_delay_is_measured_within_the_resolution() {
 #[test]
 fn the_throughput_search_finds_a_policer_within_its_resolution() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The emulated device and the tester are threads of this process: on a loaded 2-vCPU
+    // machine (CI, or a build beside it) the device thread can be descheduled long enough to
+    // lose a frame or two below the policer's rate, and the search then rightly reports a lower
+    // rate. One more search is allowed; the second must be right.
+    let mut failures = Vec::new();
+    for _attempt in 0..2 {
+        match policer_search() {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("policer search off (retrying once): {e}");
+                failures.push(e);
+            }
+        }
+    }
+    panic!("the policer search was off twice: {failures:#?}");
+}
+
+fn policer_search() -> Result<(), String> {
     let f = Faults {
         max_fps: 50_000.0,
         ..Default::default()
@@ -183,23 +201,29 @@ fn the_throughput_search_finds_a_policer_within_its_resolution() {
         ..Default::default()
     };
     let r = procedures::throughput(&mut t, &FrameSizes::Fixed(64), &trial, &search, &mut Quiet);
+    dut.stop();
     let line = 148_809.5;
     let exact = 50_000.0 / line;
     // The answer is the highest load that passed: at most the policer's rate (plus what its
     // 256-frame bucket lets through in a 1 s trial), at least one resolution step below it.
-    assert!(
-        r.load <= exact + 256.0 / line + 1e-9 && r.load >= exact - 0.01 - 1e-9,
-        "found {:.4}, policer at {exact:.4}: {:?}",
-        r.load,
-        r.trials
-            .iter()
-            .map(|t| (t.0, t.1, t.2.lost))
-            .collect::<Vec<_>>()
-    );
-    let best = r.best.unwrap();
-    assert_eq!(best.lost, 0);
-    assert!(r.at_max.lost > 0);
-    dut.stop();
+    if !(r.load <= exact + 256.0 / line + 1e-9 && r.load >= exact - 0.01 - 1e-9) {
+        return Err(format!(
+            "found {:.4}, policer at {exact:.4}: {:?}",
+            r.load,
+            r.trials
+                .iter()
+                .map(|t| (t.0, t.1, t.2.lost))
+                .collect::<Vec<_>>()
+        ));
+    }
+    let best = r.best.ok_or("no trial passed")?;
+    if best.lost != 0 {
+        return Err(format!("the best trial lost {}", best.lost));
+    }
+    if r.at_max.lost == 0 {
+        return Err("the trial at the maximum load lost nothing above the policer".into());
+    }
+    Ok(())
 }
 
 #[test]
