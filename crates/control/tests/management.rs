@@ -407,3 +407,50 @@ fn api_routes_survive_commits_and_yield_to_configured_ones() {
         "not_found"
     );
 }
+
+/// With TAP twins, the interface list is fixed at start (the twins are found by interface
+/// index): a commit that would change it, or the control-plane section, is refused with the
+/// reason and changes nothing; other changes still go through.
+#[test]
+fn commits_leave_the_twins_interfaces_and_the_control_plane_alone() {
+    let with_taps = format!("{CONFIG}control-plane: {{ taps: true }}\n");
+    let b = bed_with("twins", &with_taps);
+    let core = &b.core;
+    let path = b.dir.join("new.yaml");
+    let before = core.running_config().0;
+    let refused = |text: &str, what: &str| {
+        let e = core
+            .apply(text, &path, ApplyOptions::default())
+            .unwrap_err();
+        let all = format!("{e}");
+        assert_eq!(e.kind, "invalid", "{all}");
+        assert!(all.contains("new.yaml"), "{all}");
+        assert!(all.contains(what), "{what}: {all}");
+        assert!(all.contains("restart"), "{all}");
+        assert_eq!(core.running_config().0, before);
+        assert_eq!(core.history().len(), 1);
+    };
+    // Re-addressed, added, renamed, and the control-plane section itself.
+    refused(
+        &with_taps.replace("198.18.0.1/24", "198.18.0.3/24"),
+        "interface p2:",
+    );
+    refused(
+        &with_taps.replace(
+            "neighbors:",
+            "  - { name: p3, port: p2, vlan: 7, mac: \"02:00:00:00:03:01\" }\nneighbors:",
+        ),
+        "interfaces (3 -> 4)",
+    );
+    refused(
+        &with_taps.replace(
+            "control-plane: { taps: true }",
+            "control-plane: { taps: false }",
+        ),
+        "control-plane",
+    );
+    // A route change is not the twins' business.
+    let ok = with_taps.replace("via: 198.51.100.2 }", "via: 198.18.0.2 }");
+    let out = core.apply(&ok, &path, ApplyOptions::default()).unwrap();
+    assert!(out.changed && out.commit.is_some());
+}

@@ -268,6 +268,58 @@ pub fn summarize(old: &Config, new: &Config) -> Vec<String> {
     out
 }
 
+/// What a commit cannot change in a running daemon, and why; None if `new` changes none of it.
+///
+/// The punt thread, the TAP twins and the FPM server are set up once at start, and the punt
+/// thread and FPM find a twin by its interface's index (its place in `interfaces`). A commit
+/// that added, removed, reordered or re-addressed interfaces would leave the twins describing
+/// the old list: punted frames would go up the wrong twin. Until twins follow commits, such a
+/// commit is refused rather than half applied.
+fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
+    if old.control_plane != new.control_plane {
+        return Some(
+            "control-plane: the punt path, TAP twins and FPM server are set up at start".into(),
+        );
+    }
+    if !old.control_plane.taps {
+        return None;
+    }
+    let twin = |i: &config::InterfaceCfg| {
+        (
+            i.name.clone(),
+            i.host_name.clone(),
+            i.mac,
+            i.mtu,
+            i.ipv4.clone(),
+            i.ipv6.clone(),
+        )
+    };
+    let (a, b): (Vec<_>, Vec<_>) = (
+        old.interfaces.iter().map(twin).collect(),
+        new.interfaces.iter().map(twin).collect(),
+    );
+    if a == b {
+        return None;
+    }
+    let which = a
+        .iter()
+        .zip(&b)
+        .find(|(x, y)| x != y)
+        .map(|(x, y)| {
+            if x.0 == y.0 {
+                format!("interface {}", x.0)
+            } else {
+                format!("interface {} (was {})", y.0, x.0)
+            }
+        })
+        .unwrap_or_else(|| format!("interfaces ({} -> {})", a.len(), b.len()));
+    Some(format!(
+        "{which}: with control-plane.taps, each interface's TAP twin is made at start; \
+         interfaces cannot be added, removed, reordered, renamed or given other addresses, \
+         MAC, MTU or host-name by a commit"
+    ))
+}
+
 fn invalid_config(e: config::ConfigErrors) -> ApiError {
     ApiError {
         kind: "invalid",
@@ -366,6 +418,12 @@ impl Core {
                 source.display(),
                 old_cfg.buffers,
                 new_cfg.buffers
+            )));
+        }
+        if let Some(why) = fixed_at_start(&old_cfg, &new_cfg) {
+            return Err(ApiError::invalid(format!(
+                "{}: {why}; nothing was changed (change it and restart)",
+                source.display()
             )));
         }
         let mut warnings = Vec::new();
