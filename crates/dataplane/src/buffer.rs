@@ -40,6 +40,10 @@ pub struct Meta {
     pub owner_tag: u32,
     /// Nonzero while the frame is being traced (see `tap`): its trace id.
     pub trace: u32,
+    /// Set by the forward nodes when they hand a packet to the slow path: its hop-limit
+    /// decrement is not due (the router generated it). Whoever finishes a packet held for a
+    /// neighbour reads it.
+    pub hop_done: bool,
 }
 
 const META_SIZE: usize = 64;
@@ -110,6 +114,7 @@ impl PktBuf {
         m.len = 0;
         m.l3_off = 0;
         m.trace = 0;
+        m.hop_done = false;
     }
 
     /// Sets the frame length; the bytes are whatever the room held. False if too long.

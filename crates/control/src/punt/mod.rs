@@ -340,30 +340,11 @@ impl PuntThread {
         }
     }
 
-    /// Finishes forwarding a held packet (the workers stopped before the hop-limit decrement
-    /// and the L2 rewrite) and sends it.
+    /// Finishes forwarding a held packet and sends it.
     fn send_held(&mut self, t: &Tables, ifx: u32, mac: MacAddr, mut b: PktBuf) {
-        let Some(ifc) = t.ifs.get(ifx as usize) else {
-            return self.cache.free(b);
-        };
-        let l3 = b.meta().l3_off as usize;
-        let v4 = b.data().get(l3).is_some_and(|v| v >> 4 == 4);
-        let h = &mut b.data_mut()[l3..];
-        if v4 && h.len() >= 20 {
-            let old = u16::from_be_bytes([h[8], h[9]]);
-            h[8] = h[8].saturating_sub(1);
-            let new = u16::from_be_bytes([h[8], h[9]]);
-            let c = packet::checksum::update16(u16::from_be_bytes([h[10], h[11]]), old, new);
-            h[10..12].copy_from_slice(&c.to_be_bytes());
-        } else if !v4 && h.len() >= 40 {
-            h[7] = h[7].saturating_sub(1);
-        }
-        let et = if v4 { 0x0800 } else { 0x86dd };
-        let rw = Rewrite::ethernet(mac, ifc.mac, ifc.vlan, et);
-        if dataplane::node::rewrite_l2(&mut b, &rw) {
-            self.inject(b, ifc.port);
-        } else {
-            self.cache.free(b);
+        match finish_held(t, ifx, mac, &mut b) {
+            Some(port) => self.inject(b, port),
+            None => self.cache.free(b),
         }
     }
 
@@ -404,5 +385,101 @@ impl PuntThread {
         }
         // SAFETY: `fds` is a live array of pollfd of the given length.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 2) };
+    }
+}
+
+/// Finishes forwarding a packet held for a neighbour on interface `ifx` now known at `mac`:
+/// the workers stopped before the hop-limit decrement (due unless the router generated the
+/// packet: `hop_done`) and the L2 rewrite. Returns the port to send it on, or None if the
+/// interface is gone or the frame cannot take the header.
+fn finish_held(t: &Tables, ifx: u32, mac: MacAddr, b: &mut PktBuf) -> Option<u16> {
+    let ifc = t.ifs.get(ifx as usize)?;
+    let l3 = b.meta().l3_off as usize;
+    let v4 = b.data().get(l3).is_some_and(|v| v >> 4 == 4);
+    let decrement = !b.meta().hop_done;
+    let h = &mut b.data_mut()[l3..];
+    if decrement && v4 && h.len() >= 20 {
+        let old = u16::from_be_bytes([h[8], h[9]]);
+        h[8] = h[8].saturating_sub(1);
+        let new = u16::from_be_bytes([h[8], h[9]]);
+        let c = packet::checksum::update16(u16::from_be_bytes([h[10], h[11]]), old, new);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+    } else if decrement && !v4 && h.len() >= 40 {
+        h[7] = h[7].saturating_sub(1);
+    }
+    let et = if v4 { 0x0800 } else { 0x86dd };
+    let rw = Rewrite::ethernet(mac, ifc.mac, ifc.vlan, et);
+    dataplane::node::rewrite_l2(b, &rw).then_some(ifc.port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::buffer::{BufCache, Pool};
+    use dataplane::tables::Interface;
+
+    const MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 1]);
+    const PEER: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
+
+    fn tables() -> Tables {
+        let mut t = Tables::empty(16);
+        t.ifs = vec![Interface {
+            name: "p0".into(),
+            port: 3,
+            vlan: None,
+            mac: MAC,
+            mtu: 1500,
+            vrf: 0,
+            up: true,
+            v4: vec![(0xC000_0201, 24)],
+            v6: vec![],
+            punt_local: true,
+        }]
+        .into_boxed_slice();
+        t
+    }
+
+    /// An IPv4 packet as a worker hands it over: Ethernet header still the received one.
+    fn held(cache: &mut BufCache, ttl: u8, hop_done: bool) -> PktBuf {
+        let mut ip = [0u8; 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&20u16.to_be_bytes());
+        ip[8] = ttl;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&[192, 0, 2, 1]);
+        ip[16..20].copy_from_slice(&[192, 0, 2, 9]);
+        let c = packet::checksum::fold(packet::checksum::sum(&ip));
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        let mut frame = vec![0u8; 14];
+        frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        frame.extend_from_slice(&ip);
+        let mut b = cache.alloc().unwrap();
+        assert!(b.fill(&frame));
+        b.meta_mut().l3_off = 14;
+        b.meta_mut().hop_done = hop_done;
+        b
+    }
+
+    #[test]
+    fn a_held_packet_loses_one_hop_only_if_it_was_forwarded() {
+        let t = tables();
+        let mut cache = BufCache::new(Pool::new(16));
+        for (hop_done, want_ttl) in [(false, 63u8), (true, 64)] {
+            let mut b = held(&mut cache, 64, hop_done);
+            assert_eq!(finish_held(&t, 0, PEER, &mut b), Some(3));
+            let d = b.data();
+            assert_eq!(&d[0..6], &PEER.0, "destination MAC");
+            assert_eq!(&d[6..12], &MAC.0, "source MAC");
+            let ip = &d[14..34];
+            assert_eq!(ip[8], want_ttl, "hop_done {hop_done}");
+            assert!(
+                packet::checksum::ipv4_header_ok(ip),
+                "header checksum still valid"
+            );
+            cache.free(b);
+        }
+        let mut b = held(&mut cache, 64, false);
+        assert_eq!(finish_held(&t, 5, PEER, &mut b), None, "no such interface");
+        cache.free(b);
     }
 }

@@ -89,7 +89,12 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
     b.meta_mut().next_hop = nh;
     let (port, mtu, rewrite) = match action {
         Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
-        Action::Slow(why) => return ctx.slow6.push((b, why)),
+        Action::Slow(why) => {
+            // A packet held for a neighbour is finished by the control plane, which must know
+            // whether the hop-limit decrement is still due.
+            b.meta_mut().hop_done = !transit;
+            return ctx.slow6.push((b, why));
+        }
         Action::Drop(why) => return ctx.drop(b, why),
     };
     let l3 = b.meta().l3_off as usize;
