@@ -108,9 +108,9 @@ impl FpmRoutes {
                         // Any VRF: the route's own VRF is checked when it is installed.
                         (0..r.cfg.vrfs.len() as u32).find_map(|v| r.connected_if(v, gw))
                     })?;
-                    members.push(r.nh_via(ifx, h.gateway));
+                    members.push((r.nh_via(ifx, h.gateway), h.weight));
                 }
-                Some(r.nh_ecmp(members))
+                Some(r.nh_ecmp_weighted(&members))
             }
         }
     }

@@ -32,6 +32,17 @@ enum NhKey {
     Reject,
 }
 
+/// The most buckets an uneven ECMP group spreads its weights over (about 1.5% precision).
+pub const ECMP_BUCKETS: usize = 64;
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 pub struct Router {
     pub cfg: Config,
     pub epoch: Arc<EpochDomain>,
@@ -307,6 +318,42 @@ impl Router {
         }
         let key = NhKey::Ecmp(members.clone());
         self.nh(key, |_| NextHop::Ecmp(members.into_boxed_slice()))
+    }
+
+    /// An ECMP group with weights (zebra's next-hop group weights, 1..=256). The data plane
+    /// picks a member by flow hash over a bucket list, so a member gets buckets in proportion
+    /// to its weight: the weights are reduced by their common divisor and, if they still need
+    /// more than [`ECMP_BUCKETS`] buckets, scaled down to fit (each member keeps at least one).
+    /// Equal weights make the plain group of [`Router::nh_ecmp`].
+    pub fn nh_ecmp_weighted(&mut self, members: &[(u32, u16)]) -> u32 {
+        let mut m: Vec<(u32, u32)> = Vec::with_capacity(members.len());
+        let mut sorted: Vec<(u32, u16)> = members.to_vec();
+        sorted.sort_unstable();
+        for (id, w) in sorted {
+            let w = w.max(1) as u32;
+            match m.last_mut() {
+                Some(last) if last.0 == id => last.1 += w,
+                _ => m.push((id, w)),
+            }
+        }
+        if m.iter().all(|&(_, w)| w == m[0].1) {
+            return self.nh_ecmp(m.iter().map(|&(id, _)| id).collect());
+        }
+        let g = m.iter().fold(0, |g, &(_, w)| gcd(g, w));
+        let total: u32 = m.iter().map(|&(_, w)| w / g).sum();
+        let buckets = |w: u32| {
+            if total as usize <= ECMP_BUCKETS {
+                w / g
+            } else {
+                ((w as u64 * ECMP_BUCKETS as u64) / (total as u64 * g as u64)).max(1) as u32
+            }
+        };
+        let expanded: Vec<u32> = m
+            .iter()
+            .flat_map(|&(id, w)| std::iter::repeat_n(id, buckets(w) as usize))
+            .collect();
+        let key = NhKey::Ecmp(expanded.clone());
+        self.nh(key, |_| NextHop::Ecmp(expanded.into_boxed_slice()))
     }
 
     /// The interface of VRF `vrf` whose subnet holds `ip`.
@@ -662,10 +709,24 @@ impl Router {
             .map(|(id, k)| match (&self.next_hops[id], k) {
                 (NextHop::NoRoute, _) => ("none", vec![]),
                 (NextHop::Forward { .. }, k) => ("forward", vec![neighbor(*k)]),
-                (NextHop::Ecmp(m), _) => (
-                    "ecmp",
-                    m.iter().map(|&x| neighbor(by_id[x as usize])).collect(),
-                ),
+                (NextHop::Ecmp(m), _) => {
+                    // An uneven group repeats a member once per bucket (adjacent): one line
+                    // each, with its share of the buckets.
+                    let uneven = m.windows(2).any(|w| w[0] == w[1]);
+                    let mut out: Vec<String> = Vec::new();
+                    let mut i = 0;
+                    while i < m.len() {
+                        let n = m[i..].iter().take_while(|&&x| x == m[i]).count();
+                        let what = neighbor(by_id[m[i] as usize]);
+                        out.push(if uneven {
+                            format!("{what} ({n}/{} buckets)", m.len())
+                        } else {
+                            what
+                        });
+                        i += n;
+                    }
+                    ("ecmp", out)
+                }
                 (NextHop::Local, _) => ("local", vec![]),
                 (
                     NextHop::Glean {

@@ -254,3 +254,86 @@ fn a_config_commit_keeps_the_fpm_routes() {
     ));
     assert!(v4(&new, "203.0.113.0/24").is_some());
 }
+
+fn weighted_group(id: u32, members: &[(u32, u16)]) -> Msg<'static> {
+    let m: Vec<GroupMember> = members
+        .iter()
+        .map(|&(id, weight)| GroupMember { id, weight })
+        .collect();
+    Msg::Nexthop(Nexthop {
+        op: Op::New,
+        id,
+        family: 0,
+        protocol: 11,
+        flags: 0,
+        blackhole: false,
+        oif: 0,
+        gateway: None,
+        group: Members::from_members(&m),
+        group_type: 0,
+    })
+}
+
+/// zebra's group weights (UCMP, e.g. from BGP link bandwidth) become bucket shares: weights 1
+/// and 3 give one member a quarter of the flows and the other three quarters; weights that need
+/// more than 64 buckets are scaled to fit, each member keeping at least one.
+#[test]
+fn group_weights_become_bucket_shares() {
+    let (mut r, mut f) = router();
+    apply(
+        &mut r,
+        &mut f,
+        &[
+            nexthop(1, "192.0.2.2", IF_P0),
+            nexthop(2, "198.51.100.2", IF_P1),
+            weighted_group(10, &[(1, 1), (2, 3)]),
+            weighted_group(11, &[(1, 2), (2, 2)]),
+            weighted_group(12, &[(1, 1), (2, 255)]),
+            route(Op::New, "10.1.0.0/16", 10, RouteType::Unicast),
+            route(Op::New, "10.2.0.0/16", 11, RouteType::Unicast),
+            route(Op::New, "10.3.0.0/16", 12, RouteType::Unicast),
+        ],
+    );
+    let members = |p: &str| match &r.next_hops[v4(&r, p).expect("installed") as usize] {
+        NextHop::Ecmp(m) => m.to_vec(),
+        other => panic!("{p}: {other:?}"),
+    };
+    let share = |m: &[u32], id: u32| m.iter().filter(|&&x| x == id).count();
+    let uneven = members("10.1.0.0/16");
+    assert_eq!(uneven.len(), 4);
+    // The same member (p0's neighbour, weight 1) in every group: next hops are interned.
+    let a = *uneven
+        .iter()
+        .find(|&&x| share(&uneven, x) == 1)
+        .expect("a member with one bucket");
+    let b = *uneven.iter().find(|&&x| x != a).expect("two members");
+    assert_eq!(share(&uneven, b), 3);
+    assert!(matches!(
+        r.next_hops[a as usize],
+        NextHop::Forward { tx_if: 0, .. } | NextHop::Glean { tx_if: 0, .. }
+    ));
+    // `show` gives each member once, with its share.
+    let desc = r.next_hop_descriptions();
+    let (kind, lines) = &desc[v4(&r, "10.1.0.0/16").unwrap() as usize];
+    assert_eq!(*kind, "ecmp");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("192.0.2.2 on p0") && l.ends_with("(1/4 buckets)")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.ends_with("(3/4 buckets)")),
+        "{lines:?}"
+    );
+    // Equal weights: the plain two-member group.
+    let even = members("10.2.0.0/16");
+    assert_eq!(even.len(), 2);
+    assert_ne!(even[0], even[1]);
+    // 1:255 does not fit 64 buckets: scaled, the light member keeps one.
+    let wide = members("10.3.0.0/16");
+    assert!(wide.len() <= 64 + 1, "{}", wide.len());
+    assert_eq!(share(&wide, a), 1);
+    assert_eq!(share(&wide, b), wide.len() - 1);
+}
