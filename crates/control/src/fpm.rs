@@ -357,7 +357,7 @@ fn apply_loop(
         }
         if sweep_at.is_some_and(|t| Instant::now() >= t) {
             sweep_at = None;
-            n += 1;
+            unpublished = true;
             let gone = f.rib.sweep();
             f.status.stale_sweeps += 1;
             f.status.swept += gone

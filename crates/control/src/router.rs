@@ -713,18 +713,17 @@ impl Router {
                     // An uneven group repeats a member once per bucket (adjacent): one line
                     // each, with its share of the buckets.
                     let uneven = m.windows(2).any(|w| w[0] == w[1]);
-                    let mut out: Vec<String> = Vec::new();
-                    let mut i = 0;
-                    while i < m.len() {
-                        let n = m[i..].iter().take_while(|&&x| x == m[i]).count();
-                        let what = neighbor(by_id[m[i] as usize]);
-                        out.push(if uneven {
-                            format!("{what} ({n}/{} buckets)", m.len())
-                        } else {
-                            what
-                        });
-                        i += n;
-                    }
+                    let out = m
+                        .chunk_by(|a, b| a == b)
+                        .map(|run| {
+                            let what = neighbor(by_id[run[0] as usize]);
+                            if uneven {
+                                format!("{what} ({}/{} buckets)", run.len(), m.len())
+                            } else {
+                                what
+                            }
+                        })
+                        .collect();
                     ("ecmp", out)
                 }
                 (NextHop::Local, _) => ("local", vec![]),

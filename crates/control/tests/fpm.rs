@@ -56,22 +56,8 @@ fn nexthop(id: u32, gw: &str, oif: u32) -> Msg<'static> {
 }
 
 fn group(id: u32, members: &[u32]) -> Msg<'static> {
-    let m: Vec<GroupMember> = members
-        .iter()
-        .map(|&id| GroupMember { id, weight: 1 })
-        .collect();
-    Msg::Nexthop(Nexthop {
-        op: Op::New,
-        id,
-        family: 0,
-        protocol: 11,
-        flags: 0,
-        blackhole: false,
-        oif: 0,
-        gateway: None,
-        group: Members::from_members(&m),
-        group_type: 0,
-    })
+    let even: Vec<(u32, u16)> = members.iter().map(|&id| (id, 1)).collect();
+    weighted_group(id, &even)
 }
 
 fn route(op: Op, prefix: &str, nh_id: u32, rtype: RouteType) -> Msg<'static> {

@@ -314,21 +314,7 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
                 format!("streams from {}", path.display()),
             )
         }
-        None => {
-            let pat = match a.pattern.as_str() {
-                "pair" => streams_file::Pattern::Pair,
-                "mesh" => streams_file::Pattern::Mesh,
-                "backbone" => streams_file::Pattern::Backbone,
-                other => return Err(format!("--pattern {other:?}: pair, mesh or backbone")),
-            };
-            let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
-            let s = streams_file::pattern(&ports, pat, &a.uplinks, a.ipv6, a.flows.max(1))?;
-            (
-                s,
-                vec![speed; ports.len()],
-                format!("{} pattern, {} flows per stream", a.pattern, a.flows.max(1)),
-            )
-        }
+        None => pattern_streams(&a.pattern, &a.speed, &a.uplinks, a.ipv6, a.flows, &ports)?,
     };
     let sizes = ro
         .sizes
@@ -379,6 +365,31 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
     finish(&r, &a.trial.out)
 }
 
+/// The streams `--pattern` makes over `ports`, each port's speed, and how to describe them.
+fn pattern_streams(
+    pattern: &str,
+    speed: &str,
+    uplinks: &[String],
+    ipv6: bool,
+    flows: u32,
+    ports: &[streams_file::PortInfo],
+) -> Result<(Vec<tester::stream::StreamSpec>, Vec<f64>, String), String> {
+    let pat = match pattern {
+        "pair" => streams_file::Pattern::Pair,
+        "mesh" => streams_file::Pattern::Mesh,
+        "backbone" => streams_file::Pattern::Backbone,
+        other => return Err(format!("--pattern {other:?}: pair, mesh or backbone")),
+    };
+    let speed = tester::load::parse_speed(speed).map_err(|e| format!("--speed: {e}"))?;
+    let flows = flows.max(1);
+    let s = streams_file::pattern(ports, pat, uplinks, ipv6, flows)?;
+    Ok((
+        s,
+        vec![speed; ports.len()],
+        format!("{pattern} pattern, {flows} flows per stream"),
+    ))
+}
+
 /// `bench external`: the procedures against a device on real interfaces (AF_PACKET).
 pub fn external(a: ExternalArgs) -> Result<(), String> {
     let ro = run_opts(&a.trial)?;
@@ -402,21 +413,7 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
                 format!("streams from {}", path.display()),
             )
         }
-        None => {
-            let pat = match a.pattern.as_str() {
-                "pair" => streams_file::Pattern::Pair,
-                "mesh" => streams_file::Pattern::Mesh,
-                "backbone" => streams_file::Pattern::Backbone,
-                other => return Err(format!("--pattern {other:?}: pair, mesh or backbone")),
-            };
-            let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
-            let s = streams_file::pattern(&infos, pat, &a.uplinks, a.ipv6, a.flows.max(1))?;
-            (
-                s,
-                vec![speed; infos.len()],
-                format!("{} pattern, {} flows per stream", a.pattern, a.flows.max(1)),
-            )
-        }
+        None => pattern_streams(&a.pattern, &a.speed, &a.uplinks, a.ipv6, a.flows, &infos)?,
     };
     let sizes = ro
         .sizes

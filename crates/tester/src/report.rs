@@ -40,6 +40,19 @@ impl Row {
     pub fn latency(&self) -> Option<&LatencyStats> {
         self.search.best.as_ref().and_then(|b| b.latency.as_ref())
     }
+    /// "avg / p99 / max" in microseconds, or "-" without latency figures.
+    fn latency_cell(&self) -> String {
+        self.latency()
+            .map(|l| {
+                format!(
+                    "{} / {} / {}",
+                    us(l.avg_ns),
+                    us(l.p99_ns as f64),
+                    us(l.max_ns as f64)
+                )
+            })
+            .unwrap_or_else(|| "-".into())
+    }
 }
 
 /// Rows are stream counts (GR-1, GR-3), not frame sizes.
@@ -157,17 +170,7 @@ pub fn table(r: &ScenarioReport) -> String {
         } else {
             thousands(fps)
         };
-        let lat = row
-            .latency()
-            .map(|l| {
-                format!(
-                    "{} / {} / {}",
-                    us(l.avg_ns),
-                    us(l.p99_ns as f64),
-                    us(l.max_ns as f64)
-                )
-            })
-            .unwrap_or_else(|| "-".into());
+        let lat = row.latency_cell();
         // A row with no passing trial shows what its last trial lost.
         let lost = row.search.best.as_ref().map_or_else(
             || row.search.trials.last().map_or(0, |t| t.2.lost),
@@ -412,17 +415,7 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
         } else {
             thousands(fps)
         };
-        let lat = row
-            .latency()
-            .map(|l| {
-                format!(
-                    "{} / {} / {}",
-                    us(l.avg_ns),
-                    us(l.p99_ns as f64),
-                    us(l.max_ns as f64)
-                )
-            })
-            .unwrap_or_else(|| "-".into());
+        let lat = row.latency_cell();
         let shown = row
             .search
             .best

@@ -58,6 +58,20 @@ struct Entry {
     held: Vec<PktBuf>,
 }
 
+impl Entry {
+    /// A neighbour being resolved, with nothing held yet.
+    fn incomplete(now: Instant) -> Self {
+        Entry {
+            mac: None,
+            state: State::Incomplete,
+            confirmed: now,
+            next: now,
+            tries: 0,
+            held: Vec::new(),
+        }
+    }
+}
+
 /// Counters for `show neighbors` and the metrics.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct NeighborStats {
@@ -248,14 +262,10 @@ impl Neighbors {
     }
 
     fn confirm(&mut self, ifx: u32, ip: IpAddr, mac: MacAddr, now: Instant, out: &mut Vec<Out>) {
-        let e = self.entries.entry((ifx, ip)).or_insert(Entry {
-            mac: None,
-            state: State::Incomplete,
-            confirmed: now,
-            next: now,
-            tries: 0,
-            held: Vec::new(),
-        });
+        let e = self
+            .entries
+            .entry((ifx, ip))
+            .or_insert_with(|| Entry::incomplete(now));
         let changed = e.mac != Some(mac) || e.state == State::Incomplete;
         e.mac = Some(mac);
         e.state = State::Reachable;
@@ -288,14 +298,10 @@ impl Neighbors {
             return;
         };
         let hold = self.timers.hold;
-        let e = self.entries.entry((ifx, ip)).or_insert(Entry {
-            mac: None,
-            state: State::Incomplete,
-            confirmed: now,
-            next: now,
-            tries: 0,
-            held: Vec::new(),
-        });
+        let e = self
+            .entries
+            .entry((ifx, ip))
+            .or_insert_with(|| Entry::incomplete(now));
         if let Some(mac) = e.mac {
             // Resolved while this packet was on its way: the tables may not show it yet.
             e.held.push(b);
@@ -335,17 +341,7 @@ impl Neighbors {
             if self.entries.contains_key(&k) || self.backoff.contains_key(&k) {
                 continue;
             }
-            self.entries.insert(
-                k,
-                Entry {
-                    mac: None,
-                    state: State::Incomplete,
-                    confirmed: now,
-                    next: now,
-                    tries: 0,
-                    held: Vec::new(),
-                },
-            );
+            self.entries.insert(k, Entry::incomplete(now));
             self.solicit(t, k.0, k.1, None, now, out);
         }
     }
