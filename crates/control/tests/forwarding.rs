@@ -327,3 +327,113 @@ fn martian_sources_and_destinations_are_not_forwarded() {
     );
     assert_eq!(bed.snapshot().drop_count(DropReason::Ip4Martian), 2);
 }
+
+/// An IPv4 frame with one 4-byte option (IHL 6): the slow path forwards it.
+fn ip4_frame_with_option(dst: [u8; 4]) -> Vec<u8> {
+    let plain = ip4_frame(dst, 64, 30, false, 17, 1);
+    let mut f = plain[..34].to_vec();
+    f.extend_from_slice(&[1, 1, 1, 0]); // NOP, NOP, NOP, end of options
+    f.extend_from_slice(&plain[34..]);
+    f[14] = 0x46;
+    let total = u16::from_be_bytes([f[16], f[17]]) + 4;
+    f[16..18].copy_from_slice(&total.to_be_bytes());
+    f[24..26].copy_from_slice(&[0, 0]);
+    let c = checksum::fold(checksum::sum(&f[14..38]));
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+#[test]
+fn class_e_destinations_are_not_forwarded_even_with_a_default_route() {
+    // RFC 1812 5.3.7: a class E destination (but the limited broadcast) is invalid.
+    let mut bed = Bed::from_text(
+        &(CONFIG.replace("ICMP_RATE", "1000") + "  - { prefix: 0.0.0.0/0, via: 198.51.100.2 }\n"),
+    );
+    let out = bed.send(
+        0,
+        &[
+            ip4_frame([240, 1, 2, 3], 64, 30, false, 17, 1),
+            ip4_frame([250, 0, 0, 1], 64, 30, false, 17, 1),
+            ip4_frame([255, 255, 255, 254], 64, 30, false, 17, 1),
+            ip4_frame_with_option([241, 0, 0, 1]),
+            ip4_frame([11, 1, 2, 3], 64, 30, false, 17, 1),
+        ],
+    );
+    assert_eq!(
+        out[1].len(),
+        1,
+        "only 11.1.2.3 goes out of p1 (default route)"
+    );
+    assert_eq!(&out[1][0][30..34], &[11, 1, 2, 3]);
+    assert!(out[0].is_empty(), "no ICMP error for a martian");
+    assert_eq!(bed.snapshot().drop_count(DropReason::Ip4Martian), 4);
+}
+
+/// `f` with its destination MAC replaced.
+fn to_mac(mut f: Vec<u8>, mac: [u8; 6]) -> Vec<u8> {
+    f[0..6].copy_from_slice(&mac);
+    f
+}
+
+const BROADCAST: [u8; 6] = [0xff; 6];
+const IP4_GROUP_MAC: [u8; 6] = [0x01, 0x00, 0x5e, 0x01, 0x02, 0x03];
+const IP6_GROUP_MAC: [u8; 6] = [0x33, 0x33, 0x00, 0x00, 0x00, 0x01];
+
+#[test]
+fn unicast_ip_in_link_layer_group_frames_is_neither_forwarded_nor_answered() {
+    // RFC 1812 5.3.4 (must not forward, should discard), 4.3.2.7 and RFC 4443 2.4(e.4) (no
+    // ICMP error about a packet sent as a link-layer broadcast or multicast).
+    let mut bed = bed(1000);
+    let frames = [
+        to_mac(ip4_frame([10, 1, 2, 3], 64, 30, false, 17, 1), BROADCAST),
+        to_mac(
+            ip4_frame([10, 1, 2, 3], 64, 30, false, 17, 1),
+            IP4_GROUP_MAC,
+        ),
+        to_mac(ip4_frame([10, 1, 2, 3], 1, 30, false, 17, 1), BROADCAST),
+        to_mac(ip4_frame([10, 1, 2, 3], 1, 30, false, 17, 1), IP4_GROUP_MAC),
+        to_mac(ip4_frame([172, 16, 0, 1], 64, 30, false, 17, 1), BROADCAST),
+        to_mac(ip4_frame_with_option([10, 1, 2, 3]), BROADCAST),
+        to_mac(ip6_frame(v6("2001:db8:ff::1"), 64, 30), IP6_GROUP_MAC),
+        to_mac(ip6_frame(v6("2001:db8:ff::1"), 1, 30), IP6_GROUP_MAC),
+        to_mac(ip6_frame(v6("2001:db8:ee::1"), 64, 30), IP6_GROUP_MAC),
+    ];
+    let out = bed.send(0, &frames);
+    assert!(
+        out.iter().all(|p| p.is_empty()),
+        "nothing forwarded, no ICMP error: {:?}",
+        out.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    let s = bed.snapshot();
+    assert_eq!(
+        s.drop_count(DropReason::L2GroupUnicast),
+        frames.len() as u64
+    );
+    assert_eq!(s.total_drops(), frames.len() as u64);
+    // The same packets in unicast frames are forwarded: the frame's address made the difference.
+    let out = bed.send(
+        0,
+        &[
+            ip4_frame([10, 1, 2, 3], 64, 30, false, 17, 1),
+            ip6_frame(v6("2001:db8:ff::1"), 64, 30),
+        ],
+    );
+    assert_eq!(out[1].len(), 2);
+}
+
+#[test]
+fn a_ping_to_the_router_in_a_broadcast_frame_is_still_answered() {
+    // Local delivery is not forwarding: the router's own address in a broadcast frame is its.
+    let mut bed = bed(1000);
+    let mut f = to_mac(ip4_frame([192, 0, 2, 1], 64, 16, false, 1, 0), BROADCAST);
+    f[34] = 8; // echo request
+    f[35] = 0;
+    f[36..38].copy_from_slice(&[0, 0]);
+    f[38..42].copy_from_slice(&[0x12, 0x34, 0, 1]);
+    let c = checksum::fold(checksum::sum(&f[34..]));
+    f[36..38].copy_from_slice(&c.to_be_bytes());
+    let out = bed.send(0, &[f]);
+    assert_eq!(out[0].len(), 1, "echo reply");
+    assert_eq!(out[0][0][34], 0);
+    assert_eq!(bed.snapshot().echo_replies, 1);
+}

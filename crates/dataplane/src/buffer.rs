@@ -44,6 +44,10 @@ pub struct Meta {
     /// decrement is not due (the router generated it). Whoever finishes a packet held for a
     /// neighbour reads it.
     pub hop_done: bool,
+    /// Set by ethernet-input: the frame was sent to a link-layer broadcast or multicast address.
+    /// A router must not forward such a frame's unicast IP packet nor answer it with an ICMP
+    /// error (RFC 1812 5.3.4 and 4.3.2.7, RFC 4443 2.4(e.4)).
+    pub l2_group: bool,
 }
 
 const META_SIZE: usize = 64;
@@ -115,6 +119,7 @@ impl PktBuf {
         m.l3_off = 0;
         m.trace = 0;
         m.hop_done = false;
+        m.l2_group = false;
     }
 
     /// Sets the frame length; the bytes are whatever the room held. False if too long.

@@ -129,6 +129,9 @@ pub struct Tables {
     pub flow: Option<Arc<crate::feature::FlowShared>>,
     /// Where logged ACL matches go, when any entry logs.
     pub acl_log: Option<Arc<crate::feature::acl_log::AclLogSink>>,
+    /// Forward IPv4 packets to class E destinations (240.0.0.0/4), which RFC 1812 5.3.7 says a
+    /// router should not: for the rare network that has made them unicast.
+    pub route_class_e: bool,
 }
 
 impl Tables {
@@ -144,6 +147,7 @@ impl Tables {
             any_features: false,
             flow: None,
             acl_log: None,
+            route_class_e: false,
         }
     }
 }

@@ -591,6 +591,7 @@ fn slow_text(s: Slow) -> String {
         Slow::Options => "IPv4 options or IPv6 hop-by-hop header".into(),
         Slow::Local => "addressed to the router".into(),
         Slow::Glean => "waiting for the next hop's MAC address".into(),
+        Slow::L2Group => "unicast destination in a link-layer broadcast or multicast frame".into(),
     }
 }
 

@@ -1,9 +1,10 @@
 //! ethernet-input: finds the interface a frame belongs to and hands it to its L3 node.
 //!
 //! Reads: the Ethernet and 802.1Q headers, the receive port. Sets: `meta.rx_if`, `meta.rx_port`,
-//! `meta.l3_off`. Next: ip4-forward (EtherType 0x0800), ip6-forward (0x86dd), the punt path (ARP,
+//! `meta.l3_off`, `meta.l2_group` (sent to a group address). Next: ip4-forward (EtherType 0x0800), ip6-forward (0x86dd), the punt path (ARP,
 //! 0x0806); everything else is dropped with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
-//! not promiscuous); broadcast and multicast frames pass to L3, which decides.
+//! not promiscuous); broadcast and multicast frames pass to L3, which
+//! decides: only IP multicast and broadcast may arrive in them (RFC 1812 5.3.4).
 //!
 //! Two passes, as VPP's nodes do: the first reads every frame in place and records its next node,
 //! requesting the metadata and header lines of the frame `PREFETCH` places ahead (frames arrive
@@ -79,10 +80,12 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
     if !ifc.up {
         return DropReason::InterfaceDown as usize;
     }
-    if d[0] & 1 == 0 && d[0..6] != ifc.mac.0 {
+    let group = d[0] & 1 != 0;
+    if !group && d[0..6] != ifc.mac.0 {
         return DropReason::NotForUs as usize;
     }
     let m = b.meta_mut();
+    m.l2_group = group;
     m.rx_if = ifx;
     m.rx_port = port;
     m.l3_off = l3;

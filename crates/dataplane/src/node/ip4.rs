@@ -4,7 +4,9 @@
 //! Reads: `meta.l3_off`, `meta.rx_if`, the IPv4 header. Sets: `meta.next_hop`, the TTL and header
 //! checksum (RFC 1624 incremental update), the L2 header. Next: the egress port's transmit vector;
 //! the slow path for TTL expiry, no route, reject, options, MTU and local delivery; drops by
-//! reason for malformed headers (RFC 1812 5.2.2: version, IHL, checksum, length).
+//! reason for malformed headers (RFC 1812 5.2.2: version, IHL, checksum, length) and martian
+//! addresses (5.3.7); the slow path for unicast destinations in link-layer group frames (5.3.4,
+//! reading `meta.l2_group`).
 
 use packet::checksum;
 
@@ -47,8 +49,7 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         }
         let dst = be32(h, 16);
         let src = be32(h, 12);
-        // RFC 1812 5.3.7: never forward from or to 0/8 or 127/8, nor from multicast or class E.
-        if matches!(src >> 24, 0 | 127) || src >> 28 >= 14 || matches!(dst >> 24, 0 | 127) {
+        if martian(t, src, dst) {
             ctx.drop(b, DropReason::Ip4Martian);
             continue;
         }
@@ -61,6 +62,12 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
             } else {
                 ctx.drop(b, DropReason::MulticastNotRouted);
             }
+            continue;
+        }
+        if b.meta().l2_group {
+            // A unicast destination in a link-layer broadcast or multicast frame: delivered if
+            // it is the router's, never forwarded nor answered with an error (RFC 1812 5.3.4).
+            ctx.slow4.push((b, Slow::L2Group));
             continue;
         }
         if h[8] <= 1 {
@@ -82,6 +89,14 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v4, forward);
     }
     ctx.tmp = good;
+}
+
+/// RFC 1812 5.3.7: never forward from or to 0/8 or 127/8, nor from multicast or class E, nor to
+/// class E (240/4 but the limited broadcast) unless the network routes it.
+#[inline(always)]
+pub fn martian(t: &Tables, src: u32, dst: u32) -> bool {
+    let class_e_dst = dst >> 28 == 15 && dst != u32::MAX && !t.route_class_e;
+    matches!(src >> 24, 0 | 127) || src >> 28 >= 14 || matches!(dst >> 24, 0 | 127) || class_e_dst
 }
 
 /// Sends `b` (whose IPv4 header is valid) towards next hop `nh`. `transit` packets get their TTL

@@ -58,6 +58,12 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
             ctx.drop(b, DropReason::Ip6Scope);
             continue;
         }
+        if b.meta().l2_group {
+            // Unicast in a link-layer multicast frame: the router's own, or dropped without an
+            // error (RFC 4443 2.4(e.4); RFC 1812 5.3.4 in IPv6's terms).
+            ctx.slow6.push((b, Slow::L2Group));
+            continue;
+        }
         if h[6] == 0 {
             ctx.slow6.push((b, Slow::Options));
             continue;

@@ -41,6 +41,9 @@ pub enum Slow {
     Local,
     /// The next hop (`meta.next_hop`) waits for its neighbour's MAC address.
     Glean,
+    /// A unicast destination that came in a link-layer broadcast or multicast frame: local
+    /// delivery if it is the router's, otherwise dropped without an ICMP error.
+    L2Group,
 }
 
 /// A worker's scratch state for one vector.

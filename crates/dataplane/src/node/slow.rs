@@ -79,14 +79,32 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             if checksum::fold(checksum::sum(&d[l3..l3 + ihl])) != 0 {
                 return ctx.drop(b, DropReason::Ip4BadChecksum);
             }
+            // The fast node's address checks, which it left for here.
+            let (src, dst) = (be32(d, l3 + 12), be32(d, l3 + 16));
+            if ip4::martian(t, src, dst) {
+                return ctx.drop(b, DropReason::Ip4Martian);
+            }
+            if dst >> 28 == 14 || dst == u32::MAX {
+                return ctx.drop(b, DropReason::MulticastNotRouted);
+            }
+            if b.meta().l2_group {
+                return slow4(ctx, t, b, Slow::L2Group);
+            }
             if d[l3 + 8] <= 1 {
                 return slow4(ctx, t, b, Slow::TtlExpired);
             }
-            let nh = t.vrfs[vrf_of(t, &b)].v4.lookup(be32(d, l3 + 16));
+            let nh = t.vrfs[vrf_of(t, &b)].v4.lookup(dst);
             ip4::forward(ctx, t, b, nh, true);
         }
         Slow::Local => local4(ctx, t, b),
         Slow::Glean => glean(ctx, t, b),
+        Slow::L2Group => {
+            let dst = be32(b.data(), l3 + 16);
+            match t.next_hops[t.vrfs[vrf_of(t, &b)].v4.lookup(dst) as usize] {
+                NextHop::Local => local4(ctx, t, b),
+                _ => ctx.drop(b, DropReason::L2GroupUnicast),
+            }
+        }
     }
 }
 
@@ -145,7 +163,7 @@ fn icmp4_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, res
     let bad_dst = dst >> 28 == 14 || dst == u32::MAX;
     let non_first = be16(h, 6) & 0x1fff != 0;
     let about_error = h[9] == 1 && h.len() > ihl && icmpv4::is_error(h[ihl]);
-    if bad_src || bad_dst || non_first || about_error {
+    if bad_src || bad_dst || non_first || about_error || b.meta().l2_group {
         return ctx.cache.free(b);
     }
     let ifc = &t.ifs[b.meta().rx_if as usize];
@@ -307,6 +325,13 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
         }
         Slow::Local => local6(ctx, t, b),
         Slow::Glean => glean(ctx, t, b),
+        Slow::L2Group => {
+            let dst = u128::from_be_bytes(addr6(b.data(), l3 + 24));
+            match t.next_hops[t.vrfs[vrf_of(t, &b)].v6.lookup(dst) as usize] {
+                NextHop::Local => local6(ctx, t, b),
+                _ => ctx.drop(b, DropReason::L2GroupUnicast),
+            }
+        }
     }
 }
 
@@ -341,7 +366,10 @@ fn icmp6_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, res
     let src_n = u128::from_be_bytes(src);
     let bad_src = src_n == 0 || src[0] == 0xff;
     let about_error = h[6] == icmpv6::PROTO && h.len() > 40 && h[40] < 128;
-    if bad_src || about_error {
+    // RFC 4443 2.4(e.4): nothing about a packet sent as a link-layer multicast (its exceptions,
+    // Packet Too Big and Parameter Problem code 2, arise only for forwarded packets, and a
+    // unicast packet in a group frame is never forwarded).
+    if bad_src || about_error || b.meta().l2_group {
         return ctx.cache.free(b);
     }
     let ifc = &t.ifs[b.meta().rx_if as usize];
