@@ -114,11 +114,11 @@ pub fn acl(a: &ApiArgs, cmd: AclCmd) -> Result<(), String> {
                 &format!("/v1/acl/{}/entries", enc(&name)),
                 json!({"entry": entry.join(" ")}),
             )?;
-            println!("access-list {name}: entry {v} set");
+            outln!("access-list {name}: entry {v} set");
         }
         AclCmd::Del { name, seq } => {
             checked(c.delete(&format!("/v1/acl/{}/entries/{seq}", enc(&name)))?)?;
-            println!("access-list {name}: entry {seq} removed");
+            outln!("access-list {name}: entry {seq} removed");
         }
     }
     Ok(())
@@ -333,7 +333,7 @@ fn list(v: &Value) -> String {
 }
 
 fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
@@ -659,7 +659,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
         }),
         ShowCmd::Metrics => {
             let r = checked(c.get("/metrics")?)?;
-            print!("{}", String::from_utf8_lossy(&r.body));
+            out!("{}", String::from_utf8_lossy(&r.body));
             return Ok(());
         }
         ShowCmd::Acl { name } => (
@@ -863,7 +863,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             if json_out {
                 print_json(&v);
             } else {
-                print!("{}", v["text"].as_str().unwrap_or(""));
+                out!("{}", v["text"].as_str().unwrap_or(""));
             }
             return Ok(());
         }
@@ -872,7 +872,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
     if json_out {
         print_json(&v);
     } else {
-        print!("{}", render(&v));
+        out!("{}", render(&v));
     }
     Ok(())
 }
@@ -903,31 +903,31 @@ fn clock(ms: u64) -> String {
 
 pub fn clear(a: &ApiArgs, _what: ClearCmd) -> Result<(), String> {
     post(&a.client()?, "/v1/counters/clear", json!({}))?;
-    println!("counters cleared");
+    outln!("counters cleared");
     Ok(())
 }
 
 fn print_outcome(v: &Value) {
     if v["changed"].as_bool() != Some(true) {
-        println!("no changes: the running config is the same");
+        outln!("no changes: the running config is the same");
         return;
     }
     let diff = v["diff"].as_str().unwrap_or("");
-    print!("{diff}");
+    out!("{diff}");
     for l in v["summary"].as_array().into_iter().flatten() {
-        println!("{}", s(l));
+        outln!("{}", s(l));
     }
     for w in v["warnings"].as_array().into_iter().flatten() {
-        println!("warning: {}", s(w));
+        outln!("warning: {}", s(w));
     }
     if v["dry_run"].as_bool() == Some(true) {
-        println!("dry run: nothing was applied");
+        outln!("dry run: nothing was applied");
     } else if let Some(id) = v["commit"].as_u64() {
         match v["confirm_deadline_s"].as_u64() {
-            Some(t) => println!(
+            Some(t) => outln!(
                 "commit {id} applied; it rolls back in {t} s unless `linerate config confirm`"
             ),
-            None => println!("commit {id} applied"),
+            None => outln!("commit {id} applied"),
         }
     }
 }
@@ -982,7 +982,7 @@ pub fn config(a: &ApiArgs, json_out: bool, cmd: ConfigCmd) -> Result<(), String>
                     ]
                 })
                 .collect();
-            print!(
+            out!(
                 "{}",
                 table(
                     &["Commit", "Time (UTC)", "Status", "Changes", "Comment"],
@@ -996,14 +996,14 @@ pub fn config(a: &ApiArgs, json_out: bool, cmd: ConfigCmd) -> Result<(), String>
             if json_out {
                 print_json(&v);
             } else {
-                print!("{}", v["text"].as_str().unwrap_or(""));
+                out!("{}", v["text"].as_str().unwrap_or(""));
             }
             return Ok(());
         }
         ConfigCmd::Rollback { id } => post(&c, &format!("/v1/config/rollback/{id}"), json!({}))?,
         ConfigCmd::Confirm => {
             let v = post(&c, "/v1/config/confirm", json!({}))?;
-            println!("commit {v} confirmed");
+            outln!("commit {v} confirmed");
             return Ok(());
         }
     };
@@ -1055,7 +1055,7 @@ pub fn port(a: &ApiArgs, cmd: PortCmd) -> Result<(), String> {
         PortCmd::Insert { name } => (name, "insert"),
     };
     post(&c, &format!("/v1/ports/{}/{what}", enc(name)), json!({}))?;
-    println!(
+    outln!(
         "port {name} {}",
         if what == "remove" {
             "out of service"
@@ -1071,11 +1071,11 @@ pub fn worker(a: &ApiArgs, cmd: WorkerCmd) -> Result<(), String> {
     match cmd {
         WorkerCmd::Add { core } => {
             let v = post(&c, "/v1/workers", json!({"core": core}))?;
-            println!("worker {} started", v["worker"]);
+            outln!("worker {} started", v["worker"]);
         }
         WorkerCmd::Remove { id } => {
             checked(c.delete(&format!("/v1/workers/{id}"))?)?;
-            println!("worker {id} removed");
+            outln!("worker {id} removed");
         }
     }
     Ok(())
@@ -1121,24 +1121,24 @@ pub fn trace(a: &ApiArgs, t: TraceArgs) -> Result<(), String> {
     }
     let all = v.as_array().cloned().unwrap_or_default();
     if all.is_empty() {
-        println!("no frame matched before the timeout");
+        outln!("no frame matched before the timeout");
     }
     for tr in all {
-        println!(
+        outln!(
             "Packet {} (worker {}): {}",
             tr["id"],
             tr["worker"],
             s(&tr["summary"])
         );
         for st in tr["steps"].as_array().into_iter().flatten() {
-            println!(
+            outln!(
                 "  {:<15} {} -> {}",
                 s(&st["node"]),
                 s(&st["decision"]),
                 s(&st["next"])
             );
         }
-        println!();
+        outln!();
     }
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! `linerate`: the router and its tester from the command line.
 
+#[macro_use]
+mod out;
 mod client_cmd;
 mod daemon_cmd;
 mod tester_cmd;
@@ -272,6 +274,7 @@ fn main() -> ExitCode {
         Cmd::Trace(a) => client_cmd::trace(&api, a),
         other => run(other),
     };
+    out::flush();
     match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -288,7 +291,7 @@ fn run(cmd: Cmd) -> Result<(), String> {
             // Route files are checked by loading them, as `run` would.
             let r = Router::build(cfg).map_err(|e| e.to_string())?;
             let (v4, v6) = r.route_counts();
-            println!(
+            outln!(
                 "{}: ok ({} interfaces, {v4} IPv4 and {v6} IPv6 routes)",
                 config.display(),
                 r.ifs.len()
@@ -369,11 +372,15 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
         let v = serde_json::json!({"ports": ports, "drops": drops, "icmp_sent": s.icmp_sent,
             "icmp_rate_limited": s.icmp_rate_limited, "echo_replies": s.echo_replies,
             "routes": {"ipv4": v4, "ipv6": v6}});
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!(
+        outln!(
             "{:<12} {:>12} {:>14} {:>12} {:>14}",
-            "port", "rx packets", "rx bytes", "tx packets", "tx bytes"
+            "port",
+            "rx packets",
+            "rx bytes",
+            "tx packets",
+            "tx bytes"
         );
         for (i, n) in router
             .port_slots
@@ -381,23 +388,29 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
             .enumerate()
             .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
         {
-            println!(
+            outln!(
                 "{:<12} {:>12} {:>14} {:>12} {:>14}",
-                n, s.rx_packets[i], s.rx_bytes[i], s.tx_packets[i], s.tx_bytes[i]
+                n,
+                s.rx_packets[i],
+                s.rx_bytes[i],
+                s.tx_packets[i],
+                s.tx_bytes[i]
             );
         }
-        println!("\ndrops by reason:");
+        outln!("\ndrops by reason:");
         for d in DropReason::ALL.iter().filter(|d| s.drop_count(**d) > 0) {
-            println!("  {:<20} {:>10}  {}", d.name(), s.drop_count(*d), d.text());
+            outln!("  {:<20} {:>10}  {}", d.name(), s.drop_count(*d), d.text());
         }
         if s.total_drops() == 0 {
-            println!("  none");
+            outln!("  none");
         }
-        println!(
+        outln!(
             "\nICMP errors sent {}, rate-limited {}, echo replies {}",
-            s.icmp_sent, s.icmp_rate_limited, s.echo_replies
+            s.icmp_sent,
+            s.icmp_rate_limited,
+            s.echo_replies
         );
-        println!("routes: {v4} IPv4, {v6} IPv6");
+        outln!("routes: {v4} IPv4, {v6} IPv6");
     }
     Ok(())
 }
@@ -431,7 +444,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 workdir,
             };
             let rows = bench::lpm::run(&o)?;
-            println!(
+            outln!(
                 "LPM lookups, 1 core, {} table, scale {scale} ({}); Linerate on {} pages, DPDK on 4 KiB pages (--no-huge):",
                 profile.name(),
                 if fam == bench::lpm::Family::V4 {
@@ -441,7 +454,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 },
                 if no_huge { "4 KiB" } else { "transparent huge" }
             );
-            println!(
+            outln!(
                 "{:<12} {:<12} {:>9} {:>11} {:>8} {:>12} {:>9} {:>9} {:>10} {:>9}",
                 "trace",
                 "engine",
@@ -460,7 +473,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     .find(|x| x.trace == r.trace && x.engine == "linerate")
                     .map(|x| x.mlookups)
                     .unwrap_or(0.0);
-                println!(
+                outln!(
                     "{:<12} {:<12} {:>9} {:>11.1} {:>8.2} {:>12} {:>9.1} {:>9.2} {:>10} {:>8.2}x",
                     r.trace,
                     r.engine,
@@ -495,12 +508,12 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 seed,
             })?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?
                 );
             } else {
-                println!(
+                outln!(
                     "FPM -> FIB: {} IPv4 + {} IPv6 routes ({} frames, {:.1} MB, next hops {}), 1 applier thread",
                     r.routes_v4,
                     r.routes_v6,
@@ -508,13 +521,13 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     r.bytes as f64 / 1e6,
                     if no_nhg { "inline" } else { "as objects" }
                 );
-                println!(
+                outln!(
                     "  first byte to last route in the FIB: {:.3} s = {:.0} routes/s ({:.0} ns/route)",
                     r.seconds,
                     r.routes_per_s,
                     1e9 / r.routes_per_s
                 );
-                println!(
+                outln!(
                     "  client write {:.3} s; applying under the lock {:.3} s in {} batches, {} publishes; FIB {:.1} MB",
                     r.send_s,
                     r.apply_s,
@@ -555,10 +568,10 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 workdir,
                 seed,
             };
-            println!(
+            outln!(
                 "Packet classification, 1 core, first match, {trace} keys, batches of {batch} (rte_acl: bursts of 64, 4 KiB pages):"
             );
-            println!(
+            outln!(
                 "{:<5} {:<5} {:>7} {:<9} {:>10} {:>8} {:>9} {:>9} {:>12} {:>9}",
                 "set",
                 "fam",
@@ -574,7 +587,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             let rows = bench::classify::run(&o, |rows| {
                 let acl = rows.iter().find(|x| x.engine == "rte_acl");
                 for r in rows {
-                    println!(
+                    outln!(
                         "{:<5} {:<5} {:>7} {:<9} {:>10.2} {:>8.1} {:>9} {:>9.3} {:>12} {:>9}",
                         r.set,
                         r.family.name(),
@@ -596,7 +609,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 }
             })?;
             if let Some(r) = rows.iter().find(|r| !r.alg.is_empty()) {
-                println!("rte_acl classify algorithm: {}", r.alg);
+                outln!("rte_acl classify algorithm: {}", r.alg);
             }
             if rows.iter().any(|r| r.mismatches.unwrap_or(0) > 0) {
                 return Err("the engines disagree on some keys (see mismatch)".into());
@@ -621,7 +634,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             workdir,
             json,
         } => {
-            println!(
+            outln!(
                 "Forwarding {}: {} table x{scale}, {workers} worker(s){}",
                 if replay {
                     "with each worker replaying frames to itself (the path's cost; frames arrive warm)"
@@ -636,7 +649,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     (false, false) => "",
                 }
             );
-            println!(
+            outln!(
                 "{:>6} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>6}",
                 "frame",
                 "routes",
@@ -663,7 +676,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 };
                 let r = bench::forward::run(&o)?;
                 let gbps = r.mpps * 1e6 * (size as f64 + 20.0) * 8.0 / 1e9;
-                println!(
+                outln!(
                     "{:>6} {:>9} {:>10.2} {:>10.2} {:>8.1} {:>9.1} {:>9} {:>10.0} {:>5.1}s",
                     size,
                     r.routes,
@@ -676,12 +689,14 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     r.build_s
                 );
                 for (name, n) in &r.drops {
-                    println!("       router drops: {name} {n}");
+                    outln!("       router drops: {name} {n}");
                 }
                 if services {
-                    println!(
+                    outln!(
                         "       flow cache: {} flows held, {} evicted early ({} flows offered)",
-                        r.flows_in_cache, r.flows_evicted, flows
+                        r.flows_in_cache,
+                        r.flows_evicted,
+                        flows
                     );
                 }
                 if json {

@@ -253,9 +253,9 @@ fn run_opts(t: &TrialArgs) -> Result<RunOpts, String> {
 }
 
 fn finish(r: &run::ScenarioReport, out: &Path) -> Result<(), String> {
-    println!("\n{}", report::table(r));
+    outln!("\n{}", report::table(r));
     let paths = write_outputs(r, out)?;
-    println!(
+    outln!(
         "Wrote {}",
         paths
             .iter()
@@ -268,9 +268,9 @@ fn finish(r: &run::ScenarioReport, out: &Path) -> Result<(), String> {
 
 pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
     if a.list || a.id.is_none() {
-        println!("Scenarios (../shared/TESTPLAN.md):");
+        outln!("Scenarios (../shared/TESTPLAN.md):");
         for (id, what) in scenario::NAMES {
-            println!("  {id:<5} {what}");
+            outln!("  {id:<5} {what}");
         }
         return Ok(());
     }
@@ -478,11 +478,13 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
 }
 
 pub fn capacity(a: CapacityArgs) -> Result<(), String> {
-    println!(
+    outln!(
         "Tester capacity, one core: {} ports x {} streams (1,000 flows each), {} s per run",
-        a.ports, a.streams_per_port, a.seconds
+        a.ports,
+        a.streams_per_port,
+        a.seconds
     );
-    println!(
+    outln!(
         "{:>6} {:>16} {:>18} {:>16} {:>10} {:>10} {:>12}",
         "frame",
         "generator fps",
@@ -500,7 +502,7 @@ pub fn capacity(a: CapacityArgs) -> Result<(), String> {
                 c.lost
             ));
         }
-        println!(
+        outln!(
             "{:>6} {:>16} {:>18} {:>16} {:>10.1} {:>10.1} {:>12.1}",
             size,
             report::thousands(c.generator_fps),
@@ -524,13 +526,13 @@ pub fn capacity(a: CapacityArgs) -> Result<(), String> {
             .iter()
             .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
         let mean = v.iter().sum::<f64>() / v.len() as f64;
-        println!(
+        outln!(
             "Throughput search x{} against a fake device policing at {} fps (2 x 10G ports, 64 B, {} s trials, 0.1% resolution):",
             a.repeat,
             report::thousands(a.policer),
             a.seconds
         );
-        println!(
+        outln!(
             "  results {}; spread (max-min)/mean {:.2}%",
             v.iter()
                 .map(|x| report::thousands(*x))
