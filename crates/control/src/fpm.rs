@@ -25,7 +25,7 @@ use fpm::{Change, Event, NhSet, Rib, RouteKey};
 
 use crate::config::{FpmCfg, Prefix};
 use crate::mgmt::Core;
-use crate::router::Router;
+use crate::router::{PathDef, Router};
 
 /// The API's routes (`State::api_routes`): FPM leaves them alone, as it does configured ones.
 pub type ApiRoutes =
@@ -50,6 +50,8 @@ pub struct FpmStatus {
     pub conflicts: u64,
     /// Routes whose next hop fits no interface, or whose table maps to no VRF.
     pub unresolved: u64,
+    /// Next-hop objects changed in place (each one write, whatever the routes using it).
+    pub next_hop_changes: u64,
     pub stale_sweeps: u64,
     pub swept: u64,
     /// Seconds until the pending sweep, if one is pending.
@@ -96,10 +98,11 @@ impl FpmRoutes {
         }
     }
 
-    fn resolve_set(&self, r: &mut Router, set: &NhSet) -> Option<u32> {
+    /// The path a set forwards through, or `None` if some next hop of it fits no interface.
+    fn resolve_set(&self, r: &mut Router, set: &NhSet) -> Option<PathDef> {
         match set {
-            NhSet::Blackhole => Some(r.nh_blackhole()),
-            NhSet::Unreachable | NhSet::Prohibit => Some(r.nh_reject()),
+            NhSet::Blackhole => Some(PathDef::Blackhole),
+            NhSet::Unreachable | NhSet::Prohibit => Some(PathDef::Reject),
             NhSet::Forward(hops) => {
                 let mut members = Vec::with_capacity(hops.len());
                 for h in hops.iter() {
@@ -110,7 +113,10 @@ impl FpmRoutes {
                     })?;
                     members.push((r.nh_via(ifx, h.gateway), h.weight));
                 }
-                Some(r.nh_ecmp_weighted(&members))
+                Some(PathDef::Members {
+                    primary: PathDef::weighted(&members),
+                    backup: Box::new([]),
+                })
             }
         }
     }
@@ -149,16 +155,60 @@ impl FpmRoutes {
         };
         match c {
             Change::SetAdded { id, set } => {
-                let nh = self.resolve_set(r, set);
+                let path = self.resolve_set(r, set).map(|d| r.path_new(d));
                 let i = id.0 as usize;
                 if self.sets.len() <= i {
                     self.sets.resize(i + 1, None);
                 }
-                self.sets[i] = nh;
+                if let Some(old) = std::mem::replace(&mut self.sets[i], path) {
+                    r.path_free(old);
+                }
+            }
+            Change::SetChanged { id, set } => {
+                // A next-hop object changed: its path changes in place, and every route using
+                // it follows without being touched. Only a path that stops or starts fitting
+                // an interface takes its routes out or puts them in.
+                self.status.next_hop_changes += 1;
+                let i = id.0 as usize;
+                if self.sets.len() <= i {
+                    self.sets.resize(i + 1, None);
+                }
+                match (self.sets[i], self.resolve_set(r, set)) {
+                    (Some(path), Some(def)) => r.path_set(path, def),
+                    (Some(path), None) => {
+                        self.sets[i] = None;
+                        for key in self.rib.routes_using(*id) {
+                            if let Some(&vrf) = self.tables.get(&key.table) {
+                                let p = Self::prefix(&key);
+                                if !protected(r, vrf, p) && r.remove_route(vrf, p) {
+                                    self.status.routes_removed += 1;
+                                }
+                            }
+                            self.status.unresolved += 1;
+                        }
+                        r.path_free(path);
+                    }
+                    (None, Some(def)) => {
+                        self.sets[i] = Some(r.path_new(def));
+                        for key in self.rib.routes_using(*id) {
+                            let set = *id;
+                            self.apply_change(
+                                r,
+                                &Change::Upsert {
+                                    key,
+                                    set,
+                                    replaced: false,
+                                },
+                                api,
+                            );
+                        }
+                    }
+                    (None, None) => {}
+                }
             }
             Change::SetRemoved { id } => {
-                if let Some(s) = self.sets.get_mut(id.0 as usize) {
-                    *s = None;
+                if let Some(path) = self.sets.get_mut(id.0 as usize).and_then(Option::take) {
+                    r.path_free(path);
                 }
             }
             Change::Upsert { key, set, .. } => {
@@ -223,9 +273,12 @@ pub struct FpmPlane {
     thread: Option<JoinHandle<()>>,
 }
 
-/// Messages applied per hold of the management lock: the API and the punt thread wait at most
-/// this long (about 10-20 ms).
+/// Messages applied per hold of the management lock (about 10-20 ms of routes)...
 const SLICE: usize = 16_384;
+
+/// ...and no more than this long a hold, whatever the messages cost: the API and the punt thread
+/// get the lock between holds.
+const HOLD_MAX: Duration = Duration::from_millis(20);
 
 /// Publishing rebuilds every lookup subtree the applied routes touched, so its cost grows with the
 /// table, not with the batch: at 3M routes, publishing after every slice of zebra's stream spent
@@ -329,7 +382,7 @@ fn apply_loop(
         };
         let t0 = Instant::now();
         let mut n = 0;
-        while n < SLICE {
+        while n < SLICE && t0.elapsed() < HOLD_MAX {
             let e = match pending.pop_front() {
                 Some(e) => e,
                 None => match rx.try_recv() {
@@ -398,6 +451,12 @@ fn apply_loop(
         }
         f.status.unpublished = unpublished;
         f.status.apply_ms += t0.elapsed().as_secs_f64() * 1e3;
+        drop(s);
+        if !pending.is_empty() {
+            // The lock is not fair: without a pause this thread would take it straight back
+            // from a waiting API call.
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }
 

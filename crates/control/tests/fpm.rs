@@ -82,6 +82,15 @@ fn apply(r: &mut Router, f: &mut FpmRoutes, msgs: &[Msg<'static>]) {
     r.publish().unwrap();
 }
 
+/// What next hop `nh` forwards through: FPM's next-hop objects are path objects, and a path of
+/// one member is that member (as the workers resolve it).
+fn via(r: &Router, nh: u32) -> &NextHop {
+    match &r.next_hops[nh as usize] {
+        NextHop::Ecmp(m) if m.len() == 1 => &r.next_hops[m[0] as usize],
+        other => other,
+    }
+}
+
 fn v4(r: &Router, p: &str) -> Option<u32> {
     match Prefix::parse(p).unwrap() {
         Prefix::V4(a, l) => r.fibs[0].v4.get(a, l),
@@ -110,7 +119,7 @@ fn routes_groups_and_conflicts_reach_the_fib() {
     // Through a configured neighbour: forwarding with its MAC at once.
     let nh = v4(&r, "10.0.0.0/8").expect("installed");
     assert!(
-        matches!(r.next_hops[nh as usize], NextHop::Forward { tx_if: 1, .. }),
+        matches!(via(&r, nh), NextHop::Forward { tx_if: 1, .. }),
         "{:?}",
         r.next_hops[nh as usize]
     );
@@ -142,10 +151,7 @@ fn routes_groups_and_conflicts_reach_the_fib() {
     // The group loses a member: its routes follow at once.
     apply(&mut r, &mut f, &[group(3, &[1])]);
     let nh = v4(&r, "10.1.0.0/16").unwrap();
-    assert!(matches!(
-        r.next_hops[nh as usize],
-        NextHop::Forward { tx_if: 1, .. }
-    ));
+    assert!(matches!(via(&r, nh), NextHop::Forward { tx_if: 1, .. }));
     // Deleted, and a delete of a configured prefix does not remove it.
     apply(
         &mut r,
@@ -234,10 +240,7 @@ fn a_config_commit_keeps_the_fpm_routes() {
     f.reinstall(&mut new, &BTreeMap::new());
     new.publish().unwrap();
     let nh = v4(&new, "10.0.0.0/8").expect("carried");
-    assert!(matches!(
-        new.next_hops[nh as usize],
-        NextHop::Forward { tx_if: 1, .. }
-    ));
+    assert!(matches!(via(&new, nh), NextHop::Forward { tx_if: 1, .. }));
     assert!(v4(&new, "203.0.113.0/24").is_some());
 }
 
@@ -322,4 +325,87 @@ fn group_weights_become_bucket_shares() {
     assert!(wide.len() <= 64 + 1, "{}", wide.len());
     assert_eq!(share(&wide, a), 1);
     assert_eq!(share(&wide, b), wide.len() - 1);
+}
+
+/// zebra replaces a next-hop group in place (RTM_NEWNEXTHOP for a known id) whenever a member
+/// comes or goes. However many routes use the group, a replace is one write to its path object:
+/// no route is re-installed, the next-hop table does not grow, and what the workers see follows.
+#[test]
+fn a_group_replace_is_one_path_write_whatever_the_routes_using_it() {
+    let (mut r, mut f) = router();
+    let mut msgs = vec![
+        nexthop(1, "198.51.100.2", IF_P1),
+        nexthop(2, "192.0.2.9", IF_P0),
+        group(3, &[1, 2]),
+    ];
+    for i in 0..20_000u32 {
+        let p = format!("10.{}.{}.0/24", i >> 8, i & 255);
+        msgs.push(route(Op::New, &p, 3, RouteType::Unicast));
+    }
+    apply(&mut r, &mut f, &msgs);
+    assert_eq!(f.status.routes_installed, 20_000);
+    let nh = v4(&r, "10.0.7.0/24").expect("installed");
+    let (table_len, paths) = (r.next_hops.len(), r.path_count());
+    for k in 0..500 {
+        let members: &[u32] = if k % 2 == 0 { &[1] } else { &[1, 2] };
+        apply(&mut r, &mut f, &[group(3, members)]);
+    }
+    assert_eq!(f.status.routes_installed, 20_000, "no route re-installed");
+    assert_eq!(f.status.next_hop_changes, 500);
+    assert_eq!(
+        r.next_hops.len(),
+        table_len,
+        "the next-hop table did not grow"
+    );
+    assert_eq!(r.path_count(), paths);
+    assert_eq!(
+        v4(&r, "10.0.7.0/24"),
+        Some(nh),
+        "the route still names its path"
+    );
+    // The last replace left both members; what the workers use now says so.
+    let live = r.shared.load();
+    assert!(matches!(&live.next_hops[nh as usize], NextHop::Ecmp(m) if m.len() == 2));
+    apply(&mut r, &mut f, &[group(3, &[1])]);
+    let live = r.shared.load();
+    match &live.next_hops[nh as usize] {
+        NextHop::Ecmp(m) => assert!(
+            m.len() == 1
+                && matches!(
+                    live.next_hops[m[0] as usize],
+                    NextHop::Forward { tx_if: 1, .. }
+                )
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A group whose every member stops fitting an interface takes its routes out (a less
+/// specific route takes over), and puts them back when it fits again.
+#[test]
+fn a_group_that_stops_resolving_takes_its_routes_out_and_back() {
+    let (mut r, mut f) = router();
+    apply(
+        &mut r,
+        &mut f,
+        &[
+            nexthop(1, "198.51.100.2", IF_P1),
+            nexthop(9, "203.0.113.1", 99), // fits no interface
+            group(3, &[1]),
+            route(Op::New, "10.1.0.0/16", 3, RouteType::Unicast),
+        ],
+    );
+    assert!(v4(&r, "10.1.0.0/16").is_some());
+    apply(&mut r, &mut f, &[group(3, &[9])]);
+    assert!(v4(&r, "10.1.0.0/16").is_none());
+    apply(&mut r, &mut f, &[group(3, &[1, 9])]);
+    assert!(
+        v4(&r, "10.1.0.0/16").is_none(),
+        "one member fits no interface"
+    );
+    apply(&mut r, &mut f, &[group(3, &[1])]);
+    assert!(matches!(
+        via(&r, v4(&r, "10.1.0.0/16").expect("back")),
+        NextHop::Forward { tx_if: 1, .. }
+    ));
 }

@@ -46,6 +46,7 @@ fn main() -> std::io::Result<()> {
         for c in &changes {
             match c {
                 Change::SetAdded { id, set } => println!("  set {} = {set:?}", id.0),
+                Change::SetChanged { id, set } => println!("  set {} now {set:?}", id.0),
                 Change::Upsert { key, set, replaced } => println!(
                     "  {} {} table {} via set {}",
                     if *replaced { "replace" } else { "add" },

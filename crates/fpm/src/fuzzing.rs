@@ -94,6 +94,12 @@ impl Mirror {
                         "{key:?} removed, not held"
                     );
                 }
+                Change::SetChanged { id, set } => {
+                    assert!(
+                        self.sets.insert(*id, set.clone()).is_some(),
+                        "{id:?} changed before added"
+                    );
+                }
                 Change::SetRemoved { id } => {
                     assert!(self.sets.remove(id).is_some(), "{id:?} removed, not held");
                     assert!(

@@ -34,6 +34,7 @@
 //!         match c {
 //!             Change::SetAdded { id, set } => { /* create a forwarding next hop for `set` */ }
 //!             Change::Upsert { key, set, .. } => { /* route `key` via the next hop of `set` */ }
+//!             Change::SetChanged { id, set } => { /* rewrite that next hop in place */ }
 //!             Change::Removed { key } => { /* delete `key` */ }
 //!             Change::SetRemoved { id } => { /* free the next hop of `id` */ }
 //!         }

@@ -59,7 +59,7 @@ fn apply(file: &str) -> (BTreeMap<RouteKey, NhSet>, Rib) {
     for payload in frames(file) {
         for c in rib.apply_batch(&decode(&payload)) {
             match c {
-                Change::SetAdded { id, set } => {
+                Change::SetAdded { id, set } | Change::SetChanged { id, set } => {
                     sets.insert(id, set);
                 }
                 Change::Upsert { key, set, .. } => {

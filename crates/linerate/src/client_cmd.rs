@@ -460,7 +460,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             }
             (q, |v| {
                 let mut out = format!(
-                    "VRF {}, {}: {} routes{}\nCodes: C connected, S static, F route file, A API, N neighbour\n\n",
+                    "VRF {}, {}: {} routes{}\nCodes: C connected, S static, F route file, R FRR (FPM), A API, N neighbour\n\n",
                     s(&v["vrf"]),
                     s(&v["family"]),
                     v["total"],
@@ -480,6 +480,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                             Some("static") => "S",
                             Some("api") => "A",
                             Some("neighbor") => "N",
+                            Some("fpm") => "R",
                             _ => "F",
                         };
                         let via = match r["kind"].as_str() {

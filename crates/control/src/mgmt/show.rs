@@ -357,6 +357,17 @@ impl Core {
                     .is_some_and(|i| i.vrf as usize == vrf)
             })
             .map(|n| n.ip)
+            .chain(
+                // and those learned by ARP and ND, whose host routes the router added
+                r.learned
+                    .keys()
+                    .filter(|(ifx, _)| {
+                        r.ifs
+                            .get(*ifx as usize)
+                            .is_some_and(|i| i.vrf as usize == vrf)
+                    })
+                    .map(|&(_, ip)| ip),
+            )
             .collect();
         // (key, len, next hop) of the first `limit` matching routes in prefix order: a bounded
         // heap, so listing the first hundred of millions of routes allocates a hundred.
@@ -462,8 +473,11 @@ impl Core {
                     "static"
                 } else if host.is_some_and(|h| neighbors.contains(&h)) {
                     "neighbor"
-                } else {
+                } else if s.router.is_configured(vrf, Prefix::from(key)) {
                     "file"
+                } else {
+                    // Not from the config, the API or a neighbour: FRR's, over FPM.
+                    "fpm"
                 };
                 RouteView {
                     prefix,

@@ -200,7 +200,11 @@ pub enum Action<'t> {
 #[inline(always)]
 pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Action<'_>) {
     if let NextHop::Ecmp(members) = &t.next_hops[nh as usize] {
-        nh = members[pick(hash(), members.len())];
+        // A path object of one member (FPM's single next hops) needs no flow hash.
+        nh = match members.len() {
+            1 => members[0],
+            n => members[pick(hash(), n)],
+        };
     }
     let a = match &t.next_hops[nh as usize] {
         NextHop::Forward {

@@ -28,7 +28,13 @@ impl Rib {
             assert_eq!(self.users(id).len() as u32, o.users);
             if let Some(s) = o.set {
                 *refs.entry(s).or_default() += 1;
+                assert!(self.sets.is_bound(s), "object {id} holds an interned set");
             }
+            assert_eq!(
+                o.set.and_then(|s| self.sets.get(s)).cloned(),
+                self.resolve(id),
+                "object {id}'s set follows its definition"
+            );
             if o.def.is_some() {
                 defined += 1;
             } else {

@@ -19,7 +19,11 @@
 //!   then add for a change, which it puts in a single frame) comes out as one
 //!   [`Change::Upsert`] with `replaced: true`, never as a removal, so the forwarding table has no
 //!   gap. Sets are freed only at the end of a batch, so the old set stays valid meanwhile.
-//! - A changed next-hop object re-resolves every route using it, directly or through a group
+//! - Each next-hop object has a set of its own (bound), shared by every route naming the object.
+//!   A changed object changes its set in place ([`Change::SetChanged`]), and a member's change
+//!   reaches the groups holding it the same way: one change, whatever the number of routes
+//!   (zebra replaces groups often, and a group may carry a full table). Only when an object
+//!   stops or starts resolving to anything are its routes removed or installed one by one
 //!   (reverse indexes: an intrusive list of routes per object, and the groups per member).
 //! - Deleting a next-hop object behaves as Linux does: routes using it are deleted, it leaves every
 //!   group holding it, and a group left empty is deleted in turn, with its routes.
@@ -65,6 +69,9 @@ pub enum Change {
     },
     /// Remove `key` (it was installed).
     Removed { key: RouteKey },
+    /// The next-hop object behind the bound set `id` changed: every route using `id` now
+    /// forwards through `set`, with no change of its own (the consumer updates one object).
+    SetChanged { id: NhSetId, set: NhSet },
     /// No route uses `id` any more (always after the changes that stopped using it).
     SetRemoved { id: NhSetId },
 }
@@ -293,6 +300,27 @@ impl Rib {
     /// The content of a live set.
     pub fn set(&self, id: NhSetId) -> Option<&NhSet> {
         self.sets.get(id)
+    }
+
+    /// The routes using set `id`: those naming its next-hop object if it is bound (the
+    /// consumer needs them only when a bound set starts or stops resolving for it), otherwise
+    /// found by a walk over every route.
+    pub fn routes_using(&self, id: NhSetId) -> Vec<RouteKey> {
+        if self.sets.is_bound(id) {
+            if let Some((&nh, _)) = self.nhs.iter().find(|(_, o)| o.set == Some(id)) {
+                return self
+                    .users(nh)
+                    .into_iter()
+                    .map(|i| self.routes[i as usize].key)
+                    .collect();
+            }
+        }
+        self.index
+            .iter()
+            .map(|i| &self.routes[i as usize])
+            .filter(|e| e.set == Some(id))
+            .map(|e| e.key)
+            .collect()
     }
 
     pub fn route(&self, key: &RouteKey) -> Option<RouteState> {

@@ -1,7 +1,6 @@
-//! Next-hop objects: definition, resolution to a set, re-resolution of the routes using them when
-//! they change, and deletion with the Linux semantics.
+//! Next-hop objects: definition, resolution into the set bound to each (changed in place when
+//! the object changes), and deletion with the Linux semantics.
 
-use super::sets::Kind;
 use super::*;
 
 impl Rib {
@@ -64,23 +63,20 @@ impl Rib {
         }
     }
 
-    /// What object `id` resolves to now (a reference taken), or `None`.
-    fn resolve(&mut self, id: u32, out: &mut Vec<Change>) -> Option<NhSetId> {
-        let def = self.nhs.get(&id)?.def.as_ref()?;
-        match def {
-            NhDef::Single(h) => {
-                let h = *h;
-                Some(self.sets.acquire(Kind::Forward, &[h], out))
-            }
-            NhDef::Blackhole => Some(self.sets.acquire(Kind::Blackhole, &[], out)),
+    /// What object `id` resolves to now, or `None` (undefined, or a group with no usable
+    /// member).
+    pub(super) fn resolve(&self, id: u32) -> Option<NhSet> {
+        match self.nhs.get(&id)?.def.as_ref()? {
+            NhDef::Single(h) => Some(NhSet::Forward(Box::new([*h]))),
+            NhDef::Blackhole => Some(NhSet::Blackhole),
             NhDef::Group(ms) => {
-                self.scratch.clear();
+                let mut hops = Vec::with_capacity(ms.len());
                 let mut blackhole = false;
                 for m in ms.iter() {
                     // Members that are groups (Linux has no nested groups) or undefined are
                     // skipped; a group of blackholes only is a blackhole.
                     match self.nhs.get(&m.id).and_then(|o| o.def.as_ref()) {
-                        Some(NhDef::Single(h)) => self.scratch.push(NextHop {
+                        Some(NhDef::Single(h)) => hops.push(NextHop {
                             weight: m.weight,
                             ..*h
                         }),
@@ -88,11 +84,11 @@ impl Rib {
                         _ => {}
                     }
                 }
-                if !self.scratch.is_empty() {
-                    self.scratch.sort_unstable();
-                    Some(self.sets.acquire(Kind::Forward, &self.scratch, out))
+                if !hops.is_empty() {
+                    hops.sort_unstable();
+                    Some(NhSet::Forward(hops.into()))
                 } else if blackhole {
-                    Some(self.sets.acquire(Kind::Blackhole, &[], out))
+                    Some(NhSet::Blackhole)
                 } else {
                     None
                 }
@@ -100,24 +96,32 @@ impl Rib {
         }
     }
 
-    /// Re-resolves object `id` and moves its routes to the new set; then (once, not
-    /// transitively: resolution looks one level down) the groups holding it.
+    /// Re-resolves object `id` into its bound set: a new content changes the set in place and
+    /// no route; only a set appearing or going installs or removes the routes using it. Then
+    /// (once, not transitively: resolution looks one level down) the groups holding it.
     fn refresh(&mut self, id: u32, out: &mut Vec<Change>, parents_too: bool) {
-        let new = self.resolve(id, out);
-        let Some(obj) = self.nhs.get_mut(&id) else {
+        let new = self.resolve(id);
+        let Some(obj) = self.nhs.get(&id) else {
             return;
         };
-        let old = std::mem::replace(&mut obj.set, new);
-        if old != new {
-            for r in self.users(id) {
-                if let Some(s) = new {
+        match (obj.set, new) {
+            (Some(s), Some(content)) => self.sets.update_bound(s, content, out),
+            (None, Some(content)) => {
+                let s = self.sets.acquire_bound(content, out);
+                self.nhs.get_mut(&id).expect("present").set = Some(s);
+                for r in self.users(id) {
                     self.sets.retain(s);
+                    self.set_route(r, Some(s), out);
                 }
-                self.set_route(r, new, out);
             }
-        }
-        if let Some(s) = old {
-            self.sets.release(s);
+            (Some(s), None) => {
+                self.nhs.get_mut(&id).expect("present").set = None;
+                for r in self.users(id) {
+                    self.set_route(r, None, out);
+                }
+                self.sets.release(s);
+            }
+            (None, None) => {}
         }
         if parents_too {
             for p in self.nhs[&id].parents.clone() {

@@ -1,5 +1,10 @@
-//! Interned next-hop sets: every distinct resolved forwarding behaviour gets one small id, so the
-//! consumer maps a set to its own next-hop object once and a million routes share it.
+//! Next-hop sets: what routes resolve to, by small ids, so the consumer maps a set to its own
+//! next-hop (path) object once and a million routes share it. Two kinds:
+//! - interned: every distinct resolved behaviour of routes with inline next hops (or a route
+//!   type: blackhole, unreachable, prohibit) gets one id, shared by content;
+//! - bound: each next-hop object zebra defines gets a set of its own, whose content follows the
+//!   object. When the object changes, the set changes in place ([`Change::SetChanged`]) and the
+//!   routes using it are not touched: the cost of a group change is O(1), not O(routes).
 //!
 //! Ids are dense and reused, so a consumer can index a `Vec` with them. A set lives while a route
 //! or a next-hop object resolves to it. Freeing is deferred to the end of a batch: a set whose last
@@ -60,7 +65,8 @@ pub(crate) enum Kind {
 
 struct Slot {
     set: NhSet,
-    hash: u64,
+    /// The content hash of an interned set; `None` for a bound set (not in the index).
+    hash: Option<u64>,
     refs: u32,
 }
 
@@ -101,7 +107,7 @@ impl SetTable {
                 let slot = self.slots[id as usize]
                     .as_mut()
                     .expect("indexed set is live");
-                if slot.set.kind() == kind && slot.set.hops() == hops {
+                if slot.set.kind() == kind && slot.set.hops() == hops && slot.hash.is_some() {
                     slot.refs += 1;
                     return NhSetId(id);
                 }
@@ -113,6 +119,30 @@ impl SetTable {
             Kind::Unreachable => NhSet::Unreachable,
             Kind::Prohibit => NhSet::Prohibit,
         };
+        let id = self.add(set, Some(hash), out);
+        self.index.entry(hash).or_default().push(id.0);
+        id
+    }
+
+    /// A new bound set with `set` as its content (one reference taken: the object's).
+    pub fn acquire_bound(&mut self, set: NhSet, out: &mut Vec<Change>) -> NhSetId {
+        self.add(set, None, out)
+    }
+
+    /// Gives the bound set `id` new content, announced as one [`Change::SetChanged`] if it
+    /// differs.
+    pub fn update_bound(&mut self, id: NhSetId, set: NhSet, out: &mut Vec<Change>) {
+        let slot = self.slots[id.0 as usize]
+            .as_mut()
+            .expect("update of a live set");
+        debug_assert!(slot.hash.is_none(), "only bound sets change");
+        if slot.set != set {
+            slot.set = set.clone();
+            out.push(Change::SetChanged { id, set });
+        }
+    }
+
+    fn add(&mut self, set: NhSet, hash: Option<u64>, out: &mut Vec<Change>) -> NhSetId {
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -125,7 +155,6 @@ impl SetTable {
             set: set.clone(),
         });
         self.slots[id as usize] = Some(Slot { set, hash, refs: 1 });
-        self.index.entry(hash).or_default().push(id);
         self.live += 1;
         NhSetId(id)
     }
@@ -160,10 +189,10 @@ impl SetTable {
             }
             let hash = slot.hash;
             self.slots[id as usize] = None;
-            if let Some(ids) = self.index.get_mut(&hash) {
+            if let Some(ids) = hash.and_then(|h| self.index.get_mut(&h)) {
                 ids.retain(|&i| i != id);
                 if ids.is_empty() {
-                    self.index.remove(&hash);
+                    self.index.remove(&hash.expect("indexed"));
                 }
             }
             self.free.push(id);
@@ -178,5 +207,13 @@ impl SetTable {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.as_ref().map(|s| (NhSetId(i as u32), &s.set, s.refs)))
+    }
+
+    /// Whether `id` is a live bound set.
+    pub fn is_bound(&self, id: NhSetId) -> bool {
+        self.slots
+            .get(id.0 as usize)
+            .and_then(Option::as_ref)
+            .is_some_and(|s| s.hash.is_none())
     }
 }

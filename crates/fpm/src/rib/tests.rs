@@ -256,7 +256,7 @@ fn delete_then_add_in_two_batches_has_a_gap() {
 }
 
 #[test]
-fn a_group_change_re_resolves_every_route_using_it() {
+fn a_group_change_is_one_set_change_whatever_the_number_of_routes() {
     let mut f = Fixture::new();
     f.batch(&two_paths());
     let keys: Vec<RouteKey> = (0..1000u32)
@@ -265,15 +265,43 @@ fn a_group_change_re_resolves_every_route_using_it() {
     let adds: Vec<Msg<'_>> = keys.iter().map(|&k| rt_nh(k, 10)).collect();
     f.batch(&adds);
     let c = f.batch(&[nh_group(10, &[(2, 1)])]);
-    assert_eq!(route_changes(&c).len(), 1000);
+    assert!(route_changes(&c).is_empty(), "no route touched: {c:?}");
+    assert_eq!(c.len(), 1);
+    assert!(matches!(&c[0], Change::SetChanged { set, .. } if *set == fwd(&[("10.0.1.2", 5, 1)])));
     for k in &keys {
         assert_eq!(f.hops(k), Some(fwd(&[("10.0.1.2", 5, 1)])));
     }
-    // a member's own change reaches routes through the group
+    // a member's own change reaches routes through the group: its set and the group's change
     let c = f.batch(&[nh_single(2, Some(ip("10.0.1.3")), 5)]);
-    assert_eq!(route_changes(&c).len(), 1000);
+    assert!(route_changes(&c).is_empty());
+    assert_eq!(c.len(), 2, "{c:?}");
     assert_eq!(f.hops(&keys[7]), Some(fwd(&[("10.0.1.3", 5, 1)])));
     assert_eq!(f.rib.counters().nh_changes, 2);
+    // a group left with no usable member takes its routes away, one by one, and back again
+    let c = f.batch(&[nh_group(10, &[(77, 1)])]);
+    assert_eq!(route_changes(&c).len(), 1000);
+    assert_eq!(f.hops(&keys[7]), None);
+    let c = f.batch(&[nh_group(10, &[(1, 1)])]);
+    assert_eq!(route_changes(&c).len(), 1000);
+    assert_eq!(f.hops(&keys[7]), Some(fwd(&[("10.0.0.2", 3, 1)])));
+}
+
+#[test]
+fn objects_of_the_same_content_keep_sets_of_their_own() {
+    let mut f = Fixture::new();
+    let (a, b) = (key("10.1.0.0/16"), key("10.2.0.0/16"));
+    f.batch(&[
+        nh_single(1, Some(ip("10.0.0.2")), 3),
+        nh_single(2, Some(ip("10.0.0.2")), 3),
+        rt_nh(a, 1),
+        rt_nh(b, 2),
+    ]);
+    assert_ne!(f.mirror.routes[&a], f.mirror.routes[&b]);
+    let c = f.batch(&[nh_single(2, Some(ip("10.0.0.9")), 3)]);
+    assert_eq!(c.len(), 1, "only object 2's set changes: {c:?}");
+    assert_eq!(f.hops(&a), Some(fwd(&[("10.0.0.2", 3, 1)])));
+    assert_eq!(f.hops(&b), Some(fwd(&[("10.0.0.9", 3, 1)])));
+    assert_eq!(f.rib.routes_using(f.mirror.routes[&b]), vec![b]);
 }
 
 #[test]
@@ -404,7 +432,11 @@ fn drop_kinds_and_blackhole_objects() {
             Some(NhSet::Blackhole)
         ]
     );
-    assert_eq!(f.rib.counters().sets, 3, "blackhole interned once");
+    assert_eq!(
+        f.rib.counters().sets,
+        4,
+        "three route types interned, and object 24's own set"
+    );
 }
 
 #[test]

@@ -15,6 +15,9 @@ use fib::{EpochDomain, LpmConfig, LpmWriter};
 use crate::config::{find_connected, find_neighbor, Config, Prefix, Target};
 use packet::ethernet::MacAddr;
 
+mod paths;
+pub use paths::PathDef;
+
 pub struct Fibs {
     pub name: String,
     pub v4: LpmWriter<u32>,
@@ -71,6 +74,8 @@ pub struct Router {
     configured: std::collections::HashSet<(usize, Prefix)>,
     /// Set once the config's routes are in; later additions are not "configured".
     sealed: bool,
+    /// Next hops owned by route sources and changed in place (see `paths`).
+    paths: paths::Paths,
 }
 
 fn host_prefix(ip: IpAddr) -> Prefix {
@@ -186,6 +191,7 @@ impl Router {
             learned: HashMap::new(),
             configured: Default::default(),
             sealed: false,
+            paths: Default::default(),
         };
         r.install_connected()?;
         r.install_static()?;
@@ -202,6 +208,7 @@ impl Router {
     /// Makes this router's tables the ones the workers use, in one pointer swap: interfaces, next
     /// hops and every FIB change together, so no frame is forwarded by a mix of two versions.
     pub fn activate(&mut self) {
+        self.paths.publishes += 1;
         self.shared.store(Arc::new(self.tables()));
         self.services.publish_plan(&self.cfg);
     }
@@ -326,34 +333,12 @@ impl Router {
     /// more than [`ECMP_BUCKETS`] buckets, scaled down to fit (each member keeps at least one).
     /// Equal weights make the plain group of [`Router::nh_ecmp`].
     pub fn nh_ecmp_weighted(&mut self, members: &[(u32, u16)]) -> u32 {
-        let mut m: Vec<(u32, u32)> = Vec::with_capacity(members.len());
-        let mut sorted: Vec<(u32, u16)> = members.to_vec();
-        sorted.sort_unstable();
-        for (id, w) in sorted {
-            let w = w.max(1) as u32;
-            match m.last_mut() {
-                Some(last) if last.0 == id => last.1 += w,
-                _ => m.push((id, w)),
-            }
+        let buckets = PathDef::weighted(members);
+        if !buckets.windows(2).any(|w| w[0] == w[1]) {
+            return self.nh_ecmp(buckets.into_vec());
         }
-        if m.iter().all(|&(_, w)| w == m[0].1) {
-            return self.nh_ecmp(m.iter().map(|&(id, _)| id).collect());
-        }
-        let g = m.iter().fold(0, |g, &(_, w)| gcd(g, w));
-        let total: u32 = m.iter().map(|&(_, w)| w / g).sum();
-        let buckets = |w: u32| {
-            if total as usize <= ECMP_BUCKETS {
-                w / g
-            } else {
-                ((w as u64 * ECMP_BUCKETS as u64) / (total as u64 * g as u64)).max(1) as u32
-            }
-        };
-        let expanded: Vec<u32> = m
-            .iter()
-            .flat_map(|&(id, w)| std::iter::repeat_n(id, buckets(w) as usize))
-            .collect();
-        let key = NhKey::Ecmp(expanded.clone());
-        self.nh(key, |_| NextHop::Ecmp(expanded.into_boxed_slice()))
+        let key = NhKey::Ecmp(buckets.to_vec());
+        self.nh(key, |_| NextHop::Ecmp(buckets))
     }
 
     /// The interface of VRF `vrf` whose subnet holds `ip`.
@@ -595,12 +580,19 @@ impl Router {
         let next_hops = self
             .next_hops
             .iter()
-            .map(|nh| match nh {
+            .enumerate()
+            .map(|(id, nh)| match nh {
                 NextHop::Forward { tx_if, .. } if !ifs[*tx_if as usize].up => {
                     NextHop::Down { tx_if: *tx_if }
                 }
                 NextHop::Ecmp(m) if m.iter().any(|&x| down(x)) => {
-                    let live: Box<[u32]> = m.iter().copied().filter(|&x| !down(x)).collect();
+                    let mut live: Box<[u32]> = m.iter().copied().filter(|&x| !down(x)).collect();
+                    if live.is_empty() {
+                        // A path with a backup falls back to it.
+                        if let Some(b) = self.paths.backups.get(&(id as u32)) {
+                            live = b.iter().copied().filter(|&x| !down(x)).collect();
+                        }
+                    }
                     match live.len() {
                         0 => NextHop::Down { tx_if: NO_IF },
                         1 => self.next_hops[live[0] as usize].clone(),
@@ -635,6 +627,7 @@ impl Router {
     /// Publishes route changes made to the live FIBs, and a new version of the small tables.
     pub fn publish(&mut self) -> Result<(), BuildError> {
         // Next hops first, so no route can point at an id the workers do not know yet.
+        self.paths.publishes += 1;
         self.shared.store(Arc::new(self.tables()));
         self.services.publish_plan(&self.cfg);
         for f in &mut self.fibs {
@@ -710,6 +703,9 @@ impl Router {
             .map(|(id, k)| match (&self.next_hops[id], k) {
                 (NextHop::NoRoute, _) => ("none", vec![]),
                 (NextHop::Forward { .. }, k) => ("forward", vec![neighbor(*k)]),
+                (NextHop::Ecmp(m), _) if m.len() == 1 => {
+                    ("forward", vec![neighbor(by_id[m[0] as usize])])
+                }
                 (NextHop::Ecmp(m), _) => {
                     // An uneven group repeats a member once per bucket (adjacent): one line
                     // each, with its share of the buckets.
