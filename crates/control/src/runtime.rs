@@ -243,6 +243,10 @@ impl Runtime {
             peers: Vec::new(),
         };
         let nw = router.cfg.workers;
+        // Flow caches are built here, not by the workers (see `FlowShared`).
+        if let Some(f) = &router.shared.load().flow {
+            f.prepare(nw);
+        }
         let mut first_mem = true;
         let mut rx_of: Vec<Vec<RxSlot>> = (0..nw).map(|_| Vec::new()).collect();
         for (idx, slot) in router.port_slots.iter().enumerate() {
@@ -441,6 +445,9 @@ impl Runtime {
     }
 
     fn spawn_worker(&mut self, core: Option<usize>, rx: Vec<RxSlot>) -> Result<usize, BuildError> {
+        if let Some(f) = &self.shared.load().flow {
+            f.ensure_spare();
+        }
         let id = self.next_id;
         self.next_id += 1;
         let mut tx: Vec<Option<Box<dyn TxQueue>>> = Vec::new();

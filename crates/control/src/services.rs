@@ -115,19 +115,15 @@ impl ServicesState {
                 .and_then(|p| p.flow.clone());
             st.flow = Some(reuse.unwrap_or_else(|| {
                 let workers = cfg.workers.max(1);
-                Arc::new(FlowShared {
-                    generation: 0,
-                    cache: flow::CacheConfig {
+                Arc::new(FlowShared::new(
+                    flow::CacheConfig {
                         capacity: fc.cache_size.div_ceil(workers),
                         active_timeout_ns: fc.active_timeout_s as u64 * 1_000_000_000,
                         inactive_timeout_ns: fc.inactive_timeout_s as u64 * 1_000_000_000,
                     },
-                    sampling: fc.sampling,
-                    queue: Mutex::new(Vec::new()),
-                    queue_dropped: Default::default(),
-                    queue_limit: 1 << 20,
-                    stats: Mutex::new(Vec::new()),
-                })
+                    fc.sampling,
+                    1 << 20,
+                ))
             }));
         }
         for p in &s.policies {
@@ -168,6 +164,14 @@ impl ServicesState {
             st.features.push(Some(Arc::new(f)));
         }
         st
+    }
+
+    /// Builds the flow caches the workers will take (gigabytes at full scale), so that going
+    /// live is a pointer swap for them. Idempotent: caches already built or taken count.
+    pub fn prepare(&self, workers: usize) {
+        if let Some(f) = &self.flow {
+            f.prepare(workers.max(1));
+        }
     }
 
     /// The compiled binding of `lists` (one per family, or one `any` list).

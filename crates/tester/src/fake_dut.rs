@@ -35,6 +35,8 @@ pub enum Forwarding {
 #[derive(Clone, Debug, Default)]
 pub struct Faults {
     pub drop_every: u64,
+    /// The first N frames are dropped (a device that pauses just as the test starts).
+    pub drop_first: u64,
     /// Frames above this rate (frames/s, all ports together) are dropped: a token-bucket
     /// policer...
     pub max_fps: f64,
@@ -322,7 +324,7 @@ impl Device {
                 drop = true;
             }
         }
-        drop |= every(n, f.drop_every);
+        drop |= every(n, f.drop_every) || n <= f.drop_first;
         let mut outs = std::mem::take(&mut self.outs);
         if drop {
             outs.clear();

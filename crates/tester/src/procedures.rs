@@ -210,9 +210,11 @@ pub fn throughput(
     }
     let (mut lo, mut hi) = (0.0f64, o.max_load);
     let mut best: Option<(f64, TrialResult)> = None;
-    // The forwarding rate at overload, a little under: usually the answer or close to it.
+    // The forwarding rate at overload, a little under: usually the answer or close to it. A
+    // trial that received nothing says nothing of the rate (a device that paused, a path not
+    // up yet): bisect instead of guessing ~0 from it.
     let floor = if o.relative { 1e-6 } else { o.resolution };
-    let mut next = if first.offered_fps > 0.0 {
+    let mut next = if first.offered_fps > 0.0 && first.rx > 0 {
         (o.max_load * first.rx_fps / first.offered_fps * 0.995).clamp(floor, o.max_load)
     } else {
         o.max_load / 2.0
@@ -281,8 +283,17 @@ fn climb(
     let (mut lo, mut hi) = (0.0f64, None::<f64>);
     let mut best: Option<(f64, TrialResult)> = None;
     let mut next = start.clamp(1e-7, o.max_load);
+    let mut retried = false;
     loop {
-        let (r, ok) = run(t, next);
+        let (mut r, mut ok) = run(t, next);
+        if !ok && trials.is_empty() && r.tx > 0 && r.rx * 2 < r.tx && !retried {
+            // The first trial lost most of what it sent (nothing got through at all, as a rule):
+            // once more before it bounds the search, which would otherwise settle below a pause
+            // the device took (a commit, a path coming up). A device that is simply slower than
+            // the start fails again, and the search goes on down as before.
+            retried = true;
+            (r, ok) = run(t, next);
+        }
         let short = r.offered_fps > 0.0 && r.tx_fps < 0.98 * r.offered_fps;
         trials.push((next, ok, r.clone()));
         if ok {

@@ -212,8 +212,100 @@ pub struct OnOffReport {
     pub flows: FlowFigures,
     pub hits_match: bool,
     pub qos_match: bool,
+    /// The services commit, made in the middle of a fixed-load trial.
+    pub commit: Option<CommitCheck>,
     pub passed: bool,
     pub errors: Vec<String>,
+}
+
+/// A config commit made while traffic flows: binding the services (ACLs compiled, QoS,
+/// gigabyte flow caches) builds every table off the workers and publishes it whole, so the
+/// trial spanning it loses nothing.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CommitCheck {
+    pub frame: String,
+    /// The fixed load, a small share of the services-off throughput, low enough for the
+    /// services-on router too.
+    pub load_fps: f64,
+    pub seconds: f64,
+    /// When the commit started, from the start of the measured traffic, and how long it took.
+    pub commit_at_s: f64,
+    pub commit_ms: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    /// Frames the router counted as dropped, by reason, during the trial.
+    pub router_drops: Vec<(String, u64)>,
+    /// The commit ended while the traffic still flowed (otherwise the check says nothing).
+    pub inside: bool,
+    /// Nothing lost, duplicated or corrupted, and the commit fell inside the traffic.
+    pub passed: bool,
+}
+
+/// The share of the services-off throughput offered while the services commit goes live.
+const COMMIT_LOAD_SHARE: f64 = 0.05;
+
+/// The shortest trial the commit is made in (it starts 1 s into the traffic).
+const COMMIT_TRIAL_S: f64 = 12.0;
+
+/// Runs a fixed-load trial and applies `text` from another thread part of the way into it.
+#[allow(clippy::too_many_arguments)]
+fn commit_under_load(
+    t: &mut Tester,
+    core: &Arc<Core>,
+    cfg_path: &Path,
+    text: &str,
+    sz: &FrameSizes,
+    off: &Throughput,
+    ro: &RunOpts,
+    obs: &mut dyn Observer,
+) -> Result<CommitCheck, String> {
+    let load = (off.load * COMMIT_LOAD_SHARE).max(1e-6);
+    // Long enough for the commit to end inside the traffic: compiling a 10,000-line ACL and
+    // building a 14.4M-flow cache take seconds on a busy 2-core machine.
+    let mut trial = trial_opts(ro);
+    trial.seconds = trial.seconds.max(COMMIT_TRIAL_S);
+    let at = 1.0;
+    let delay = Duration::from_secs_f64(trial.warmup + at);
+    let (c, txt, path) = (core.clone(), text.to_string(), cfg_path.to_path_buf());
+    let committer = std::thread::Builder::new()
+        .name("commit".into())
+        .spawn(move || {
+            std::thread::sleep(delay);
+            let t0 = std::time::Instant::now();
+            let r = apply(&c, &txt, &path);
+            (r, t0.elapsed())
+        })
+        .map_err(|e| format!("commit thread: {e}"))?;
+    let th = {
+        let mut settle = Settle { inner: obs, core };
+        procedures::fixed_load(t, sz, &trial, load, 0.0, &mut settle)
+    };
+    let (applied, took) = committer
+        .join()
+        .map_err(|_| "the commit thread panicked".to_string())?;
+    applied?;
+    let r = &th.at_max;
+    let inside = took.as_secs_f64() < trial.seconds - at;
+    Ok(CommitCheck {
+        frame: sz.to_string(),
+        load_fps: r.offered_fps,
+        seconds: trial.seconds,
+        commit_at_s: at,
+        commit_ms: took.as_secs_f64() * 1e3,
+        sent: r.tx,
+        received: r.rx,
+        lost: r.lost,
+        duplicated: r.duplicated,
+        router_drops: r
+            .dut_drops
+            .iter()
+            .map(|&(k, v)| (k.to_string(), v))
+            .collect(),
+        inside,
+        passed: inside && r.tx > 0 && r.lost == 0 && r.duplicated == 0 && r.corrupted == 0,
+    })
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -641,7 +733,16 @@ pub fn run_on_off(
     let text = p
         .with_services
         .replace("{COLLECTOR}", &collector.addr.to_string());
-    if let Err(e) = apply(core, &text, cfg_path) {
+    // The services go live under traffic: the commit must cost no frame.
+    let first = sizes.first().zip(off_rows.first());
+    let applied = match first {
+        Some((sz, off)) => commit_under_load(t, core, cfg_path, &text, sz, &off.search, ro, obs)
+            .map(|c| {
+                rep.commit = Some(c);
+            }),
+        None => apply(core, &text, cfg_path),
+    };
+    if let Err(e) = applied {
         rep.errors.push(e);
         return (off_rows, rep, Some(collector));
     }
@@ -695,6 +796,7 @@ pub fn finish_on_off(core: &Core, rep: &mut OnOffReport, collector: Option<Colle
         collector_bytes: cb,
     };
     rep.passed = rep.errors.is_empty()
+        && rep.commit.as_ref().is_some_and(|c| c.passed)
         && rep.hits_match
         && rep.qos_match
         && rep.flows.created > 0
@@ -996,6 +1098,28 @@ pub fn table(s: &ServicesReport) -> String {
                 );
             }
             let f = &r.flows;
+            if let Some(c) = &r.commit {
+                o += &format!(
+                    "\nThe services commit under traffic ({} at {} fps for {:.0} s, committed at \
+                     {:.1} s, taking {:.0} ms): {} frames sent, {} received, {} lost, {} \
+                     duplicated{}: {}.\n",
+                    c.frame,
+                    thousands(c.load_fps),
+                    c.seconds,
+                    c.commit_at_s,
+                    c.commit_ms,
+                    thousands(c.sent as f64),
+                    thousands(c.received as f64),
+                    thousands(c.lost as f64),
+                    thousands(c.duplicated as f64),
+                    if c.inside {
+                        ""
+                    } else {
+                        "; the commit outlasted the traffic"
+                    },
+                    if c.passed { "PASS" } else { "FAIL" }
+                );
+            }
             o +=
                 &format!(
                 "\nCross-checks while the services were on: router received {} frames; ACL final \

@@ -363,3 +363,41 @@ fn address_learning_rate_of_a_bridge_is_found_within_the_resolution() {
     );
     dut.stop();
 }
+
+/// A device that goes dark through most of the first trial of a search from below (ME-1S's
+/// services-on search once began as the services commit paused the workers, and received
+/// nothing): that trial is tried once more before it bounds the search, and the answer is the
+/// device's rate, not a fraction of the first guess.
+#[test]
+fn a_search_from_below_does_not_settle_under_a_first_trial_that_received_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Most of the first trial (0.5 s at 5% of 64 B line rate: 3,720 frames) is lost.
+    let f = Faults {
+        max_fps: 50_000.0,
+        drop_first: 3_000,
+        ..Default::default()
+    };
+    let (dut, mut t) = setup(2, routes(2), f, vec![stream("a", 0, 1)]);
+    let trial = TrialOpts {
+        seconds: 0.5,
+        ..Default::default()
+    };
+    let search = SearchOpts {
+        resolution: 0.02,
+        relative: true,
+        start: Some(0.05),
+        ..Default::default()
+    };
+    let r = procedures::throughput(&mut t, &FrameSizes::Fixed(64), &trial, &search, &mut Quiet);
+    dut.stop();
+    let line = 148_809.5;
+    assert!(
+        r.load > 0.05 && r.load <= 50_000.0 / line + 256.0 / (0.5 * line) + 1e-9,
+        "found {:.4}: {:?}",
+        r.load,
+        r.trials
+            .iter()
+            .map(|t| (t.0, t.1, t.2.rx))
+            .collect::<Vec<_>>()
+    );
+}

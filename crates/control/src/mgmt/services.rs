@@ -75,6 +75,9 @@ pub struct FlowsView {
     pub flushed: u64,
     /// Records the exporter's queue had no room for.
     pub queue_dropped: u64,
+    /// Caches a worker had to build itself (a pause in its forwarding); 0 when the control
+    /// plane built them all ahead, as it should.
+    pub caches_built_by_workers: u64,
     pub export: crate::services::ExportCounters,
     pub interfaces: Vec<String>,
 }
@@ -195,6 +198,7 @@ impl Core {
         if let Some(sh) = &s.router.services.flow {
             v.capacity = sh.cache.capacity as u64 * cfg.workers as u64;
             v.queue_dropped = sh.queue_dropped.load(Ordering::Relaxed);
+            v.caches_built_by_workers = sh.built_by_workers.load(Ordering::Relaxed);
             for st in sh.stats.lock().unwrap_or_else(|e| e.into_inner()).iter() {
                 v.occupancy += st.occupancy;
                 v.created += st.created;

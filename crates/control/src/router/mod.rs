@@ -208,6 +208,8 @@ impl Router {
     /// Makes this router's tables the ones the workers use, in one pointer swap: interfaces, next
     /// hops and every FIB change together, so no frame is forwarded by a mix of two versions.
     pub fn activate(&mut self) {
+        // Large tables are built whole before they go live, never by a worker.
+        self.services.prepare(self.cfg.workers);
         self.paths.publishes += 1;
         self.shared.store(Arc::new(self.tables()));
         self.services.publish_plan(&self.cfg);

@@ -114,8 +114,14 @@ impl IfFeatures {
     }
 }
 
-/// Flow accounting's shared half: the cache settings each worker sizes its own cache by, and
-/// the queue its expired records go to (drained by the exporter off the fast path).
+/// Flow accounting's shared half: the cache settings each worker sizes its own cache by, the
+/// caches built for the workers ahead of time, and the queue expired records go to (drained by
+/// the exporter off the fast path).
+///
+/// A worker never builds a cache: a cache of millions of flows is a gigabyte to allocate and
+/// touch, which would stop forwarding for a second. The control plane builds them
+/// ([`FlowShared::prepare`]) before it publishes the tables naming this `FlowShared`, and a
+/// worker takes one whole; a retired cache is flushed and freed on a thread of its own.
 pub struct FlowShared {
     /// A new value makes workers start a fresh cache (after flushing the old one).
     pub generation: u64,
@@ -128,9 +134,76 @@ pub struct FlowShared {
     pub queue_limit: usize,
     /// Per worker: the cache's counters, published once per second by each worker.
     pub stats: Mutex<Vec<flow::CacheStats>>,
+    /// Caches built and touched, waiting for a worker to take one.
+    pub spares: Mutex<Vec<flow::FlowCache>>,
+    /// Caches taken by workers so far.
+    pub taken: AtomicU64,
+    /// Caches a worker had to build itself, none being ready: each one a pause in forwarding.
+    /// [`FlowShared::prepare`] keeps it at 0.
+    pub built_by_workers: AtomicU64,
 }
 
 impl FlowShared {
+    /// Settings and an empty queue; no cache built yet (see [`FlowShared::prepare`]).
+    pub fn new(cache: flow::CacheConfig, sampling: u32, queue_limit: usize) -> FlowShared {
+        FlowShared {
+            generation: 0,
+            cache,
+            sampling,
+            queue: Mutex::new(Vec::new()),
+            queue_dropped: AtomicU64::new(0),
+            queue_limit,
+            stats: Mutex::new(Vec::new()),
+            spares: Mutex::new(Vec::new()),
+            taken: AtomicU64::new(0),
+            built_by_workers: AtomicU64::new(0),
+        }
+    }
+
+    /// Builds (allocates and touches) caches until `workers` of them are spare or taken. Called
+    /// off the workers, before the tables naming this `FlowShared` are published.
+    pub fn prepare(&self, workers: usize) {
+        loop {
+            let have = self.spares.lock().unwrap_or_else(|p| p.into_inner()).len() as u64
+                + self.taken.load(Ordering::Relaxed);
+            if have >= workers as u64 {
+                return;
+            }
+            // Built without the lock held: a worker may take a spare meanwhile.
+            let c = flow::FlowCache::new(self.cache);
+            self.spares
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(c);
+        }
+    }
+
+    /// Builds one spare cache unless one is waiting: for a worker about to start.
+    pub fn ensure_spare(&self) {
+        let none = self
+            .spares
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        if none {
+            let c = flow::FlowCache::new(self.cache);
+            self.spares
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(c);
+        }
+    }
+
+    /// A cache for a worker: a spare if one is ready, otherwise one it builds itself (counted).
+    pub fn take_cache(&self) -> flow::FlowCache {
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        let spare = self.spares.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        spare.unwrap_or_else(|| {
+            self.built_by_workers.fetch_add(1, Ordering::Relaxed);
+            flow::FlowCache::new(self.cache)
+        })
+    }
+
     /// Hands a worker's expired records over; keeps the rest counted if the exporter is behind.
     pub fn push(&self, recs: &mut Vec<flow::FlowRecord>) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());

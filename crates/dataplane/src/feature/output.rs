@@ -3,7 +3,7 @@
 //! leaves by has output features or the one it arrived on accounts flows (an ingress flow record
 //! names its output interface, known only now). Survivors go to their port's transmit vector.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use classify::{Dim, Key};
 use flow::{Direction, FlowCache, FlowKey, FlowRecord};
@@ -37,9 +37,10 @@ impl WorkerFlows {
         st[worker] = self.cache.stats();
     }
 
+    /// A worker's accounting with a cache the control plane built (see [`FlowShared::prepare`]).
     pub fn new(shared: Arc<FlowShared>) -> WorkerFlows {
         WorkerFlows {
-            cache: FlowCache::new(shared.cache),
+            cache: shared.take_cache(),
             shared,
             out: Vec::new(),
             skip: 0,
@@ -216,6 +217,36 @@ pub fn flow_key(k: &Key, in_if: u32, direction: Direction) -> (FlowKey, u32) {
     (key, (x >> 32) as u32 ^ x as u32)
 }
 
+/// Ends a worker's cache off the worker: flushing a cache of millions of flows and freeing its
+/// gigabyte takes long enough to stop forwarding, so a thread of its own does it. Its flows go
+/// to the exporter of `next` (the new settings), or of their own if accounting is now off.
+/// Inline only if no thread can be had.
+fn retire(fl: WorkerFlows, next: Option<Arc<FlowShared>>, now: u64, worker: usize) {
+    let job = move || {
+        let mut fl = fl;
+        let out = &mut fl.out;
+        fl.cache.flush(now, &mut |r| out.push(r));
+        let to = next.as_deref().unwrap_or(&fl.shared);
+        to.push_all(&mut fl.out, std::time::Duration::from_secs(2));
+        // The retired cache's last counts, flushed flows included.
+        fl.publish_stats(worker);
+    };
+    let spare = std::sync::Arc::new(Mutex::new(Some(job)));
+    let again = spare.clone();
+    let spawned = std::thread::Builder::new()
+        .name("flow-retire".into())
+        .spawn(move || {
+            if let Some(job) = again.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                job()
+            }
+        });
+    if spawned.is_err() {
+        if let Some(job) = spare.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            job()
+        }
+    }
+}
+
 /// Once per vector: hands expired records and logged flows over, keeps the caches' timeouts
 /// moving, and starts or retires the flow cache when the config turns accounting on or off.
 pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
@@ -223,12 +254,8 @@ pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
     match (&t.flow, &mut ctx.flows) {
         (Some(s), Some(fl)) if Arc::ptr_eq(s, &fl.shared) => {}
         (want, have) => {
-            if let Some(fl) = have.as_mut() {
-                let out = &mut fl.out;
-                fl.cache.flush(now, &mut |r| out.push(r));
-                fl.shared.push(&mut fl.out);
-                // The retired cache's last counts, flushed flows included.
-                fl.publish_stats(ctx.worker as usize);
+            if let Some(fl) = have.take() {
+                retire(fl, want.clone(), now, ctx.worker as usize);
             }
             *have = want.as_ref().map(|s| WorkerFlows::new(s.clone()));
         }
