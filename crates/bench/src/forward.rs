@@ -92,7 +92,7 @@ route-files:
 
 /// A test frame of `size` bytes on the wire: RFC 2544 sizes count the 4-byte FCS, which a
 /// buffer does not hold, so a 64-byte frame is 60 bytes here.
-fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
+pub(crate) fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
     let mut f = vec![0u8; size.saturating_sub(4).max(60)];
     f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
     f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);

@@ -6,6 +6,7 @@
 pub mod classify;
 pub mod forward;
 pub mod fpm;
+pub mod fpm_churn;
 pub mod lpm;
 
 use std::path::PathBuf;

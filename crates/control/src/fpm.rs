@@ -59,6 +59,8 @@ pub struct FpmStatus {
     /// Time spent applying batches under the lock, in total.
     pub apply_ms: f64,
     pub batches: u64,
+    /// Messages (routes and next-hop objects) applied.
+    pub messages: u64,
     /// Routes applied but not yet visible to the workers (see `PUBLISH_RATIO`).
     pub unpublished: bool,
     pub publishes: u64,
@@ -399,6 +401,7 @@ fn apply_loop(
                 }
                 Event::Batch(msgs) => {
                     n += msgs.len();
+                    f.status.messages += msgs.len() as u64;
                     changes.clear();
                     f.rib.apply_batch_into(&msgs, &mut changes);
                     f.apply_changes(&mut st.router, &changes, &st.api_routes);
