@@ -1,9 +1,10 @@
 //! The checks between sections, once each section is valid on its own.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 use super::fields::Errs;
-use super::{services, Config, InterfaceCfg, NeighborCfg, Prefix, Target};
+use super::{services, Config, InterfaceCfg, NeighborCfg, Prefix, RouteCfg, Target};
 
 /// Checks the references between sections: interfaces name ports and VRFs that exist, neighbours
 /// sit on a subnet of their interface, routes point at known neighbours.
@@ -40,13 +41,28 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
             e.origin(&nb.origin, format!("no interface named `{}`", nb.interface));
             continue;
         };
-        if !on_subnet(ifc, nb.ip) {
+        if let Some(own) = own_address(cfg, nb.ip) {
+            e.origin(
+                &nb.origin,
+                format!(
+                    "{} is the address of interface `{}` itself, not a neighbor{}",
+                    nb.ip,
+                    own.name,
+                    if own.name == ifc.name {
+                        " on it".to_string()
+                    } else {
+                        format!(" on `{}`", ifc.name)
+                    }
+                ),
+            );
+        } else if !on_subnet(ifc, nb.ip) {
             e.origin(
                 &nb.origin,
                 format!("{} is not on a subnet of interface `{}`", nb.ip, ifc.name),
             );
         }
     }
+    duplicate_routes(cfg, e);
     for r in &cfg.routes {
         if !cfg.vrfs.contains(&r.vrf) {
             e.origin(
@@ -63,6 +79,14 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
                     e.origin(
                         &r.origin,
                         format!("next hop {a} is not of the prefix's family"),
+                    );
+                } else if let Some(own) = own_address(cfg, *a).filter(|i| i.vrf == r.vrf) {
+                    e.origin(
+                        &r.origin,
+                        format!(
+                            "next hop {a} is the address of interface `{}` itself, not a neighbor",
+                            own.name
+                        ),
                     );
                 } else if find_neighbor(cfg, &r.vrf, *a).is_none()
                     && find_connected(cfg, &r.vrf, *a).is_none()
@@ -98,6 +122,56 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
                 format!("VRF `{}` is not defined under `vrfs`", rf.vrf),
             );
         }
+    }
+}
+
+/// The interface whose own address `ip` is.
+fn own_address(cfg: &Config, ip: IpAddr) -> Option<&InterfaceCfg> {
+    cfg.interfaces.iter().find(|i| match ip {
+        IpAddr::V4(a) => i.ipv4.iter().any(|&(x, _)| x == u32::from(a)),
+        IpAddr::V6(a) => i.ipv6.iter().any(|&(x, _)| x == u128::from(a)),
+    })
+}
+
+/// A prefix is configured once per VRF. Twice with different targets, the last would silently
+/// win; twice alike, it is a copy that a later edit of one of them would turn into that case. Both
+/// are refused (ECMP is one route with several next hops in its `via`).
+fn duplicate_routes(cfg: &Config, e: &mut Errs) {
+    let mut seen: HashMap<(&str, Prefix), &RouteCfg> = HashMap::new();
+    for r in &cfg.routes {
+        match seen.get(&(r.vrf.as_str(), r.prefix)) {
+            None => {
+                seen.insert((r.vrf.as_str(), r.prefix), r);
+            }
+            Some(first) => {
+                let how = if first.target == r.target {
+                    "with the same target".to_string()
+                } else {
+                    format!("{}; here {}", describe(&first.target), describe(&r.target))
+                };
+                e.origin(
+                    &r.origin,
+                    format!(
+                        "{} in VRF `{}` is already configured at line {} ({how}): a prefix is configured once (ECMP: list every next hop in one `via`)",
+                        r.prefix, r.vrf, first.origin.line
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn describe(t: &Target) -> String {
+    match t {
+        Target::Via(v) => format!(
+            "via {}",
+            v.iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Target::Blackhole => "blackhole".into(),
+        Target::Reject => "reject".into(),
     }
 }
 

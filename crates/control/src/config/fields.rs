@@ -24,23 +24,38 @@ pub(super) struct Errs<'a> {
 
 impl<'a> Errs<'a> {
     pub(super) fn at(&mut self, n: &Node, field: &str, message: impl Into<String>) {
-        self.list.push(ConfigError {
-            file: self.file.to_string(),
-            line: n.line,
-            col: n.col,
-            field: field.to_string(),
-            message: message.into(),
-        });
+        self.push(n.line, n.col, field, message.into());
     }
     pub(super) fn origin(&mut self, o: &Origin, message: impl Into<String>) {
+        self.push(o.line, o.col, &o.field, message.into());
+    }
+    fn push(&mut self, line: usize, col: usize, field: &str, message: String) {
         self.list.push(ConfigError {
             file: self.file.to_string(),
-            line: o.line,
-            col: o.col,
-            field: o.field.clone(),
-            message: message.into(),
+            line,
+            col,
+            field: field.to_string(),
+            message: shorten_quoted(&message),
         });
     }
+}
+
+/// Every value a message quotes (between backticks) cut to a short excerpt: a message may echo
+/// what was written, never megabytes of it.
+pub(super) fn shorten_quoted(message: &str) -> String {
+    let mut parts = message.split('`');
+    let mut out = String::with_capacity(message.len().min(256));
+    out.push_str(parts.next().unwrap_or(""));
+    for (i, p) in parts.enumerate() {
+        out.push('`');
+        // Odd pieces are inside backticks (an unpaired one leaves the tail as it is, cut too).
+        out.push_str(&if i % 2 == 0 {
+            super::excerpt(p)
+        } else {
+            p.to_string()
+        });
+    }
+    out
 }
 
 pub(super) fn join(path: &str, key: &str) -> String {
@@ -75,6 +90,15 @@ impl<'a> Fields<'a> {
 
     pub(super) fn get(&mut self, key: &'a str) -> Option<&'a Node> {
         self.used.push(key);
+        self.map
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .filter(|v| !matches!(v.value, Value::Null))
+    }
+
+    /// The node of `key`, if present and not null, without counting the key as read.
+    pub(super) fn node(&self, key: &str) -> Option<&'a Node> {
         self.map
             .iter()
             .find(|(k, _)| k == key)

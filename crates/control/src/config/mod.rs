@@ -71,13 +71,33 @@ impl fmt::Display for ConfigError {
 #[derive(Debug)]
 pub struct ConfigErrors(pub Vec<ConfigError>);
 
+/// At most this many errors are printed, then how many more there were: a file with a million
+/// bad lines should not bury the first ones.
+pub const MAX_PRINTED: usize = 20;
+
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for e in &self.0 {
-            writeln!(f, "{e}")?;
-        }
-        write!(f, "{} error(s); nothing was applied", self.0.len())
+        f.write_str(&report(&self.0, self.0.len()))
     }
+}
+
+/// The error report: the first [`MAX_PRINTED`] of `total` errors, one a line, then how many more
+/// there were and the count. `errors` may hold only the first ones of a long list.
+pub fn report(errors: &[ConfigError], total: usize) -> String {
+    let mut s = String::new();
+    for e in errors.iter().take(MAX_PRINTED) {
+        s.push_str(&e.to_string());
+        s.push('\n');
+    }
+    let shown = errors.len().min(MAX_PRINTED);
+    if total > shown {
+        s.push_str(&format!("... and {} more\n", total - shown));
+    }
+    s.push_str(&format!(
+        "{total} error{}; nothing was applied",
+        if total == 1 { "" } else { "s" }
+    ));
+    s
 }
 
 impl std::error::Error for ConfigErrors {}
@@ -245,17 +265,132 @@ impl fmt::Display for Prefix {
 
 /// Reads and checks a config file. Relative paths inside it are relative to its folder.
 pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
+    let text = read(path)?;
+    parse(&text, path)
+}
+
+/// Reads a config file's text. A file that is not UTF-8 is refused with the position of its
+/// first undecodable byte and the field it falls in.
+pub fn read(path: &Path) -> Result<String, ConfigErrors> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|err| {
+    let bytes = std::fs::read(path).map_err(|err| {
         ConfigErrors(vec![ConfigError {
             file: file.clone(),
-            line: 0,
-            col: 0,
-            field: String::new(),
+            line: 1,
+            col: 1,
+            field: "document".into(),
             message: format!("cannot read: {err}"),
         }])
     })?;
-    parse(&text, path)
+    decode(bytes, &file)
+}
+
+/// The text of `bytes`, or an error at the first byte that is not UTF-8.
+pub fn decode(bytes: Vec<u8>, file: &str) -> Result<String, ConfigErrors> {
+    let bad = match String::from_utf8(bytes) {
+        Ok(s) => return Ok(s),
+        Err(e) => e,
+    };
+    let at = bad.utf8_error().valid_up_to();
+    let bytes = bad.as_bytes();
+    let (line, col) = utf8_position(bytes, at);
+    // Which field it is in: the file read with the bad bytes replaced, if it parses.
+    let lossy = String::from_utf8_lossy(bytes);
+    let field = yaml::parse(&lossy)
+        .map(|root| yaml::field_at(&root, line, col))
+        .ok()
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| "document".into());
+    Err(ConfigErrors(vec![ConfigError {
+        file: file.to_string(),
+        line,
+        col,
+        field,
+        message: format!(
+            "byte 0x{:02X} is not UTF-8 text (a config must be UTF-8; was it saved as Latin-1?)",
+            bytes[at]
+        ),
+    }]))
+}
+
+/// Line and column (1-based, the column in characters) of byte `at`, all of whose preceding bytes
+/// are valid UTF-8.
+fn utf8_position(bytes: &[u8], at: usize) -> (usize, usize) {
+    let before = &bytes[..at];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let col = 1 + std::str::from_utf8(&before[line_start..])
+        .map_or(at - line_start, |s| s.chars().count());
+    (line, col)
+}
+
+/// A value as it may be echoed in an error: whole if short, else its first 40 characters and its
+/// size, so a 50 MB scalar does not come back as 50 MB of error.
+pub fn excerpt(s: &str) -> String {
+    const KEEP: usize = 40;
+    match s.char_indices().nth(KEEP) {
+        None => s.to_string(),
+        Some((i, _)) => format!("{}…({} bytes)", &s[..i], s.len()),
+    }
+}
+
+/// `message` with every value it quotes (between backticks) cut to an excerpt.
+pub fn excerpt_quoted(message: &str) -> String {
+    fields::shorten_quoted(message)
+}
+
+/// The machine's memory in bytes (`MemTotal` in /proc/meminfo), if it can be read.
+pub fn machine_memory() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Whether a pool of `count` buffers fits the machine: it may take up to three quarters of
+/// `memory` (the rest is for the route tables, the kernel and everything else). The pool's pages
+/// are committed as they are first used, so a pool that does not fit fails late and far from its
+/// cause; it is refused here instead. Returns the message for `router.buffers`.
+pub fn check_buffers(count: usize, memory: Option<u64>) -> Result<(), String> {
+    let slot = dataplane::buffer::SLOT_BYTES as u128;
+    let max_count = u32::MAX as usize - 1;
+    if count > max_count {
+        return Err(format!("{count} buffers: at most {max_count}"));
+    }
+    let Some(mem) = memory else {
+        return Ok(());
+    };
+    let want = count as u128 * slot;
+    let allowed = mem as u128 / 4 * 3;
+    if want > allowed {
+        return Err(format!(
+            "{count} buffers of {slot} bytes need {} ({want} bytes), more than the pool may take \
+             on this machine: 3/4 of its {} of memory ({mem} bytes MemTotal); at most {} buffers",
+            human_bytes(want),
+            human_bytes(mem as u128),
+            allowed / slot
+        ));
+    }
+    Ok(())
+}
+
+fn human_bytes(b: u128) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    if b as f64 >= GIB {
+        format!("{:.1} GiB", b as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", b as f64 / MIB)
+    }
 }
 
 /// Checks config text as if read from `path`.
@@ -267,8 +402,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             file: file.clone(),
             line: s.line,
             col: s.col,
-            field: String::new(),
-            message: format!("YAML syntax: {}", s.message),
+            field: s.field.into(),
+            message: if s.field == "syntax" {
+                format!("YAML syntax: {}", s.message)
+            } else {
+                s.message
+            },
         }])
     })?;
     let mut e = Errs {
@@ -297,6 +436,15 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         },
         control_plane: ControlPlane::default(),
     };
+    if matches!(root.value, Value::Null) {
+        e.at(
+            &root,
+            "document",
+            "the config is empty (an empty file is refused rather than run as a router with no \
+             interfaces)",
+        );
+        return Err(ConfigErrors(e.list));
+    }
     let Some(mut top) = Fields::new(String::new(), &root, &mut e) else {
         return Err(ConfigErrors(e.list));
     };
@@ -305,7 +453,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         if let Some(mut f) = Fields::new("router".into(), n, &mut e) {
             if let Some(w) = f.parse::<usize>("workers", "a worker count", &mut e) {
                 if w == 0 || w > 64 {
-                    e.at(n, "router.workers", "workers must be 1..=64");
+                    e.at(
+                        f.node("workers").unwrap_or(n),
+                        "router.workers",
+                        format!("{w} workers: 1..=64 are possible"),
+                    );
                 } else {
                     cfg.workers = w;
                 }
@@ -320,8 +472,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 cfg.icmp_rate = r;
             }
             if let Some(b) = f.parse::<usize>("buffers", "a buffer count", &mut e) {
+                let at = f.node("buffers").unwrap_or(n);
                 if b < 1024 {
-                    e.at(n, "router.buffers", "at least 1024 buffers");
+                    e.at(at, "router.buffers", format!("{b} buffers: at least 1024"));
+                } else if let Err(m) = check_buffers(b, machine_memory()) {
+                    e.at(at, "router.buffers", m);
                 } else {
                     cfg.buffers = b;
                 }
@@ -509,6 +664,172 @@ routes:
         assert!(e
             .iter()
             .any(|x| x.message.contains("did you mean 10.0.0.0/8")));
+    }
+
+    /// Two interfaces in `vrf`, with these addresses.
+    fn two_interfaces(a: &str, b: &str, vrf_b: &str) -> String {
+        format!(
+            "\
+vrfs: [blue]
+ports:
+  - {{ name: p0, driver: mem }}
+  - {{ name: p1, driver: mem }}
+interfaces:
+  - {{ name: p0, port: p0, mac: 02:00:00:00:00:01, {a} }}
+  - {{ name: p1, port: p1, mac: 02:00:00:00:00:02, vrf: {vrf_b}, {b} }}
+"
+        )
+    }
+
+    fn accepted(text: &str) -> bool {
+        parse(text, Path::new("lab.yaml")).is_ok()
+    }
+
+    #[test]
+    fn overlapping_subnets_are_refused_only_within_a_vrf() {
+        let t = two_interfaces("ipv4: [192.0.2.1/24]", "ipv4: [192.0.2.129/25]", "default");
+        let e = errors(&t);
+        assert_eq!(
+            (e[0].line, e[0].field.as_str()),
+            (7, "interfaces[1].ipv4[0]")
+        );
+        assert!(accepted(&two_interfaces(
+            "ipv4: [192.0.2.1/24]",
+            "ipv4: [192.0.2.129/25]",
+            "blue"
+        )));
+        assert!(accepted(&two_interfaces(
+            "ipv4: [192.0.2.1/25]",
+            "ipv4: [192.0.2.129/25]",
+            "default"
+        )));
+        // IPv6 too, but link-local subnets are per link.
+        let t = two_interfaces(
+            "ipv6: [\"2001:db8::1/64\"]",
+            "ipv6: [\"2001:db8::2/64\"]",
+            "default",
+        );
+        assert_eq!(errors(&t)[0].field, "interfaces[1].ipv6[0]");
+        assert!(accepted(&two_interfaces(
+            "ipv6: [\"fe80::1/64\"]",
+            "ipv6: [\"fe80::2/64\"]",
+            "default"
+        )));
+        let t = two_interfaces(
+            "ipv6: [\"fe80::1/64\", \"fe80::2/64\"]",
+            "ipv6: [\"fe80::3/64\"]",
+            "default",
+        );
+        assert_eq!(errors(&t)[0].field, "interfaces[0].ipv6[1]");
+    }
+
+    #[test]
+    fn network_and_broadcast_addresses_are_hosts_only_on_31_and_32() {
+        let one =
+            |a: &str| two_interfaces(&format!("ipv4: [{a}]"), "ipv4: [203.0.113.1/24]", "default");
+        assert!(errors(&one("192.0.2.0/24"))[0]
+            .message
+            .contains("network address of 192.0.2.0/24"));
+        assert!(errors(&one("192.0.2.127/25"))[0]
+            .message
+            .contains("broadcast address of 192.0.2.0/25"));
+        assert!(accepted(&one("192.0.2.0/31")));
+        assert!(accepted(&one("192.0.2.1/31")));
+        assert!(accepted(&one("192.0.2.0/32")));
+        assert!(accepted(&one("192.0.2.2/30")));
+    }
+
+    #[test]
+    fn a_prefix_is_configured_once_per_vrf() {
+        let twice = |second: &str| {
+            GOOD.replace(
+                "  - { prefix: 10.0.0.0/8, via: 192.0.2.2 }\n",
+                &format!("  - {{ prefix: 10.0.0.0/8, via: 192.0.2.2 }}\n  - {second}\n"),
+            )
+        };
+        // Identical duplicates are refused too: a later edit of one would make them differ.
+        let e = errors(&twice("{ prefix: 10.0.0.0/8, via: 192.0.2.2 }"));
+        assert_eq!((e[0].line, e[0].field.as_str()), (12, "routes[1]"));
+        assert!(e[0].message.contains("with the same target"), "{e:?}");
+        let e = errors(&twice("{ prefix: 10.0.0.0/8, reject: true }"));
+        assert!(e[0].message.contains("via 192.0.2.2; here reject"), "{e:?}");
+        assert!(accepted(&twice("{ prefix: 10.0.0.0/9, via: 192.0.2.2 }")));
+        let other_vrf = twice("{ prefix: 10.0.0.0/8, vrf: blue, blackhole: true }")
+            .replace("ports:", "vrfs: [blue]\nports:");
+        assert!(accepted(&other_vrf), "{:?}", errors(&other_vrf));
+    }
+
+    #[test]
+    fn buffers_are_bounded_by_the_machines_memory() {
+        let gib = 1u64 << 30;
+        assert!(check_buffers(16384, Some(gib)).is_ok());
+        assert!(check_buffers(16384, None).is_ok());
+        let e = check_buffers(1_000_000, Some(8 * gib)).unwrap_err();
+        assert!(
+            e.contains("1000000 buffers of 9408 bytes need 8.8 GiB"),
+            "{e}"
+        );
+        assert!(e.contains("at most 684784 buffers"), "{e}");
+        assert!(check_buffers(684_784, Some(8 * gib)).is_ok());
+        assert!(check_buffers(684_785, Some(8 * gib)).is_err());
+        assert!(check_buffers(usize::MAX, None).is_err());
+    }
+
+    #[test]
+    fn long_values_are_echoed_as_excerpts() {
+        assert_eq!(excerpt("short"), "short");
+        let long = "é".repeat(100);
+        assert_eq!(excerpt(&long), format!("{}…(200 bytes)", "é".repeat(40)));
+        let m = fields::shorten_quoted(&format!("`{long}` is not a port; `ok`"));
+        assert_eq!(
+            m,
+            format!("`{}…(200 bytes)` is not a port; `ok`", "é".repeat(40))
+        );
+    }
+
+    #[test]
+    fn undecodable_bytes_are_placed_by_line_and_character() {
+        assert_eq!(utf8_position(b"ab\ncd\xE9", 5), (2, 3));
+        assert_eq!(utf8_position(b"\xC3\xA9\xE9", 2), (1, 2));
+        let e = decode(
+            b"ports:\n  - { name: p\xE91, driver: mem }\n".to_vec(),
+            "x.yaml",
+        )
+        .unwrap_err()
+        .0;
+        assert_eq!(
+            (e[0].line, e[0].col, e[0].field.as_str()),
+            (2, 14, "ports[0].name")
+        );
+    }
+
+    #[test]
+    fn errors_are_printed_up_to_a_cap_with_their_count() {
+        let one = ConfigError {
+            file: "f".into(),
+            line: 1,
+            col: 2,
+            field: "x".into(),
+            message: "m".into(),
+        };
+        assert_eq!(
+            ConfigErrors(vec![one.clone()]).to_string(),
+            "f:1:2: x: m\n1 error; nothing was applied"
+        );
+        let s = ConfigErrors(vec![one; 25]).to_string();
+        assert_eq!(s.lines().count(), MAX_PRINTED + 2);
+        assert!(
+            s.ends_with("... and 5 more\n25 errors; nothing was applied"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn a_trailing_document_marker_is_a_second_document() {
+        let e = errors(&format!("{GOOD}---\n"));
+        assert_eq!((e[0].line, e[0].field.as_str()), (12, "document"));
+        // A leading `---` (and an end marker) around one document is fine.
+        assert!(accepted(&format!("---\n{GOOD}...\n")));
     }
 
     #[test]
