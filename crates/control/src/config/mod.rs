@@ -23,6 +23,23 @@
 //!   facility: local7
 //!   severity: info
 //! ```
+//!
+//! Besides each value's own syntax and range, `check` refuses:
+//! - an empty file, or a second YAML document after `---` (it would be ignored);
+//! - a file that is not UTF-8 (at its first bad byte);
+//! - an IPv4 interface address that is its subnet's network or broadcast address (a /31 or /32
+//!   may use them, RFC 3021);
+//! - subnets that overlap on two interfaces of one VRF, or the same subnet twice on one interface
+//!   (IPv4 and IPv6; other VRFs may reuse addresses, and IPv6 link-local subnets repeat per link);
+//! - a prefix configured twice in `routes` of one VRF, whether the targets differ (the last would
+//!   silently win) or not (an edit of one copy would make them differ): ECMP is one route with
+//!   several next hops in `via`;
+//! - a neighbour or next hop at an interface's own address;
+//! - `router.buffers` whose pool (9,408 bytes a buffer) exceeds 3/4 of the machine's memory.
+//!
+//! Every error names the file, line, column and field; values are echoed as written, cut to 40
+//! characters. All errors are collected; the report prints the first [`MAX_PRINTED`] and the
+//! count. Route files are checked when the router is built, every bad line reported the same way.
 
 use std::fmt;
 use std::net::IpAddr;
