@@ -34,7 +34,8 @@ impl<'a> Errs<'a> {
             file: self.file.to_string(),
             line,
             col,
-            field: field.to_string(),
+            // The file as a whole (a root that is not a mapping) has no key to name.
+            field: if field.is_empty() { "document" } else { field }.to_string(),
             message: shorten_quoted(&message),
         });
     }

@@ -842,6 +842,15 @@ interfaces:
     }
 
     #[test]
+    fn a_file_that_is_not_a_mapping_names_the_document() {
+        let e = errors("just words\n");
+        assert_eq!(
+            (e[0].line, e[0].col, e[0].field.as_str()),
+            (1, 1, "document")
+        );
+    }
+
+    #[test]
     fn a_trailing_document_marker_is_a_second_document() {
         let e = errors(&format!("{GOOD}---\n"));
         assert_eq!((e[0].line, e[0].field.as_str()), (12, "document"));
