@@ -224,10 +224,10 @@ fn recv<T>(rx: Receiver<T>, what: &str) -> Result<T, BuildError> {
 impl Runtime {
     /// Opens the ports and starts the workers the config asks for.
     pub fn start(router: &Router, opts: StartOptions) -> Result<Runtime, BuildError> {
-        let pool = opts
-            .pool
-            .clone()
-            .unwrap_or_else(|| Pool::new(router.cfg.buffers));
+        let pool = match &opts.pool {
+            Some(p) => p.clone(),
+            None => Pool::try_new(router.cfg.buffers).map_err(BuildError)?,
+        };
         let mut rt = Runtime {
             pool,
             stop: Arc::new(AtomicBool::new(false)),

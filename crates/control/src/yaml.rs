@@ -24,6 +24,8 @@ pub struct Node {
 pub struct SyntaxError {
     pub line: usize,
     pub col: usize,
+    /// `syntax`, or `document` for a problem with the file as a whole.
+    pub field: &'static str,
     pub message: String,
 }
 
@@ -31,39 +33,142 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let docs = MarkedYamlOwned::load_from_str(text).map_err(|e| SyntaxError {
         line: e.marker().line(),
         col: e.marker().col() + 1,
+        field: "syntax",
         message: e.info().to_string(),
     })?;
-    match docs.into_iter().next() {
-        Some(d) => convert(d),
-        None => Ok(Node {
+    let src = Source::new(text);
+    let mut docs = docs.into_iter();
+    let first = match docs.next() {
+        Some(d) => convert(d, &src)?,
+        None => Node {
             line: 1,
             col: 1,
             value: Value::Null,
-        }),
+        },
+    };
+    // A config is one document: a second one would otherwise be dropped without a word.
+    if let Some(second) = docs.next() {
+        let at = second.span.start.line();
+        // Point at the `---` that starts it, if there is one.
+        let line = (1..=at)
+            .rev()
+            .find(|&l| src.line(l).is_some_and(|s| s.starts_with("---")))
+            .unwrap_or(at);
+        return Err(SyntaxError {
+            line,
+            col: 1,
+            field: "document",
+            message: "a second YAML document starts here; a config is one document (remove the \
+                      `---` and what follows, or merge it into the first)"
+                .into(),
+        });
+    }
+    Ok(first)
+}
+
+/// The text, with where each line starts, to recover a scalar as it was written.
+struct Source<'t> {
+    text: &'t str,
+    line_starts: Vec<usize>,
+}
+
+impl<'t> Source<'t> {
+    fn new(text: &'t str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Source { text, line_starts }
+    }
+
+    /// Line `line` (1-based), without its end.
+    fn line(&self, line: usize) -> Option<&'t str> {
+        let start = *self.line_starts.get(line.checked_sub(1)?)?;
+        let rest = &self.text[start..];
+        Some(rest.split('\n').next().unwrap_or(rest))
+    }
+
+    /// The plain number that starts at `line`, `col` (1-based; `col` in characters), as written.
+    fn number_at(&self, line: usize, col: usize) -> Option<&'t str> {
+        let l = self.line(line)?;
+        let start = l.char_indices().nth(col.checked_sub(1)?)?.0;
+        let rest = &l[start..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | '_')))
+            .unwrap_or(rest.len());
+        (end > 0).then(|| &rest[..end])
     }
 }
 
-fn convert(n: MarkedYamlOwned) -> Result<Node, SyntaxError> {
+/// The field path (`ports[1].name`) of the last node that starts at or before `line`, `col`:
+/// where a problem found in the raw text (an undecodable byte) belongs.
+pub fn field_at(root: &Node, line: usize, col: usize) -> String {
+    fn walk(n: &Node, path: &str, at: (usize, usize), best: &mut Option<((usize, usize), String)>) {
+        if (n.line, n.col) > at {
+            return;
+        }
+        if best.as_ref().is_none_or(|(p, _)| (n.line, n.col) >= *p) {
+            *best = Some(((n.line, n.col), path.to_string()));
+        }
+        match &n.value {
+            Value::Seq(items) => {
+                for (i, it) in items.iter().enumerate() {
+                    walk(it, &format!("{path}[{i}]"), at, best);
+                }
+            }
+            Value::Map(m) => {
+                for (k, v) in m {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    walk(v, &p, at, best);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut best = None;
+    walk(root, "", (line, col), &mut best);
+    best.map(|(_, p)| p).unwrap_or_default()
+}
+
+fn convert(n: MarkedYamlOwned, src: &Source) -> Result<Node, SyntaxError> {
     let line = n.span.start.line();
     let col = n.span.start.col() + 1;
-    let err = |message: String| SyntaxError { line, col, message };
+    let err = |message: String| SyntaxError {
+        line,
+        col,
+        field: "syntax",
+        message,
+    };
     let value = match n.data {
+        YamlDataOwned::Value(ScalarOwned::FloatingPoint(f)) => {
+            // A number too large for an integer is read as a float; keep what was written, so
+            // an error echoes `18446744073709551615`, not `18446744073709552000`.
+            Value::Scalar(match src.number_at(line, col) {
+                Some(raw) => raw.to_string(),
+                None => f.to_string(),
+            })
+        }
         YamlDataOwned::Value(s) => scalar(s),
         YamlDataOwned::Representation(s, _, _) => Value::Scalar(s),
-        YamlDataOwned::Sequence(v) => {
-            Value::Seq(v.into_iter().map(convert).collect::<Result<_, _>>()?)
-        }
+        YamlDataOwned::Sequence(v) => Value::Seq(
+            v.into_iter()
+                .map(|x| convert(x, src))
+                .collect::<Result<_, _>>()?,
+        ),
         YamlDataOwned::Mapping(m) => {
             let mut out: Vec<(String, Node)> = Vec::new();
             for (k, v) in m {
                 let kl = k.span.start.line();
                 let kc = k.span.start.col() + 1;
-                let key = match convert(k)?.value {
+                let key = match convert(k, src)?.value {
                     Value::Scalar(s) => s,
                     _ => {
                         return Err(SyntaxError {
                             line: kl,
                             col: kc,
+                            field: "syntax",
                             message: "keys must be plain names".into(),
                         })
                     }
@@ -72,14 +177,15 @@ fn convert(n: MarkedYamlOwned) -> Result<Node, SyntaxError> {
                     return Err(SyntaxError {
                         line: kl,
                         col: kc,
+                        field: "syntax",
                         message: format!("duplicate key `{key}`"),
                     });
                 }
-                out.push((key, convert(v)?));
+                out.push((key, convert(v, src)?));
             }
             Value::Map(out)
         }
-        YamlDataOwned::Tagged(_, inner) => return convert(*inner),
+        YamlDataOwned::Tagged(_, inner) => return convert(*inner, src),
         YamlDataOwned::Alias(_) => {
             return Err(err("YAML aliases are not supported in configs".into()))
         }

@@ -60,6 +60,9 @@ struct Slot {
     room: [u8; HEADROOM + MAX_FRAME],
 }
 
+/// The bytes one buffer takes in its pool (metadata, headroom, frame room).
+pub const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
+
 /// An exclusively owned packet buffer.
 pub struct PktBuf(NonNull<Slot>);
 
@@ -219,16 +222,37 @@ pub struct Pool {
 static NEXT_POOL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl Pool {
-    /// Allocates `count` buffers. The memory is never returned to the system.
+    /// Allocates `count` buffers. The memory is never returned to the system. Panics if it
+    /// cannot be had; see [`Pool::try_new`].
     pub fn new(count: usize) -> Arc<Pool> {
-        assert!(count > 0 && count < u32::MAX as usize);
-        let layout = Layout::array::<Slot>(count).expect("pool too large");
+        Self::try_new(count).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Allocates `count` buffers, or says why it cannot: a count out of range, or not enough
+    /// memory for the slots or their free list.
+    pub fn try_new(count: usize) -> Result<Arc<Pool>, String> {
+        if count == 0 || count >= u32::MAX as usize {
+            return Err(format!(
+                "buffer pool: {count} buffers (1..{} are possible)",
+                u32::MAX
+            ));
+        }
+        let too_big = || {
+            format!(
+                "buffer pool: cannot allocate {count} buffers of {SLOT_BYTES} bytes \
+                 ({count} x {SLOT_BYTES} bytes): out of memory; lower router.buffers"
+            )
+        };
+        let layout = Layout::array::<Slot>(count).map_err(|_| too_big())?;
+        // The free list first: it is the smaller allocation, and a failed one leaves nothing.
+        let mut free = Vec::new();
+        free.try_reserve_exact(count).map_err(|_| too_big())?;
         // SAFETY: the layout has non-zero size (count > 0). Zeroed memory is a valid Slot (plain
         // integers and bytes).
         let base = unsafe { alloc_zeroed(layout) } as *mut Slot;
-        let base = NonNull::new(base).expect("out of memory allocating the buffer pool");
+        // A null pointer is the allocator's "no": reported, not a panic.
+        let base = NonNull::new(base).ok_or_else(too_big)?;
         let id = NEXT_POOL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut free = Vec::with_capacity(count);
         for i in (0..count).rev() {
             // SAFETY: i < count, so the pointer stays inside the allocation; each slot gets
             // exactly one handle, here.
@@ -247,7 +271,7 @@ impl Pool {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(Arc::downgrade(&pool));
-        pool
+        Ok(pool)
     }
 
     pub fn id(&self) -> u32 {
@@ -356,6 +380,21 @@ fn drop_foreign(b: PktBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_that_cannot_be_had_is_an_error_not_a_panic() {
+        assert!(Pool::try_new(0).is_err());
+        assert!(Pool::try_new(u32::MAX as usize).is_err());
+        // About 40 TB: refused by the kernel unless it overcommits without limit (mode 1), where
+        // the attempt would instead succeed and touch every page.
+        let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+        if matches!(mode.trim(), "0" | "2") {
+            let e = Pool::try_new(u32::MAX as usize - 1)
+                .err()
+                .expect("40 TB pool");
+            assert!(e.contains("out of memory"), "{e}");
+        }
+    }
 
     #[test]
     fn alloc_fill_push_pull_free() {

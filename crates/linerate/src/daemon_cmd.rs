@@ -72,7 +72,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             (text.clone(), source.clone())
         }
         (None, Some(c)) => {
-            let text = std::fs::read_to_string(c).map_err(|e| format!("{}: {e}", c.display()))?;
+            let text = control::config::read(c).map_err(|e| e.to_string())?;
             let abs = std::fs::canonicalize(c).map_err(|e| format!("{}: {e}", c.display()))?;
             (text, abs)
         }

@@ -368,6 +368,11 @@ fn run(cmd: Cmd) -> Result<(), String> {
 
 fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
     let cfg = control::config::load(&config).map_err(|e| e.to_string())?;
+    // `logging` as the daemon has it: ACL log records (and flow export) go out through the
+    // services thread to the syslog file and servers.
+    let logger = std::sync::Arc::new(
+        control::syslog::Logger::new(cfg.logging.clone()).map_err(|e| format!("logging: {e}"))?,
+    );
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
     let (running, peers) = router
         .start(Default::default())
@@ -375,7 +380,21 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
     if !peers.is_empty() {
         return Err("mem ports need a program that holds their other ends (linerate bench); use pcap ports with `run`".into());
     }
+    let services = control::services::spawn_thread(
+        router.services.plan.clone(),
+        router.services.export.clone(),
+        logger,
+        router.services.stop.clone(),
+    );
     let s = running.join();
+    // The workers are done: the services thread writes what they logged last, then ends.
+    router
+        .services
+        .stop
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    services
+        .join()
+        .map_err(|_| "the services thread failed".to_string())?;
     let (v4, v6) = router.route_counts();
     if json {
         let ports: Vec<_> = router

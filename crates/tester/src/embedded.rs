@@ -72,7 +72,7 @@ impl Embedded {
         buffers: usize,
         speeds: &[f64],
     ) -> Result<(Embedded, Vec<TesterPort>, RouterProbe), String> {
-        let pool = Pool::new(buffers);
+        let pool = Pool::try_new(buffers)?;
         let (running, peers) = router
             .start(StartOptions {
                 ring_size: ring,

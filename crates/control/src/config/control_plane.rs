@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 
-use super::{Errs, Fields};
+use super::fields::{Errs, Fields};
 use crate::yaml::Node;
 
 #[derive(Clone, Debug, PartialEq)]

@@ -23,6 +23,23 @@
 //!   facility: local7
 //!   severity: info
 //! ```
+//!
+//! Besides each value's own syntax and range, `check` refuses:
+//! - an empty file, or a second YAML document after `---` (it would be ignored);
+//! - a file that is not UTF-8 (at its first bad byte);
+//! - an IPv4 interface address that is its subnet's network or broadcast address (a /31 or /32
+//!   may use them, RFC 3021);
+//! - subnets that overlap on two interfaces of one VRF, or the same subnet twice on one interface
+//!   (IPv4 and IPv6; other VRFs may reuse addresses, and IPv6 link-local subnets repeat per link);
+//! - a prefix configured twice in `routes` of one VRF, whether the targets differ (the last would
+//!   silently win) or not (an edit of one copy would make them differ): ECMP is one route with
+//!   several next hops in `via`;
+//! - a neighbour or next hop at an interface's own address;
+//! - `router.buffers` whose pool (9,408 bytes a buffer) exceeds 3/4 of the machine's memory.
+//!
+//! Every error names the file, line, column and field; values are echoed as written, cut to 40
+//! characters. All errors are collected; the report prints the first [`MAX_PRINTED`] and the
+//! count. Route files are checked when the router is built, every bad line reported the same way.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -31,13 +48,19 @@ use std::path::{Path, PathBuf};
 use fib::Key;
 use packet::ethernet::MacAddr;
 
-use crate::yaml::{self, Node, Value};
+use crate::yaml::{self, Value};
 
+mod check;
 pub mod control_plane;
 pub mod entry;
+mod fields;
+mod interfaces;
+mod routes;
 pub mod services;
 
+pub use check::{find_connected, find_neighbor, on_subnet};
 pub use control_plane::{ControlPlane, FpmCfg, NeighborTimers};
+use fields::{seq, Errs, Fields};
 pub use services::{IfServices, Services, Urpf};
 
 /// One problem in a config file.
@@ -65,13 +88,33 @@ impl fmt::Display for ConfigError {
 #[derive(Debug)]
 pub struct ConfigErrors(pub Vec<ConfigError>);
 
+/// At most this many errors are printed, then how many more there were: a file with a million
+/// bad lines should not bury the first ones.
+pub const MAX_PRINTED: usize = 20;
+
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for e in &self.0 {
-            writeln!(f, "{e}")?;
-        }
-        write!(f, "{} error(s); nothing was applied", self.0.len())
+        f.write_str(&report(&self.0, self.0.len()))
     }
+}
+
+/// The error report: the first [`MAX_PRINTED`] of `total` errors, one a line, then how many more
+/// there were and the count. `errors` may hold only the first ones of a long list.
+pub fn report(errors: &[ConfigError], total: usize) -> String {
+    let mut s = String::new();
+    for e in errors.iter().take(MAX_PRINTED) {
+        s.push_str(&e.to_string());
+        s.push('\n');
+    }
+    let shown = errors.len().min(MAX_PRINTED);
+    if total > shown {
+        s.push_str(&format!("... and {} more\n", total - shown));
+    }
+    s.push_str(&format!(
+        "{total} error{}; nothing was applied",
+        if total == 1 { "" } else { "s" }
+    ));
+    s
 }
 
 impl std::error::Error for ConfigErrors {}
@@ -237,220 +280,134 @@ impl fmt::Display for Prefix {
     }
 }
 
-/// Reads the fields of one mapping, collecting errors instead of stopping at the first, and
-/// complaining about keys nobody asked for (a misspelt key is a mistake, not a default).
-struct Fields<'a> {
-    path: String,
-    node: &'a Node,
-    map: &'a [(String, Node)],
-    used: Vec<&'a str>,
-}
-
-struct Errs<'a> {
-    file: &'a str,
-    /// The file's text, for positions inside a scalar (a quoted one starts a column later).
-    text: &'a str,
-    list: Vec<ConfigError>,
-}
-
-impl<'a> Errs<'a> {
-    fn at(&mut self, n: &Node, field: &str, message: impl Into<String>) {
-        self.list.push(ConfigError {
-            file: self.file.to_string(),
-            line: n.line,
-            col: n.col,
-            field: field.to_string(),
-            message: message.into(),
-        });
-    }
-    fn origin(&mut self, o: &Origin, message: impl Into<String>) {
-        self.list.push(ConfigError {
-            file: self.file.to_string(),
-            line: o.line,
-            col: o.col,
-            field: o.field.clone(),
-            message: message.into(),
-        });
-    }
-}
-
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
-}
-
-impl<'a> Fields<'a> {
-    fn new(path: String, node: &'a Node, e: &mut Errs) -> Option<Self> {
-        match &node.value {
-            Value::Map(m) => Some(Self {
-                path,
-                node,
-                map: m,
-                used: Vec::new(),
-            }),
-            Value::Null => Some(Self {
-                path,
-                node,
-                map: &[],
-                used: Vec::new(),
-            }),
-            _ => {
-                e.at(node, &path, "expected a mapping (key: value)");
-                None
-            }
-        }
-    }
-
-    fn get(&mut self, key: &'a str) -> Option<&'a Node> {
-        self.used.push(key);
-        self.map
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
-            .filter(|v| !matches!(v.value, Value::Null))
-    }
-
-    fn field(&self, key: &str) -> String {
-        join(&self.path, key)
-    }
-
-    fn origin(&self) -> Origin {
-        Origin {
-            line: self.node.line,
-            col: self.node.col,
-            field: self.path.clone(),
-        }
-    }
-
-    fn str(&mut self, key: &'a str, e: &mut Errs) -> Option<String> {
-        let n = self.get(key)?;
-        match &n.value {
-            Value::Scalar(s) => Some(s.clone()),
-            _ => {
-                e.at(n, &self.field(key), "expected a single value");
-                None
-            }
-        }
-    }
-
-    fn required(&mut self, key: &'a str, e: &mut Errs) -> Option<String> {
-        let v = self.str(key, e);
-        if v.is_none() && !self.map.iter().any(|(k, _)| k == key) {
-            e.at(self.node, &self.field(key), format!("`{key}` is required"));
-        }
-        v
-    }
-
-    fn parse<T: std::str::FromStr>(&mut self, key: &'a str, what: &str, e: &mut Errs) -> Option<T> {
-        let n = self.get(key)?;
-        let f = self.field(key);
-        match &n.value {
-            Value::Scalar(s) => match s.parse() {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    e.at(n, &f, format!("`{s}` is not {what}"));
-                    None
-                }
-            },
-            _ => {
-                e.at(n, &f, format!("expected {what}"));
-                None
-            }
-        }
-    }
-
-    /// A list of scalars; a single scalar counts as a list of one.
-    fn list(&mut self, key: &'a str, e: &mut Errs) -> Vec<(String, &'a Node, String)> {
-        let Some(n) = self.get(key) else {
-            return Vec::new();
-        };
-        let f = self.field(key);
-        match &n.value {
-            Value::Scalar(s) => vec![(s.clone(), n, f)],
-            Value::Seq(items) => items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, it)| match &it.value {
-                    Value::Scalar(s) => Some((s.clone(), it, format!("{f}[{i}]"))),
-                    _ => {
-                        e.at(it, &format!("{f}[{i}]"), "expected a single value");
-                        None
-                    }
-                })
-                .collect(),
-            _ => {
-                e.at(n, &f, "expected a list");
-                Vec::new()
-            }
-        }
-    }
-
-    fn finish(self, e: &mut Errs) {
-        for (k, v) in self.map {
-            if !self.used.contains(&k.as_str()) {
-                let known = self.used.join(", ");
-                e.at(
-                    v,
-                    &join(&self.path, k),
-                    format!("unknown key `{k}` (known here: {known})"),
-                );
-            }
-        }
-    }
-}
-
-fn seq<'a>(f: &mut Fields<'a>, key: &'a str, e: &mut Errs) -> Vec<(&'a Node, String)> {
-    let Some(n) = f.get(key) else {
-        return Vec::new();
-    };
-    let path = f.field(key);
-    match &n.value {
-        Value::Seq(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, it)| (it, format!("{path}[{i}]")))
-            .collect(),
-        _ => {
-            e.at(n, &path, "expected a list");
-            Vec::new()
-        }
-    }
-}
-
-fn mac(s: &str, n: &Node, field: &str, e: &mut Errs) -> Option<MacAddr> {
-    match s.parse::<MacAddr>() {
-        Ok(m) if m.is_unicast() && !m.is_zero() => Some(m),
-        Ok(_) => {
-            e.at(n, field, format!("`{s}` is not a unicast MAC address"));
-            None
-        }
-        Err(_) => {
-            e.at(
-                n,
-                field,
-                format!("`{s}` is not a MAC address (aa:bb:cc:dd:ee:ff)"),
-            );
-            None
-        }
-    }
-}
-
 /// Reads and checks a config file. Relative paths inside it are relative to its folder.
 pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
+    let text = read(path)?;
+    parse(&text, path)
+}
+
+/// Reads a config file's text. A file that is not UTF-8 is refused with the position of its
+/// first undecodable byte and the field it falls in.
+pub fn read(path: &Path) -> Result<String, ConfigErrors> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|err| {
+    let bytes = std::fs::read(path).map_err(|err| {
         ConfigErrors(vec![ConfigError {
             file: file.clone(),
-            line: 0,
-            col: 0,
-            field: String::new(),
+            line: 1,
+            col: 1,
+            field: "document".into(),
             message: format!("cannot read: {err}"),
         }])
     })?;
-    parse(&text, path)
+    decode(bytes, &file)
+}
+
+/// The text of `bytes`, or an error at the first byte that is not UTF-8.
+pub fn decode(bytes: Vec<u8>, file: &str) -> Result<String, ConfigErrors> {
+    let bad = match String::from_utf8(bytes) {
+        Ok(s) => return Ok(s),
+        Err(e) => e,
+    };
+    let at = bad.utf8_error().valid_up_to();
+    let bytes = bad.as_bytes();
+    let (line, col) = utf8_position(bytes, at);
+    // Which field it is in: the file read with the bad bytes replaced, if it parses.
+    let lossy = String::from_utf8_lossy(bytes);
+    let field = yaml::parse(&lossy)
+        .map(|root| yaml::field_at(&root, line, col))
+        .ok()
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| "document".into());
+    Err(ConfigErrors(vec![ConfigError {
+        file: file.to_string(),
+        line,
+        col,
+        field,
+        message: format!(
+            "byte 0x{:02X} is not UTF-8 text (a config must be UTF-8; was it saved as Latin-1?)",
+            bytes[at]
+        ),
+    }]))
+}
+
+/// Line and column (1-based, the column in characters) of byte `at`, all of whose preceding bytes
+/// are valid UTF-8.
+fn utf8_position(bytes: &[u8], at: usize) -> (usize, usize) {
+    let before = &bytes[..at];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let col = 1 + std::str::from_utf8(&before[line_start..])
+        .map_or(at - line_start, |s| s.chars().count());
+    (line, col)
+}
+
+/// A value as it may be echoed in an error: whole if short, else its first 40 characters and its
+/// size, so a 50 MB scalar does not come back as 50 MB of error.
+pub fn excerpt(s: &str) -> String {
+    const KEEP: usize = 40;
+    match s.char_indices().nth(KEEP) {
+        None => s.to_string(),
+        Some((i, _)) => format!("{}…({} bytes)", &s[..i], s.len()),
+    }
+}
+
+/// `message` with every value it quotes (between backticks) cut to an excerpt.
+pub fn excerpt_quoted(message: &str) -> String {
+    fields::shorten_quoted(message)
+}
+
+/// The machine's memory in bytes (`MemTotal` in /proc/meminfo), if it can be read.
+pub fn machine_memory() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Whether a pool of `count` buffers fits the machine: it may take up to three quarters of
+/// `memory` (the rest is for the route tables, the kernel and everything else). The pool's pages
+/// are committed as they are first used, so a pool that does not fit fails late and far from its
+/// cause; it is refused here instead. Returns the message for `router.buffers`.
+pub fn check_buffers(count: usize, memory: Option<u64>) -> Result<(), String> {
+    let slot = dataplane::buffer::SLOT_BYTES as u128;
+    let max_count = u32::MAX as usize - 1;
+    if count > max_count {
+        return Err(format!("{count} buffers: at most {max_count}"));
+    }
+    let Some(mem) = memory else {
+        return Ok(());
+    };
+    let want = count as u128 * slot;
+    let allowed = mem as u128 / 4 * 3;
+    if want > allowed {
+        return Err(format!(
+            "{count} buffers of {slot} bytes need {} ({want} bytes), more than the pool may take \
+             on this machine: 3/4 of its {} of memory ({mem} bytes MemTotal); at most {} buffers",
+            human_bytes(want),
+            human_bytes(mem as u128),
+            allowed / slot
+        ));
+    }
+    Ok(())
+}
+
+fn human_bytes(b: u128) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    if b as f64 >= GIB {
+        format!("{:.1} GiB", b as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", b as f64 / MIB)
+    }
 }
 
 /// Checks config text as if read from `path`.
@@ -462,8 +419,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             file: file.clone(),
             line: s.line,
             col: s.col,
-            field: String::new(),
-            message: format!("YAML syntax: {}", s.message),
+            field: s.field.into(),
+            message: if s.field == "syntax" {
+                format!("YAML syntax: {}", s.message)
+            } else {
+                s.message
+            },
         }])
     })?;
     let mut e = Errs {
@@ -492,6 +453,15 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         },
         control_plane: ControlPlane::default(),
     };
+    if matches!(root.value, Value::Null) {
+        e.at(
+            &root,
+            "document",
+            "the config is empty (an empty file is refused rather than run as a router with no \
+             interfaces)",
+        );
+        return Err(ConfigErrors(e.list));
+    }
     let Some(mut top) = Fields::new(String::new(), &root, &mut e) else {
         return Err(ConfigErrors(e.list));
     };
@@ -500,7 +470,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         if let Some(mut f) = Fields::new("router".into(), n, &mut e) {
             if let Some(w) = f.parse::<usize>("workers", "a worker count", &mut e) {
                 if w == 0 || w > 64 {
-                    e.at(n, "router.workers", "workers must be 1..=64");
+                    e.at(
+                        f.node("workers").unwrap_or(n),
+                        "router.workers",
+                        format!("{w} workers: 1..=64 are possible"),
+                    );
                 } else {
                     cfg.workers = w;
                 }
@@ -515,8 +489,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 cfg.icmp_rate = r;
             }
             if let Some(b) = f.parse::<usize>("buffers", "a buffer count", &mut e) {
+                let at = f.node("buffers").unwrap_or(n);
                 if b < 1024 {
-                    e.at(n, "router.buffers", "at least 1024 buffers");
+                    e.at(at, "router.buffers", format!("{b} buffers: at least 1024"));
+                } else if let Err(m) = check_buffers(b, machine_memory()) {
+                    e.at(at, "router.buffers", m);
                 } else {
                     cfg.buffers = b;
                 }
@@ -542,276 +519,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             _ => e.at(n, &path, "expected a VRF name"),
         }
     }
-    for (n, path) in seq(&mut top, "ports", &mut e) {
-        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
-            continue;
-        };
-        let origin = f.origin();
-        let name = f.required("name", &mut e);
-        let driver = f.required("driver", &mut e);
-        let rx = f.str("rx", &mut e).map(|p| dir.join(p));
-        let tx = f.str("tx", &mut e).map(|p| dir.join(p));
-        let device = f.str("device", &mut e);
-        // 0: as many as the device has (AF_XDP sees only the queues it binds), or one (AF_PACKET
-        // sees the whole device through any number).
-        let queues: u16 = f.parse("queues", "a queue count", &mut e).unwrap_or(0);
-        if queues > 64 {
-            e.at(
-                n,
-                &format!("{path}.queues"),
-                "queues must be 1..=64 (or 0: automatic)",
-            );
-        }
-        let kernel_dev = |e: &mut Errs| {
-            if device.is_none() {
-                e.at(
-                    n,
-                    &path,
-                    "this driver needs `device` (a Linux interface name)",
-                );
-            }
-            device.clone().unwrap_or_default()
-        };
-        let driver = match driver.as_deref() {
-            Some("pcap") => {
-                if rx.is_none() && tx.is_none() {
-                    e.at(n, &path, "a pcap port needs `rx` and/or `tx` files");
-                }
-                Some(Driver::Pcap { rx, tx })
-            }
-            Some("mem") => Some(Driver::Mem),
-            Some("af_packet") => Some(Driver::AfPacket {
-                device: kernel_dev(&mut e),
-                queues,
-            }),
-            Some("af_xdp") => Some(Driver::AfXdp {
-                device: kernel_dev(&mut e),
-                queues,
-            }),
-            Some(d) => {
-                e.at(
-                    n,
-                    &format!("{path}.driver"),
-                    format!("unknown driver `{d}` (pcap, mem, af_packet, af_xdp)"),
-                );
-                None
-            }
-            None => None,
-        };
-        f.finish(&mut e);
-        if let (Some(name), Some(driver)) = (name, driver) {
-            if cfg.ports.iter().any(|p| p.name == name) {
-                e.at(
-                    n,
-                    &format!("{path}.name"),
-                    format!("port `{name}` defined twice"),
-                );
-            }
-            cfg.ports.push(PortCfg {
-                name,
-                driver,
-                origin,
-            });
-        }
-    }
-    for (n, path) in seq(&mut top, "interfaces", &mut e) {
-        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
-            continue;
-        };
-        let origin = f.origin();
-        let name = f.required("name", &mut e);
-        let port = f.required("port", &mut e);
-        let vlan: Option<u16> = f.parse("vlan", "a VLAN id", &mut e);
-        if let Some(v) = vlan {
-            if !(1..=4094).contains(&v) {
-                e.at(n, &format!("{path}.vlan"), "VLAN id must be 1..=4094");
-            }
-        }
-        let mac_s = f.required("mac", &mut e);
-        let mac_v = mac_s.and_then(|s| {
-            let node = f
-                .map
-                .iter()
-                .find(|(k, _)| k == "mac")
-                .map(|(_, v)| v)
-                .unwrap_or(n);
-            mac(&s, node, &format!("{path}.mac"), &mut e)
-        });
-        let mtu: u16 = f.parse("mtu", "an MTU", &mut e).unwrap_or(1500);
-        if !(68..=9198).contains(&mtu) {
-            e.at(
-                n,
-                &format!("{path}.mtu"),
-                "MTU must be 68..=9198 (9,216-byte frames)",
-            );
-        }
-        let vrf = f.str("vrf", &mut e).unwrap_or_else(|| "default".into());
-        let up = match f.str("state", &mut e).as_deref() {
-            None | Some("up") => true,
-            Some("down") => false,
-            Some(s) => {
-                e.at(
-                    n,
-                    &format!("{path}.state"),
-                    format!("`{s}`: state is up or down"),
-                );
-                true
-            }
-        };
-        let mut ipv4 = Vec::new();
-        for (s, node, field) in f.list("ipv4", &mut e) {
-            match s
-                .split_once('/')
-                .map(|(a, l)| (a.parse::<std::net::Ipv4Addr>(), l.parse::<u8>()))
-            {
-                Some((Ok(a), Ok(l))) if (1..=32).contains(&l) => ipv4.push((u32::from(a), l)),
-                _ => e.at(node, &field, format!("`{s}` is not an IPv4 address/length")),
-            }
-        }
-        let mut ipv6 = Vec::new();
-        for (s, node, field) in f.list("ipv6", &mut e) {
-            match s
-                .split_once('/')
-                .map(|(a, l)| (a.parse::<std::net::Ipv6Addr>(), l.parse::<u8>()))
-            {
-                Some((Ok(a), Ok(l))) if (1..=128).contains(&l) => ipv6.push((u128::from(a), l)),
-                _ => e.at(node, &field, format!("`{s}` is not an IPv6 address/length")),
-            }
-        }
-        let services = services::parse_if_services(&mut f, n, &path, &mut e);
-        let host_name = f.str("host-name", &mut e);
-        f.finish(&mut e);
-        if let (Some(name), Some(port), Some(mac)) = (name, port, mac_v) {
-            let host_name = host_name.unwrap_or_else(|| format!("lr-{name}"));
-            if host_name.is_empty() || host_name.len() > 15 || host_name.contains(['/', ' ', ':']) {
-                e.at(
-                    n,
-                    &format!("{path}.host-name"),
-                    format!("`{host_name}` is not a Linux interface name (1-15 characters, no `/`, `:` or space); set `host-name`"),
-                );
-            }
-            cfg.interfaces.push(InterfaceCfg {
-                name,
-                port,
-                vlan,
-                mac,
-                mtu,
-                vrf,
-                up,
-                ipv4,
-                ipv6,
-                services,
-                host_name,
-                origin,
-            });
-        }
-    }
-    for (n, path) in seq(&mut top, "neighbors", &mut e) {
-        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
-            continue;
-        };
-        let origin = f.origin();
-        let interface = f.required("interface", &mut e);
-        let ip: Option<IpAddr> = f.parse("ip", "an IP address", &mut e);
-        if f.map.iter().all(|(k, _)| k != "ip") {
-            e.at(n, &format!("{path}.ip"), "`ip` is required");
-        }
-        let m = f
-            .required("mac", &mut e)
-            .and_then(|s| mac(&s, n, &format!("{path}.mac"), &mut e));
-        f.finish(&mut e);
-        if let (Some(interface), Some(ip), Some(mac)) = (interface, ip, m) {
-            cfg.neighbors.push(NeighborCfg {
-                interface,
-                ip,
-                mac,
-                origin,
-            });
-        }
-    }
-    for (n, path) in seq(&mut top, "routes", &mut e) {
-        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
-            continue;
-        };
-        let origin = f.origin();
-        let prefix = f
-            .required("prefix", &mut e)
-            .and_then(|s| match Prefix::parse(&s) {
-                Ok(p) => Some(p),
-                Err(m) => {
-                    e.at(n, &format!("{path}.prefix"), m);
-                    None
-                }
-            });
-        let vrf = f.str("vrf", &mut e).unwrap_or_else(|| "default".into());
-        let mut via = Vec::new();
-        for (s, node, field) in f.list("via", &mut e) {
-            match s.parse::<IpAddr>() {
-                Ok(a) => via.push(a),
-                Err(_) => e.at(node, &field, format!("`{s}` is not an IP address")),
-            }
-        }
-        let blackhole = f
-            .parse::<bool>("blackhole", "true or false", &mut e)
-            .unwrap_or(false);
-        let reject = f
-            .parse::<bool>("reject", "true or false", &mut e)
-            .unwrap_or(false);
-        f.finish(&mut e);
-        let target = match (via.is_empty(), blackhole, reject) {
-            (false, false, false) => Some(Target::Via(via)),
-            (true, true, false) => Some(Target::Blackhole),
-            (true, false, true) => Some(Target::Reject),
-            (true, false, false) => {
-                e.at(
-                    n,
-                    &path,
-                    "a route needs `via`, `blackhole: true` or `reject: true`",
-                );
-                None
-            }
-            _ => {
-                e.at(
-                    n,
-                    &path,
-                    "`via`, `blackhole` and `reject` exclude each other",
-                );
-                None
-            }
-        };
-        if let (Some(prefix), Some(target)) = (prefix, target) {
-            cfg.routes.push(RouteCfg {
-                vrf,
-                prefix,
-                target,
-                origin,
-            });
-        }
-    }
-    for (n, path) in seq(&mut top, "route-files", &mut e) {
-        let Some(mut f) = Fields::new(path.clone(), n, &mut e) else {
-            continue;
-        };
-        let origin = f.origin();
-        let p = f.required("path", &mut e);
-        let vrf = f.str("vrf", &mut e).unwrap_or_else(|| "default".into());
-        f.finish(&mut e);
-        if let Some(p) = p {
-            let full = dir.join(&p);
-            if !full.is_file() {
-                e.at(
-                    n,
-                    &format!("{path}.path"),
-                    format!("route file `{}` not found", full.display()),
-                );
-            }
-            cfg.route_files.push(RouteFileCfg {
-                path: full,
-                vrf,
-                origin,
-            });
-        }
-    }
+    interfaces::parse_ports(&mut top, &dir, &mut e, &mut cfg);
+    interfaces::parse_interfaces(&mut top, &mut e, &mut cfg);
+    routes::parse_neighbors(&mut top, &mut e, &mut cfg);
+    routes::parse_routes(&mut top, &mut e, &mut cfg);
+    routes::parse_route_files(&mut top, &dir, &mut e, &mut cfg);
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }
@@ -881,7 +593,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     // References are checked only between fields that are themselves valid; otherwise one typo
     // would be reported again as every reference to it.
     if e.list.is_empty() {
-        cross_check(&cfg, &mut e);
+        check::cross_check(&cfg, &mut e);
     }
     if e.list.is_empty() {
         Ok(cfg)
@@ -889,139 +601,6 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         e.list.sort_by_key(|x| (x.line, x.col));
         Err(ConfigErrors(e.list))
     }
-}
-
-/// Checks the references between sections: interfaces name ports and VRFs that exist, neighbours
-/// sit on a subnet of their interface, routes point at known neighbours.
-fn cross_check(cfg: &Config, e: &mut Errs) {
-    services::cross_check(cfg, e);
-    for (i, ifc) in cfg.interfaces.iter().enumerate() {
-        if !cfg.ports.iter().any(|p| p.name == ifc.port) {
-            e.origin(
-                &ifc.origin,
-                format!("interface `{}`: no port named `{}`", ifc.name, ifc.port),
-            );
-        }
-        if !cfg.vrfs.contains(&ifc.vrf) {
-            e.origin(
-                &ifc.origin,
-                format!("VRF `{}` is not defined under `vrfs`", ifc.vrf),
-            );
-        }
-        let dup = cfg.interfaces[..i]
-            .iter()
-            .any(|o| o.name == ifc.name || (o.port == ifc.port && o.vlan == ifc.vlan));
-        if dup {
-            e.origin(
-                &ifc.origin,
-                format!(
-                    "interface `{}` duplicates another (name, or port and VLAN)",
-                    ifc.name
-                ),
-            );
-        }
-    }
-    for nb in &cfg.neighbors {
-        let Some(ifc) = cfg.interfaces.iter().find(|i| i.name == nb.interface) else {
-            e.origin(&nb.origin, format!("no interface named `{}`", nb.interface));
-            continue;
-        };
-        if !on_subnet(ifc, nb.ip) {
-            e.origin(
-                &nb.origin,
-                format!("{} is not on a subnet of interface `{}`", nb.ip, ifc.name),
-            );
-        }
-    }
-    for r in &cfg.routes {
-        if !cfg.vrfs.contains(&r.vrf) {
-            e.origin(
-                &r.origin,
-                format!("VRF `{}` is not defined under `vrfs`", r.vrf),
-            );
-        }
-        if let Target::Via(v) = &r.target {
-            if v.len() > 64 {
-                e.origin(&r.origin, "at most 64 equal-cost next hops");
-            }
-            for a in v {
-                if a.is_ipv4() != matches!(r.prefix, Prefix::V4(..)) {
-                    e.origin(
-                        &r.origin,
-                        format!("next hop {a} is not of the prefix's family"),
-                    );
-                } else if find_neighbor(cfg, &r.vrf, *a).is_none()
-                    && find_connected(cfg, &r.vrf, *a).is_none()
-                {
-                    e.origin(
-                        &r.origin,
-                        format!(
-                            "next hop {a} is not a neighbor nor on a connected subnet in VRF `{}`",
-                            r.vrf
-                        ),
-                    );
-                }
-            }
-        }
-    }
-    if cfg.control_plane.taps {
-        for (i, a) in cfg.interfaces.iter().enumerate() {
-            if cfg.interfaces[..i]
-                .iter()
-                .any(|b| b.host_name == a.host_name)
-            {
-                e.origin(
-                    &a.origin,
-                    format!("host-name `{}` is used by two interfaces", a.host_name),
-                );
-            }
-        }
-    }
-    for rf in &cfg.route_files {
-        if !cfg.vrfs.contains(&rf.vrf) {
-            e.origin(
-                &rf.origin,
-                format!("VRF `{}` is not defined under `vrfs`", rf.vrf),
-            );
-        }
-    }
-}
-
-pub fn on_subnet(ifc: &InterfaceCfg, ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(a) => {
-            let a = u32::from(a);
-            ifc.ipv4.iter().any(|&(n, l)| {
-                let m = u32::MAX << (32 - l as u32);
-                a & m == n & m && a != n
-            })
-        }
-        IpAddr::V6(a) => {
-            let a = u128::from(a);
-            ifc.ipv6.iter().any(|&(n, l)| {
-                let m = u128::MAX << (128 - l as u32);
-                a & m == n & m && a != n
-            })
-        }
-    }
-}
-
-/// The interface of `vrf` whose subnet holds `ip` (a next hop resolved by ARP or ND).
-pub fn find_connected<'c>(cfg: &'c Config, vrf: &str, ip: IpAddr) -> Option<&'c InterfaceCfg> {
-    cfg.interfaces
-        .iter()
-        .find(|i| i.vrf == vrf && on_subnet(i, ip))
-}
-
-/// The neighbour entry for `ip` on an interface of `vrf`.
-pub fn find_neighbor<'c>(cfg: &'c Config, vrf: &str, ip: IpAddr) -> Option<&'c NeighborCfg> {
-    cfg.neighbors.iter().find(|n| {
-        n.ip == ip
-            && cfg
-                .interfaces
-                .iter()
-                .any(|i| i.name == n.interface && i.vrf == vrf)
-    })
 }
 
 #[cfg(test)]
@@ -1102,6 +681,181 @@ routes:
         assert!(e
             .iter()
             .any(|x| x.message.contains("did you mean 10.0.0.0/8")));
+    }
+
+    /// Two interfaces in `vrf`, with these addresses.
+    fn two_interfaces(a: &str, b: &str, vrf_b: &str) -> String {
+        format!(
+            "\
+vrfs: [blue]
+ports:
+  - {{ name: p0, driver: mem }}
+  - {{ name: p1, driver: mem }}
+interfaces:
+  - {{ name: p0, port: p0, mac: 02:00:00:00:00:01, {a} }}
+  - {{ name: p1, port: p1, mac: 02:00:00:00:00:02, vrf: {vrf_b}, {b} }}
+"
+        )
+    }
+
+    fn accepted(text: &str) -> bool {
+        parse(text, Path::new("lab.yaml")).is_ok()
+    }
+
+    #[test]
+    fn overlapping_subnets_are_refused_only_within_a_vrf() {
+        let t = two_interfaces("ipv4: [192.0.2.1/24]", "ipv4: [192.0.2.129/25]", "default");
+        let e = errors(&t);
+        assert_eq!(
+            (e[0].line, e[0].field.as_str()),
+            (7, "interfaces[1].ipv4[0]")
+        );
+        assert!(accepted(&two_interfaces(
+            "ipv4: [192.0.2.1/24]",
+            "ipv4: [192.0.2.129/25]",
+            "blue"
+        )));
+        assert!(accepted(&two_interfaces(
+            "ipv4: [192.0.2.1/25]",
+            "ipv4: [192.0.2.129/25]",
+            "default"
+        )));
+        // IPv6 too, but link-local subnets are per link.
+        let t = two_interfaces(
+            "ipv6: [\"2001:db8::1/64\"]",
+            "ipv6: [\"2001:db8::2/64\"]",
+            "default",
+        );
+        assert_eq!(errors(&t)[0].field, "interfaces[1].ipv6[0]");
+        assert!(accepted(&two_interfaces(
+            "ipv6: [\"fe80::1/64\"]",
+            "ipv6: [\"fe80::2/64\"]",
+            "default"
+        )));
+        let t = two_interfaces(
+            "ipv6: [\"fe80::1/64\", \"fe80::2/64\"]",
+            "ipv6: [\"fe80::3/64\"]",
+            "default",
+        );
+        assert_eq!(errors(&t)[0].field, "interfaces[0].ipv6[1]");
+    }
+
+    #[test]
+    fn network_and_broadcast_addresses_are_hosts_only_on_31_and_32() {
+        let one =
+            |a: &str| two_interfaces(&format!("ipv4: [{a}]"), "ipv4: [203.0.113.1/24]", "default");
+        assert!(errors(&one("192.0.2.0/24"))[0]
+            .message
+            .contains("network address of 192.0.2.0/24"));
+        assert!(errors(&one("192.0.2.127/25"))[0]
+            .message
+            .contains("broadcast address of 192.0.2.0/25"));
+        assert!(accepted(&one("192.0.2.0/31")));
+        assert!(accepted(&one("192.0.2.1/31")));
+        assert!(accepted(&one("192.0.2.0/32")));
+        assert!(accepted(&one("192.0.2.2/30")));
+    }
+
+    #[test]
+    fn a_prefix_is_configured_once_per_vrf() {
+        let twice = |second: &str| {
+            GOOD.replace(
+                "  - { prefix: 10.0.0.0/8, via: 192.0.2.2 }\n",
+                &format!("  - {{ prefix: 10.0.0.0/8, via: 192.0.2.2 }}\n  - {second}\n"),
+            )
+        };
+        // Identical duplicates are refused too: a later edit of one would make them differ.
+        let e = errors(&twice("{ prefix: 10.0.0.0/8, via: 192.0.2.2 }"));
+        assert_eq!((e[0].line, e[0].field.as_str()), (12, "routes[1]"));
+        assert!(e[0].message.contains("with the same target"), "{e:?}");
+        let e = errors(&twice("{ prefix: 10.0.0.0/8, reject: true }"));
+        assert!(e[0].message.contains("via 192.0.2.2; here reject"), "{e:?}");
+        assert!(accepted(&twice("{ prefix: 10.0.0.0/9, via: 192.0.2.2 }")));
+        let other_vrf = twice("{ prefix: 10.0.0.0/8, vrf: blue, blackhole: true }")
+            .replace("ports:", "vrfs: [blue]\nports:");
+        assert!(accepted(&other_vrf), "{:?}", errors(&other_vrf));
+    }
+
+    #[test]
+    fn buffers_are_bounded_by_the_machines_memory() {
+        let gib = 1u64 << 30;
+        assert!(check_buffers(16384, Some(gib)).is_ok());
+        assert!(check_buffers(16384, None).is_ok());
+        let e = check_buffers(1_000_000, Some(8 * gib)).unwrap_err();
+        assert!(
+            e.contains("1000000 buffers of 9408 bytes need 8.8 GiB"),
+            "{e}"
+        );
+        assert!(e.contains("at most 684784 buffers"), "{e}");
+        assert!(check_buffers(684_784, Some(8 * gib)).is_ok());
+        assert!(check_buffers(684_785, Some(8 * gib)).is_err());
+        assert!(check_buffers(usize::MAX, None).is_err());
+    }
+
+    #[test]
+    fn long_values_are_echoed_as_excerpts() {
+        assert_eq!(excerpt("short"), "short");
+        let long = "é".repeat(100);
+        assert_eq!(excerpt(&long), format!("{}…(200 bytes)", "é".repeat(40)));
+        let m = fields::shorten_quoted(&format!("`{long}` is not a port; `ok`"));
+        assert_eq!(
+            m,
+            format!("`{}…(200 bytes)` is not a port; `ok`", "é".repeat(40))
+        );
+    }
+
+    #[test]
+    fn undecodable_bytes_are_placed_by_line_and_character() {
+        assert_eq!(utf8_position(b"ab\ncd\xE9", 5), (2, 3));
+        assert_eq!(utf8_position(b"\xC3\xA9\xE9", 2), (1, 2));
+        let e = decode(
+            b"ports:\n  - { name: p\xE91, driver: mem }\n".to_vec(),
+            "x.yaml",
+        )
+        .unwrap_err()
+        .0;
+        assert_eq!(
+            (e[0].line, e[0].col, e[0].field.as_str()),
+            (2, 14, "ports[0].name")
+        );
+    }
+
+    #[test]
+    fn errors_are_printed_up_to_a_cap_with_their_count() {
+        let one = ConfigError {
+            file: "f".into(),
+            line: 1,
+            col: 2,
+            field: "x".into(),
+            message: "m".into(),
+        };
+        assert_eq!(
+            ConfigErrors(vec![one.clone()]).to_string(),
+            "f:1:2: x: m\n1 error; nothing was applied"
+        );
+        let s = ConfigErrors(vec![one; 25]).to_string();
+        assert_eq!(s.lines().count(), MAX_PRINTED + 2);
+        assert!(
+            s.ends_with("... and 5 more\n25 errors; nothing was applied"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_mapping_names_the_document() {
+        let e = errors("just words\n");
+        assert_eq!(
+            (e[0].line, e[0].col, e[0].field.as_str()),
+            (1, 1, "document")
+        );
+    }
+
+    #[test]
+    fn a_trailing_document_marker_is_a_second_document() {
+        let e = errors(&format!("{GOOD}---\n"));
+        assert_eq!((e[0].line, e[0].field.as_str()), (12, "document"));
+        // A leading `---` (and an end marker) around one document is fine.
+        assert!(accepted(&format!("---\n{GOOD}...\n")));
     }
 
     #[test]

@@ -41,7 +41,8 @@ use std::path::Path;
 use classify::Rule;
 
 use super::entry::{self, Family};
-use super::{seq, Errs, Fields, Origin};
+use super::fields::{seq, Errs, Fields};
+use super::Origin;
 use crate::yaml::Node;
 
 #[derive(Clone, Debug, PartialEq)]

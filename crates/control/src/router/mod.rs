@@ -12,7 +12,7 @@ use arc_swap::ArcSwap;
 use dataplane::tables::{Interface, NextHop, PortMap, Rewrite, SharedTables, Tables, Vrf, NO_IF};
 use fib::{EpochDomain, LpmConfig, LpmWriter};
 
-use crate::config::{find_connected, find_neighbor, Config, Prefix, Target};
+use crate::config::{find_connected, find_neighbor, Config, ConfigError, Prefix, Target};
 use packet::ethernet::MacAddr;
 
 mod paths;
@@ -83,6 +83,49 @@ fn host_prefix(ip: IpAddr) -> Prefix {
         IpAddr::V4(a) => Prefix::V4(u32::from(a), 32),
         IpAddr::V6(a) => Prefix::V6(u128::from(a), 128),
     }
+}
+
+/// The errors found in route files: the first few in full, and how many in all (a file of a
+/// million bad lines must not become a million error records).
+#[derive(Default)]
+struct RouteFileErrors {
+    first: Vec<ConfigError>,
+    total: usize,
+}
+
+impl RouteFileErrors {
+    fn push(&mut self, file: &str, line: usize, col: usize, field: &str, message: String) {
+        self.total += 1;
+        if self.first.len() < crate::config::MAX_PRINTED {
+            self.first.push(ConfigError {
+                file: file.to_string(),
+                line,
+                col,
+                field: field.to_string(),
+                message: crate::config::excerpt_quoted(&message),
+            });
+        }
+    }
+}
+
+/// The words of a route-file line, each with its column (1-based, in characters).
+fn words(line: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start: Option<(usize, usize)> = None;
+    for (col, (i, c)) in line.char_indices().enumerate() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some((col + 1, i)),
+            (true, Some((sc, si))) => {
+                out.push((sc, &line[si..i]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some((sc, si)) = start {
+        out.push((sc, &line[si..]));
+    }
+    out
 }
 
 /// An error while loading routes or building tables: says which file and line when it can.
@@ -196,8 +239,16 @@ impl Router {
         r.install_connected()?;
         r.install_static()?;
         let files = r.cfg.route_files.clone();
+        // Every bad line of every file is reported at once, as for the config itself.
+        let mut errors = RouteFileErrors::default();
         for rf in &files {
-            r.load_route_file(&rf.path, &rf.vrf)?;
+            r.read_route_file(&rf.path, &rf.vrf, &mut errors);
+        }
+        if errors.total > 0 {
+            return Err(BuildError(crate::config::report(
+                &errors.first,
+                errors.total,
+            )));
         }
         r.sealed = true;
         // Fills this router's own (not yet shared) tables.
@@ -497,18 +548,21 @@ impl Router {
         for rc in self.cfg.routes.clone() {
             let nh = self.resolve(&rc.vrf, &rc.target).map_err(|m| {
                 BuildError(format!(
-                    "{}:{}: {}: {m}",
+                    "{}:{}:{}: {}: {m}",
                     self.cfg.source.display(),
                     rc.origin.line,
+                    rc.origin.col,
                     rc.origin.field
                 ))
             })?;
             let vrf = self.vrf_index(&rc.vrf);
             self.add(vrf, rc.prefix, nh).map_err(|e| {
                 BuildError(format!(
-                    "{}:{}: {e}",
+                    "{}:{}:{}: {}: {e}",
                     self.cfg.source.display(),
-                    rc.origin.line
+                    rc.origin.line,
+                    rc.origin.col,
+                    rc.origin.field
                 ))
             })?;
         }
@@ -520,51 +574,153 @@ impl Router {
     }
 
     /// Loads a route file: one route per line, `PREFIX/LEN via ADDR[,ADDR...]`, `PREFIX/LEN
-    /// blackhole` or `PREFIX/LEN reject`; `#` starts a comment. Returns the number of routes.
+    /// blackhole` or `PREFIX/LEN reject`; `#` starts a comment. Returns the number of routes, or
+    /// every bad line's error (the first [`crate::config::MAX_PRINTED`] of them, with the count).
     pub fn load_route_file(&mut self, path: &Path, vrf: &str) -> Result<usize, BuildError> {
-        let f = std::fs::File::open(path)
-            .map_err(|e| BuildError(format!("{}: {e}", path.display())))?;
+        let mut errors = RouteFileErrors::default();
+        let n = self.read_route_file(path, vrf, &mut errors);
+        if errors.total > 0 {
+            return Err(BuildError(crate::config::report(
+                &errors.first,
+                errors.total,
+            )));
+        }
+        Ok(n)
+    }
+
+    fn read_route_file(&mut self, path: &Path, vrf: &str, errors: &mut RouteFileErrors) -> usize {
+        let file = path.display().to_string();
+        let f = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                errors.push(&file, 1, 1, "path", format!("cannot read: {e}"));
+                return 0;
+            }
+        };
         let vrf_i = self.vrf_index(vrf);
         let mut n = 0;
         let mut cache: HashMap<String, u32> = HashMap::new();
-        for (i, line) in BufReader::new(f).lines().enumerate() {
-            let at = |m: String| BuildError(format!("{}:{}: {m}", path.display(), i + 1));
-            let line = line.map_err(|e| at(e.to_string()))?;
-            let line = line.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
+        let mut reader = BufReader::new(f);
+        let mut raw = Vec::new();
+        let mut lineno = 0;
+        loop {
+            raw.clear();
+            match reader.read_until(b'\n', &mut raw) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    errors.push(&file, lineno + 1, 1, "line", format!("cannot read: {e}"));
+                    break;
+                }
             }
-            let mut it = line.split_whitespace();
-            let p = Prefix::parse(it.next().unwrap_or_default()).map_err(at)?;
-            let rest: Vec<&str> = it.collect();
-            let target_text = rest.join(" ");
-            let nh = match cache.get(&target_text) {
-                Some(&nh) => nh,
-                None => {
-                    let t = match rest.as_slice() {
-                        ["via", list] => Target::Via(
-                            list.split(',')
-                                .map(|a| a.parse().map_err(|_| format!("`{a}` is not an IP address")))
-                                .collect::<Result<_, _>>()
-                                .map_err(at)?,
-                        ),
-                        ["blackhole"] => Target::Blackhole,
-                        ["reject"] => Target::Reject,
-                        _ => {
-                            return Err(at(format!(
-                                "expected `via ADDR[,ADDR...]`, `blackhole` or `reject` after the prefix, found `{target_text}`"
-                            )))
-                        }
-                    };
-                    let nh = self.resolve(vrf, &t).map_err(at)?;
-                    cache.insert(target_text, nh);
-                    nh
+            lineno += 1;
+            let line = match std::str::from_utf8(&raw) {
+                Ok(s) => s,
+                Err(e) => {
+                    let at = e.valid_up_to();
+                    let col = std::str::from_utf8(&raw[..at]).map_or(at, |s| s.chars().count()) + 1;
+                    errors.push(
+                        &file,
+                        lineno,
+                        col,
+                        "line",
+                        format!("byte 0x{:02X} is not UTF-8 text", raw[at]),
+                    );
+                    continue;
                 }
             };
-            self.add(vrf_i, p, nh).map_err(|e| at(e.0))?;
-            n += 1;
+            let line = line.split('#').next().unwrap_or("");
+            let words = words(line);
+            let Some(&(pcol, ptext)) = words.first() else {
+                continue;
+            };
+            let mut at =
+                |col: usize, field: &str, m: String| errors.push(&file, lineno, col, field, m);
+            let p = match Prefix::parse(ptext) {
+                Ok(p) => Some(p),
+                Err(m) => {
+                    at(pcol, "prefix", m);
+                    None
+                }
+            };
+            let rest: Vec<&str> = words[1..].iter().map(|w| w.1).collect();
+            let target_text = rest.join(" ");
+            let nh = match cache.get(&target_text) {
+                Some(&nh) => Some(nh),
+                None => {
+                    let tcol = words
+                        .get(1)
+                        .map_or(line.trim_end().chars().count() + 1, |w| w.0);
+                    let t = match rest.as_slice() {
+                        ["via", list] => {
+                            let lcol = words[2].0;
+                            let mut via = Vec::new();
+                            let mut ok = true;
+                            let mut off = 0;
+                            for a in list.split(',') {
+                                let col = lcol + list[..off].chars().count();
+                                off += a.len() + 1;
+                                let ip: Option<IpAddr> = a.parse().ok();
+                                let problem = match ip {
+                                    None => Some(format!("`{a}` is not an IP address")),
+                                    Some(ip) if p.is_some_and(|p| matches!(p, Prefix::V4(..)) != ip.is_ipv4()) => {
+                                        Some(format!("next hop {ip} is not of the prefix's family"))
+                                    }
+                                    Some(ip) if find_neighbor(&self.cfg, vrf, ip).is_none()
+                                        && find_connected(&self.cfg, vrf, ip).is_none() =>
+                                    {
+                                        Some(format!(
+                                            "next hop {ip} is not a neighbor nor on a connected subnet in VRF `{vrf}`"
+                                        ))
+                                    }
+                                    Some(ip) => {
+                                        via.push(ip);
+                                        None
+                                    }
+                                };
+                                if let Some(m) = problem {
+                                    at(col, "via", m);
+                                    ok = false;
+                                }
+                            }
+                            ok.then_some(Target::Via(via))
+                        }
+                        ["blackhole"] => Some(Target::Blackhole),
+                        ["reject"] => Some(Target::Reject),
+                        // A lone word that is no prefix: one error, not two.
+                        [] if p.is_none() => None,
+                        _ => {
+                            at(
+                                tcol,
+                                "target",
+                                format!(
+                                    "expected `via ADDR[,ADDR...]`, `blackhole` or `reject` after the prefix, found `{target_text}`"
+                                ),
+                            );
+                            None
+                        }
+                    };
+                    match t.map(|t| self.resolve(vrf, &t)) {
+                        Some(Ok(nh)) => {
+                            cache.insert(target_text, nh);
+                            Some(nh)
+                        }
+                        Some(Err(m)) => {
+                            at(tcol, "via", m);
+                            None
+                        }
+                        None => None,
+                    }
+                }
+            };
+            if let (Some(p), Some(nh)) = (p, nh) {
+                match self.add(vrf_i, p, nh) {
+                    Ok(()) => n += 1,
+                    Err(e) => at(pcol, "prefix", e.0),
+                }
+            }
         }
-        Ok(n)
+        n
     }
 
     /// The small tables as the workers should see them: interfaces on ports that are out of
