@@ -369,6 +369,18 @@ fn class_e_destinations_are_not_forwarded_even_with_a_default_route() {
     assert_eq!(bed.snapshot().drop_count(DropReason::Ip4Martian), 4);
 }
 
+#[test]
+fn class_e_is_forwarded_where_the_network_routes_it() {
+    let text = CONFIG.replace("ICMP_RATE", "1000").replace(
+        "router: { workers: 1, icmp-rate: 1000 }",
+        "router: { workers: 1, icmp-rate: 1000, route-class-e: true }",
+    ) + "  - { prefix: 240.0.0.0/4, via: 198.51.100.2 }\n";
+    let mut bed = Bed::from_text(&text);
+    let out = bed.send(0, &[ip4_frame([240, 1, 2, 3], 64, 30, false, 17, 1)]);
+    assert_eq!(out[1].len(), 1);
+    assert_eq!(bed.snapshot().drop_count(DropReason::Ip4Martian), 0);
+}
+
 /// `f` with its destination MAC replaced.
 fn to_mac(mut f: Vec<u8>, mac: [u8; 6]) -> Vec<u8> {
     f[0..6].copy_from_slice(&mac);

@@ -2,7 +2,7 @@
 //! name the file, line and field. Nothing is applied until the whole file is valid.
 //!
 //! ```yaml
-//! router: { workers: 1, icmp-rate: 1000 }
+//! router: { workers: 1, icmp-rate: 1000 }   # route-class-e: true forwards to 240.0.0.0/4
 //! limits: { ipv4-routes: 4000000, ipv6-routes: 1000000 }
 //! ports:
 //!   - { name: p0, driver: pcap, rx: in0.pcap, tx: out0.pcap }
@@ -134,6 +134,9 @@ pub struct Config {
     /// CPUs to pin workers to, in order; empty for no pinning.
     pub cores: Vec<usize>,
     pub icmp_rate: u32,
+    /// Forward IPv4 to class E destinations (240.0.0.0/4), which RFC 1812 5.3.7 says a router
+    /// should not (`router.route-class-e`, off by default).
+    pub route_class_e: bool,
     pub buffers: usize,
     pub max_v4_routes: usize,
     pub max_v6_routes: usize,
@@ -437,6 +440,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         workers: 1,
         cores: Vec::new(),
         icmp_rate: 1000,
+        route_class_e: false,
         buffers: 16384,
         max_v4_routes: 4_000_000,
         max_v6_routes: 1_000_000,
@@ -487,6 +491,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             }
             if let Some(r) = f.parse("icmp-rate", "a rate (messages per second)", &mut e) {
                 cfg.icmp_rate = r;
+            }
+            if let Some(c) = f.parse("route-class-e", "true or false", &mut e) {
+                cfg.route_class_e = c;
             }
             if let Some(b) = f.parse::<usize>("buffers", "a buffer count", &mut e) {
                 let at = f.node("buffers").unwrap_or(n);

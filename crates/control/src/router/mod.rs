@@ -775,7 +775,7 @@ impl Router {
                 .collect(),
             icmp_rate: self.cfg.icmp_rate,
             any_features: self.services.features.iter().any(|f| f.is_some()),
-            route_class_e: false,
+            route_class_e: self.cfg.route_class_e,
             features: self.services.features.clone().into_boxed_slice(),
             flow: self.services.flow.clone(),
             acl_log: self.services.acl_log.clone(),
