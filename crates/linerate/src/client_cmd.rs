@@ -408,6 +408,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                             q.join(" ")
                         },
                         s(&p["rx_packets"]),
+                        s(&p["rx_errors"]),
                         s(&p["tx_packets"]),
                     ]
                 })
@@ -420,6 +421,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                     "State",
                     "Queues",
                     "RX frames",
+                    "RX errors",
                     "TX frames",
                 ],
                 rows,
@@ -536,13 +538,21 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                             s(&p["port"]),
                             s(&p["rx_packets"]),
                             s(&p["rx_bytes"]),
+                            s(&p["rx_errors"]),
                             s(&p["tx_packets"]),
                             s(&p["tx_bytes"]),
                         ]
                     })
                     .collect();
                 let mut out = table(
-                    &["Port", "RX frames", "RX bytes", "TX frames", "TX bytes"],
+                    &[
+                        "Port",
+                        "RX frames",
+                        "RX bytes",
+                        "RX errors",
+                        "TX frames",
+                        "TX bytes",
+                    ],
                     rows,
                 );
                 out.push_str(&format!(
