@@ -14,6 +14,9 @@ captures do), and pcapng files, compared frame for frame with the same capture a
 | badheader.pcap     | 5 x 60 B, record 2 claims 0x7fffffff B   | rx 1, rx_errors 1, error, rc != 0 |
 | lt30000001.pcap    | 3 x 60 B, link type 0x30000001           | read as Ethernet, rc 0            |
 | in.pcapng          | in.pcap (60..1400 B) made pcapng by editcap | out1 as for in.pcap            |
+
+Output: a `tx` file named `.pcapng` is pcapng, its interface named after the port, every frame
+outbound; tshark reads the same frames from it as from the classic pcap of the same run.
 """
 
 from __future__ import annotations
@@ -71,9 +74,10 @@ def record(f: bytes, caplen: int | None = None) -> bytes:
     return struct.pack("<IIII", 1, 0, len(f) if caplen is None else caplen, len(f)) + f
 
 
-def run(linerate_bin: Path, folder: Path, rx: str) -> subprocess.CompletedProcess:
+def run(linerate_bin: Path, folder: Path, rx: str, tx1: str = "out1.pcap"
+        ) -> subprocess.CompletedProcess:
     config = folder / f"{rx}.yaml"
-    config.write_text(CONFIG.replace("{rx}", rx))
+    config.write_text(CONFIG.replace("{rx}", rx).replace("out1.pcap", tx1))
     return subprocess.run([str(linerate_bin), "run", str(config), "--json"], cwd=folder,
                           capture_output=True, text=True, timeout=RUN_TIMEOUT)
 
@@ -219,3 +223,21 @@ def test_truncated_pcapng_fails_the_run(linerate_bin: Path, tmp_path: Path, edit
     p0 = port(r, "p0")
     assert (p0["rx_packets"], p0["rx_errors"]) == (4, 1), p0
     assert "cut.pcapng: record 5 at byte offset" in r.stderr, r.stderr
+
+
+def test_pcapng_output_names_the_port_and_marks_frames_outbound(linerate_bin: Path,
+                                                                tmp_path: Path, tshark: str):
+    frames = [frame(f"10.1.{i}.{i + 1}", 60 + i * 67) for i in range(10)]
+    (tmp_path / "in.pcap").write_bytes(file_header() + b"".join(map(record, frames)))
+    r = run(linerate_bin, tmp_path, "in.pcap", tx1="out1.pcapng")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out1.pcapng"
+    assert out.read_bytes()[:4] == bytes.fromhex("0a0d0d0a")
+    p = subprocess.run([tshark, "-r", str(out), "-T", "fields", "-e", "frame.interface_name",
+                        "-e", "frame.packet_flags_direction", "-e", "frame.len", "-e", "eth.dst",
+                        "-e", "ip.dst", "-e", "ip.ttl"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = [tuple(ln.split("\t")) for ln in p.stdout.splitlines() if ln.strip()]
+    assert rows == [("p1", "0x00000002", str(len(f)), "02:00:00:00:01:02",
+                     f"10.1.{i}.{i + 1}", "63") for i, f in enumerate(frames)], rows

@@ -320,7 +320,9 @@ impl Runtime {
                     });
                 }
                 let tx = match txf {
-                    Some(p) => Some(Box::new(PcapTx::create(p).map_err(BuildError)?) as Box<_>),
+                    Some(p) => {
+                        Some(Box::new(PcapTx::create(p, &pc.name).map_err(BuildError)?) as Box<_>)
+                    }
                     None => None,
                 };
                 PortDriver::Pcap { tx, rx_report }

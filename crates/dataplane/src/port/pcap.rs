@@ -1,6 +1,8 @@
 //! Capture-file ports: a pcap or pcapng file is read as the receive queue, transmitted frames are
-//! written to a pcap file. `linerate run` stops when every input capture is drained, which makes
-//! a pcap-in, pcap-out run a scriptable test of the whole forwarding path.
+//! written to a capture file (pcapng if its name ends in `.pcapng`, with one interface named
+//! after the port and every frame marked outbound; classic pcap otherwise). `linerate run` stops
+//! when every input capture is drained, which makes a pcap-in, pcap-out run a scriptable test of
+//! the whole forwarding path.
 //!
 //! Every record read is either delivered (counted in the port's `rx_packets`) or skipped and
 //! counted in its `rx_errors`, so records in = `rx_packets` + `rx_errors`:
@@ -19,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use packet::capture::{AnyReader, Frame};
 use packet::pcap::{self, Position};
+use packet::pcapng;
 
 use super::{RxQueue, TxQueue};
 use crate::buffer::{BufCache, PktBuf, MAX_FRAME};
@@ -185,17 +188,36 @@ impl RxQueue for PcapRx {
     }
 }
 
+enum Writer {
+    Pcap(pcap::Writer<BufWriter<File>>),
+    PcapNg(pcapng::Writer<BufWriter<File>>),
+}
+
 pub struct PcapTx {
-    writer: pcap::Writer<BufWriter<File>>,
+    writer: Writer,
     start: std::time::Instant,
 }
 
 impl PcapTx {
-    pub fn create(path: &Path) -> Result<Self, String> {
-        let f = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let writer =
-            pcap::Writer::new(BufWriter::new(f), pcap::LINKTYPE_ETHERNET, MAX_FRAME as u32)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+    /// Creates the file; `port` names the pcapng interface.
+    pub fn create(path: &Path, port: &str) -> Result<Self, String> {
+        let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let f = BufWriter::new(File::create(path).map_err(|e| err(&e))?);
+        let writer = if path.extension().is_some_and(|e| e == "pcapng") {
+            let mut w = pcapng::Writer::new(f, "linerate").map_err(|e| err(&e))?;
+            w.add_interface(&pcapng::InterfaceDesc {
+                linktype: pcap::LINKTYPE_ETHERNET as u16,
+                snaplen: MAX_FRAME as u32,
+                name: Some(port),
+                description: Some(&format!("linerate: frames sent on port {port}")),
+            })
+            .map_err(|e| err(&e))?;
+            Writer::PcapNg(w)
+        } else {
+            let w = pcap::Writer::new(f, pcap::LINKTYPE_ETHERNET, MAX_FRAME as u32)
+                .map_err(|e| err(&e))?;
+            Writer::Pcap(w)
+        };
         Ok(Self {
             writer,
             start: std::time::Instant::now(),
@@ -210,14 +232,28 @@ impl TxQueue for PcapTx {
         for b in pkts.drain(..) {
             // A write error (disk full) loses the frame; it is counted as sent and the error shows
             // at flush. Files are a test and replay aid, not a production path.
-            let _ = self.writer.write(ts, b.data());
+            let _ = match &mut self.writer {
+                Writer::Pcap(w) => w.write(ts, b.data()),
+                Writer::PcapNg(w) => w.write_packet(&pcapng::PacketOut {
+                    interface: 0,
+                    ts_nanos: ts,
+                    data: b.data(),
+                    orig_len: b.len(),
+                    flags: Some(pcapng::FLAG_OUTBOUND),
+                    dropcount: None,
+                    comment: None,
+                }),
+            };
             cache.free(b);
         }
         n
     }
 
     fn flush(&mut self) {
-        let _ = self.writer.flush();
+        let _ = match &mut self.writer {
+            Writer::Pcap(w) => w.flush(),
+            Writer::PcapNg(w) => w.flush(),
+        };
     }
 }
 

@@ -166,3 +166,31 @@ fn open_refuses_what_it_cannot_read() {
     let mut rx = PcapRx::open(&path).unwrap();
     assert_eq!(drain(&mut rx), (vec![60], 0));
 }
+
+#[test]
+fn transmitted_frames_go_to_pcap_or_pcapng_by_the_name() {
+    let (t, _) = TempCapture::new("tx", b"");
+    let mut cache = BufCache::new(Pool::new(8));
+    for (name, magic) in [
+        ("out.pcap", [0x4d, 0x3c, 0xb2, 0xa1]),
+        ("out.pcapng", [10, 13, 13, 10]),
+    ] {
+        let path = t.dir.join(name);
+        let mut tx = PcapTx::create(&path, "p1").unwrap();
+        let mut b = cache.alloc().unwrap();
+        b.fill(&[5; 60]);
+        let mut v = vec![b];
+        assert_eq!(tx.tx_burst(&mut v, &mut cache), 1);
+        tx.flush();
+        let f = std::fs::read(&path).unwrap();
+        assert_eq!(f[..4], magic, "{name}");
+        let mut r = AnyReader::new(&f[..]).unwrap();
+        let mut buf = Vec::new();
+        let rec = r.next_into(&mut buf).unwrap().unwrap();
+        assert_eq!((rec.caplen, rec.orig_len, buf), (60, 60, vec![5; 60]));
+        if let AnyReader::PcapNg(ng) = &r {
+            assert_eq!(ng.interfaces().len(), 1);
+            assert!(f.windows(4).any(|w| w == b"p1\0\0"), "if_name p1");
+        }
+    }
+}
