@@ -1,6 +1,7 @@
 //! Golden bytes for the pcapng reader and writer; tshark and capinfos read these files as the
 //! comments say.
 
+use super::writer::option_str;
 use super::*;
 
 /// What `Writer` produces for: application "linerate"; interface "p0", Ethernet, snaplen 65535;
