@@ -12,6 +12,7 @@ loss measured here is the router's doing, not the (2-core) machine's.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -231,6 +232,56 @@ def test_capture_under_traffic_decodes_in_tshark_and_costs_no_frames(bench, tsha
     # 2 streams x 20% of 100 Mbit/s in 128-byte frames (84,459 frames/s at 100%) for 6 s, less
     # what the tester could not send in time.
     assert 0.8 * (2 * 84_459.46 * 0.2 * 6) <= t["tx"] <= 2 * 84_459.46 * 0.2 * 6 + 100
+
+
+def test_capture_pcapng_names_each_point_and_keeps_direction_and_length(bench, tshark,
+                                                                          tmp_path):
+    """A `.pcapng` capture of p0's both sides and of ip4-forward's output towards p0, cut to 64
+    bytes: tshark shows one interface per capture point by name, each frame's direction, and
+    the 124-byte frames' original length. The same capture named `.pcap` is classic pcap, and
+    keeps the original length too."""
+    b = bench(*PATTERN_ARGS, "--load", "20", "--seconds", "8")
+    # Enough frames to span several vectors: within one, a point's frames come in one run.
+    ng = tmp_path / "p0.pcapng"
+    n = capture(b, ng, "-i", "p0", "--direction", "both", "--node", "ip4-forward", "-s", "64",
+                "-c", "1000", "udp")
+    classic = tmp_path / "p0.pcap"
+    assert capture(b, classic, "-i", "p0", "-s", "64", "-c", "5", "udp") == 5
+    assert b.running(), "the captures should have happened during the trial"
+    assert n == 1000
+    assert ng.read_bytes()[:4] == bytes.fromhex("0a0d0d0a"), "a pcapng section header"
+    r = subprocess.run([tshark, "-r", str(ng), "-V", "-c", "200"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(re.findall(r"^Frame \d+: 124 bytes on wire .*, 64 bytes captured .* on interface "
+                          r"p0(/ip4-forward)?, id \d \((in|out)bound\)$", r.stdout, re.M)) == 200, \
+        r.stdout[:3000]
+    frames = decode(tshark, ng, "frame.interface_name", "frame.packet_flags_direction",
+                    "frame.len", "frame.cap_len", "eth.src", "eth.dst")
+    assert len(frames) == n
+    seen = set()
+    for name, direction, flen, caplen, esrc, edst in frames:
+        assert (flen, caplen) == ("124", "64"), "cut to 64 bytes, original length kept"
+        # Received on p0: from p0's neighbour. Sent on p0, and ip4-forward's output towards
+        # p0: from the router to p0's neighbour.
+        inbound = esrc == NBR_MAC["p0"]
+        want = {("p0", True): "0x00000001", ("p0", False): "0x00000002",
+                ("p0/ip4-forward", False): "0x00000002"}.get((name, inbound))
+        assert direction == want, (name, direction, esrc, edst)
+        if not inbound:
+            assert (esrc, edst) == (ROUTER_MAC["p0"], NBR_MAC["p0"])
+        seen.add((name, inbound))
+    assert seen == {("p0", True), ("p0", False), ("p0/ip4-forward", False)}, seen
+    ifaces = subprocess.run([tshark, "-r", str(ng), "-V", "-c", "1000", "-T", "fields",
+                             "-e", "frame.interface_description"], capture_output=True,
+                            text=True, timeout=120).stdout.split("\n")
+    assert "linerate: the output of ip4-forward on port p0" in ifaces
+    assert "linerate: frames received and sent on port p0" in ifaces
+
+    assert classic.read_bytes()[:4] == bytes.fromhex("4d3cb2a1")
+    assert decode(tshark, classic, "frame.len", "frame.cap_len") == [("124", "64")] * 5
+    t = only_trial(b.finish())
+    assert_clean(t)
 
 
 # ---------------------------------------------------------------------------------------------

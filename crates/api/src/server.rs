@@ -485,25 +485,16 @@ async fn capture(State(c): Shared, body: Bytes) -> Response {
         Ok(x) => x,
         Err(e) => return error(e),
     };
-    let res = tokio::task::spawn_blocking(move || c.capture(&r)).await;
+    let res = tokio::task::spawn_blocking(move || c.capture_file(&r)).await;
     match res {
-        Ok(Ok(frames)) => {
-            let mut w = match packet::pcap::Writer::new(Vec::new(), 1, 65535) {
-                Ok(w) => w,
-                Err(e) => return error(ApiError::internal(format!("pcap: {e:?}"))),
-            };
-            for f in &frames {
-                if let Err(e) = w.write(f.unix_ns, &f.data) {
-                    return error(ApiError::internal(format!("pcap: {e:?}")));
-                }
-            }
+        Ok(Ok(f)) => {
             let mut headers = HeaderMap::new();
             headers.insert(
                 header::CONTENT_TYPE,
-                "application/vnd.tcpdump.pcap".parse().expect("static"),
+                f.format.content_type().parse().expect("static"),
             );
-            headers.insert("x-linerate-frames", frames.len().into());
-            (StatusCode::OK, headers, w.into_inner()).into_response()
+            headers.insert("x-linerate-frames", f.frames.into());
+            (StatusCode::OK, headers, f.bytes).into_response()
         }
         Ok(Err(e)) => error(e),
         Err(e) => error(ApiError::internal(e.to_string())),

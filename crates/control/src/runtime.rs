@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use dataplane::counters::MAX_PORTS;
 use dataplane::port::mem::{ring, RingRx, RingTx};
-use dataplane::port::pcap::{PcapRx, PcapTx};
+use dataplane::port::pcap::{PcapRx, PcapTx, RxReport};
 use dataplane::port::replay::{ReplayRx, SinkTx};
 use dataplane::port::{RxQueue, TxQueue};
 use dataplane::tap::Taps;
@@ -149,9 +149,11 @@ enum PortDriver {
     Mem {
         inbox: Arc<Inbox>,
     },
-    /// The capture file writer, while no worker holds it (only one can).
+    /// The capture file writer, while no worker holds it (only one can), and how reading the
+    /// input file ended.
     Pcap {
         tx: Option<Box<dyn TxQueue>>,
+        rx_report: Option<Arc<RxReport>>,
     },
     Replay,
     /// A Linux device through AF_PACKET: each worker opens its own transmit socket.
@@ -311,18 +313,23 @@ impl Runtime {
         let mut rx: Vec<RxSlot> = Vec::new();
         let driver = match &pc.driver {
             Driver::Pcap { rx: rxf, tx: txf } => {
+                let mut rx_report = None;
                 if let Some(p) = rxf {
+                    let q = PcapRx::open(p).map_err(BuildError)?;
+                    rx_report = Some(q.report());
                     rx.push(RxSlot {
                         port: idx,
                         queue: 0,
-                        q: Box::new(PcapRx::open(p).map_err(BuildError)?),
+                        q: Box::new(q),
                     });
                 }
                 let tx = match txf {
-                    Some(p) => Some(Box::new(PcapTx::create(p).map_err(BuildError)?) as Box<_>),
+                    Some(p) => {
+                        Some(Box::new(PcapTx::create(p, &pc.name).map_err(BuildError)?) as Box<_>)
+                    }
                     None => None,
                 };
-                PortDriver::Pcap { tx }
+                PortDriver::Pcap { tx, rx_report }
             }
             Driver::Mem => {
                 let inbox = Arc::new(Inbox::default());
@@ -413,7 +420,7 @@ impl Runtime {
                 inbox.push(r);
                 Some(Box::new(t))
             }
-            PortDriver::Pcap { tx } => tx.take(),
+            PortDriver::Pcap { tx, .. } => tx.take(),
             PortDriver::Replay => Some(Box::new(SinkTx {
                 frames: Arc::new(AtomicU64::new(0)),
             })),
@@ -437,7 +444,7 @@ impl Runtime {
     /// Takes a queue back from a worker (the port is going away or out of service).
     fn return_tx(&mut self, idx: usize, q: Box<dyn TxQueue>) {
         if let Some(Some(p)) = self.ports.get_mut(idx) {
-            if let PortDriver::Pcap { tx } = &mut p.driver {
+            if let PortDriver::Pcap { tx, .. } = &mut p.driver {
                 *tx = Some(q);
             }
         }
@@ -583,7 +590,7 @@ impl Runtime {
         // A pcap writer it held goes to a worker that has none.
         for idx in 0..self.ports.len() {
             if let Some(Some(PortRt {
-                driver: PortDriver::Pcap { tx: Some(_) },
+                driver: PortDriver::Pcap { tx: Some(_), .. },
                 ..
             })) = self.ports.get(idx)
             {
@@ -744,6 +751,21 @@ impl Runtime {
     /// Totals over all workers, for every port slot.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::sum(&self.all_counters(), self.ports.len().max(1))
+    }
+
+    /// How reading each input capture file ends, by port name: a report's error is set once a
+    /// file turns out damaged (cut short, an impossible record header).
+    pub fn capture_reports(&self) -> Vec<(String, Arc<RxReport>)> {
+        self.ports
+            .iter()
+            .flatten()
+            .filter_map(|p| match &p.driver {
+                PortDriver::Pcap {
+                    rx_report: Some(r), ..
+                } => Some((p.name.clone(), r.clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Waits for workers that stop by themselves (drained capture files).

@@ -86,6 +86,9 @@ impl DropReason {
 pub struct PortCounters {
     pub rx_packets: AtomicU64,
     pub rx_bytes: AtomicU64,
+    /// Frames that arrived but could not be taken in: for a capture file, records skipped
+    /// (longer than a buffer, not Ethernet) or unreadable. Not in `rx_packets`.
+    pub rx_errors: AtomicU64,
     pub tx_packets: AtomicU64,
     pub tx_bytes: AtomicU64,
 }
@@ -129,6 +132,7 @@ impl WorkerCounters {
 pub struct Snapshot {
     pub rx_packets: Vec<u64>,
     pub rx_bytes: Vec<u64>,
+    pub rx_errors: Vec<u64>,
     pub tx_packets: Vec<u64>,
     pub tx_bytes: Vec<u64>,
     pub drops: Vec<u64>,
@@ -145,6 +149,7 @@ impl Snapshot {
         let mut s = Snapshot {
             rx_packets: vec![0; ports],
             rx_bytes: vec![0; ports],
+            rx_errors: vec![0; ports],
             tx_packets: vec![0; ports],
             tx_bytes: vec![0; ports],
             drops: vec![0; DROP_COUNT],
@@ -155,6 +160,7 @@ impl Snapshot {
             for (p, c) in w.ports.iter().enumerate().take(ports) {
                 s.rx_packets[p] += r(&c.rx_packets);
                 s.rx_bytes[p] += r(&c.rx_bytes);
+                s.rx_errors[p] += r(&c.rx_errors);
                 s.tx_packets[p] += r(&c.tx_packets);
                 s.tx_bytes[p] += r(&c.tx_bytes);
             }

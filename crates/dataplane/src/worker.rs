@@ -196,6 +196,10 @@ impl Worker {
             let mut did = 0;
             for s in rx.iter_mut() {
                 let n = s.q.rx_burst(&mut ctx.cache, &mut buf, VECTOR);
+                let lost = s.q.take_rx_errors();
+                if lost > 0 {
+                    bump(&counters.ports[s.port as usize].rx_errors, lost);
+                }
                 if n == 0 {
                     continue;
                 }

@@ -233,9 +233,14 @@ pub struct CaptureArgs {
     /// Stop waiting after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub timeout: f64,
-    /// The pcap file to write.
+    /// The capture file to write: pcapng (an interface per capture point, each frame's
+    /// direction and original length, a dropped frame's reason), or classic pcap when its name
+    /// ends in `.pcap`, `.cap` or `.dmp`.
     #[arg(short = 'w', long)]
     pub write: PathBuf,
+    /// pcap or pcapng, whatever the file's name.
+    #[arg(long, value_parser = ["pcap", "pcapng"])]
+    pub format: Option<String>,
     /// A filter, as tcpdump's: `udp and dst net 10.0.0.0/8`.
     #[arg()]
     pub filter: Vec<String>,
@@ -408,6 +413,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                             q.join(" ")
                         },
                         s(&p["rx_packets"]),
+                        s(&p["rx_errors"]),
                         s(&p["tx_packets"]),
                     ]
                 })
@@ -420,6 +426,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                     "State",
                     "Queues",
                     "RX frames",
+                    "RX errors",
                     "TX frames",
                 ],
                 rows,
@@ -537,13 +544,21 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                             s(&p["port"]),
                             s(&p["rx_packets"]),
                             s(&p["rx_bytes"]),
+                            s(&p["rx_errors"]),
                             s(&p["tx_packets"]),
                             s(&p["tx_bytes"]),
                         ]
                     })
                     .collect();
                 let mut out = table(
-                    &["Port", "RX frames", "RX bytes", "TX frames", "TX bytes"],
+                    &[
+                        "Port",
+                        "RX frames",
+                        "RX bytes",
+                        "RX errors",
+                        "TX frames",
+                        "TX bytes",
+                    ],
                     rows,
                 );
                 out.push_str(&format!(
@@ -1082,19 +1097,32 @@ pub fn worker(a: &ApiArgs, cmd: WorkerCmd) -> Result<(), String> {
     Ok(())
 }
 
+/// The format `linerate capture` writes: as asked, else classic pcap for the names tcpdump's
+/// users give such files, else pcapng (as dumpcap and tshark do).
+fn capture_format(c: &CaptureArgs) -> &str {
+    if let Some(f) = &c.format {
+        return f;
+    }
+    let ext = c.write.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext.to_ascii_lowercase().as_str() {
+        "pcap" | "cap" | "dmp" => "pcap",
+        _ => "pcapng",
+    }
+}
+
 pub fn capture(a: &ApiArgs, c: CaptureArgs) -> Result<(), String> {
     let client = a.client()?;
     let body = json!({
         "port": c.port, "direction": c.direction, "node": c.node, "drops": c.drops,
         "filter": c.filter.join(" "), "count": c.count, "snaplen": c.snaplen,
-        "timeout_ms": (c.timeout * 1000.0) as u64,
+        "timeout_ms": (c.timeout * 1000.0) as u64, "format": capture_format(&c),
     });
     let r = checked(client.post("/v1/capture", &body)?)?;
     let mut f =
         std::fs::File::create(&c.write).map_err(|e| format!("{}: {e}", c.write.display()))?;
     f.write_all(&r.body)
         .map_err(|e| format!("{}: {e}", c.write.display()))?;
-    let frames = packet::pcap::Reader::new(&r.body[..])
+    let frames = packet::capture::AnyReader::new(&r.body[..])
         .map(|mut rd| {
             let mut n = 0;
             let mut buf = Vec::new();
@@ -1104,7 +1132,11 @@ pub fn capture(a: &ApiArgs, c: CaptureArgs) -> Result<(), String> {
             n
         })
         .unwrap_or(0);
-    eprintln!("{frames} frames written to {}", c.write.display());
+    eprintln!(
+        "{frames} frames written to {} ({})",
+        c.write.display(),
+        capture_format(&c)
+    );
     Ok(())
 }
 

@@ -386,6 +386,7 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
         logger,
         router.services.stop.clone(),
     );
+    let inputs = running.capture_reports();
     let s = running.join();
     // The workers are done: the services thread writes what they logged last, then ends.
     router
@@ -404,7 +405,7 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
             .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
             .map(|(i, n)| {
                 serde_json::json!({"name": n, "rx_packets": s.rx_packets[i], "rx_bytes": s.rx_bytes[i],
-                    "tx_packets": s.tx_packets[i], "tx_bytes": s.tx_bytes[i]})
+                    "rx_errors": s.rx_errors[i], "tx_packets": s.tx_packets[i], "tx_bytes": s.tx_bytes[i]})
             })
             .collect();
         let drops: serde_json::Map<String, serde_json::Value> = DropReason::ALL
@@ -418,12 +419,8 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
         outln!("{v}");
     } else {
         outln!(
-            "{:<12} {:>12} {:>14} {:>12} {:>14}",
-            "port",
-            "rx packets",
-            "rx bytes",
-            "tx packets",
-            "tx bytes"
+            "{:<12} {:>12} {:>14} {:>10} {:>12} {:>14}",
+            "port", "rx packets", "rx bytes", "rx errors", "tx packets", "tx bytes"
         );
         for (i, n) in router
             .port_slots
@@ -432,12 +429,8 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
             .filter_map(|(i, n)| n.as_ref().map(|n| (i, n)))
         {
             outln!(
-                "{:<12} {:>12} {:>14} {:>12} {:>14}",
-                n,
-                s.rx_packets[i],
-                s.rx_bytes[i],
-                s.tx_packets[i],
-                s.tx_bytes[i]
+                "{:<12} {:>12} {:>14} {:>10} {:>12} {:>14}",
+                n, s.rx_packets[i], s.rx_bytes[i], s.rx_errors[i], s.tx_packets[i], s.tx_bytes[i]
             );
         }
         outln!("\ndrops by reason:");
@@ -454,6 +447,19 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
             s.echo_replies
         );
         outln!("routes: {v4} IPv4, {v6} IPv6");
+    }
+    // A damaged input was reported on stderr as it was met; the run's result says so too, since
+    // its counters then cover only the records before the damage.
+    let damaged: Vec<String> = inputs
+        .iter()
+        .filter(|(_, r)| r.error().is_some())
+        .map(|(port, _)| port.clone())
+        .collect();
+    if !damaged.is_empty() {
+        return Err(format!(
+            "the input capture of port(s) {} could not be read to its end (see above)",
+            damaged.join(", ")
+        ));
     }
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! Each function feeds arbitrary bytes to every parser that sees untrusted input and asserts that
 //! whatever a checked view accepted reads back consistently. A panic here is a bug.
 
-use crate::{arp, checksum, ethernet, icmpv4, icmpv6, ipv4, ipv6, nd, pcap, tcp, udp, vlan};
+use crate::{
+    arp, capture, checksum, ethernet, icmpv4, icmpv6, ipv4, ipv6, nd, pcap, pcapng, tcp, udp, vlan,
+};
 
 /// Every header view, the IPv6 extension-header walk and the ICMP builders over `data`.
 pub fn wire(data: &[u8]) {
@@ -41,16 +43,65 @@ fn neighbor(data: &[u8]) {
     }
 }
 
-/// Reads a capture to its end or its first error.
+/// Reads a capture to its end or its first error: as classic pcap, as pcapng, through the reader
+/// that tells them apart, and as the blocks of a pcapng section (after a valid section header and
+/// interface), so that arbitrary bytes reach the block parser without first guessing a header.
 pub fn pcap(data: &[u8]) {
-    let Ok(mut r) = pcap::Reader::new(data) else {
+    if let Ok(mut r) = pcap::Reader::new(data) {
+        let _ = (
+            r.linktype(),
+            r.snaplen(),
+            r.is_nanos(),
+            r.version(),
+            r.fcs_len(),
+        );
+        assert!(r.linktype() <= 0xFFFF);
+        let mut buf = Vec::new();
+        while let Ok(Some(rec)) = r.next_into(&mut buf) {
+            assert_eq!(buf.len(), rec.caplen as usize);
+            assert!(rec.caplen <= pcap::MAX_CAPLEN);
+        }
+    }
+    pcapng_reads(data);
+    let mut w = pcapng::Writer::new(Vec::new(), "fuzz").expect("writes to memory");
+    w.add_interface(&pcapng::InterfaceDesc {
+        linktype: 1,
+        snaplen: 0,
+        name: None,
+        description: None,
+    })
+    .expect("writes to memory");
+    let mut section = w.into_inner();
+    section.extend_from_slice(data);
+    pcapng_reads(&section);
+    if let Ok(mut r) = capture::AnyReader::new(data) {
+        let mut buf = Vec::new();
+        let (mut n, mut offset) = (0, 0);
+        while let Ok(Some(f)) = r.next_into(&mut buf) {
+            n += 1;
+            assert_eq!(buf.len(), f.caplen as usize);
+            assert!(f.linktype <= 0xFFFF);
+            assert_eq!(r.position().record, n);
+            assert!(r.position().offset >= offset);
+            offset = r.position().offset;
+        }
+    }
+}
+
+fn pcapng_reads(data: &[u8]) {
+    let Ok(mut r) = pcapng::Reader::new(data) else {
         return;
     };
-    let _ = (r.linktype(), r.snaplen(), r.is_nanos(), r.version());
     let mut buf = Vec::new();
-    while let Ok(Some(rec)) = r.next_into(&mut buf) {
-        assert_eq!(buf.len(), rec.caplen as usize);
-        assert!(rec.caplen <= pcap::MAX_CAPLEN);
+    let mut n = 0;
+    while let Ok(Some(p)) = r.next_into(&mut buf) {
+        n += 1;
+        assert_eq!(buf.len(), p.caplen as usize);
+        assert!(p.caplen <= pcap::MAX_CAPLEN);
+        assert!(r.interface(p.interface).is_some());
+        assert_eq!(r.position().record, n);
+        assert!(r.position().offset < data.len() as u64);
+        assert!(r.sections() >= 1);
     }
 }
 

@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arp;
+pub mod capture;
 pub mod checksum;
 pub mod ethernet;
 pub mod filter;
@@ -21,6 +22,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod nd;
 pub mod pcap;
+pub mod pcapng;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;

@@ -4,12 +4,20 @@
 //!
 //! Capture files come from outside, so the reader trusts no length: a record is refused before
 //! anything is allocated for it if it claims more than [`MAX_CAPLEN`] bytes.
+//!
+//! The link-type field's upper 16 bits may carry extensions (libpcap's `LT_FCS_LENGTH` and
+//! friends); as libpcap's `LT_LINKTYPE()` does, only the low 16 bits name the link type. The
+//! other format, pcapng, is in [`crate::pcapng`]; [`crate::capture::AnyReader`] reads either.
 
 use std::fmt;
 use std::io::{self, Read, Write};
 
 pub const LINKTYPE_ETHERNET: u32 = 1;
 pub const LINKTYPE_RAW: u32 = 101;
+
+/// libpcap's `LT_FCS_LENGTH_PRESENT`: bits 28-31 of the link-type field then hold the length of
+/// the frame check sequence at the end of every frame, in 16-bit units.
+const LT_FCS_LENGTH_PRESENT: u32 = 0x0400_0000;
 
 /// The largest record accepted, as in libpcap (`MAXIMUM_SNAPLEN`).
 pub const MAX_CAPLEN: u32 = 262_144;
@@ -33,7 +41,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Io(e) => write!(f, "pcap I/O error: {e}"),
-            Error::BadMagic => f.write_str("not a pcap file (bad magic number)"),
+            Error::BadMagic => f.write_str("not a pcap or pcapng file (bad magic number)"),
             Error::Malformed(what) => write!(f, "malformed pcap file: {what}"),
         }
     }
@@ -65,9 +73,23 @@ pub struct Record {
     pub caplen: u32,
 }
 
+/// Where a reader is: the number (from 1) of the record it read last or failed on, and the byte
+/// offset in the file where that record (for pcapng: its block) starts. Errors name this spot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Position {
+    pub record: u64,
+    pub offset: u64,
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "record {} at byte offset {}", self.record, self.offset)
+    }
+}
+
 /// Reads until `buf` is full or the input ends; returns how much was read. A short count is how
 /// a clean end of file is told apart from a file cut inside a header.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
@@ -87,17 +109,27 @@ pub struct Reader<R: Read> {
     version: (u16, u16),
     snaplen: u32,
     linktype: u32,
+    pos: Position,
+    /// Bytes consumed so far.
+    offset: u64,
 }
 
 impl<R: Read> Reader<R> {
     /// Reads the file header. Wrap files in a `BufReader`: records are read in small pieces.
     pub fn new(mut inner: R) -> Result<Self, Error> {
-        let mut h = [0u8; FILE_HEADER_LEN];
-        let n = read_full(&mut inner, &mut h)?;
-        if n < 4 {
+        let mut magic = [0u8; 4];
+        if read_full(&mut inner, &mut magic)? < 4 {
             return Err(Error::Malformed("truncated file header"));
         }
-        let (big_endian, nanos) = match u32::from_le_bytes([h[0], h[1], h[2], h[3]]) {
+        Self::after_magic(magic, inner)
+    }
+
+    /// Reads the rest of the file header, the first four bytes having been read already.
+    pub(crate) fn after_magic(magic: [u8; 4], mut inner: R) -> Result<Self, Error> {
+        let mut h = [0u8; FILE_HEADER_LEN];
+        h[..4].copy_from_slice(&magic);
+        let n = 4 + read_full(&mut inner, &mut h[4..])?;
+        let (big_endian, nanos) = match u32::from_le_bytes(magic) {
             MAGIC_MICROS => (false, false),
             MAGIC_NANOS => (false, true),
             m if m.swap_bytes() == MAGIC_MICROS => (true, false),
@@ -134,12 +166,35 @@ impl<R: Read> Reader<R> {
             version,
             snaplen: u32_at(16),
             linktype: u32_at(20),
+            pos: Position::default(),
+            offset: FILE_HEADER_LEN as u64,
         })
     }
 
-    /// The link-layer header type of every record ([`LINKTYPE_ETHERNET`] for Ethernet).
+    /// The link-layer header type of every record ([`LINKTYPE_ETHERNET`] for Ethernet): the low
+    /// 16 bits of the header's field, as libpcap reads it.
     pub fn linktype(&self) -> u32 {
+        self.linktype & 0xFFFF
+    }
+
+    /// The header's link-type field as stored, extension bits included.
+    pub fn linktype_raw(&self) -> u32 {
         self.linktype
+    }
+
+    /// Bytes of frame check sequence at the end of every record: 0 unless the link-type field
+    /// says so (`LT_FCS_LENGTH_PRESENT` with a length in bits 28-31, in 16-bit units).
+    pub fn fcs_len(&self) -> u32 {
+        if self.linktype & LT_FCS_LENGTH_PRESENT != 0 {
+            (self.linktype >> 28) * 2
+        } else {
+            0
+        }
+    }
+
+    /// The record read last (or failed on) and where it starts.
+    pub fn position(&self) -> Position {
+        self.pos
     }
 
     pub fn snaplen(&self) -> u32 {
@@ -174,10 +229,17 @@ impl<R: Read> Reader<R> {
     /// capture allocates only as often as the largest record grows.
     pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<Record>, Error> {
         let mut h = [0u8; RECORD_HEADER_LEN];
-        match read_full(&mut self.inner, &mut h)? {
-            0 => return Ok(None),
-            RECORD_HEADER_LEN => {}
-            _ => return Err(Error::Malformed("truncated record header")),
+        let got = read_full(&mut self.inner, &mut h)?;
+        if got == 0 {
+            return Ok(None);
+        }
+        self.pos = Position {
+            record: self.pos.record + 1,
+            offset: self.offset,
+        };
+        self.offset += got as u64;
+        if got < RECORD_HEADER_LEN {
+            return Err(Error::Malformed("truncated record header"));
         }
         let secs = u64::from(self.u32_at(&h, 0));
         let frac = u64::from(self.u32_at(&h, 4));
@@ -190,10 +252,12 @@ impl<R: Read> Reader<R> {
         let ts_nanos = secs * 1_000_000_000 + if self.nanos { frac } else { frac * 1000 };
         buf.clear();
         buf.resize(caplen as usize, 0);
-        self.inner.read_exact(buf).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => Error::Malformed("truncated record"),
-            _ => Error::Io(e),
-        })?;
+        let got = read_full(&mut self.inner, buf)?;
+        self.offset += got as u64;
+        if got < buf.len() {
+            buf.truncate(got);
+            return Err(Error::Malformed("truncated record"));
+        }
         Ok(Some(Record {
             ts_nanos,
             orig_len,
@@ -229,11 +293,19 @@ impl<W: Write> Writer<W> {
     /// Appends one record. Fails only on I/O, or for a timestamp past 2106 that the format's
     /// 32-bit seconds cannot hold.
     pub fn write(&mut self, ts_nanos: u64, frame: &[u8]) -> Result<(), Error> {
+        self.write_cut(ts_nanos, frame, frame.len())
+    }
+
+    /// Appends the record of a frame of `orig_len` bytes on the wire of which only `frame` was
+    /// kept (a capture's snap length cut it).
+    pub fn write_cut(&mut self, ts_nanos: u64, frame: &[u8], orig_len: usize) -> Result<(), Error> {
         let secs = u32::try_from(ts_nanos / 1_000_000_000)
             .map_err(|_| Error::Malformed("timestamp past 2106"))?;
         let nanos = (ts_nanos % 1_000_000_000) as u32;
-        let orig_len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        let caplen = orig_len.min(self.snaplen);
+        let caplen = u32::try_from(frame.len())
+            .unwrap_or(u32::MAX)
+            .min(self.snaplen);
+        let orig_len = u32::try_from(orig_len.max(frame.len())).unwrap_or(u32::MAX);
         let mut h = [0u8; RECORD_HEADER_LEN];
         h[0..4].copy_from_slice(&secs.to_le_bytes());
         h[4..8].copy_from_slice(&nanos.to_le_bytes());
@@ -431,8 +503,81 @@ pub(crate) mod tests {
         assert!(std::error::Error::source(&e).is_some());
         assert_eq!(
             Error::BadMagic.to_string(),
-            "not a pcap file (bad magic number)"
+            "not a pcap or pcapng file (bad magic number)"
         );
         assert_eq!(Error::Malformed("x").to_string(), "malformed pcap file: x");
+    }
+
+    #[test]
+    fn linktype_extension_bits_are_masked() {
+        // tcpdump's test captures hold these; libpcap's LT_LINKTYPE() keeps the low 16 bits.
+        for (raw, fcs) in [
+            (0x3000_0001, 0),
+            (0x4000_0001, 0),
+            (0x0400_0001, 0),
+            (0x2400_0001, 4),
+        ] {
+            let mut f = GOLDEN_LE_NANOS;
+            f[20..24].copy_from_slice(&u32::to_le_bytes(raw));
+            let r = Reader::new(&f[..]).unwrap();
+            assert_eq!(r.linktype(), LINKTYPE_ETHERNET, "{raw:#x}");
+            assert_eq!(r.linktype_raw(), raw);
+            assert_eq!(r.fcs_len(), fcs, "{raw:#x}");
+        }
+    }
+
+    #[test]
+    fn positions_name_each_record() {
+        let mut w = Writer::new(Vec::new(), LINKTYPE_ETHERNET, 100).unwrap();
+        for len in [10, 20, 30] {
+            w.write(0, &vec![7; len]).unwrap();
+        }
+        let f = w.into_inner();
+        let mut r = Reader::new(&f[..f.len() - 5]).unwrap();
+        let mut buf = Vec::new();
+        assert_eq!(r.position(), Position::default());
+        r.next_into(&mut buf).unwrap().unwrap();
+        assert_eq!(
+            r.position(),
+            Position {
+                record: 1,
+                offset: 24
+            }
+        );
+        r.next_into(&mut buf).unwrap().unwrap();
+        assert_eq!(
+            r.position(),
+            Position {
+                record: 2,
+                offset: 50
+            }
+        );
+        assert!(matches!(
+            r.next_into(&mut buf),
+            Err(Error::Malformed("truncated record"))
+        ));
+        assert_eq!(
+            r.position(),
+            Position {
+                record: 3,
+                offset: 86
+            }
+        );
+        assert_eq!(r.position().to_string(), "record 3 at byte offset 86");
+    }
+
+    #[test]
+    fn cut_frames_keep_their_original_length() {
+        let mut w = Writer::new(Vec::new(), LINKTYPE_ETHERNET, 65535).unwrap();
+        w.write_cut(1_000_000_002, &[0xde, 0xad, 0xbe, 0xef], 1514)
+            .unwrap();
+        let f = w.into_inner();
+        assert_eq!(f[24 + 12..24 + 16], 1514u32.to_le_bytes());
+        let rec = Reader::new(&f[..])
+            .unwrap()
+            .next_into(&mut Vec::new())
+            .unwrap()
+            .unwrap();
+        assert_eq!((rec.caplen, rec.orig_len), (4, 1514));
     }
 }

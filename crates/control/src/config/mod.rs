@@ -155,6 +155,8 @@ pub struct Config {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Driver {
+    /// Capture files: `rx` is read (classic pcap or pcapng; see `dataplane::port::pcap` for
+    /// what is skipped and counted), `tx` is written (pcapng if named `.pcapng`, else pcap).
     Pcap {
         rx: Option<PathBuf>,
         tx: Option<PathBuf>,

@@ -13,7 +13,9 @@
 //!   persistence in the state folder).
 //! - [`ops`]: run-time operations (routes through the API, ports out of and back in service,
 //!   workers added and removed, capture, trace, counters cleared).
+//! - [`capture_file`]: captured frames as a pcap or pcapng file.
 
+pub mod capture_file;
 pub mod commit;
 pub mod ops;
 pub mod services;

@@ -9,6 +9,7 @@ use dataplane::tap::{CaptureSpec, Captured, Node, Point, TraceSpec, Traced};
 use packet::filter::Filter;
 use serde::Deserialize;
 
+use super::capture_file::{self, CaptureFormat};
 use super::{ApiError, ApiResult, Core, PrefixKey};
 use crate::config::{Prefix, Target};
 use crate::syslog::Severity;
@@ -53,6 +54,16 @@ pub struct CaptureRequest {
     /// Give up waiting for `count` frames after this long and return what was captured.
     #[serde(default = "default_timeout")]
     pub timeout_ms: u64,
+    /// The file format for [`Core::capture_file`]: `pcap` (the default) or `pcapng`.
+    #[serde(default)]
+    pub format: Option<String>,
+}
+
+/// Captured frames as a file.
+pub struct CaptureFile {
+    pub format: CaptureFormat,
+    pub frames: usize,
+    pub bytes: Vec<u8>,
 }
 
 fn default_count() -> u64 {
@@ -374,6 +385,29 @@ impl Core {
         frames.sort_by_key(|f| f.unix_ns);
         frames.truncate(r.count as usize);
         Ok(frames)
+    }
+
+    /// Captures as [`Core::capture`] does and writes the frames as a file of the requested
+    /// format (pcapng: an interface per capture point, named after it).
+    pub fn capture_file(&self, r: &CaptureRequest) -> ApiResult<CaptureFile> {
+        let format = match r.format.as_deref() {
+            None => CaptureFormat::Pcap,
+            Some(f) => CaptureFormat::parse(f).ok_or_else(|| {
+                ApiError::invalid(format!("format `{f}`: expected pcap or pcapng"))
+            })?,
+        };
+        let frames = self.capture(r)?;
+        let names = self.lock("capture.names").router.port_slots.clone();
+        let snaplen = r.snaplen.clamp(14, 65535) as u32;
+        let bytes = capture_file::encode(&frames, format, snaplen, |i| {
+            names.get(usize::from(i)).cloned().flatten()
+        })
+        .map_err(|e| ApiError::internal(format!("{}: {e}", format.name())))?;
+        Ok(CaptureFile {
+            format,
+            frames: frames.len(),
+            bytes,
+        })
     }
 
     /// Follows the next `count` frames (matching the filter, on the port if given) through the

@@ -45,6 +45,8 @@ pub struct PortView {
     pub queues: Vec<QueueView>,
     pub rx_packets: u64,
     pub rx_bytes: u64,
+    /// Frames that arrived but could not be taken in (capture records skipped or unreadable).
+    pub rx_errors: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
 }
@@ -86,6 +88,7 @@ pub struct PortCountersView {
     pub port: String,
     pub rx_packets: u64,
     pub rx_bytes: u64,
+    pub rx_errors: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
 }
@@ -320,6 +323,7 @@ impl Core {
                     queues,
                     rx_packets: sub(&snap.rx_packets, &b.rx_packets, i),
                     rx_bytes: sub(&snap.rx_bytes, &b.rx_bytes, i),
+                    rx_errors: sub(&snap.rx_errors, &b.rx_errors, i),
                     tx_packets: sub(&snap.tx_packets, &b.tx_packets, i),
                     tx_bytes: sub(&snap.tx_bytes, &b.tx_bytes, i),
                 }
@@ -553,6 +557,7 @@ impl Core {
                 port: n.clone(),
                 rx_packets: sub(&snap.rx_packets, &b.rx_packets, i),
                 rx_bytes: sub(&snap.rx_bytes, &b.rx_bytes, i),
+                rx_errors: sub(&snap.rx_errors, &b.rx_errors, i),
                 tx_packets: sub(&snap.tx_packets, &b.tx_packets, i),
                 tx_bytes: sub(&snap.tx_bytes, &b.tx_bytes, i),
             })
@@ -723,7 +728,7 @@ impl Core {
             .filter_map(|(i, n)| n.clone().map(|n| (i, n)))
             .collect();
         let mut e = Exposition::new();
-        let port_families: [(&str, &str, &Vec<u64>); 4] = [
+        let port_families: [(&str, &str, &Vec<u64>); 5] = [
             (
                 "linerate_port_rx_packets_total",
                 "Frames received on the port.",
@@ -733,6 +738,11 @@ impl Core {
                 "linerate_port_rx_bytes_total",
                 "Bytes received on the port.",
                 &snap.rx_bytes,
+            ),
+            (
+                "linerate_port_rx_errors_total",
+                "Frames that arrived on the port but could not be taken in (capture records skipped or unreadable).",
+                &snap.rx_errors,
             ),
             (
                 "linerate_port_tx_packets_total",

@@ -32,6 +32,13 @@ pub trait RxQueue: Send {
     /// Appends up to `max` received frames to `out`; returns how many.
     fn rx_burst(&mut self, cache: &mut BufCache, out: &mut Vec<PktBuf>, max: usize) -> usize;
 
+    /// Frames that arrived since the last call but could not be delivered (a capture record too
+    /// long for a buffer, or unreadable); the worker adds them to the port's `rx_errors`. Called
+    /// after every burst.
+    fn take_rx_errors(&mut self) -> u64 {
+        0
+    }
+
     /// True once the queue can never deliver again (a drained capture file). Live ports never are.
     fn is_exhausted(&self) -> bool {
         false
