@@ -420,7 +420,12 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
     } else {
         outln!(
             "{:<12} {:>12} {:>14} {:>10} {:>12} {:>14}",
-            "port", "rx packets", "rx bytes", "rx errors", "tx packets", "tx bytes"
+            "port",
+            "rx packets",
+            "rx bytes",
+            "rx errors",
+            "tx packets",
+            "tx bytes"
         );
         for (i, n) in router
             .port_slots
@@ -430,7 +435,12 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
         {
             outln!(
                 "{:<12} {:>12} {:>14} {:>10} {:>12} {:>14}",
-                n, s.rx_packets[i], s.rx_bytes[i], s.rx_errors[i], s.tx_packets[i], s.tx_bytes[i]
+                n,
+                s.rx_packets[i],
+                s.rx_bytes[i],
+                s.rx_errors[i],
+                s.tx_packets[i],
+                s.tx_bytes[i]
             );
         }
         outln!("\ndrops by reason:");
