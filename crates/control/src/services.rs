@@ -595,6 +595,18 @@ flow-export: {{ collectors: ["127.0.0.1:9"] }}
     }
 
     #[test]
+    fn flow_caches_are_built_when_the_router_goes_live_not_when_it_is_checked() {
+        let mut r = crate::Router::build(cfg("10.0.0.0/8", 53)).unwrap();
+        let flow = r.services.flow.clone().expect("flow accounting on");
+        assert!(
+            flow.spares.lock().unwrap().is_empty(),
+            "`check` builds none"
+        );
+        r.activate();
+        assert_eq!(flow.spares.lock().unwrap().len(), r.cfg.workers);
+    }
+
+    #[test]
     fn a_commit_that_leaves_the_services_alone_keeps_them_and_their_counters() {
         let a = ServicesState::build(&cfg("10.0.0.0/8", 53), None);
         let b = ServicesState::build(&cfg("10.9.0.0/16", 53), Some(&a));

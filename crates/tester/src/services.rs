@@ -191,6 +191,8 @@ pub struct FlowFigures {
     /// What the tester's collector socket received.
     pub collector_datagrams: u64,
     pub collector_bytes: u64,
+    /// Flow caches a worker had to build itself (a pause in its forwarding): must be 0.
+    pub caches_built_by_workers: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -794,9 +796,11 @@ pub fn finish_on_off(core: &Core, rep: &mut OnOffReport, collector: Option<Colle
         send_errors: f.export.send_errors,
         collector_datagrams: cd,
         collector_bytes: cb,
+        caches_built_by_workers: f.caches_built_by_workers,
     };
     rep.passed = rep.errors.is_empty()
         && rep.commit.as_ref().is_some_and(|c| c.passed)
+        && rep.flows.caches_built_by_workers == 0
         && rep.hits_match
         && rep.qos_match
         && rep.flows.created > 0
@@ -1134,7 +1138,8 @@ pub fn table(s: &ServicesReport) -> String {
             );
             o += &format!(
                 "NetFlow: cache {} flows; {} created, {} evicted (bucket pair full), {} expired \
-                 idle, {} active, {} flushed at stop, {} lost on the export queue; {} records in \
+                 idle, {} active, {} flushed at stop, {} lost on the export queue, {} caches \
+                 built by a worker; {} records in \
                  {} datagrams sent ({} send errors); the tester's collector received {} datagrams \
                  ({} bytes).\n",
                 thousands(f.capacity as f64),
@@ -1144,6 +1149,7 @@ pub fn table(s: &ServicesReport) -> String {
                 thousands(f.expired_active as f64),
                 thousands(f.flushed as f64),
                 thousands(f.queue_dropped as f64),
+                f.caches_built_by_workers,
                 thousands(f.records_exported as f64),
                 thousands(f.datagrams_sent as f64),
                 thousands(f.send_errors as f64),

@@ -260,3 +260,39 @@ pub fn dscp_color(dscp: u8) -> Color {
         _ => Color::Green,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> FlowShared {
+        FlowShared::new(
+            flow::CacheConfig {
+                capacity: 1000,
+                active_timeout_ns: 60_000_000_000,
+                inactive_timeout_ns: 5_000_000_000,
+            },
+            1,
+            1024,
+        )
+    }
+
+    #[test]
+    fn prepared_caches_are_taken_whole_and_none_is_built_twice() {
+        let s = shared();
+        s.prepare(2);
+        s.prepare(2);
+        assert_eq!(s.spares.lock().unwrap().len(), 2, "idempotent");
+        let _a = s.take_cache();
+        s.prepare(2);
+        assert_eq!(s.spares.lock().unwrap().len(), 1, "a taken cache counts");
+        let _b = s.take_cache();
+        assert_eq!(s.built_by_workers.load(Ordering::Relaxed), 0);
+        // A third worker with no cache ready builds one, and it is counted.
+        let _c = s.take_cache();
+        assert_eq!(s.built_by_workers.load(Ordering::Relaxed), 1);
+        s.ensure_spare();
+        let _d = s.take_cache();
+        assert_eq!(s.built_by_workers.load(Ordering::Relaxed), 1);
+    }
+}
