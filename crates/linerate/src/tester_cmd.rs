@@ -63,6 +63,10 @@ pub struct TrialArgs {
     /// workers and the tester run at 0.
     #[arg(long, default_value_t = 10)]
     api_nice: i32,
+    /// After the searches, one trial of this many seconds at each throughput found (the seeds'
+    /// 300 s trials): loss, latency percentiles and memory before and after
+    #[arg(long, value_name = "SECONDS")]
+    soak: Option<f64>,
 }
 
 #[derive(Args)]
@@ -247,6 +251,11 @@ fn run_opts(t: &TrialArgs) -> Result<RunOpts, String> {
         mgmt_storm: match t.mgmt_storm {
             Some(r) if r > 0.0 && r <= 100_000.0 => Some(r),
             Some(_) => return Err("--mgmt-storm: requests per second, above 0".into()),
+            None => None,
+        },
+        soak_s: match t.soak {
+            Some(s) if s > 0.0 && s <= 86_400.0 => Some(s),
+            Some(_) => return Err("--soak: seconds, above 0 and at most a day".into()),
             None => None,
         },
     })
@@ -473,6 +482,7 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
             load: None,
             mgmt_storm: None,
             api_nice: 10,
+            soak: None,
         },
     })
 }

@@ -1210,6 +1210,7 @@ pub fn run(
                 .into(),
         ],
         external: Some(info),
+        soak: Vec::new(),
     })
 }
 

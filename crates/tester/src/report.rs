@@ -293,6 +293,7 @@ pub fn table(r: &ScenarioReport) -> String {
             drops.join(", ")
         );
     }
+    s += &soak_and_verdict(r);
     for n in &r.notes {
         s += &format!("Note: {n}\n");
     }
@@ -468,6 +469,7 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
     }
     s += "\n";
     s += &loss_and_back_to_back(r);
+    s += &soak_and_verdict(r);
     for n in &r.notes {
         s += &format!("Note: {n}\n");
     }
@@ -521,8 +523,129 @@ pub fn trial_json(t: &TrialResult) -> Value {
     })
 }
 
+/// The soak trials (if any), then the checks and the verdict.
+fn soak_and_verdict(r: &ScenarioReport) -> String {
+    let mut s = String::new();
+    if !r.soak.is_empty() {
+        s += "\nSoak: one long trial at each row's throughput\n\n";
+        s += "| row | load (% of nominal) | seconds | sent | received | lost | latency avg / p50 / p99 / p99.9 / max (us) | RSS before -> after (MB) |\n";
+        s += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        for sk in &r.soak {
+            let t = &sk.trial;
+            let lat = t.latency.as_ref().map_or("-".to_string(), |l| {
+                format!(
+                    "{:.1} / {:.1} / {:.1} / {:.1} / {:.1}",
+                    l.avg_ns / 1e3,
+                    l.p50_ns as f64 / 1e3,
+                    l.p99_ns as f64 / 1e3,
+                    l.p999_ns as f64 / 1e3,
+                    l.max_ns as f64 / 1e3
+                )
+            });
+            s += &format!(
+                "| {} | {:.3} | {:.0} | {} | {} | {} | {} | {:.0} -> {:.0} |\n",
+                sk.key,
+                sk.load * 100.0,
+                sk.seconds,
+                thousands(t.tx as f64),
+                thousands(t.rx as f64),
+                thousands(t.lost as f64),
+                lat,
+                sk.rss_before_mb,
+                sk.rss_after_mb
+            );
+        }
+    }
+    let checks = checks(r);
+    s += "\nChecks:\n";
+    for c in &checks {
+        s += &format!(
+            "- {}: expected {}; measured {}: {}\n",
+            c.name,
+            c.expected,
+            c.measured,
+            if c.pass { "PASS" } else { "FAIL" }
+        );
+    }
+    let pass = !checks.is_empty() && checks.iter().all(|c| c.pass);
+    s += &format!("Verdict: {}\n\n", if pass { "PASS" } else { "FAIL" });
+    s
+}
+
+/// One named check behind a scenario's verdict.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Check {
+    pub name: String,
+    pub expected: String,
+    pub measured: String,
+    pub pass: bool,
+}
+
+/// The checks a scenario's verdict stands on: each row found a rate (or passed its fixed load),
+/// and whatever the procedure checked besides (services, hot swap, soak) passed.
+pub fn checks(r: &ScenarioReport) -> Vec<Check> {
+    let mut c = Vec::new();
+    for row in &r.rows {
+        let best = row.search.best.as_ref();
+        c.push(Check {
+            name: format!("{}: throughput", row.key),
+            expected: format!(
+                "a load that loses at most {}% of the frames",
+                r.tolerance * 100.0
+            ),
+            measured: match best {
+                Some(b) => format!("{:.0} fps, {} lost", b.rx_fps, b.lost),
+                None => "no trial passed".into(),
+            },
+            pass: best.is_some(),
+        });
+    }
+    if let Some(h) = &r.hot_swap {
+        c.push(Check {
+            name: "hot swap".into(),
+            expected: "the other ports' streams lose nothing; every change done and logged".into(),
+            measured: format!(
+                "{} changes; {} frames lost by the other ports' streams",
+                h.changes.len(),
+                h.others.lost
+            ),
+            pass: h.passed(),
+        });
+    }
+    if let Some(sv) = &r.services {
+        c.push(Check {
+            name: "services".into(),
+            expected: "every cross-check of the services procedure passes".into(),
+            measured: if sv.passed() {
+                "all pass"
+            } else {
+                "a check failed (see services)"
+            }
+            .into(),
+            pass: sv.passed(),
+        });
+    }
+    for sk in &r.soak {
+        let t = &sk.trial;
+        c.push(Check {
+            name: format!("{}: {:.0} s soak", sk.key, sk.seconds),
+            expected: "0 lost, duplicated or corrupted".into(),
+            measured: format!(
+                "{} sent, {} lost, {} duplicated, {} corrupted; RSS {:.0} -> {:.0} MB",
+                t.tx, t.lost, t.duplicated, t.corrupted, sk.rss_before_mb, sk.rss_after_mb
+            ),
+            pass: t.tx > 0 && t.lost == 0 && t.duplicated == 0 && t.corrupted == 0,
+        });
+    }
+    c
+}
+
 pub fn json(r: &ScenarioReport) -> Value {
+    let checks = checks(r);
+    let pass = !checks.is_empty() && checks.iter().all(|c| c.pass);
     json!({
+        "verdict": if pass { "pass" } else { "fail" },
+        "checks": checks,
         "scenario": r.id,
         "title": r.title,
         "seed_title": r.seed_title,
@@ -572,6 +695,11 @@ pub fn json(r: &ScenarioReport) -> Value {
             v
         }),
         "notes": r.notes,
+        "soak": r.soak.iter().map(|sk| json!({
+            "key": sk.key, "load": sk.load, "seconds": sk.seconds,
+            "rss_before_mb": sk.rss_before_mb, "rss_after_mb": sk.rss_after_mb,
+            "trial": trial_json(&sk.trial),
+        })).collect::<Vec<_>>(),
         "external": r.external.as_ref().map(|x| {
             let mut v = serde_json::to_value(x).unwrap_or(Value::Null);
             v["control_total"] = serde_json::to_value(x.control_total()).unwrap_or(Value::Null);

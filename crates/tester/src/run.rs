@@ -39,6 +39,9 @@ pub struct RunOpts {
     pub mgmt_storm: Option<f64>,
     /// CPU priority (nice) of the API server's threads and of the storm client.
     pub api_nice: i32,
+    /// After the procedure, one trial of this many seconds at each row's throughput (the seeds'
+    /// 300 s trials), with the process's memory before and after: a soak.
+    pub soak_s: Option<f64>,
 }
 
 impl Default for RunOpts {
@@ -55,6 +58,7 @@ impl Default for RunOpts {
             api_socket: None,
             fixed_load: None,
             mgmt_storm: None,
+            soak_s: None,
             api_nice: 10,
         }
     }
@@ -107,6 +111,32 @@ pub struct ScenarioReport {
     pub notes: Vec<String>,
     /// External mode: the device, the cabling, neighbour resolution, priming.
     pub external: Option<crate::external::ExternalInfo>,
+    /// `--soak`: the long trial at each row's throughput.
+    pub soak: Vec<Soak>,
+}
+
+/// One long trial at the load a short search found (the seeds ran 300 s trials).
+#[derive(Clone, Debug)]
+pub struct Soak {
+    pub key: String,
+    pub load: f64,
+    pub seconds: f64,
+    /// The process's resident memory (router and tester) before and after, MB.
+    pub rss_before_mb: f64,
+    pub rss_after_mb: f64,
+    pub trial: crate::engine::TrialResult,
+}
+
+/// The process's resident set, MB (0 if /proc cannot say).
+pub(crate) fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 pub(crate) fn cpu_model() -> String {
@@ -318,6 +348,29 @@ pub fn run_with(
             }
         }
     }
+    let mut soak = Vec::new();
+    if let Some(secs) = ro.soak_s {
+        // The rows whose search found a rate: for ME-1S, the services-on rows (the services
+        // stay on).
+        let on_only = matches!(s.procedure, Procedure::ServicesOnOff(_));
+        for row in rows.iter().filter(|r| r.search.load > 0.0) {
+            if on_only && !row.key.ends_with(" on") {
+                continue;
+            }
+            let mut t = ro.trial.clone();
+            t.seconds = secs;
+            let rss_before_mb = rss_mb();
+            let th = procedures::fixed_load(&mut tester, &row.sizes, &t, row.search.load, 0.0, obs);
+            soak.push(Soak {
+                key: row.key.clone(),
+                load: row.search.load,
+                seconds: secs,
+                rss_before_mb,
+                rss_after_mb: rss_mb(),
+                trial: th.at_max,
+            });
+        }
+    }
     let mut loss = Vec::new();
     let mut b2b = Vec::new();
     for sz in &sizes {
@@ -369,6 +422,7 @@ pub fn run_with(
         fixed_load,
         notes: s.notes,
         external: None,
+        soak,
     })
 }
 

@@ -31,8 +31,20 @@ fn me1_at_ci_scale_passes_every_size_with_no_misdelivery() {
     .unwrap();
     let mut o = opts(0.2);
     o.sizes = Some(vec![FrameSizes::Fixed(1518), FrameSizes::Fixed(9216)]);
+    o.soak_s = Some(1.0);
     let r = run::run(s, &o, &mut Quiet).unwrap();
     assert_eq!(r.rows.len(), 2);
+    // The soak: one longer trial at each row's throughput, nothing lost.
+    assert_eq!(r.soak.len(), 2);
+    for sk in &r.soak {
+        assert!(
+            sk.trial.tx > 0 && sk.trial.lost == 0,
+            "{}: {:?}",
+            sk.key,
+            sk.trial
+        );
+        assert!(sk.rss_before_mb > 0.0 && sk.rss_after_mb > 0.0);
+    }
     assert_eq!(
         r.routes.0,
         2400 + 24 + 32 * 3,
@@ -53,6 +65,14 @@ fn me1_at_ci_scale_passes_every_size_with_no_misdelivery() {
     assert!(md.contains("| 1518 | 1,143,183 |"), "{md}");
     let js = report::json(&r);
     assert_eq!(js["rows"].as_array().unwrap().len(), 2);
+    // The verdict stands on named checks: two throughputs and two soaks, all passed.
+    assert_eq!(js["verdict"], "pass", "{}", js["checks"]);
+    let checks = js["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 4);
+    assert!(checks
+        .iter()
+        .all(|c| c["pass"] == true && c["name"].is_string()));
+    assert!(md.contains("Verdict: PASS"), "{md}");
     assert!(js["rows"][0]["throughput_fps"].as_f64().unwrap() > 0.0);
     let svg = report::svg(&r);
     assert!(svg.starts_with("<svg") && svg.contains("ME-1"));
