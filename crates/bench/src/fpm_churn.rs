@@ -152,53 +152,40 @@ impl Model {
     }
 }
 
-fn single(id: u32, gw: Ipv4Addr) -> Msg<'static> {
-    Msg::Nexthop(Nexthop {
-        op: Op::New,
-        id,
-        family: 2,
-        protocol: 186,
-        flags: 0,
-        blackhole: false,
-        oif: IF_P1,
-        gateway: Some(IpAddr::V4(gw)),
-        group: Members::default(),
-        group_type: 0,
-    })
-}
-
-fn group(id: u32, members: &[u32]) -> Msg<'static> {
+/// A next-hop object message: a single hop (`gw`), a group (`members`), or a delete.
+fn object(op: Op, id: u32, gw: Option<Ipv4Addr>, members: &[u32]) -> Msg<'static> {
     let m: Vec<GroupMember> = members
         .iter()
         .map(|&id| GroupMember { id, weight: 1 })
         .collect();
     Msg::Nexthop(Nexthop {
-        op: Op::New,
+        op,
         id,
-        family: 0,
+        family: if gw.is_some() { 2 } else { 0 },
         protocol: 186,
         flags: 0,
         blackhole: false,
-        oif: 0,
-        gateway: None,
-        group: Members::from_members(&m),
+        oif: if gw.is_some() { IF_P1 } else { 0 },
+        gateway: gw.map(IpAddr::V4),
+        group: if m.is_empty() {
+            Members::default()
+        } else {
+            Members::from_members(&m)
+        },
         group_type: 0,
     })
 }
 
+fn single(id: u32, gw: Ipv4Addr) -> Msg<'static> {
+    object(Op::New, id, Some(gw), &[])
+}
+
+fn group(id: u32, members: &[u32]) -> Msg<'static> {
+    object(Op::New, id, None, members)
+}
+
 fn delete_object(id: u32) -> Msg<'static> {
-    Msg::Nexthop(Nexthop {
-        op: Op::Del,
-        id,
-        family: 0,
-        protocol: 186,
-        flags: 0,
-        blackhole: false,
-        oif: 0,
-        gateway: None,
-        group: Members::default(),
-        group_type: 0,
-    })
+    object(Op::Del, id, None, &[])
 }
 
 fn route(op: Op, (a, l): (u32, u8), via: Option<Via>) -> Msg<'static> {
@@ -224,17 +211,6 @@ fn route(op: Op, (a, l): (u32, u8), via: Option<Via>) -> Msg<'static> {
         oif,
         multipath: Paths::default(),
     })
-}
-
-fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// The stable prefixes (10.s.s.0/24) and the churned ones (20.c.c.0/24).
@@ -437,7 +413,7 @@ fn sample(core: &Core, at_s: f64) -> Sample {
     let s = core.lock("bench.churn.sample");
     Sample {
         at_s,
-        rss_mb: rss_mb(),
+        rss_mb: control::metrics::process_rss_mb(),
         next_hops: s.router.next_hops.len(),
         paths: s.router.path_count(),
         fib_routes: s.router.route_counts().0,

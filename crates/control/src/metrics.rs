@@ -52,6 +52,19 @@ impl Kind {
 }
 
 /// Whether `name` is a valid metric name: `[a-zA-Z_:][a-zA-Z0-9_:]*`.
+/// This process's resident memory in MB, from /proc (0 where /proc cannot say): what soaks
+/// sample to show memory stays flat.
+pub fn process_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 pub fn valid_metric_name(name: &str) -> bool {
     let mut b = name.bytes();
     matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_' || c == b':')

@@ -127,18 +127,6 @@ pub struct Soak {
     pub trial: crate::engine::TrialResult,
 }
 
-/// The process's resident set, MB (0 if /proc cannot say).
-pub(crate) fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 pub(crate) fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -359,14 +347,14 @@ pub fn run_with(
             }
             let mut t = ro.trial.clone();
             t.seconds = secs;
-            let rss_before_mb = rss_mb();
+            let rss_before_mb = control::metrics::process_rss_mb();
             let th = procedures::fixed_load(&mut tester, &row.sizes, &t, row.search.load, 0.0, obs);
             soak.push(Soak {
                 key: row.key.clone(),
                 load: row.search.load,
                 seconds: secs,
                 rss_before_mb,
-                rss_after_mb: rss_mb(),
+                rss_after_mb: control::metrics::process_rss_mb(),
                 trial: th.at_max,
             });
         }
