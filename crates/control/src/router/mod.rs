@@ -788,13 +788,7 @@ impl Router {
         self.paths.publishes += 1;
         self.shared.store(Arc::new(self.tables()));
         self.services.publish_plan(&self.cfg);
-        for f in &mut self.fibs {
-            f.v4.publish()
-                .map_err(|e| BuildError(format!("VRF {}: IPv4: {e}", f.name)))?;
-            f.v6.publish()
-                .map_err(|e| BuildError(format!("VRF {}: IPv6: {e}", f.name)))?;
-        }
-        Ok(())
+        self.publish_fibs()
     }
 
     /// Adds (or replaces) a route in VRF index `vrf`; the caller publishes.
