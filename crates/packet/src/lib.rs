@@ -26,6 +26,8 @@ pub mod udp;
 pub mod vlan;
 
 #[doc(hidden)]
+pub mod fuzz_inputs;
+#[doc(hidden)]
 pub mod fuzzing;
 
 #[cfg(test)]
