@@ -410,7 +410,7 @@ pub(crate) fn messages(buf: &[u8]) -> impl Iterator<Item = Msg> + '_ {
                 None => Msg::Other,
             },
             t if t == libc::NLMSG_ERROR as u16 => {
-                Msg::Error(rd_u32(payload, 0).map_or(0, |e| -(e as i32)))
+                Msg::Error(rd_u32(payload, 0).map_or(0, |e| (e as i32).wrapping_neg()))
             }
             t if t == libc::NLMSG_DONE as u16 => Msg::Done,
             _ => Msg::Other,

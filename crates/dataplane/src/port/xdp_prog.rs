@@ -508,7 +508,8 @@ pub(crate) fn parse_ack(b: &[u8]) -> Result<(), String> {
     if err == 0 {
         return Ok(());
     }
-    let mut text = io::Error::from_raw_os_error(-err).to_string();
+    // Negated errno; a value no kernel sends (i32::MIN) must not overflow.
+    let mut text = io::Error::from_raw_os_error(err.wrapping_neg()).to_string();
     if flags & NLM_F_ACK_TLVS != 0 && b.len() >= 36 {
         // After the error code comes the request's header (and its body unless capped), then
         // the extended-ack attributes.
