@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, Prefix};
 use crate::router::Router;
 
 /// Route-table sizes for the fuzzed routers: big enough for any input libFuzzer makes, small
@@ -63,6 +63,28 @@ neighbors:
   - { interface: p0, ip: "2001:db8:1::2", mac: "02:00:00:00:00:02" }
 "#;
 
+/// The router the `routes` target loads into, built once per thread: building one per input
+/// would cost milliseconds (its IPv6 table's first publish alone), so each input's routes are
+/// removed again afterwards, and the router is rebuilt every `ROUTER_REUSE` inputs and after
+/// any input that touched a route the config made.
+struct RoutesBed {
+    router: Option<Router>,
+    uses: u32,
+}
+
+const ROUTER_REUSE: u32 = 10_000;
+
+thread_local! {
+    static BED: std::cell::RefCell<RoutesBed> =
+        const { std::cell::RefCell::new(RoutesBed { router: None, uses: 0 }) };
+}
+
+fn routes_router() -> Router {
+    let mut cfg = config::parse(ROUTES_CONFIG, config_path()).expect("the routes config is valid");
+    shrink(&mut cfg);
+    Router::build(cfg).expect("the routes config builds")
+}
+
 /// `data` as a route file (one route a line: `PREFIX/LEN via ADDR[,ADDR...]`, `blackhole`,
 /// `reject`), loaded by the router as `linerate check` and `run` load it, into the default VRF
 /// or, if the first byte is odd, into VRF `blue`. The file is written to a scratch path first:
@@ -73,23 +95,48 @@ pub fn routes(data: &[u8]) {
         Some((_, rest)) => ("default", rest),
         None => ("default", data),
     };
-    let mut cfg = config::parse(ROUTES_CONFIG, config_path()).expect("the routes config is valid");
-    shrink(&mut cfg);
-    let mut r = Router::build(cfg).expect("the routes config builds");
     let path = scratch_file();
     std::fs::File::create(&path)
         .and_then(|mut f| f.write_all(text))
         .expect("the scratch file is writable");
-    let before = r.route_counts();
-    match r.load_route_file(&path, vrf) {
-        Ok(n) => {
-            let after = r.route_counts();
-            // A line may replace an earlier one, never add more than one route.
-            assert!(after.0 + after.1 <= before.0 + before.1 + n);
-            r.publish().expect("loaded routes publish");
+    BED.with(|bed| {
+        let mut bed = bed.borrow_mut();
+        if bed.router.is_none() || bed.uses >= ROUTER_REUSE {
+            bed.router = Some(routes_router());
+            bed.uses = 0;
         }
-        Err(e) => assert!(!e.0.is_empty()),
-    }
+        let RoutesBed { router, uses } = &mut *bed;
+        let r = router.as_mut().expect("built above");
+        let before = r.route_counts();
+        let res = r.load_route_file(&path, vrf);
+        // The prefixes the file named, read as the loader reads them.
+        let vrf_i = r.vrf_index(vrf);
+        let named: Vec<Prefix> = String::from_utf8_lossy(text)
+            .lines()
+            .filter_map(|l| l.split('#').next()?.split_whitespace().next())
+            .filter_map(|t| Prefix::parse(t).ok())
+            .collect();
+        match res {
+            Ok(n) => {
+                let after = r.route_counts();
+                // A line may replace an earlier one, never add more than one route.
+                assert!(after.0 + after.1 <= before.0 + before.1 + n);
+                assert!(n <= named.len());
+                r.publish().expect("loaded routes publish");
+            }
+            Err(e) => assert!(!e.0.is_empty()),
+        }
+        if named.iter().any(|&p| r.is_configured(vrf_i, p)) {
+            *router = None;
+        } else {
+            for &p in &named {
+                r.remove_route(vrf_i, p);
+            }
+            r.publish().expect("removals publish");
+            assert_eq!(r.route_counts(), before, "the bed is back as it was");
+            *uses += 1;
+        }
+    });
 }
 
 /// A file of this process's own under the temporary folder.
