@@ -48,12 +48,12 @@ pub fn request(data: &[u8]) {
         "capture" => parse::<CaptureRequest>(body).and_then(|r| {
             r.spec(None)?;
             r.spec(Some(1))?;
-            ops::deadline(r.timeout_ms);
+            ops::deadline(r.timeout_ms)?;
             Ok(())
         }),
         "trace" => parse::<TraceRequest>(body).and_then(|r| {
             r.spec(Some(0))?;
-            ops::deadline(r.timeout_ms);
+            ops::deadline(r.timeout_ms)?;
             Ok(())
         }),
         _ => parse::<WorkerAdd>(body).map(|w| {

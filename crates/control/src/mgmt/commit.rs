@@ -165,11 +165,16 @@ pub struct ApplyOptions {
 }
 
 impl ApplyOptions {
-    /// When a commit made with these options rolls back unless confirmed.
+    /// When a commit made with these options rolls back unless confirmed; a time the clock
+    /// cannot reach is the client's mistake.
     pub fn confirm_deadline(&self) -> ApiResult<Option<Instant>> {
-        Ok(self
-            .confirm_seconds
-            .map(|secs| Instant::now() + Duration::from_secs(secs)))
+        self.confirm_seconds
+            .map(|secs| {
+                Instant::now()
+                    .checked_add(Duration::from_secs(secs))
+                    .ok_or_else(|| ApiError::invalid(format!("confirm_seconds {secs}: too far")))
+            })
+            .transpose()
     }
 }
 

@@ -155,9 +155,12 @@ impl TraceRequest {
     }
 }
 
-/// When a capture or trace that may wait `timeout_ms` gives up.
-pub fn deadline(timeout_ms: u64) -> Instant {
-    Instant::now() + Duration::from_millis(timeout_ms)
+/// When a capture or trace that may wait `timeout_ms` gives up; a time the clock cannot reach
+/// is the client's mistake.
+pub fn deadline(timeout_ms: u64) -> ApiResult<Instant> {
+    Instant::now()
+        .checked_add(Duration::from_millis(timeout_ms))
+        .ok_or_else(|| ApiError::invalid(format!("timeout_ms {timeout_ms}: too far")))
 }
 
 fn parse_target(r: &RouteRequest) -> ApiResult<Target> {
@@ -389,13 +392,14 @@ impl Core {
     /// Captures frames while forwarding goes on; returns them once `count` frames matched or
     /// the timeout passed.
     pub fn capture(&self, r: &CaptureRequest) -> ApiResult<Vec<Captured>> {
+        // Checked before anything starts: a capture left armed would run on unasked.
+        let deadline = deadline(r.timeout_ms)?;
         let taps = {
             let s = self.lock("capture.start");
             let port = self.port_arg(&s, r.port.as_deref())?;
             s.runtime.taps.start_capture(r.spec(port)?);
             s.runtime.taps.clone()
         };
-        let deadline = deadline(r.timeout_ms);
         let mut frames = Vec::new();
         loop {
             let (mut got, done) = taps.drain_capture();
@@ -417,13 +421,13 @@ impl Core {
     /// Follows the next `count` frames (matching the filter, on the port if given) through the
     /// nodes.
     pub fn trace(&self, r: &TraceRequest) -> ApiResult<Vec<Traced>> {
+        let deadline = deadline(r.timeout_ms)?;
         let taps: Arc<dataplane::tap::Taps> = {
             let s = self.lock("trace.start");
             let port = self.port_arg(&s, r.port.as_deref())?;
             s.runtime.taps.start_trace(r.spec(port)?);
             s.runtime.taps.clone()
         };
-        let deadline = deadline(r.timeout_ms);
         let mut out = Vec::new();
         loop {
             let (mut got, done) = taps.drain_trace();
