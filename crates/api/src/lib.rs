@@ -9,6 +9,8 @@
 //! Prometheus.
 
 pub mod client;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod server;
 
 /// Where the daemon listens unless told otherwise, and where the CLI looks.

@@ -217,7 +217,7 @@ async fn authorize(token: &str, req: Request, next: Next) -> Response {
     }
 }
 
-fn error(e: ApiError) -> Response {
+pub(crate) fn error(e: ApiError) -> Response {
     let status = match e.kind {
         "invalid" => StatusCode::BAD_REQUEST,
         "not_found" => StatusCode::NOT_FOUND,
@@ -231,7 +231,7 @@ fn error(e: ApiError) -> Response {
 type Shared = State<Arc<Core>>;
 
 /// A JSON request body, or what is wrong with it.
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("request body: {e}")))
 }
 
@@ -412,8 +412,8 @@ async fn route_del(State(c): Shared, Query(p): Query<RouteDel>) -> Response {
 }
 
 #[derive(Deserialize, Default)]
-struct WorkerAdd {
-    core: Option<usize>,
+pub(crate) struct WorkerAdd {
+    pub(crate) core: Option<usize>,
 }
 
 async fn worker_add(State(c): Shared, body: Bytes) -> Response {
@@ -451,8 +451,8 @@ async fn acl_show(State(c): Shared, Query(p): Query<AclParams>) -> Response {
 }
 
 #[derive(Deserialize)]
-struct AclEntryBody {
-    entry: String,
+pub(crate) struct AclEntryBody {
+    pub(crate) entry: String,
 }
 
 async fn acl_add(State(c): Shared, Path(name): Path<String>, body: Bytes) -> Response {
@@ -464,12 +464,12 @@ async fn acl_add(State(c): Shared, Path(name): Path<String>, body: Bytes) -> Res
 }
 
 #[derive(Deserialize)]
-struct ApplyBody {
-    text: String,
+pub(crate) struct ApplyBody {
+    pub(crate) text: String,
     /// The path the text was read from (relative paths in it resolve against its folder).
-    source: PathBuf,
+    pub(crate) source: PathBuf,
     #[serde(flatten)]
-    opts: ApplyOptions,
+    pub(crate) opts: ApplyOptions,
 }
 
 async fn config_apply(State(c): Shared, body: Bytes) -> Response {

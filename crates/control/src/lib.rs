@@ -5,6 +5,8 @@
 
 pub mod config;
 pub mod fpm;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod link;
 pub mod metrics;
 pub mod mgmt;

@@ -9,6 +9,8 @@
 pub mod buffer;
 pub mod counters;
 pub mod feature;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod node;
 pub mod port;
 pub mod punt;

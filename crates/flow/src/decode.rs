@@ -274,10 +274,15 @@ impl Collector {
                 14 => r.out_if = n as u32,
                 2 => r.packets = n,
                 1 => r.bytes = n,
-                22 if !ipfix => r.first_ns = n * 1_000_000,
-                21 if !ipfix => r.last_ns = n * 1_000_000,
-                152 if ipfix => r.first_ns = (n - boot_ms) * 1_000_000,
-                153 if ipfix => r.last_ns = (n - boot_ms) * 1_000_000,
+                22 if !ipfix => r.first_ns = ms_to_ns(n)?,
+                21 if !ipfix => r.last_ns = ms_to_ns(n)?,
+                // Times before the exporter's boot, or too far after it, are not ours.
+                152 if ipfix => {
+                    r.first_ns = ms_to_ns(n.checked_sub(boot_ms).ok_or("start before boot")?)?
+                }
+                153 if ipfix => {
+                    r.last_ns = ms_to_ns(n.checked_sub(boot_ms).ok_or("end before boot")?)?
+                }
                 61 => {
                     r.key.direction = match n {
                         0 => Direction::Ingress,
@@ -293,6 +298,11 @@ impl Collector {
         }
         Ok(r)
     }
+}
+
+fn ms_to_ns(ms: u64) -> Result<u64, String> {
+    ms.checked_mul(1_000_000)
+        .ok_or_else(|| format!("{ms} ms overflows the clock"))
 }
 
 /// No enterprise elements and no variable or zero lengths: the encoders write neither.

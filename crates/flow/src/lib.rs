@@ -18,8 +18,11 @@ pub mod cache;
 pub mod export;
 pub mod wire;
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 mod decode;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use cache::{CacheConfig, CacheStats, FlowCache};
 pub use export::{Clock, ExportConfig, ExportStats, Exporter};

@@ -28,6 +28,8 @@ pub mod udp;
 pub mod vlan;
 
 #[doc(hidden)]
+pub mod fuzz_inputs;
+#[doc(hidden)]
 pub mod fuzzing;
 
 #[cfg(test)]

@@ -30,6 +30,8 @@ pub mod embedded;
 pub mod engine;
 pub mod external;
 pub mod fake_dut;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod histogram;
 pub mod hotswap;
 pub mod load;

@@ -512,7 +512,19 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
         match &v.value {
             Value::Seq(items) => {
                 for (j, it) in items.iter().enumerate() {
-                    if let Some(f) = field(it, &format!("{path}.vary[{j}]"), e) {
+                    let at = format!("{path}.vary[{j}]");
+                    let Some(f) = field(it, &at, e) else {
+                        continue;
+                    };
+                    // Twice the same field would write one value and count another (an IPv4
+                    // address varied twice made every frame's header checksum wrong).
+                    if fields.iter().any(|g: &Field| g.kind == f.kind) {
+                        e.at(
+                            it,
+                            &format!("{at}.field"),
+                            "varied already: one entry per field",
+                        );
+                    } else {
                         fields.push(f);
                     }
                 }
@@ -722,6 +734,12 @@ streams:
         assert!(err.contains("s.yaml:3:"), "{err}");
         assert!(err.contains("streams[1].vary[0].field"), "{err}");
         assert!(err.contains("4 error(s); nothing was run"), "{err}");
+        let twice = "streams:\n  - { from: p0, to: p1, ipv4: { src: 1.2.3.4, dst: 5.6.7.8 }, vary: [ { field: src-ip, count: 3 }, { field: src-ip, count: 2, nested: true } ] }\n";
+        let err = parse(twice, "s.yaml", &cfg()).unwrap_err();
+        assert!(
+            err.contains("streams[0].vary[1].field: varied already"),
+            "{err}"
+        );
         assert!(parse("streams: [", "s.yaml", &cfg())
             .unwrap_err()
             .starts_with("s.yaml:"));

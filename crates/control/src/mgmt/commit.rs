@@ -164,6 +164,20 @@ pub struct ApplyOptions {
     pub confirm_seconds: Option<u64>,
 }
 
+impl ApplyOptions {
+    /// When a commit made with these options rolls back unless confirmed; a time the clock
+    /// cannot reach is the client's mistake.
+    pub fn confirm_deadline(&self) -> ApiResult<Option<Instant>> {
+        self.confirm_seconds
+            .map(|secs| {
+                Instant::now()
+                    .checked_add(Duration::from_secs(secs))
+                    .ok_or_else(|| ApiError::invalid(format!("confirm_seconds {secs}: too far")))
+            })
+            .transpose()
+    }
+}
+
 /// What an apply did (or, dry, would do).
 #[derive(Clone, Debug, Serialize)]
 pub struct ApplyOutcome {
@@ -339,6 +353,7 @@ impl Core {
         source: &Path,
         opts: ApplyOptions,
     ) -> ApiResult<ApplyOutcome> {
+        let confirm_at = opts.confirm_deadline()?;
         let mut s = self.lock("config.apply");
         let out = self.apply_locked(&mut s, text, source, &opts)?;
         // A commit made while another waits for confirmation confirms that one (as commit
@@ -357,7 +372,7 @@ impl Core {
                 );
             }
         }
-        if let (Some(id), Some(secs)) = (out.commit, opts.confirm_seconds) {
+        if let (Some(id), Some(secs), Some(at)) = (out.commit, opts.confirm_seconds, confirm_at) {
             let previous = s
                 .history
                 .commits
@@ -365,7 +380,7 @@ impl Core {
                 .rev()
                 .find(|c| c.id < id && c.status != "rolled-back")
                 .map_or(0, |c| c.id);
-            s.history.pending = Some((id, Instant::now() + Duration::from_secs(secs), previous));
+            s.history.pending = Some((id, at, previous));
             if let Some(c) = s.history.commits.iter_mut().find(|c| c.id == id) {
                 c.status = "pending".into();
                 save_meta(self, c);

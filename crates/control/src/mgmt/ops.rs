@@ -93,6 +93,87 @@ fn default_trace_count() -> u32 {
     10
 }
 
+impl RouteRequest {
+    /// The prefix and what it points at, or what is wrong with them.
+    pub fn parse(&self) -> ApiResult<(Prefix, Target)> {
+        let p = Prefix::parse(&self.prefix).map_err(ApiError::invalid)?;
+        Ok((p, parse_target(self)?))
+    }
+}
+
+impl CaptureRequest {
+    /// The capture this request asks for on `port` (the index its name resolved to), or what
+    /// is wrong with it.
+    pub fn spec(&self, port: Option<u16>) -> ApiResult<CaptureSpec> {
+        let r = self;
+        let filter = Filter::parse(&r.filter)
+            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
+        let mut points = Vec::new();
+        let dir = r.direction.as_deref().unwrap_or("both");
+        // The port's own points unless only a node's output or the drops were asked for.
+        if r.node.is_none() && !r.drops || r.direction.is_some() {
+            match dir {
+                "rx" => points.push(Point::Rx(port)),
+                "tx" => points.push(Point::Tx(port)),
+                "both" => {
+                    points.push(Point::Rx(port));
+                    points.push(Point::Tx(port));
+                }
+                d => {
+                    return Err(ApiError::invalid(format!(
+                        "direction `{d}`: expected rx, tx or both"
+                    )))
+                }
+            }
+        }
+        if let Some(n) = &r.node {
+            let node = Node::parse(n).ok_or_else(|| {
+                let all: Vec<&str> = Node::ALL.iter().map(|n| n.name()).collect();
+                ApiError::invalid(format!("no node `{n}` (nodes: {})", all.join(", ")))
+            })?;
+            points.push(Point::Node(node));
+        }
+        if r.drops {
+            points.push(Point::Drop);
+        }
+        if r.count == 0 {
+            return Err(ApiError::invalid("count must be at least 1"));
+        }
+        Ok(CaptureSpec {
+            points,
+            port,
+            filter,
+            count: r.count,
+            snaplen: r.snaplen.clamp(14, 65535),
+        })
+    }
+}
+
+impl TraceRequest {
+    /// The trace this request asks for on `port` (the index its name resolved to), or what is
+    /// wrong with it.
+    pub fn spec(&self, port: Option<u16>) -> ApiResult<TraceSpec> {
+        let filter = Filter::parse(&self.filter)
+            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", self.filter)))?;
+        if self.count == 0 || self.count > 10_000 {
+            return Err(ApiError::invalid("count must be 1..=10000"));
+        }
+        Ok(TraceSpec {
+            port,
+            filter,
+            count: self.count,
+        })
+    }
+}
+
+/// When a capture or trace that may wait `timeout_ms` gives up; a time the clock cannot reach
+/// is the client's mistake.
+pub fn deadline(timeout_ms: u64) -> ApiResult<Instant> {
+    Instant::now()
+        .checked_add(Duration::from_millis(timeout_ms))
+        .ok_or_else(|| ApiError::invalid(format!("timeout_ms {timeout_ms}: too far")))
+}
+
 fn parse_target(r: &RouteRequest) -> ApiResult<Target> {
     match (r.via.is_empty(), r.blackhole, r.reject) {
         (false, false, false) => Ok(Target::Via(
@@ -128,8 +209,7 @@ impl Core {
     pub fn route_add(&self, r: &RouteRequest) -> ApiResult<()> {
         let mut s = self.lock("route.add");
         let vrf = self.vrf_index(&s, r.vrf.as_deref())?;
-        let p = Prefix::parse(&r.prefix).map_err(ApiError::invalid)?;
-        let t = parse_target(r)?;
+        let (p, t) = r.parse()?;
         let key = PrefixKey::from(p);
         let exists = match p {
             Prefix::V4(a, l) => s.router.fibs[vrf].v4.get(a, l).is_some(),
@@ -323,52 +403,14 @@ impl Core {
     /// Captures frames while forwarding goes on; returns them once `count` frames matched or
     /// the timeout passed.
     pub fn capture(&self, r: &CaptureRequest) -> ApiResult<Vec<Captured>> {
-        let filter = Filter::parse(&r.filter)
-            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
+        // Checked before anything starts: a capture left armed would run on unasked.
+        let deadline = deadline(r.timeout_ms)?;
         let taps = {
             let s = self.lock("capture.start");
             let port = self.port_arg(&s, r.port.as_deref())?;
-            let mut points = Vec::new();
-            let dir = r.direction.as_deref().unwrap_or("both");
-            // The port's own points unless only a node's output or the drops were asked for.
-            if r.node.is_none() && !r.drops || r.direction.is_some() {
-                match dir {
-                    "rx" => points.push(Point::Rx(port)),
-                    "tx" => points.push(Point::Tx(port)),
-                    "both" => {
-                        points.push(Point::Rx(port));
-                        points.push(Point::Tx(port));
-                    }
-                    d => {
-                        return Err(ApiError::invalid(format!(
-                            "direction `{d}`: expected rx, tx or both"
-                        )))
-                    }
-                }
-            }
-            if let Some(n) = &r.node {
-                let node = Node::parse(n).ok_or_else(|| {
-                    let all: Vec<&str> = Node::ALL.iter().map(|n| n.name()).collect();
-                    ApiError::invalid(format!("no node `{n}` (nodes: {})", all.join(", ")))
-                })?;
-                points.push(Point::Node(node));
-            }
-            if r.drops {
-                points.push(Point::Drop);
-            }
-            if r.count == 0 {
-                return Err(ApiError::invalid("count must be at least 1"));
-            }
-            s.runtime.taps.start_capture(CaptureSpec {
-                points,
-                port,
-                filter,
-                count: r.count,
-                snaplen: r.snaplen.clamp(14, 65535),
-            });
+            s.runtime.taps.start_capture(r.spec(port)?);
             s.runtime.taps.clone()
         };
-        let deadline = Instant::now() + Duration::from_millis(r.timeout_ms);
         let mut frames = Vec::new();
         loop {
             let (mut got, done) = taps.drain_capture();
@@ -413,22 +455,13 @@ impl Core {
     /// Follows the next `count` frames (matching the filter, on the port if given) through the
     /// nodes.
     pub fn trace(&self, r: &TraceRequest) -> ApiResult<Vec<Traced>> {
-        let filter = Filter::parse(&r.filter)
-            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
-        if r.count == 0 || r.count > 10_000 {
-            return Err(ApiError::invalid("count must be 1..=10000"));
-        }
+        let deadline = deadline(r.timeout_ms)?;
         let taps: Arc<dataplane::tap::Taps> = {
             let s = self.lock("trace.start");
             let port = self.port_arg(&s, r.port.as_deref())?;
-            s.runtime.taps.start_trace(TraceSpec {
-                port,
-                filter,
-                count: r.count,
-            });
+            s.runtime.taps.start_trace(r.spec(port)?);
             s.runtime.taps.clone()
         };
-        let deadline = Instant::now() + Duration::from_millis(r.timeout_ms);
         let mut out = Vec::new();
         loop {
             let (mut got, done) = taps.drain_trace();

@@ -196,9 +196,14 @@ fn add_address(nl: &OwnedFd, ifindex: u32, family: u8, addr: &[u8], len: u8) -> 
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    // NLMSG_ERROR (2) carries the errno, negated; 0 is the acknowledgement.
-    if n >= 20 && u16::from_ne_bytes([ack[4], ack[5]]) == 2 {
-        let err = -i32::from_ne_bytes([ack[16], ack[17], ack[18], ack[19]]);
+    address_ack(&ack[..n as usize])
+}
+
+/// The kernel's answer to an address request: NLMSG_ERROR (2) carries the errno, negated; 0 is
+/// the acknowledgement, and an address that is already there (EEXIST) is fine too.
+pub(crate) fn address_ack(ack: &[u8]) -> io::Result<()> {
+    if ack.len() >= 20 && u16::from_ne_bytes([ack[4], ack[5]]) == 2 {
+        let err = i32::from_ne_bytes([ack[16], ack[17], ack[18], ack[19]]).wrapping_neg();
         if err != 0 && err != libc::EEXIST {
             return Err(io::Error::from_raw_os_error(err));
         }

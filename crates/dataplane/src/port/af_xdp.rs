@@ -67,6 +67,8 @@ use std::time::Duration;
 
 use super::{RxQueue, TxQueue};
 use crate::buffer::{BufCache, PktBuf, MAX_FRAME};
+/// The reader of the kernel's answer to `RTM_SETLINK`, for [`crate::fuzzing`].
+pub(crate) use xdp_prog::parse_ack as parse_setlink_ack;
 use xdp_prog::XdpProgram;
 
 /// UMEM chunk size: the largest the kernel accepts in aligned mode.

@@ -370,7 +370,7 @@ impl NlRequest {
 
 /// One decoded netlink message, as far as this module cares.
 #[derive(Debug, PartialEq)]
-enum Msg {
+pub(crate) enum Msg {
     Link(LinkEvent),
     /// `NLMSG_ERROR` with this errno (0 is an acknowledgement).
     Error(i32),
@@ -387,7 +387,7 @@ fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
 
 /// The messages in one datagram. Stops at the first malformed header (a kernel never sends one;
 /// the check keeps a bad length from reading past the datagram).
-fn messages(buf: &[u8]) -> impl Iterator<Item = Msg> + '_ {
+pub(crate) fn messages(buf: &[u8]) -> impl Iterator<Item = Msg> + '_ {
     let mut off = 0usize;
     std::iter::from_fn(move || {
         let len = rd_u32(buf, off)? as usize;
@@ -410,7 +410,7 @@ fn messages(buf: &[u8]) -> impl Iterator<Item = Msg> + '_ {
                 None => Msg::Other,
             },
             t if t == libc::NLMSG_ERROR as u16 => {
-                Msg::Error(rd_u32(payload, 0).map_or(0, |e| -(e as i32)))
+                Msg::Error(rd_u32(payload, 0).map_or(0, |e| (e as i32).wrapping_neg()))
             }
             t if t == libc::NLMSG_DONE as u16 => Msg::Done,
             _ => Msg::Other,

@@ -497,7 +497,7 @@ fn set_link_xdp(sock: &OwnedFd, ifindex: u32, attrs: &[(u16, i32)]) -> Result<()
 }
 
 /// Reads the NLMSG_ERROR answer: Ok for an ack, else the errno and the kernel's message.
-fn parse_ack(b: &[u8]) -> Result<(), String> {
+pub(crate) fn parse_ack(b: &[u8]) -> Result<(), String> {
     let u16_at = |o: usize| u16::from_ne_bytes([b[o], b[o + 1]]);
     let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
     if b.len() < 20 || u16_at(4) != NLMSG_ERROR {
@@ -508,7 +508,8 @@ fn parse_ack(b: &[u8]) -> Result<(), String> {
     if err == 0 {
         return Ok(());
     }
-    let mut text = io::Error::from_raw_os_error(-err).to_string();
+    // Negated errno; a value no kernel sends (i32::MIN) must not overflow.
+    let mut text = io::Error::from_raw_os_error(err.wrapping_neg()).to_string();
     if flags & NLM_F_ACK_TLVS != 0 && b.len() >= 36 {
         // After the error code comes the request's header (and its body unless capped), then
         // the extended-ack attributes.

@@ -1,0 +1,186 @@
+//! Entry points for the cargo-fuzz targets in `fuzz/`, kept in the crate so that the unit tests
+//! below run exactly the same code on stable Rust. Not part of the API.
+//!
+//! The config, the route files and the kernel's answers are input the router must refuse
+//! cleanly when they are wrong: a panic here is a bug.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::config::{self, Config, Prefix};
+use crate::router::Router;
+
+/// Route-table sizes for the fuzzed routers: big enough for any input libFuzzer makes, small
+/// enough that building a router costs microseconds, not the default tables' megabytes.
+const MAX_ROUTES: usize = 4096;
+
+/// Where a fuzzed config claims to live: a folder that does not exist, so no route file it
+/// names relative to itself is found.
+fn config_path() -> &'static Path {
+    Path::new("/nonexistent/linerate-fuzz/router.yaml")
+}
+
+/// `data` as a config file through what `linerate check` does: the YAML parser, the checker,
+/// then the router built from what passed (route files left out: they are the `routes`
+/// target's input, and an absolute path could name a device or a huge file).
+pub fn config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match config::parse(text, config_path()) {
+        Ok(mut cfg) => {
+            cfg.route_files.clear();
+            shrink(&mut cfg);
+            if let Ok(r) = Router::build(cfg) {
+                let _ = r.route_counts();
+            }
+        }
+        Err(errs) => {
+            assert!(!errs.0.is_empty(), "a refused config says why");
+            let _ = errs.to_string();
+        }
+    }
+}
+
+fn shrink(cfg: &mut Config) {
+    cfg.max_v4_routes = cfg.max_v4_routes.min(MAX_ROUTES);
+    cfg.max_v6_routes = cfg.max_v6_routes.min(MAX_ROUTES);
+}
+
+/// The config the `routes` target loads its route files into: two interfaces, a neighbour on
+/// each family and two VRFs, so `via` can resolve (or not).
+const ROUTES_CONFIG: &str = r#"
+router: { workers: 1, buffers: 1024 }
+vrfs: [blue]
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24], ipv6: ["2001:db8:1::1/64"] }
+  - { name: p1, port: p1, vrf: blue, mac: "02:00:00:00:01:01", ipv4: [198.51.100.1/24] }
+neighbors:
+  - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
+  - { interface: p0, ip: "2001:db8:1::2", mac: "02:00:00:00:00:02" }
+"#;
+
+/// The router the `routes` target loads into, built once per thread: building one per input
+/// would cost milliseconds (its IPv6 table's first publish alone), so each input's routes are
+/// removed again afterwards, and the router is rebuilt every `ROUTER_REUSE` inputs and after
+/// any input that touched a route the config made.
+struct RoutesBed {
+    router: Option<Router>,
+    uses: u32,
+}
+
+const ROUTER_REUSE: u32 = 10_000;
+
+thread_local! {
+    static BED: std::cell::RefCell<RoutesBed> =
+        const { std::cell::RefCell::new(RoutesBed { router: None, uses: 0 }) };
+}
+
+fn routes_router() -> Router {
+    let mut cfg = config::parse(ROUTES_CONFIG, config_path()).expect("the routes config is valid");
+    shrink(&mut cfg);
+    Router::build(cfg).expect("the routes config builds")
+}
+
+/// `data` as a route file (one route a line: `PREFIX/LEN via ADDR[,ADDR...]`, `blackhole`,
+/// `reject`), loaded by the router as `linerate check` and `run` load it, into the default VRF
+/// or, if the first byte is odd, into VRF `blue`. The file is written to a scratch path first:
+/// the loader reads files.
+pub fn routes(data: &[u8]) {
+    let (vrf, text) = match data.split_first() {
+        Some((b, rest)) if b & 1 == 1 => ("blue", rest),
+        Some((_, rest)) => ("default", rest),
+        None => ("default", data),
+    };
+    let path = scratch_file();
+    std::fs::File::create(&path)
+        .and_then(|mut f| f.write_all(text))
+        .expect("the scratch file is writable");
+    BED.with(|bed| {
+        let mut bed = bed.borrow_mut();
+        if bed.router.is_none() || bed.uses >= ROUTER_REUSE {
+            bed.router = Some(routes_router());
+            bed.uses = 0;
+        }
+        let RoutesBed { router, uses } = &mut *bed;
+        let r = router.as_mut().expect("built above");
+        let before = r.route_counts();
+        let res = r.load_route_file(&path, vrf);
+        // The prefixes the file named, read as the loader reads them.
+        let vrf_i = r.vrf_index(vrf);
+        let named: Vec<Prefix> = String::from_utf8_lossy(text)
+            .lines()
+            .filter_map(|l| l.split('#').next()?.split_whitespace().next())
+            .filter_map(|t| Prefix::parse(t).ok())
+            .collect();
+        match res {
+            Ok(n) => {
+                let after = r.route_counts();
+                // A line may replace an earlier one, never add more than one route.
+                assert!(after.0 + after.1 <= before.0 + before.1 + n);
+                assert!(n <= named.len());
+                r.publish().expect("loaded routes publish");
+            }
+            Err(e) => assert!(!e.0.is_empty()),
+        }
+        if named.iter().any(|&p| r.is_configured(vrf_i, p)) {
+            *router = None;
+        } else {
+            for &p in &named {
+                r.remove_route(vrf_i, p);
+            }
+            r.publish().expect("removals publish");
+            assert_eq!(r.route_counts(), before, "the bed is back as it was");
+            *uses += 1;
+        }
+    });
+}
+
+/// A file of this process's own under the temporary folder.
+fn scratch_file() -> PathBuf {
+    std::env::temp_dir().join(format!("linerate-fuzz-routes-{}", std::process::id()))
+}
+
+/// `data` as the kernel's answer to an `RTM_NEWADDR` request for a TAP twin's address.
+pub fn addr_ack(data: &[u8]) {
+    let _ = crate::punt::tap::address_ack(data);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saved(target: &str, f: fn(&[u8])) {
+        for (name, data) in packet::fuzz_inputs::saved(target) {
+            eprintln!("{name}");
+            f(&data);
+        }
+    }
+
+    #[test]
+    fn config_inputs() {
+        config(b"");
+        config(b"\xff");
+        config(b"router: {workers: 0}\n");
+        config(ROUTES_CONFIG.as_bytes());
+        saved("config", config);
+    }
+
+    #[test]
+    fn routes_inputs() {
+        routes(b"");
+        routes(b"\x0010.0.0.0/8 via 192.0.2.2\n2001:db8::/32 via 2001:db8:1::2 # x\n");
+        routes(b"\x0110.0.0.0/8 via 192.0.2.2\n");
+        routes(b"\x00nonsense\n");
+        saved("routes", routes);
+    }
+
+    #[test]
+    fn addr_ack_inputs() {
+        addr_ack(&[]);
+        addr_ack(&[0xff; 64]);
+    }
+}
