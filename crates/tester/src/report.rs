@@ -627,14 +627,22 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
     }
     for sk in &r.soak {
         let t = &sk.trial;
+        let ignored = if sk.ignored.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (not counting {}, denied by design)",
+                sk.ignored.join(", ")
+            )
+        };
         c.push(Check {
             name: format!("{}: {:.0} s soak", sk.key, sk.seconds),
             expected: "0 lost, duplicated or corrupted".into(),
             measured: format!(
-                "{} sent, {} lost, {} duplicated, {} corrupted; RSS {:.0} -> {:.0} MB",
-                t.tx, t.lost, t.duplicated, t.corrupted, sk.rss_before_mb, sk.rss_after_mb
+                "{} sent, {} lost{ignored}, {} duplicated, {} corrupted; RSS {:.0} -> {:.0} MB",
+                t.tx, sk.lost_judged, t.duplicated, t.corrupted, sk.rss_before_mb, sk.rss_after_mb
             ),
-            pass: t.tx > 0 && t.lost == 0 && t.duplicated == 0 && t.corrupted == 0,
+            pass: t.tx > 0 && sk.lost_judged == 0 && t.duplicated == 0 && t.corrupted == 0,
         });
     }
     c
@@ -698,6 +706,7 @@ pub fn json(r: &ScenarioReport) -> Value {
         "soak": r.soak.iter().map(|sk| json!({
             "key": sk.key, "load": sk.load, "seconds": sk.seconds,
             "rss_before_mb": sk.rss_before_mb, "rss_after_mb": sk.rss_after_mb,
+            "ignored_streams": sk.ignored, "lost_judged": sk.lost_judged,
             "trial": trial_json(&sk.trial),
         })).collect::<Vec<_>>(),
         "external": r.external.as_ref().map(|x| {

@@ -125,6 +125,11 @@ pub struct Soak {
     pub rss_before_mb: f64,
     pub rss_after_mb: f64,
     pub trial: crate::engine::TrialResult,
+    /// Streams left out of the judgement: those that received nothing in the row's passing
+    /// search trial, which the search itself ignored (XR-5's streams the ACL denies by design).
+    pub ignored: Vec<String>,
+    /// Frames lost by the other streams: what the soak is judged by.
+    pub lost_judged: u64,
 }
 
 pub(crate) fn cpu_model() -> String {
@@ -349,7 +354,24 @@ pub fn run_with(
             t.seconds = secs;
             let rss_before_mb = control::metrics::process_rss_mb();
             let th = procedures::fixed_load(&mut tester, &row.sizes, &t, row.search.load, 0.0, obs);
+            let denied: Vec<&str> = row
+                .search
+                .best
+                .iter()
+                .flat_map(|b| b.streams.iter())
+                .filter(|st| st.tx > 0 && st.rx == 0)
+                .map(|st| st.name.as_str())
+                .collect();
+            let lost_judged = th
+                .at_max
+                .streams
+                .iter()
+                .filter(|st| !denied.contains(&st.name.as_str()))
+                .map(|st| st.lost)
+                .sum();
             soak.push(Soak {
+                ignored: denied.iter().map(|n| n.to_string()).collect(),
+                lost_judged,
                 key: row.key.clone(),
                 load: row.search.load,
                 seconds: secs,
