@@ -201,16 +201,22 @@ fn df_too_big_gets_frag_needed_and_no_df_is_fragmented() {
     );
 }
 
-#[test]
-fn echo_requests_to_router_addresses_are_answered() {
-    let mut bed = bed(1000);
-    let mut f = ip4_frame([192, 0, 2, 1], 64, 16, false, 1, 0);
+/// An ICMP echo request from the neighbour on p0 to `dst`.
+fn echo_request4(dst: [u8; 4]) -> Vec<u8> {
+    let mut f = ip4_frame(dst, 64, 16, false, 1, 0);
     f[34] = 8; // echo request
     f[35] = 0;
     f[36..38].copy_from_slice(&[0, 0]);
     f[38..42].copy_from_slice(&[0x12, 0x34, 0, 1]);
     let c = checksum::fold(checksum::sum(&f[34..]));
     f[36..38].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+#[test]
+fn echo_requests_to_router_addresses_are_answered() {
+    let mut bed = bed(1000);
+    let f = echo_request4([192, 0, 2, 1]);
     let mut f6 = ip6_frame(v6("2001:db8:1::1"), 64, 16);
     f6[14 + 6] = 58;
     f6[54] = 128;
@@ -437,13 +443,7 @@ fn unicast_ip_in_link_layer_group_frames_is_neither_forwarded_nor_answered() {
 fn a_ping_to_the_router_in_a_broadcast_frame_is_still_answered() {
     // Local delivery is not forwarding: the router's own address in a broadcast frame is its.
     let mut bed = bed(1000);
-    let mut f = to_mac(ip4_frame([192, 0, 2, 1], 64, 16, false, 1, 0), BROADCAST);
-    f[34] = 8; // echo request
-    f[35] = 0;
-    f[36..38].copy_from_slice(&[0, 0]);
-    f[38..42].copy_from_slice(&[0x12, 0x34, 0, 1]);
-    let c = checksum::fold(checksum::sum(&f[34..]));
-    f[36..38].copy_from_slice(&c.to_be_bytes());
+    let f = to_mac(echo_request4([192, 0, 2, 1]), BROADCAST);
     let out = bed.send(0, &[f]);
     assert_eq!(out[0].len(), 1, "echo reply");
     assert_eq!(out[0][0][34], 0);

@@ -16,7 +16,7 @@ use crate::config::{find_connected, find_neighbor, Config, ConfigError, Prefix, 
 use packet::ethernet::MacAddr;
 
 mod paths;
-pub use paths::PathDef;
+pub use paths::{PathDef, ECMP_BUCKETS};
 
 pub struct Fibs {
     pub name: String,
@@ -33,17 +33,6 @@ enum NhKey {
     Glean(u32),
     Blackhole,
     Reject,
-}
-
-/// The most buckets an uneven ECMP group spreads its weights over (about 1.5% precision).
-pub const ECMP_BUCKETS: usize = 64;
-
-fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 pub struct Router {
@@ -338,16 +327,6 @@ impl Router {
         true
     }
 
-    /// Route sources outside the config (FPM): a blackhole next hop.
-    pub fn nh_blackhole(&mut self) -> u32 {
-        self.nh(NhKey::Blackhole, |_| NextHop::Blackhole)
-    }
-
-    /// A next hop that rejects with ICMP unreachable.
-    pub fn nh_reject(&mut self) -> u32 {
-        self.nh(NhKey::Reject, |_| NextHop::Reject)
-    }
-
     /// Out of interface `ifx` through gateway `gw` (its MAC configured, learned, or to be
     /// resolved), or straight onto the link without one (the destination is the neighbour).
     pub fn nh_via(&mut self, ifx: u32, gw: Option<IpAddr>) -> u32 {
@@ -378,20 +357,6 @@ impl Router {
         }
         let key = NhKey::Ecmp(members.clone());
         self.nh(key, |_| NextHop::Ecmp(members.into_boxed_slice()))
-    }
-
-    /// An ECMP group with weights (zebra's next-hop group weights, 1..=256). The data plane
-    /// picks a member by flow hash over a bucket list, so a member gets buckets in proportion
-    /// to its weight: the weights are reduced by their common divisor and, if they still need
-    /// more than [`ECMP_BUCKETS`] buckets, scaled down to fit (each member keeps at least one).
-    /// Equal weights make the plain group of [`Router::nh_ecmp`].
-    pub fn nh_ecmp_weighted(&mut self, members: &[(u32, u16)]) -> u32 {
-        let buckets = PathDef::weighted(members);
-        if !buckets.windows(2).any(|w| w[0] == w[1]) {
-            return self.nh_ecmp(buckets.into_vec());
-        }
-        let key = NhKey::Ecmp(buckets.to_vec());
-        self.nh(key, |_| NextHop::Ecmp(buckets))
     }
 
     /// The interface of VRF `vrf` whose subnet holds `ip`.

@@ -19,7 +19,18 @@
 
 use dataplane::tables::NextHop;
 
-use super::{gcd, Router, ECMP_BUCKETS};
+use super::Router;
+
+/// The most buckets an uneven ECMP group spreads its weights over (about 1.5% precision).
+pub const ECMP_BUCKETS: usize = 64;
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
 
 /// What a path forwards to.
 #[derive(Clone, Debug, PartialEq, Eq)]
