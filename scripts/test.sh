@@ -19,6 +19,9 @@ fi
 echo "== cargo fmt";    cargo fmt --all -- --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test";   cargo test --workspace --release
+# The fuzz targets' entry points again, with every kept crash input, in the dev profile: its
+# overflow checks are what some of those inputs tripped (the release profile wraps silently).
+echo "== fuzz inputs with overflow checks"; cargo test --workspace --lib fuzzing
 echo "== build";        cargo build --release -p linerate
 echo "== system tests"
 LINERATE_REQUIRE_BIN=1 LINERATE_BIN="$PWD/target/release/linerate" "$PY" -m pytest -q tests/system

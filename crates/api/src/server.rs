@@ -365,7 +365,7 @@ fn routes(core: Arc<Core>) -> Router {
 }
 
 #[derive(Deserialize)]
-struct RoutesParams {
+pub(crate) struct RoutesParams {
     vrf: Option<String>,
     #[serde(default)]
     family: Option<String>,
@@ -375,22 +375,26 @@ struct RoutesParams {
     limit: Option<usize>,
 }
 
-async fn routes_get(State(c): Shared, Query(p): Query<RoutesParams>) -> Response {
-    call(c, move |c| {
-        let ipv6 = match p.family.as_deref() {
+impl RoutesParams {
+    /// The query the core answers, or why the parameters make none.
+    pub(crate) fn query(&self) -> Result<RouteQuery<'_>, ApiError> {
+        let ipv6 = match self.family.as_deref() {
             None | Some("ipv4") => false,
             Some("ipv6") => true,
             Some(f) => return Err(ApiError::invalid(format!("family `{f}`: ipv4 or ipv6"))),
         };
-        c.routes(&RouteQuery {
-            vrf: p.vrf.as_deref(),
+        Ok(RouteQuery {
+            vrf: self.vrf.as_deref(),
             ipv6,
-            prefix: p.prefix.as_deref(),
-            longer: p.longer,
-            limit: p.limit.unwrap_or(usize::MAX),
+            prefix: self.prefix.as_deref(),
+            longer: self.longer,
+            limit: self.limit.unwrap_or(usize::MAX),
         })
-    })
-    .await
+    }
+}
+
+async fn routes_get(State(c): Shared, Query(p): Query<RoutesParams>) -> Response {
+    call(c, move |c| c.routes(&p.query()?)).await
 }
 
 async fn route_add(State(c): Shared, body: Bytes) -> Response {
@@ -402,9 +406,9 @@ async fn route_add(State(c): Shared, body: Bytes) -> Response {
 }
 
 #[derive(Deserialize)]
-struct RouteDel {
-    vrf: Option<String>,
-    prefix: String,
+pub(crate) struct RouteDel {
+    pub(crate) vrf: Option<String>,
+    pub(crate) prefix: String,
 }
 
 async fn route_del(State(c): Shared, Query(p): Query<RouteDel>) -> Response {
@@ -433,8 +437,8 @@ async fn worker_add(State(c): Shared, body: Bytes) -> Response {
 }
 
 #[derive(Deserialize)]
-struct LogParams {
-    n: Option<usize>,
+pub(crate) struct LogParams {
+    pub(crate) n: Option<usize>,
 }
 
 async fn logging(State(c): Shared, Query(p): Query<LogParams>) -> Response {
@@ -442,8 +446,8 @@ async fn logging(State(c): Shared, Query(p): Query<LogParams>) -> Response {
 }
 
 #[derive(Deserialize)]
-struct AclParams {
-    name: Option<String>,
+pub(crate) struct AclParams {
+    pub(crate) name: Option<String>,
 }
 
 async fn acl_show(State(c): Shared, Query(p): Query<AclParams>) -> Response {

@@ -4,6 +4,7 @@
 //! whole, and asked for the index of the first rule each packet [`Key`] matches. [`rule::linear`]
 //! is the reference every engine is tested against.
 
+pub mod fuzzing;
 pub mod gen;
 pub mod key;
 pub mod rule;

@@ -227,6 +227,55 @@ fn route_file_errors_are_capped_with_a_count() {
 }
 
 #[test]
+fn a_prefix_configured_twice_through_route_files_is_refused_with_where_it_was_first() {
+    let dir = std::env::temp_dir().join(format!("linerate-rf-dup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Line 3 repeats line 1 with another target, line 4 repeats line 2 alike, line 5 is p1's
+    // connected subnet; b.routes repeats a.routes' first line.
+    std::fs::write(
+        dir.join("a.routes"),
+        "10.1.0.0/16 via 198.51.100.2\n10.2.0.0/16 blackhole\n10.1.0.0/16 reject\n  10.2.0.0/16 blackhole\n198.51.100.0/24 via 198.51.100.2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.routes"),
+        "10.3.0.0/16 reject\n10.1.0.0/16 reject\n",
+    )
+    .unwrap();
+    let base = std::fs::read_to_string(fixture("base.yaml")).unwrap();
+    std::fs::write(
+        dir.join("r.yaml"),
+        format!("{base}route-files:\n  - {{ path: a.routes }}\n  - {{ path: b.routes }}\n"),
+    )
+    .unwrap();
+    let cfg = config::load(&dir.join("r.yaml")).unwrap();
+    let e = Router::build(cfg).err().expect("duplicates").to_string();
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 5, "{e}");
+    assert!(
+        lines[0].ends_with("a.routes:3:1: prefix: 10.1.0.0/16 in VRF `default` is already configured at line 1: a prefix is configured once (ECMP: list every next hop after one `via`)"),
+        "{e}"
+    );
+    assert!(
+        lines[1].ends_with("a.routes:4:3: prefix: 10.2.0.0/16 in VRF `default` is already configured at line 2: a prefix is configured once (ECMP: list every next hop after one `via`)"),
+        "{e}"
+    );
+    assert!(
+        lines[2].contains("a.routes:5:1: prefix: 198.51.100.0/24 in VRF `default` is already configured by the config (a connected subnet"),
+        "{e}"
+    );
+    assert!(
+        lines[3].ends_with(&format!(
+            "b.routes:2:1: prefix: 10.1.0.0/16 in VRF `default` is already configured in {}:1: a prefix is configured once (ECMP: list every next hop after one `via`)",
+            dir.join("a.routes").display()
+        )),
+        "{e}"
+    );
+    assert_eq!(lines[4], "4 errors; nothing was applied");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_pool_that_cannot_be_allocated_fails_the_start_without_a_panic() {
     // Past `check` (set in code), as a config checked on a larger machine would be.
     let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();

@@ -132,6 +132,14 @@ mod tests {
 
     use crate::netlink::*;
 
+    #[test]
+    fn fpm_inputs() {
+        for (name, data) in packet::fuzz_inputs::saved("fpm") {
+            eprintln!("{name}");
+            super::fpm(&data);
+        }
+    }
+
     /// Random bytes, and random mutations of valid zebra-like streams (which get much further
     /// into the decoder than noise does).
     #[test]

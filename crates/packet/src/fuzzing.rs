@@ -8,6 +8,19 @@ use crate::{
     arp, capture, checksum, ethernet, icmpv4, icmpv6, ipv4, ipv6, nd, pcap, pcapng, tcp, udp, vlan,
 };
 
+/// The capture filter: the input up to the first 0 byte is an expression (lossy UTF-8), the rest
+/// a frame. Parsing must not panic, and neither may matching with whatever compiled.
+pub fn filter(data: &[u8]) {
+    let (expr, frame) = match data.iter().position(|&b| b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    let expr = String::from_utf8_lossy(expr);
+    if let Ok(f) = crate::filter::Filter::parse(&expr) {
+        let _ = f.matches(frame);
+    }
+}
+
 /// Every header view, the IPv6 extension-header walk and the ICMP builders over `data`.
 pub fn wire(data: &[u8]) {
     frame(data);
@@ -356,5 +369,24 @@ fn checksums(data: &[u8]) {
         h[8] = data[data.len() - 1];
         h[10..12].copy_from_slice(&checksum::update16(c, old, new).to_be_bytes());
         assert!(checksum::ipv4_header_ok(&h));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every kept input of the targets whose bodies live here (the random and truncated inputs
+    /// are `robustness`'s).
+    #[test]
+    fn saved_inputs() {
+        for (target, f) in [
+            ("wire", super::wire as fn(&[u8])),
+            ("pcap", super::pcap),
+            ("filter", super::filter),
+        ] {
+            for (name, data) in crate::fuzz_inputs::saved(target) {
+                eprintln!("{name}");
+                f(&data);
+            }
+        }
     }
 }

@@ -84,4 +84,12 @@ mod tests {
             streams(&data);
         }
     }
+
+    #[test]
+    fn analyzer_inputs() {
+        for (name, data) in packet::fuzz_inputs::saved("analyzer") {
+            eprintln!("{name}");
+            crate::analyzer::fuzz_frame(&data);
+        }
+    }
 }

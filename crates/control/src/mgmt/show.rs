@@ -259,6 +259,26 @@ pub struct RouteQuery<'a> {
     pub limit: usize,
 }
 
+impl RouteQuery<'_> {
+    /// The prefix asked for, if any, and whether it must match exactly (it was given with a
+    /// length) rather than be the longest match for an address; refused if it is not of the
+    /// family asked for.
+    pub fn wanted(&self) -> ApiResult<Option<(Prefix, bool)>> {
+        let Some(text) = self.prefix else {
+            return Ok(None);
+        };
+        let exact = text.contains('/');
+        let p = Prefix::parse(text).map_err(ApiError::invalid)?;
+        match (p, self.ipv6) {
+            (Prefix::V4(..), true) | (Prefix::V6(..), false) => Err(ApiError::invalid(format!(
+                "`{text}` is not an {} prefix",
+                if self.ipv6 { "IPv6" } else { "IPv4" }
+            ))),
+            _ => Ok(Some((p, exact))),
+        }
+    }
+}
+
 impl Core {
     pub fn interfaces(&self) -> Vec<InterfaceView> {
         let s = self.lock("show.interfaces");
@@ -376,23 +396,7 @@ impl Core {
         // (key, len, next hop) of the first `limit` matching routes in prefix order: a bounded
         // heap, so listing the first hundred of millions of routes allocates a hundred.
         let mut found = Smallest::new(q.limit);
-        let want = match q.prefix {
-            None => None,
-            Some(text) => {
-                let exact = text.contains('/');
-                let p = Prefix::parse(text).map_err(ApiError::invalid)?;
-                match (p, q.ipv6) {
-                    (Prefix::V4(..), true) | (Prefix::V6(..), false) => {
-                        return Err(ApiError::invalid(format!(
-                            "`{text}` is not an {} prefix",
-                            if q.ipv6 { "IPv6" } else { "IPv4" }
-                        )))
-                    }
-                    _ => {}
-                }
-                Some((p, exact))
-            }
-        };
+        let want = q.wanted()?;
         let total;
         if q.ipv6 {
             total = fib.v6.len();

@@ -58,13 +58,25 @@ pub struct Router {
     pub services: crate::services::ServicesState,
     /// Neighbours learned by ARP and ND (the configured ones are in `cfg.neighbors`).
     pub learned: HashMap<(u32, IpAddr), MacAddr>,
-    /// The prefixes the config built (connected, local, static, neighbours, route files):
-    /// routes from other sources (FPM) do not replace them.
-    configured: std::collections::HashSet<(usize, Prefix)>,
+    /// The prefixes the config built (connected, local, static, neighbours, route files) and
+    /// where each came from: routes from other sources (FPM) do not replace them, and a route
+    /// file may not configure one twice.
+    configured: HashMap<(usize, Prefix), Configured>,
+    /// The route files read so far, as `Configured::File` numbers them.
+    route_file_names: Vec<String>,
     /// Set once the config's routes are in; later additions are not "configured".
     sealed: bool,
     /// Next hops owned by route sources and changed in place (see `paths`).
     paths: paths::Paths,
+}
+
+/// Where a configured prefix came from.
+#[derive(Clone, Copy, Debug)]
+enum Configured {
+    /// The config file itself: a connected subnet, a local address, a neighbour, a static route.
+    Config,
+    /// Line `line` of route file `file` (an index into `Router::route_file_names`).
+    File { file: u32, line: u32 },
 }
 
 fn host_prefix(ip: IpAddr) -> Prefix {
@@ -222,6 +234,7 @@ impl Router {
             services,
             learned: HashMap::new(),
             configured: Default::default(),
+            route_file_names: Vec::new(),
             sealed: false,
             paths: Default::default(),
         };
@@ -389,7 +402,7 @@ impl Router {
 
     /// Whether the config put `p` in VRF `vrf` (connected, static, neighbour, route file).
     pub fn is_configured(&self, vrf: usize, p: Prefix) -> bool {
-        self.configured.contains(&(vrf, p))
+        self.configured.contains_key(&(vrf, p))
     }
 
     /// Whether the FIB of VRF `vrf` holds exactly `p`.
@@ -427,7 +440,9 @@ impl Router {
 
     fn add(&mut self, vrf: usize, p: Prefix, nh: u32) -> Result<(), BuildError> {
         if !self.sealed {
-            self.configured.insert((vrf, p));
+            self.configured
+                .entry((vrf, p))
+                .or_insert(Configured::Config);
         }
         let f = &mut self.fibs[vrf];
         let res = match p {
@@ -563,6 +578,8 @@ impl Router {
             }
         };
         let vrf_i = self.vrf_index(vrf);
+        let file_no = self.route_file_names.len() as u32;
+        self.route_file_names.push(file.clone());
         let mut n = 0;
         let mut cache: HashMap<String, u32> = HashMap::new();
         let mut reader = BufReader::new(f);
@@ -602,7 +619,30 @@ impl Router {
             let mut at =
                 |col: usize, field: &str, m: String| errors.push(&file, lineno, col, field, m);
             let p = match Prefix::parse(ptext) {
-                Ok(p) => Some(p),
+                Ok(p) => match self.configured.get(&(vrf_i, p)) {
+                    // Twice, the last would silently win (or, alike, be a copy that an edit of
+                    // one of them turns into that case); ECMP is one line with several `via`.
+                    Some(&first) if !self.sealed => {
+                        let where_ = match first {
+                            Configured::Config => {
+                                "by the config (a connected subnet, a local address, a neighbour or a static route)".to_string()
+                            }
+                            Configured::File { file: f, line } if f == file_no => {
+                                format!("at line {line}")
+                            }
+                            Configured::File { file: f, line } => {
+                                format!("in {}:{line}", self.route_file_names[f as usize])
+                            }
+                        };
+                        at(
+                            pcol,
+                            "prefix",
+                            format!("{p} in VRF `{vrf}` is already configured {where_}: a prefix is configured once (ECMP: list every next hop after one `via`)"),
+                        );
+                        None
+                    }
+                    _ => Some(p),
+                },
                 Err(m) => {
                     at(pcol, "prefix", m);
                     None
@@ -680,7 +720,19 @@ impl Router {
             };
             if let (Some(p), Some(nh)) = (p, nh) {
                 match self.add(vrf_i, p, nh) {
-                    Ok(()) => n += 1,
+                    Ok(()) => {
+                        n += 1;
+                        if !self.sealed {
+                            let line = u32::try_from(lineno).unwrap_or(u32::MAX);
+                            self.configured.insert(
+                                (vrf_i, p),
+                                Configured::File {
+                                    file: file_no,
+                                    line,
+                                },
+                            );
+                        }
+                    }
                     Err(e) => at(pcol, "prefix", e.0),
                 }
             }

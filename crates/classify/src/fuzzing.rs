@@ -1,0 +1,32 @@
+//! Entry point for the cargo-fuzz target `classify_key` in `fuzz/`, kept in the crate so that
+//! the unit test below runs exactly the same code, with every kept input, on stable Rust. Not
+//! part of the API.
+
+use crate::rule::Dim;
+use crate::{linear, Classifier, Rule, NO_MATCH};
+
+/// Any bytes as a received frame through the classifier's packet decoder: decoding must not
+/// panic, and a compiled rule list must give the linear reference's answer for whatever it
+/// decoded.
+pub fn classify_key(data: &[u8]) {
+    let k = crate::extract(data);
+    let rules = [
+        Rule::any().ipv4().proto(17).dst_ports(5000, 7500),
+        Rule::any().ipv6().tcp_flags(0x02, 0x12),
+        Rule::any().with(Dim::Frag, 2, 2),
+        Rule::any().exact(Dim::Vlan, 100),
+    ];
+    let c = Classifier::compile(&rules);
+    assert_eq!(c.classify(&k), linear(&rules, &k).unwrap_or(NO_MATCH));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn classify_key_inputs() {
+        for (name, data) in packet::fuzz_inputs::saved("classify_key") {
+            eprintln!("{name}");
+            super::classify_key(&data);
+        }
+    }
+}
