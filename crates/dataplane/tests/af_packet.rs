@@ -6,7 +6,7 @@ mod netns;
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
-use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort, FanoutMode};
+use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort, FanoutMode, RxRing};
 use dataplane::port::link::{self, LinkEvent, LinkMonitor};
 use dataplane::port::{RxQueue, TxQueue};
 use dataplane::{BufCache, PktBuf, Pool};
@@ -267,6 +267,94 @@ fn vlan_tags_stripped_by_the_kernel_are_put_back() {
         assert_eq!(s.frames, 4);
         assert_eq!(s.bytes, frames.iter().map(|f| f.len() as u64).sum::<u64>());
     });
+}
+
+#[test]
+fn a_frame_ring_hands_each_frame_over_with_the_kernels_receive_time() {
+    netns::run(
+        "a_frame_ring_hands_each_frame_over_with_the_kernels_receive_time",
+        || {
+            veth("lra", "lrb");
+            let cfg = AfPacketConfig {
+                rx_ring: RxRing::Frames(256),
+                ..Default::default()
+            };
+            let port = AfPacketPort::open("lra", &cfg).unwrap();
+            let mut qs = port.take_rx_queues();
+            let tx = RawSock::open("lrb");
+            let realtime = || {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            };
+            let mut c = cache();
+            // More frames than slots, one at a time: each is read back before the next leaves, so
+            // the ring wraps and its receive time lies between the send and the read.
+            let mut tagged = udp_frame(2, 0, 100)[..12].to_vec();
+            tagged.extend_from_slice(&[0x81, 0x00, 0x20, 0x64]);
+            tagged.extend_from_slice(&udp_frame(2, 0, 100)[12..]);
+            for i in 0..600u32 {
+                let f = if i == 300 {
+                    tagged.clone()
+                } else {
+                    udp_frame(1, i, 60 + (i as usize * 37) % 1455)
+                };
+                let sent_at = realtime();
+                tx.send(&f);
+                let mut bufs = Vec::new();
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while bufs.is_empty() {
+                    qs[0].rx_burst(&mut c, &mut bufs, 8);
+                    assert!(Instant::now() < deadline, "frame {i} never came");
+                }
+                let read_at = realtime();
+                assert_eq!(bufs.len(), 1);
+                assert_eq!(bufs[0].data(), &f[..], "frame {i} comes out as it went in");
+                let rx_ns = bufs[0].meta().rx_ns;
+                assert!(
+                    sent_at <= rx_ns && rx_ns <= read_at,
+                    "frame {i}: received at {rx_ns}, sent at {sent_at}, read at {read_at}"
+                );
+                c.free_all(&mut bufs);
+            }
+            let s = port.stats().rx_total();
+            assert_eq!((s.frames, s.oversize, s.kernel_drops), (600, 0, 0));
+        },
+    );
+}
+
+#[test]
+fn frames_left_in_the_transmit_ring_are_taken_back_and_never_leave() {
+    netns::run(
+        "frames_left_in_the_transmit_ring_are_taken_back_and_never_leave",
+        || {
+            veth("lra", "lrb");
+            let sender = AfPacketPort::open("lra", &AfPacketConfig::default()).unwrap();
+            drop(sender.take_rx_queues());
+            let rx_port = AfPacketPort::open("lrb", &AfPacketConfig::default()).unwrap();
+            let mut rxq = rx_port.take_rx_queues();
+            let mut tx = sender.tx_queue().unwrap();
+            let mut c = cache();
+            // A device that is down takes nothing from the ring: the frames wait in their slots.
+            ip("link set lra down");
+            let held: Vec<Vec<u8>> = (0..10).map(|i| udp_frame(0, i, 60)).collect();
+            send_all(tx.as_mut(), &mut c, &held);
+            assert_eq!(tx.unsent(), 10);
+            assert_eq!(tx.take_back_unsent(), 10);
+            assert_eq!(tx.unsent(), 0);
+            ip("link set lra up");
+            tx.flush();
+            // What is sent now goes out alone, from the slots the taken-back frames had.
+            let later: Vec<Vec<u8>> = (100..105).map(|i| udp_frame(0, i, 60)).collect();
+            send_all(tx.as_mut(), &mut c, &later);
+            let got = recv(rxq[0].as_mut(), &mut c, 5, Duration::from_secs(5));
+            assert_eq!(got, later, "none of the taken-back frames left");
+            assert_eq!(tx.unsent(), 0);
+            let s = sender.stats().tx_total();
+            assert_eq!((s.frames, s.taken_back), (5, 10));
+        },
+    );
 }
 
 #[test]

@@ -83,6 +83,7 @@ pub fn measure(seconds: f64, size: u16, ports: usize, per_port: usize) -> Result
             })],
             rx: vec![],
             load_scale: 1.0,
+            refusal: crate::engine::Refusal::NeverSent,
         })
         .collect();
     let mut t = Tester::new(sink_ports, specs.clone(), pool.clone());
@@ -101,6 +102,7 @@ pub fn measure(seconds: f64, size: u16, ports: usize, per_port: usize) -> Result
                 tx: vec![Box::new(tx)],
                 rx: vec![Box::new(rx)],
                 load_scale: 1.0,
+                refusal: crate::engine::Refusal::NeverSent,
             }
         })
         .collect();

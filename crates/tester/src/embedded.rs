@@ -109,6 +109,7 @@ impl Embedded {
                         .collect(),
                     rx: vec![Box::new(from_router) as Box<dyn dataplane::port::RxQueue>],
                     load_scale: 1.0,
+                    refusal: crate::engine::Refusal::DeviceDrop,
                 }
             })
             .collect();

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use control::config::{Config, ConfigError, ConfigErrors};
 use control::yaml::{self, Value};
-use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort, FanoutMode};
+use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort, FanoutMode, RxRing};
 use dataplane::port::{RxQueue, TxQueue};
 use dataplane::{BufCache, PktBuf, Pool};
 use packet::ethernet::MacAddr;
@@ -572,8 +572,19 @@ pub struct ExternalPort {
     pub resolved: bool,
 }
 
-/// Receive ring per port: 64 KiB blocks (one holds a jumbo frame and ~500 64-byte frames) x 128,
-/// 8 MiB, which absorbs ~60,000 small frames while the tester thread is away.
+/// Frames the receive ring of each tester port holds: 32,768 slots of 2 KiB (64 MiB on a
+/// 1,500-byte MTU), about 35 ms of a veth's best rate, while the tester thread is away.
+pub const RX_RING_FRAMES: u32 = 32768;
+
+/// Transmit ring slots per tester port: twice the most the generator sends at once after a stall
+/// (`engine::MAX_DEBT`). No more: when the link pushes back (a veth whose device is slower than
+/// the load), frames wait here after being stamped, and that wait would read as the device's
+/// latency (2,048 slots were 50 ms at 40,000 frames/s).
+pub const TX_RING_FRAMES: u32 = 512;
+
+/// The tester's ports read a frame ring (`TPACKET_V2`): each frame is the tester's as soon as the
+/// kernel has it, with the kernel's receive time, so latency is measured to the microsecond (a
+/// block ring would hand frames over up to its 1 ms block timeout late).
 fn af_config() -> AfPacketConfig {
     AfPacketConfig {
         queues: 1,
@@ -581,9 +592,10 @@ fn af_config() -> AfPacketConfig {
         block_count: 128,
         block_timeout_ms: 1,
         tx_frame_size: None,
-        tx_frame_count: 2048,
+        tx_frame_count: TX_RING_FRAMES,
         promiscuous: true,
         fanout: FanoutMode::Auto,
+        rx_ring: RxRing::Frames(RX_RING_FRAMES),
     }
 }
 
@@ -684,6 +696,7 @@ pub fn open_ports(
             tx: vec![port.tx_queue()?],
             rx,
             load_scale: 1.0,
+            refusal: crate::engine::Refusal::NeverSent,
         });
         let resolved =
             primary_interface(&dut.cfg, &m.dut_port).is_some_and(|i| dut.resolve.contains(&i.name));
@@ -913,10 +926,8 @@ impl TrialMeter for ExternalMeter {
         r.cpu = Some(u);
         r.tester_drops = self.rx_drops().saturating_sub(self.drops0);
         // Frames the tester's receive rings dropped never reached the analyzer: the device may
-        // have forwarded them. (Frames its transmit ring refused are the device's: the kernel
-        // stops taking frames from a packet socket while its send buffer is held by frames the
-        // receiver has not taken yet, which on a veth is the device's receive backlog. They
-        // count as lost, as a full receive queue does in embedded mode.)
+        // have forwarded them. (Frames its transmit rings refused or kept never reached the
+        // wire: the engine counts them apart, and they are neither sent nor lost.)
         if r.tester_drops > 0 {
             r.tester_limited = true;
         }
@@ -955,21 +966,19 @@ impl DutApi {
     }
 }
 
-/// Whether a search's answer is only a floor set by the tester. The search marks it so when any
-/// trial at or above the answer fell short of its schedule, which against an external device is
-/// every first trial at 100% of a 10G nominal: the tester offers what it can. A failed trial says
-/// the device could not do more only if the tester offered it more than the answer and lost
-/// nothing itself; so the answer is the tester's when the passing trial was short, or when some
-/// failed trial at or above it was offered no more than the answer or lost frames in the
-/// tester's own rings.
+/// Whether a search's answer is only a floor set by the tester, from the tester's own evidence:
+/// the passing trial was limited by the tester (its transmit rings refused or kept frames, it
+/// fell behind its schedule, or its receive rings dropped), or a failed trial at or above the
+/// answer lost frames in the tester's receive rings (the device may have forwarded them).
+/// Loss is counted from what reached the wire, so a failed trial otherwise is the device's.
 pub fn tester_bound(t: &crate::procedures::Throughput) -> bool {
     let Some(best) = &t.best else {
         return t.trials.iter().any(|(_, _, r)| r.tester_drops > 0);
     };
     best.tester_limited
-        || t.trials.iter().any(|(l, ok, r)| {
-            !ok && *l >= t.load - 1e-12 && (r.tester_drops > 0 || r.tx_fps < best.tx_fps * 1.005)
-        })
+        || t.trials
+            .iter()
+            .any(|(l, ok, r)| !ok && *l >= t.load - 1e-12 && r.tester_drops > 0)
 }
 
 /// What the report says about an external run.
@@ -1393,7 +1402,7 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_is_the_testers_only_if_it_could_not_offer_more() {
+    fn an_answer_is_the_testers_only_on_the_testers_own_evidence() {
         use crate::procedures::Throughput;
         let trial = |tx_fps: f64, limited: bool, drops: u64| TrialResult {
             tx_fps,
@@ -1428,12 +1437,14 @@ mod tests {
             (0.5, true, trial(60_000.0, true, 0)),
         ]);
         assert!(tester_bound(&s));
-        // A failure above the answer that was offered no more than the answer says nothing.
+        // A failure above the answer at about the answer's rate on the wire: loss is counted
+        // from what reached the wire, so the frames were the device's to lose (the first
+        // trial's shortfall was the tester's rings refusing, which cost nothing).
         let s = search(vec![
             (1.0, false, trial(50_100.0, true, 0)),
             (0.5, true, trial(50_000.0, false, 0)),
         ]);
-        assert!(tester_bound(&s));
+        assert!(!tester_bound(&s));
         // The tester's own rings dropped frames in a failed trial: its loss, not the device's.
         let s = search(vec![
             (1.0, false, trial(100_000.0, true, 7)),

@@ -120,6 +120,7 @@ impl FakeDut {
                 tx: vec![Box::new(to_dut)],
                 rx: vec![Box::new(from_dut)],
                 load_scale: 1.0,
+                refusal: crate::engine::Refusal::DeviceDrop,
             });
             dut_rx.push(from_tester);
             dut_tx.push(to_tester);

@@ -188,7 +188,10 @@ pub fn throughput(
         let mut spec = trial.spec(load, sizes);
         spec.active = o.active.clone();
         let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
-        let ok = passes_judged(&r, o.loss_tolerance, &active, &o.ignore);
+        // A load the link would not take whole from the tester (its transmit rings refused or
+        // kept frames: the device's back-pressure on a veth) was not carried, whatever was
+        // lost: the search goes below it, to a load that went out whole.
+        let ok = passes_judged(&r, o.loss_tolerance, &active, &o.ignore) && r.carried_whole();
         obs.trial(&label, &r, ok);
         (r, ok)
     };
@@ -247,9 +250,16 @@ pub fn throughput(
                 .max(lo + resolution / 2.0);
             gallop *= 2.0;
         } else {
+            // A load the link did not take whole went out at the rate it would take: just
+            // under that is the likely answer, closer than the bracket's middle.
+            let took = (!r.carried_whole() && r.offered_fps > 0.0)
+                .then(|| next * r.tx_fps / r.offered_fps * 0.995);
             hi = next;
             gallop = resolution;
-            next = (lo + hi) / 2.0;
+            next = match took {
+                Some(g) if g > lo + resolution / 2.0 && g < hi => g,
+                _ => (lo + hi) / 2.0,
+            };
         }
         if next >= hi {
             next = (lo + hi) / 2.0;

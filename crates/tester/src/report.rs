@@ -364,7 +364,8 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
             .join("; ")
     );
     s += &format!(
-        "Tester: AF_PACKET on each device (8 MiB receive ring, 1 ms block timeout: latency includes up to 1 ms of hand-over at low rates); {}\n",
+        "Tester: AF_PACKET on each device (a receive ring of {} one-frame slots, each frame stamped with the kernel's receive time; frames stamped just before the transmit ring takes them); {}\n",
+        thousands(crate::external::RX_RING_FRAMES as f64),
         match x.tester_core {
             Some(c) => format!("thread pinned to core {c}"),
             None => "thread not pinned".into(),
@@ -433,21 +434,52 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
             shown.map_or_else(|| "- | - | - | - | -".into(), cpu_cells)
         );
     }
-    s += "\nEvery trial (forwarded: frames the tester received back where they belonged; not taken: \
-          frames the link would not take from the tester, the device's back-pressure, counted as lost):\n\n";
-    s += "| frame (B) | load | offered (fps) | sent | forwarded | lost | of which not taken | forwarded (fps) | machine (ns/frame) | tester (ns/frame) | DUT (ns/frame) | DUT's own (ns/frame) | CPUs off the tester's core (ns/frame) | machine cores busy | result |\n";
+    s += "\nEvery trial (sent: frames that reached the wire; forwarded: frames the tester received back \
+          where they belonged; lost = sent - forwarded; not sent: frames the tester's transmit rings \
+          refused, or still held when the trial closed and took back, which makes the trial \
+          tester-limited and is neither sent nor lost):\n\n";
+    s += "| frame (B) | load | offered (fps) | sent | forwarded | lost | not sent | forwarded (fps) | machine (ns/frame) | tester (ns/frame) | DUT (ns/frame) | DUT's own (ns/frame) | CPUs off the tester's core (ns/frame) | machine cores busy | result |\n";
     s += "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
     for row in &r.rows {
         for (load, ok, t) in &row.search.trials {
             let mut res = if *ok {
                 "pass".to_string()
+            } else if !t.carried_whole() && t.lost == 0 {
+                // Nothing lost, but the load did not go out whole: not a pass for the search.
+                "not carried whole".into()
             } else {
                 "fail".into()
             };
             if t.tester_limited {
                 res += " (tester-limited";
+                let mut why = Vec::new();
+                if t.tx_refused > 0 {
+                    why.push(format!(
+                        "its transmit rings refused {}",
+                        thousands(t.tx_refused as f64)
+                    ));
+                }
+                if t.tx_unsent > 0 {
+                    why.push(format!(
+                        "{} still in them at the end, taken back",
+                        thousands(t.tx_unsent as f64)
+                    ));
+                }
+                if t.behind > 0 {
+                    why.push(format!(
+                        "{} behind its schedule",
+                        thousands(t.behind as f64)
+                    ));
+                }
                 if t.tester_drops > 0 {
-                    res += &format!(": its rings dropped {}", thousands(t.tester_drops as f64));
+                    why.push(format!(
+                        "its receive rings dropped {}",
+                        thousands(t.tester_drops as f64)
+                    ));
+                }
+                if !why.is_empty() {
+                    res += ": ";
+                    res += &why.join(", ");
                 }
                 res += ")";
             }
@@ -459,7 +491,7 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
                 thousands(t.tx as f64),
                 thousands(t.rx as f64),
                 thousands(t.lost as f64),
-                thousands(t.refused as f64),
+                thousands((t.tx_refused + t.tx_unsent) as f64),
                 thousands(t.rx_fps),
                 cpu_cells(t),
                 t.cpu.as_ref().map_or(0.0, |c| c.machine_cores()),
@@ -508,6 +540,7 @@ pub fn trial_json(t: &TrialResult) -> Value {
         "tx": t.tx, "rx": t.rx, "lost": t.lost, "duplicated": t.duplicated,
         "reordered": t.reordered, "misdelivered": t.misdelivered, "corrupted": t.corrupted,
         "foreign": t.foreign, "stale": t.stale, "refused": t.refused,
+        "tx_refused": t.tx_refused, "tx_unsent": t.tx_unsent,
         "tester_limited": t.tester_limited, "behind": t.behind,
         "poll_gap_ns": t.poll_gap_ns,
         "error": t.error,

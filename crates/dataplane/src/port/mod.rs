@@ -50,8 +50,23 @@ pub trait TxQueue: Send {
     /// (queue full) stay in `pkts` for the caller to count and free. Returns how many it took.
     fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize;
 
-    /// Pushes out anything buffered (files). Called when the worker is idle or stopping.
+    /// Pushes out anything buffered (files), or asks again for what waits in a ring. Called
+    /// when the worker is idle or stopping, and by the tester until nothing waits.
     fn flush(&mut self) {}
+
+    /// Frames `tx_burst` took that have not left for the link yet (a transmit ring's slots
+    /// the kernel has not sent, because it would not take more at that moment). 0 for queues
+    /// that hand a frame on when they take it.
+    fn unsent(&self) -> usize {
+        0
+    }
+
+    /// Takes back the frames [`unsent`](Self::unsent) counts, so they never leave, and returns
+    /// how many: they were the last ones taken. The tester closes a trial with it (a frame
+    /// left in a ring would otherwise leave at the start of the next trial, stale).
+    fn take_back_unsent(&mut self) -> usize {
+        0
+    }
 }
 
 /// A port as the worker sees it: its queues for this worker.

@@ -15,7 +15,8 @@
 mod trial;
 
 pub use trial::{
-    DutProbe, LatencyStats, Progress, StreamResult, TesterPort, TrialMeter, TrialResult, TrialSpec,
+    DutProbe, LatencyStats, Progress, Refusal, StreamResult, TesterPort, TrialMeter, TrialResult,
+    TrialSpec,
 };
 
 use std::sync::Arc;
@@ -42,6 +43,36 @@ const TURN: usize = 512;
 /// burst would drop it from a real network too. Beyond this the frames are skipped and counted
 /// as `behind`.
 const MAX_DEBT: u64 = 256;
+/// The streams of the last frames each transmit queue took, so that frames taken back from a
+/// ring at the end of a trial are taken off their own streams' counts. Larger than any ring the
+/// tester opens (external mode: 2,048 slots).
+const RECENT: usize = 8192;
+
+/// The last [`RECENT`] frames' streams, per transmit queue.
+struct Recent {
+    streams: Vec<u32>,
+    next: usize,
+}
+
+impl Recent {
+    fn new() -> Self {
+        Recent {
+            streams: vec![0; RECENT],
+            next: 0,
+        }
+    }
+
+    fn push(&mut self, s: u32) {
+        self.streams[self.next % RECENT] = s;
+        self.next += 1;
+    }
+
+    /// The streams of the last `n` frames pushed (at most [`RECENT`] of them).
+    fn last(&self, n: usize) -> impl Iterator<Item = u32> + '_ {
+        let n = n.min(RECENT).min(self.next);
+        (self.next - n..self.next).map(|i| self.streams[i % RECENT])
+    }
+}
 
 /// Writes the first page of every free buffer once (metadata, headroom and the first 3.8 KB of
 /// frame), so the kernel commits that memory now and not during the first trial: a page fault
@@ -75,6 +106,9 @@ pub struct Tester {
     sweep_next: usize,
     sweep_ends: Vec<(u16, u32)>,
     last_sweep_ns: u64,
+    /// `CLOCK_REALTIME` at `clock`'s zero, in ns: turns a receive queue's own timestamp
+    /// (`Meta::rx_ns`, the kernel's) into the tester's clock. Measured at each trial's start.
+    realtime_at_zero_ns: u64,
 }
 
 impl Tester {
@@ -97,6 +131,7 @@ impl Tester {
             sweep_next: 0,
             sweep_ends: Vec::new(),
             last_sweep_ns: 0,
+            realtime_at_zero_ns: 0,
         }
     }
 
@@ -195,6 +230,7 @@ impl Tester {
         progress: &mut dyn FnMut(&Progress),
     ) -> TrialResult {
         let trial = self.trial_no as u8;
+        self.realtime_at_zero_ns = self.realtime_at_zero();
         // Moved out for the trial so the loop can borrow the rest of self.
         let (compiled_sizes, mut gens) = self.compiled.take().expect("compiled");
         for (i, g) in gens.iter_mut().enumerate() {
@@ -246,6 +282,19 @@ impl Tester {
         let mut sent = vec![0u64; nports];
         let mut behind = 0u64;
         let mut refused = 0u64;
+        // Frames built but never sent (a tester ring refused them or kept them to the end),
+        // per stream: they are taken off the streams' counts.
+        let mut not_sent = vec![0u64; self.streams.len()];
+        let (mut tx_refused, mut tx_unsent) = (0u64, 0u64);
+        // Per port and queue, what its last frames were, where a ring can keep frames.
+        let mut recent: Vec<Vec<Recent>> = self
+            .ports
+            .iter()
+            .map(|p| match p.refusal {
+                Refusal::NeverSent => p.tx.iter().map(|_| Recent::new()).collect(),
+                Refusal::DeviceDrop => Vec::new(),
+            })
+            .collect();
         // When the first and the last burst left (ns): the span the device saw traffic.
         let (mut tx_first, mut tx_last) = (None::<u64>, 0u64);
         let limit = spec.frames_per_port.unwrap_or(u64::MAX);
@@ -253,6 +302,7 @@ impl Tester {
         let mut gen_next = 0usize;
         let mut meta: Vec<(u32, u8, u32)> = Vec::with_capacity(BURST);
         let mut per_q: Vec<Vec<PktBuf>> = Vec::new();
+        let mut per_q_streams: Vec<Vec<u32>> = Vec::new();
         let mut rxv: Vec<PktBuf> = Vec::with_capacity(256);
         let mut poll_gap = 0u64;
         let dur_ns = (spec.seconds * 1e9) as u64;
@@ -361,22 +411,54 @@ impl Tester {
                     tx_total += built;
                     let port = &mut self.ports[p];
                     let nq = port.tx.len();
+                    let never_sent = port.refusal == Refusal::NeverSent;
                     if nq == 1 {
-                        port.tx[0].tx_burst(&mut burst, &mut self.cache);
-                    } else {
-                        // A stream always uses the same queue, so its frames stay in order.
-                        per_q.resize_with(nq, Vec::new);
-                        for (b, &(s, _, _)) in burst.drain(..).zip(&meta) {
-                            per_q[s as usize % nq].push(b);
+                        let taken = port.tx[0].tx_burst(&mut burst, &mut self.cache);
+                        // The queue took frames from the front: the rest were refused.
+                        if never_sent {
+                            for &(s, _, _) in &meta[taken..] {
+                                not_sent[s as usize] += 1;
+                            }
+                            for &(s, _, _) in &meta[..taken] {
+                                recent[p][0].push(s);
+                            }
+                            tx_refused += burst.len() as u64;
+                        } else {
+                            refused += burst.len() as u64;
                         }
-                        for (q, v) in per_q.iter_mut().enumerate() {
-                            port.tx[q].tx_burst(v, &mut self.cache);
-                            refused += v.len() as u64;
-                            self.cache.free_all(v);
-                        }
+                        self.cache.free_all(&mut burst);
+                        meta.clear();
+                        continue;
                     }
-                    refused += burst.len() as u64;
-                    self.cache.free_all(&mut burst);
+                    // A stream always uses the same queue, so its frames stay in order.
+                    per_q.resize_with(nq, Vec::new);
+                    per_q_streams.resize_with(nq, Vec::new);
+                    for (b, &(s, _, _)) in burst.drain(..).zip(&meta) {
+                        let q = s as usize % nq;
+                        per_q[q].push(b);
+                        per_q_streams[q].push(s);
+                    }
+                    for q in 0..nq {
+                        let (v, streams) = (&mut per_q[q], &mut per_q_streams[q]);
+                        if v.is_empty() {
+                            continue;
+                        }
+                        let taken = port.tx[q].tx_burst(v, &mut self.cache);
+                        // The queue took frames from the front: the rest were refused.
+                        if never_sent {
+                            for &s in &streams[taken..] {
+                                not_sent[s as usize] += 1;
+                            }
+                            for &s in &streams[..taken] {
+                                recent[p][q].push(s);
+                            }
+                            tx_refused += v.len() as u64;
+                        } else {
+                            refused += v.len() as u64;
+                        }
+                        self.cache.free_all(v);
+                        streams.clear();
+                    }
                     meta.clear();
                 }
             }
@@ -419,14 +501,45 @@ impl Tester {
         } else {
             spec.seconds
         };
-        // Drain: the generators have stopped; wait until nothing has arrived for drain_quiet.
+        // Drain: the generators have stopped. Frames still waiting in a tester ring are asked
+        // out again until none waits (they are on their way, not lost); then wait until
+        // nothing has arrived for drain_quiet.
         let stop = Instant::now();
         let mut quiet_since = stop;
+        let mut spins = 0u32;
         while stop.elapsed() < spec.drain_max && quiet_since.elapsed() < spec.drain_quiet {
             if self.poll(&mut rxv, &mut poll_gap) > 0 {
                 quiet_since = Instant::now();
             } else {
                 std::hint::spin_loop();
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 16 == 0 && self.kick_unsent() {
+                quiet_since = Instant::now();
+            }
+        }
+        // What is still in a ring now would leave during the next trial: take it back, off
+        // its streams' counts.
+        for (p, port) in self.ports.iter_mut().enumerate() {
+            if port.refusal != Refusal::NeverSent {
+                continue;
+            }
+            for (q, tx) in port.tx.iter_mut().enumerate() {
+                let n = tx.take_back_unsent();
+                if n == 0 {
+                    continue;
+                }
+                tx_unsent += n as u64;
+                let mut attributed = 0;
+                for s in recent[p][q].last(n) {
+                    not_sent[s as usize] += 1;
+                    attributed += 1;
+                }
+                // More than the record holds (a ring over RECENT slots): the rest go to the
+                // port's first stream, so the totals stay exact.
+                if let Some(&s) = port_streams[p].first() {
+                    not_sent[s as usize] += (n - attributed) as u64;
+                }
             }
         }
         self.compiled = Some((compiled_sizes, gens));
@@ -439,9 +552,43 @@ impl Tester {
             behind,
             refused,
             poll_gap,
+            &not_sent,
         );
+        r.tx_refused = tx_refused;
+        r.tx_unsent = tx_unsent;
+        if tx_refused + tx_unsent > 0 {
+            r.tester_limited = true;
+        }
         r.tx_span_s = tx_first.map_or(0.0, |f| tx_last.saturating_sub(f) as f64 * 1e-9);
         r
+    }
+
+    /// `CLOCK_REALTIME` when the tester's clock read 0, from one realtime read between two
+    /// reads of the tester's clock (their midpoint: off by well under a microsecond).
+    fn realtime_at_zero(&self) -> u64 {
+        let before = self.now_ns();
+        let rt = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let after = self.now_ns();
+        rt.wrapping_sub(before + (after - before) / 2)
+    }
+
+    /// Asks every tester ring that still holds frames to send them; whether any did.
+    fn kick_unsent(&mut self) -> bool {
+        let mut waiting = false;
+        for port in &mut self.ports {
+            if port.refusal != Refusal::NeverSent {
+                continue;
+            }
+            for tx in &mut port.tx {
+                if tx.unsent() > 0 {
+                    waiting = true;
+                    tx.flush();
+                }
+            }
+        }
+        waiting
     }
 
     /// Takes everything waiting on every receive queue into the analyzer. Returns frames taken.
@@ -496,6 +643,12 @@ impl Tester {
                 if let Some(b) = rxv.get(i + 4) {
                     b.prefetch_frame_byte(b.len().saturating_sub(16));
                 }
+                // The receive queue's own time if it has one (the kernel's, on the tester's
+                // frame rings), else the sweep's.
+                let ts = match rxv[i].meta().rx_ns {
+                    0 => ts,
+                    rx => rx.wrapping_sub(self.realtime_at_zero_ns) as u32,
+                };
                 if !self.analyzer.frame(port, rxv[i].data(), ts) {
                     // Damaged on the way: lay the payload down afresh next time.
                     rxv[i].meta_mut().owner_tag = 0;
@@ -520,6 +673,7 @@ impl Tester {
         behind: u64,
         refused: u64,
         poll_gap: u64,
+        not_sent: &[u64],
     ) -> TrialResult {
         let gens = &self.compiled.as_ref().unwrap().1;
         let a = &self.analyzer;
@@ -539,8 +693,10 @@ impl Tester {
         for &i in active {
             let g = &gens[i];
             let s = &a.streams[i];
-            let lost = g.tx.saturating_sub(s.received);
-            r.tx += g.tx;
+            // On the wire: built, less what a tester ring refused or kept.
+            let tx = g.tx - not_sent[i].min(g.tx);
+            let lost = tx.saturating_sub(s.received);
+            r.tx += tx;
             r.rx += s.received;
             r.lost += lost;
             r.duplicated += s.duplicated;
@@ -553,7 +709,7 @@ impl Tester {
             lsum += s.lat_sum;
             r.streams.push(StreamResult {
                 name: self.streams[i].name.clone(),
-                tx: g.tx,
+                tx,
                 rx: s.received,
                 lost,
                 duplicated: s.duplicated,
@@ -577,5 +733,98 @@ impl Tester {
         // frames skipped after the tester thread lost its core are within that).
         r.tester_limited = spec.frames_per_port.is_none() && r.tx_fps < offered_fps * 0.995;
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::v4_stream;
+    use dataplane::port::mem::{ring, RingRx, RingTx};
+    use dataplane::port::{RxQueue, TxQueue};
+
+    /// A tester ring on a link that pushes back: it takes at most `per_burst` frames of each
+    /// burst (refusing the rest), hands what it takes on to a loopback ring, except that after
+    /// `hold_after` frames it keeps everything in its slots and never sends it (a link gone
+    /// dead near the end of the trial).
+    struct PushBack {
+        out: RingTx,
+        per_burst: usize,
+        hold_after: usize,
+        taken: usize,
+        held: Vec<PktBuf>,
+        cache: BufCache,
+    }
+
+    impl TxQueue for PushBack {
+        fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize {
+            let n = pkts.len().min(self.per_burst);
+            for b in pkts.drain(..n) {
+                self.taken += 1;
+                if self.taken > self.hold_after {
+                    self.held.push(b);
+                } else {
+                    let mut one = vec![b];
+                    self.out.push_burst(&mut one);
+                    cache.free_all(&mut one);
+                }
+            }
+            n
+        }
+
+        fn unsent(&self) -> usize {
+            self.held.len()
+        }
+
+        fn take_back_unsent(&mut self) -> usize {
+            let n = self.held.len();
+            self.cache.free_all(&mut self.held);
+            self.cache.flush();
+            n
+        }
+    }
+
+    fn port(name: &str, tx: PushBack, rx: RingRx) -> TesterPort {
+        TesterPort {
+            name: name.into(),
+            speed_bps: 1e9,
+            tx: vec![Box::new(tx)],
+            rx: vec![Box::new(rx) as Box<dyn RxQueue>],
+            load_scale: 1.0,
+            refusal: Refusal::NeverSent,
+        }
+    }
+
+    #[test]
+    fn frames_a_tester_ring_refused_or_kept_are_neither_sent_nor_lost() {
+        let pool = Pool::new(8192);
+        let (tx, rx) = ring(65536);
+        let link = PushBack {
+            out: tx,
+            per_burst: 3,
+            hold_after: 5_000,
+            taken: 0,
+            held: Vec::new(),
+            cache: BufCache::new(pool.clone()),
+        };
+        let mut streams = vec![v4_stream(), v4_stream()];
+        streams[1].name = "second".into();
+        for s in &mut streams {
+            s.rx_port = 0;
+        }
+        let mut t = Tester::new(vec![port("p0", link, rx)], streams, pool);
+        // 1% of 1 Gbit/s: ~14,880 frames/s in batches of 3 or more, for 0.5 s.
+        let mut spec = TrialSpec::new(0.01, FrameSizes::Fixed(64), 0.5);
+        let r = t.trial(&mut spec, &mut |_| {});
+        assert!(r.tx_refused > 0, "{r:?}");
+        // Sent = what reached the loopback: the 5,000 taken before the link died.
+        assert_eq!((r.tx, r.rx, r.lost), (5_000, 5_000, 0), "{r:?}");
+        assert!(
+            r.tx_unsent > 0 && r.tester_limited && !r.carried_whole(),
+            "{r:?}"
+        );
+        assert_eq!(r.streams.iter().map(|s| s.tx).sum::<u64>(), r.tx);
+        assert!(r.streams.iter().all(|s| s.lost == 0), "{:?}", r.streams);
+        assert_eq!(r.stale, 0);
     }
 }

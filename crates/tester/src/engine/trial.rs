@@ -18,6 +18,21 @@ pub struct TesterPort {
     /// Multiplies the trial's load on this port (a backbone pattern offers less on the side with
     /// more ports, so 100% fills the other side exactly).
     pub load_scale: f64,
+    /// Where a frame the transmit queue refuses was.
+    pub refusal: Refusal,
+}
+
+/// What a frame refused by a tester port's transmit queue means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The queue is the device's own receive queue (embedded mode's `mem` rings, which are the
+    /// wire there): the frame was sent and the device dropped it, as a NIC drops what its full
+    /// ring cannot take. It counts as sent and lost (`TrialResult::refused`).
+    DeviceDrop,
+    /// The queue is the tester's own transmit ring on a Linux interface: the frame never left
+    /// the tester. It is neither sent nor lost (`TrialResult::tx_refused`), and the trial is
+    /// tester-limited.
+    NeverSent,
 }
 
 /// What the device under test can tell the tester about a trial (embedded mode): its drop
@@ -148,8 +163,15 @@ pub struct TrialResult {
     pub corrupted: u64,
     pub foreign: u64,
     pub stale: u64,
-    /// Frames the device's receive queues refused (full): part of `lost`.
+    /// Frames the device's receive queues refused (full; embedded mode): part of `tx` and
+    /// `lost`.
     pub refused: u64,
+    /// Frames the tester's own transmit rings refused (external mode): never sent, so neither
+    /// in `tx` nor in `lost`; the trial is tester-limited.
+    pub tx_refused: u64,
+    /// Frames still in the tester's transmit rings when the trial closed, taken back so they
+    /// never leave (external mode): not in `tx` nor `lost`; the trial is tester-limited.
+    pub tx_unsent: u64,
     /// The generators fell behind the schedule (the tester, not the device, set the rate).
     pub tester_limited: bool,
     /// Frames the schedule asked for that the generators could not send in time.
@@ -173,6 +195,11 @@ pub struct TrialResult {
 }
 
 impl TrialResult {
+    /// Every frame built went on the wire: no tester ring refused or kept any.
+    pub fn carried_whole(&self) -> bool {
+        self.tx_refused + self.tx_unsent == 0
+    }
+
     pub fn loss_ratio(&self) -> f64 {
         if self.tx == 0 {
             0.0

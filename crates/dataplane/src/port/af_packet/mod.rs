@@ -40,6 +40,20 @@ use std::sync::{Arc, Mutex};
 use super::{link, RxQueue, TxQueue};
 use crate::buffer::{BufCache, PktBuf, MAX_FRAME};
 
+mod rx_frames;
+pub use rx_frames::AfPacketRxFrames;
+
+/// Which kind of receive ring a port reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxRing {
+    /// `TPACKET_V3` blocks (`block_size` x `block_count`): the least work per frame; a frame is
+    /// handed over when its block fills or times out (`block_timeout_ms`). The router's ports.
+    Blocks,
+    /// `TPACKET_V2`, one slot per frame, at least this many: each frame is readable at once and
+    /// carries the kernel's receive time. The tester's ports, which measure latency.
+    Frames(u32),
+}
+
 /// How a port with several receive queues spreads frames over them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FanoutMode {
@@ -80,6 +94,8 @@ pub struct AfPacketConfig {
     pub promiscuous: bool,
     /// How several receive queues share the frames (unused with one queue).
     pub fanout: FanoutMode,
+    /// The receive ring's kind (the block settings above apply to [`RxRing::Blocks`]).
+    pub rx_ring: RxRing,
 }
 
 impl Default for AfPacketConfig {
@@ -93,6 +109,7 @@ impl Default for AfPacketConfig {
             tx_frame_count: 1024,
             promiscuous: true,
             fanout: FanoutMode::Auto,
+            rx_ring: RxRing::Blocks,
         }
     }
 }
@@ -132,6 +149,9 @@ pub struct TxQueueStats {
     /// `send()` kicks that failed (device down, socket buffer full); the frames stay in the ring
     /// and go with the next kick.
     pub send_errors: u64,
+    /// Frames put in the ring and taken back before the kernel sent them (no longer in
+    /// `frames`).
+    pub taken_back: u64,
 }
 
 /// A port's counters, one entry per queue.
@@ -165,6 +185,7 @@ impl AfPacketStats {
                 oversize: a.oversize + q.oversize,
                 runts: a.runts + q.runts,
                 send_errors: a.send_errors + q.send_errors,
+                taken_back: a.taken_back + q.taken_back,
             })
     }
 }
@@ -176,7 +197,7 @@ pub struct AfPacketPort {
     ifindex: u32,
     cfg: AfPacketConfig,
     fanout: Option<FanoutMode>,
-    rx: Mutex<Vec<AfPacketRxQueue>>,
+    rx: Mutex<Vec<Box<dyn RxQueue>>>,
     rx_shared: Vec<Arc<RxShared>>,
     tx_shared: Mutex<Vec<Arc<TxCounters>>>,
 }
@@ -223,31 +244,63 @@ impl AfPacketPort {
             ));
         }
         let mut group: Option<u16> = None;
-        let mut queues = Vec::with_capacity(cfg.queues);
+        let mut queues: Vec<Box<dyn RxQueue>> = Vec::with_capacity(cfg.queues);
         let mut shared = Vec::with_capacity(cfg.queues);
+        let frames_geo = match cfg.rx_ring {
+            RxRing::Frames(n) => Some(rx_frames::Geometry::new(
+                link.mtu as usize,
+                n as usize,
+                page,
+            )),
+            RxRing::Blocks => None,
+        };
         for q in 0..cfg.queues {
             let fd = packet_socket().map_err(|e| err("opening a packet socket", e))?;
             let raw = fd.as_raw_fd();
-            set_int(raw, libc::SOL_PACKET, libc::PACKET_VERSION, TPACKET_V3)
-                .map_err(|e| err("selecting TPACKET_V3", e))?;
-            let frame = RX_NOMINAL_FRAME.min(bs);
-            let req = libc::tpacket_req3 {
-                tp_block_size: cfg.block_size,
-                tp_block_nr: cfg.block_count,
-                tp_frame_size: frame as u32,
-                tp_frame_nr: (bs / frame) as u32 * cfg.block_count,
-                tp_retire_blk_tov: cfg.block_timeout_ms,
-                tp_sizeof_priv: 0,
-                tp_feature_req_word: 0,
+            let map = match frames_geo {
+                None => {
+                    set_int(raw, libc::SOL_PACKET, libc::PACKET_VERSION, TPACKET_V3)
+                        .map_err(|e| err("selecting TPACKET_V3", e))?;
+                    let frame = RX_NOMINAL_FRAME.min(bs);
+                    let req = libc::tpacket_req3 {
+                        tp_block_size: cfg.block_size,
+                        tp_block_nr: cfg.block_count,
+                        tp_frame_size: frame as u32,
+                        tp_frame_nr: (bs / frame) as u32 * cfg.block_count,
+                        tp_retire_blk_tov: cfg.block_timeout_ms,
+                        tp_sizeof_priv: 0,
+                        tp_feature_req_word: 0,
+                    };
+                    setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req).map_err(|e| {
+                        err(
+                            &format!("setting up the receive ring ({bs} B x {})", cfg.block_count),
+                            e,
+                        )
+                    })?;
+                    Mmap::map(raw, bs * cfg.block_count as usize)
+                        .map_err(|e| err("mapping the receive ring", e))?
+                }
+                Some(g) => {
+                    set_int(raw, libc::SOL_PACKET, libc::PACKET_VERSION, TPACKET_V2)
+                        .map_err(|e| err("selecting TPACKET_V2", e))?;
+                    let req = libc::tpacket_req {
+                        tp_block_size: g.block as u32,
+                        tp_block_nr: (g.slots / g.per_block) as u32,
+                        tp_frame_size: g.frame as u32,
+                        tp_frame_nr: g.slots as u32,
+                    };
+                    setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req).map_err(|e| {
+                        err(
+                            &format!(
+                                "setting up the receive ring ({} slots of {} B)",
+                                g.slots, g.frame
+                            ),
+                            e,
+                        )
+                    })?;
+                    Mmap::map(raw, g.bytes()).map_err(|e| err("mapping the receive ring", e))?
+                }
             };
-            setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &req).map_err(|e| {
-                err(
-                    &format!("setting up the receive ring ({bs} B x {})", cfg.block_count),
-                    e,
-                )
-            })?;
-            let map = Mmap::map(raw, bs * cfg.block_count as usize)
-                .map_err(|e| err("mapping the receive ring", e))?;
             set_int(raw, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, 1)
                 .map_err(|e| err("setting PACKET_IGNORE_OUTGOING", e))?;
             if fanout.is_some() {
@@ -283,14 +336,23 @@ impl AfPacketPort {
                 fd,
                 c: RxCounters::default(),
             });
-            queues.push(AfPacketRxQueue {
-                map,
-                shared: sh.clone(),
-                block_size: bs,
-                blocks: cfg.block_count as usize,
-                block: 0,
-                cur: None,
-                queue: q,
+            queues.push(match frames_geo {
+                None => Box::new(AfPacketRxQueue {
+                    map,
+                    shared: sh.clone(),
+                    block_size: bs,
+                    blocks: cfg.block_count as usize,
+                    block: 0,
+                    cur: None,
+                    queue: q,
+                }),
+                Some(geo) => Box::new(AfPacketRxFrames {
+                    map,
+                    shared: sh.clone(),
+                    geo,
+                    next: 0,
+                    queue: q,
+                }),
             });
             shared.push(sh);
         }
@@ -327,9 +389,7 @@ impl AfPacketPort {
     /// The receive queues, once (later calls return none): queue `i` is `stats().rx[i]`.
     pub fn take_rx_queues(&self) -> Vec<Box<dyn RxQueue>> {
         let mut g = self.rx.lock().unwrap_or_else(|e| e.into_inner());
-        g.drain(..)
-            .map(|q| Box::new(q) as Box<dyn RxQueue>)
-            .collect()
+        g.drain(..).collect()
     }
 
     /// A new transmit queue (its own socket and ring), for one worker.
@@ -509,6 +569,7 @@ struct TxCounters {
     oversize: AtomicU64,
     runts: AtomicU64,
     send_errors: AtomicU64,
+    taken_back: AtomicU64,
 }
 
 impl TxCounters {
@@ -520,6 +581,7 @@ impl TxCounters {
             oversize: self.oversize.load(Ordering::Relaxed),
             runts: self.runts.load(Ordering::Relaxed),
             send_errors: self.send_errors.load(Ordering::Relaxed),
+            taken_back: self.taken_back.load(Ordering::Relaxed),
         }
     }
 }
@@ -871,9 +933,44 @@ impl TxQueue for AfPacketTxQueue {
     }
 
     fn flush(&mut self) {
-        if self.need_kick {
+        if self.need_kick || self.unsent() > 0 {
             self.kick();
         }
+    }
+
+    fn unsent(&self) -> usize {
+        // The kernel sends slots in ring order, so the ones it has not taken yet are a run
+        // ending at the last one filled.
+        let mut n = 0;
+        while n < self.slots {
+            let i = (self.head + self.slots - 1 - n) % self.slots;
+            let status = self.map.atomic_u32(self.slot(i) + P2_STATUS);
+            if status.load(Ordering::Acquire) != libc::TP_STATUS_SEND_REQUEST {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    fn take_back_unsent(&mut self) -> usize {
+        let n = self.unsent();
+        for k in 0..n {
+            let i = (self.head + self.slots - 1 - k) % self.slots;
+            // The kernel reads a SEND_REQUEST slot only inside send() on this socket, which
+            // only this queue's owner calls and is not calling now; it stopped its own walk at
+            // the first of these slots, so moving our head back there keeps the two in step.
+            self.map
+                .atomic_u32(self.slot(i) + P2_STATUS)
+                .store(libc::TP_STATUS_AVAILABLE, Ordering::Release);
+        }
+        self.head = (self.head + self.slots - n) % self.slots;
+        if n > 0 {
+            self.c.frames.fetch_sub(n as u64, Ordering::Relaxed);
+            self.c.taken_back.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        self.need_kick = false;
+        n
     }
 }
 
