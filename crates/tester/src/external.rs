@@ -585,7 +585,7 @@ pub const TX_RING_FRAMES: u32 = 512;
 /// The tester's ports read a frame ring (`TPACKET_V2`): each frame is the tester's as soon as the
 /// kernel has it, with the kernel's receive time, so latency is measured to the microsecond (a
 /// block ring would hand frames over up to its 1 ms block timeout late).
-fn af_config() -> AfPacketConfig {
+pub fn af_config() -> AfPacketConfig {
     AfPacketConfig {
         queues: 1,
         block_size: 64 * 1024,
@@ -992,6 +992,10 @@ pub struct ExternalInfo {
     pub priming_fps: f64,
     /// The tester thread's core, when pinned.
     pub tester_core: Option<usize>,
+    /// The tester's latency with no device (a veth pair of its own), or why it could not be
+    /// measured (in the JSON: `latency_floor` or `latency_floor_error`).
+    #[serde(skip)]
+    pub latency_floor: Result<crate::floor::LatencyFloor, String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -1118,6 +1122,8 @@ pub fn run(
     if let (Some(c), None) = (x.core, tester_core) {
         return Err(format!("--core {c}: could not pin the tester thread there"));
     }
+    // Before the device's traffic, on the thread the trials run on (pinned, if asked).
+    let latency_floor = crate::floor::measure();
     let mut cache = BufCache::new(pool.clone());
     // Whatever waited in the rings from before is not this run's.
     service(&mut tports, &mut cache, Duration::from_millis(50));
@@ -1187,6 +1193,7 @@ pub fn run(
         priming,
         priming_fps: PRIME_FPS,
         tester_core,
+        latency_floor,
     };
     Ok(crate::run::ScenarioReport {
         id: "external".into(),

@@ -30,6 +30,7 @@ pub mod embedded;
 pub mod engine;
 pub mod external;
 pub mod fake_dut;
+pub mod floor;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod histogram;

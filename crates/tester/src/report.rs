@@ -371,6 +371,20 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
             None => "thread not pinned".into(),
         }
     );
+    s += &match &x.latency_floor {
+        Ok(f) => format!(
+            "Tester's latency floor (no device: a veth pair of its own, {} 64-byte frames at {} fps, {} lost): min {:.1} / avg {:.1} / p50 {:.1} / p99 {:.1} / max {:.1} us; the device's latency below includes it\n",
+            thousands(f.frames as f64),
+            thousands(crate::floor::FLOOR_FPS),
+            thousands(f.lost as f64),
+            f.min_ns as f64 / 1e3,
+            f.avg_ns / 1e3,
+            f.p50_ns as f64 / 1e3,
+            f.p99_ns as f64 / 1e3,
+            f.max_ns as f64 / 1e3,
+        ),
+        Err(e) => format!("Tester's latency floor: not measured ({e})\n"),
+    };
     s += &format!(
         "CPU ({}): per frame forwarded; machine = every CPU's time not idle (/proc/stat), tester = this process (getrusage), DUT = machine - tester{}{}\n",
         r.cpu,
@@ -745,6 +759,10 @@ pub fn json(r: &ScenarioReport) -> Value {
         "external": r.external.as_ref().map(|x| {
             let mut v = serde_json::to_value(x).unwrap_or(Value::Null);
             v["control_total"] = serde_json::to_value(x.control_total()).unwrap_or(Value::Null);
+            match &x.latency_floor {
+                Ok(f) => v["latency_floor"] = serde_json::to_value(f).unwrap_or(Value::Null),
+                Err(e) => v["latency_floor_error"] = Value::String(e.clone()),
+            }
             v
         }),
     })
