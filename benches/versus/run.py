@@ -190,6 +190,8 @@ class Result:
     # Where the device dropped, by its own counters, over the whole run (failed trials and
     # overload included): Linerate's `show errors`; the kernel's veth and backlog counters.
     drops: dict = field(default_factory=dict)
+    # The tester's latency with no device, measured by its run (external.latency_floor).
+    floor: dict | None = None
 
 
 class Bench:
@@ -312,9 +314,13 @@ class Bench:
     def figures(t: dict, fps: float) -> dict:
         """A trial's figures: `fps` (the NDR, or what was forwarded) and CPU per frame."""
         cpu = t.get("cpu") or {}
+        lat = t.get("latency") or {}
         return {
             "ndr_fps": fps,
             "lost": t["lost"],
+            "not_sent": t.get("tx_refused", 0) + t.get("tx_unsent", 0),
+            "lat_p50_us": lat.get("p50_ns", 0) / 1e3 if lat else None,
+            "lat_p99_us": lat.get("p99_ns", 0) / 1e3 if lat else None,
             "machine_ns": cpu.get("machine_ns_per_frame"),
             "tester_ns": cpu.get("tester_ns_per_frame"),
             "dut_ns": cpu.get("dut_ns_per_frame"),
@@ -340,6 +346,7 @@ class Bench:
             x["trials"] = len(row["trials"])
             r.rows[row["sizes"]] = x
         r.rows["_control"] = rep["external"]["control_total"]
+        r.floor = rep["external"].get("latency_floor")
         # One more trial at the same offered load for every device: CPU per frame depends on
         # the rate (an interrupt-driven kernel wakes for fewer frames at a time at low rates, a
         # polling router's idle core is spread over fewer frames), so only an equal load
@@ -443,19 +450,21 @@ def table(results: list[Result], size: str, title: str) -> str:
     def b(k):
         return base and base[k]
 
-    s = (f"| device | {title} | vs kernel | lost | machine (ns/frame) | tester (ns/frame) "
+    s = (f"| device | {title} | vs kernel | lost | latency p50 / p99 (us) "
+         f"| machine (ns/frame) | tester (ns/frame) "
          f"| DUT: machine - tester (ns/frame) | vs kernel | DUT core busy (ns/frame) | vs kernel "
          f"| Linerate workers busy (ns/frame) | vs kernel's DUT core "
          f"| idle machine before / after (cores) |\n")
-    s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     for r in results:
         x = r.rows.get(size)
         if x is None:
-            s += f"| ({r.key}) {r.label} | failed: {r.error or 'no result'} |" + " |" * 11 + "\n"
+            s += f"| ({r.key}) {r.label} | failed: {r.error or 'no result'} |" + " |" * 12 + "\n"
             continue
         rate = fmt(x["ndr_fps"]) + (" (tester-bound)" if x.get("tester_bound") else "")
         s += (f"| ({r.key}) {r.label} | {rate} | {ratio(x['ndr_fps'], b('ndr_fps'))} "
-              f"| {fmt(x['lost'])} | {fmt(x['machine_ns'])} | {fmt(x['tester_ns'])} "
+              f"| {fmt(x['lost'])} | {fmt(x.get('lat_p50_us'), 1)} / {fmt(x.get('lat_p99_us'), 1)} "
+              f"| {fmt(x['machine_ns'])} | {fmt(x['tester_ns'])} "
               f"| {fmt(x['dut_ns'])} | {ratio(x['dut_ns'], b('dut_ns'))} "
               f"| {fmt(x['core_ns'])} | {ratio(x['core_ns'], b('core_ns'))} "
               f"| {fmt(x['workers_ns'])} | {ratio(x['workers_ns'], b('core_ns'))} "
@@ -545,6 +554,13 @@ def main(argv=None) -> int:
         md += (f"At one offered load for every device, {args.common_fps:,.0f} frames/s of 64 B "
                f"(one {args.seconds} s trial; a device that cannot forward it loses frames):\n\n")
         md += table(results, "common", "forwarded (fps)") + "\n"
+    floors = [r.floor for r in results if r.floor]
+    if floors:
+        f = floors[0]
+        md += (f"The tester's own latency floor (no device: a veth pair of its own, measured at the "
+               f"start of each device's run; the first): p50 {f['p50_ns'] / 1e3:.1f} us, p99 "
+               f"{f['p99_ns'] / 1e3:.1f} us, max {f['max_ns'] / 1e3:.1f} us; every latency above "
+               f"includes it.\n")
     for r in results:
         if r.drops:
             md += (f"({r.key}) the device's own drop counters over its whole run (overload "
@@ -569,7 +585,8 @@ def main(argv=None) -> int:
          "resolution": args.resolution,
          "results": [{"key": r.key, "label": r.label, "rows": r.rows, "idle_cores": r.background,
                       "idle_cores_after": r.background_after,
-                      "dut_drops": r.drops, "error": r.error} for r in results]}, indent=2))
+                      "dut_drops": r.drops, "latency_floor": r.floor,
+                      "error": r.error} for r in results]}, indent=2))
     return 0 if all(not r.error for r in results) else 1
 
 

@@ -22,7 +22,9 @@ What each case checks, as outcomes:
   trials' loss is exactly what tbf dropped;
 - a device slower than the load (2,000 linear nft rules): frames the tester's transmit ring
   refused are neither sent nor lost, the search's answer is a load that went out whole, and
-  the veths counted exactly what the tester says it sent.
+  the veths counted exactly what the tester says it sent;
+- Linerate as the device, its API given: each trial carries the device's own drops, and an ACL
+  denying one stream makes that stream's frames the loss, each an `AclDenied` drop.
 
 Not built here: a reordering stand-in and a delay stand-in (netem is not in this kernel; tc's
 other qdiscs neither reorder within a flow nor hold frames for a set time).
@@ -35,6 +37,7 @@ import os
 from pathlib import Path
 
 import pytest
+from testbed.netns import wait_until
 
 pytestmark = pytest.mark.usefixtures("testbed_session")
 
@@ -255,3 +258,50 @@ def test_a_slow_device_pushes_back_on_the_tester_without_false_loss(linerate_bin
     # tester carried the same count.
     got = sum(after[d]["rx"]["packets"] - before[d]["rx"]["packets"] for d in ("t0", "t1"))
     assert got == sent, (got, sent)
+
+
+def test_a_linerate_device_reports_its_drops_and_they_are_the_testers_loss(linerate_bin,
+                                                                          testbed, tmp_path):
+    """Linerate as the device, with its API given: each trial carries the device's own drop
+    counters (as embedded mode's do), and an ACL denying one of the two streams makes exactly
+    that stream's frames the loss, every one of them an `AclDenied` drop."""
+    tst, dut = testbed.netns("tester"), testbed.netns("dut")
+    testbed.veth(tst, "t0", dut, "d0")
+    testbed.veth(tst, "t1", dut, "d1")
+    for ns, devs in ((tst, ("t0", "t1")), (dut, ("d0", "d1"))):
+        ns.sysctl({"net.ipv6.conf.all.disable_ipv6": 1,
+                   **{f"net.ipv6.conf.{d}.disable_ipv6": 1 for d in devs}})
+    dut.up("d0", "d1")
+    cfg = tmp_path / "router.yaml"
+    cfg.write_text(f"""\
+router: {{ workers: 1 }}
+ports:
+  - {{ name: p0, driver: af_packet, device: d0 }}
+  - {{ name: p1, driver: af_packet, device: d1 }}
+interfaces:
+  - {{ name: p0, port: p0, mac: "{D_MAC[0]}", ipv4: [198.18.0.1/24], acl-in: A }}
+  - {{ name: p1, port: p1, mac: "{D_MAC[1]}", ipv4: [198.18.1.1/24] }}
+neighbors:
+  - {{ interface: p0, ip: 198.18.0.2, mac: "{T_MAC[0]}" }}
+  - {{ interface: p1, ip: 198.18.1.2, mac: "{T_MAC[1]}" }}
+acls:
+  - {{ name: A, entries: ["10 deny udp src host 198.18.0.2 dst host 198.18.1.2", "20 permit"] }}
+""")
+    sock, log = tmp_path / "api.sock", tmp_path / "daemon.log"
+    proc = dut.popen([str(linerate_bin), "daemon", "--config", str(cfg), "--no-state",
+                      "--socket", str(sock)], log=log, name="linerate")
+    try:
+        wait_until(lambda: sock.exists() or not proc.running, 20, what="the daemon's API socket")
+        assert proc.running, log.read_text()
+        rep = run_external(linerate_bin, tst, tmp_path, "acl", "--speed", "1g", "--load", "1",
+                           "--seconds", "1", "--dut-api", str(sock))
+        (t,) = trials(rep)
+        by_name = {s["name"]: s for s in t["streams"]}
+        denied, allowed = by_name["p0>p1"], by_name["p1>p0"]
+        assert denied["rx"] == 0 and denied["lost"] == denied["tx"] > 0, by_name
+        assert allowed["lost"] == 0 and allowed["rx"] == allowed["tx"] > 0, by_name
+        drops = {d["reason"]: d["frames"] for d in t["dut_drops"]}
+        assert drops == {"AclDenied": t["lost"]}, (drops, t["lost"])
+        assert "[the device dropped: AclDenied" in rep["_md"]
+    finally:
+        proc.stop()

@@ -875,6 +875,8 @@ pub struct ExternalMeter {
     before: CpuSample,
     busy0: Option<u64>,
     drops0: u64,
+    /// The device's drop counters at the trial's start (Linerate, through its API).
+    dut_drops0: Option<Vec<(&'static str, u64)>>,
 }
 
 impl ExternalMeter {
@@ -890,6 +892,7 @@ impl ExternalMeter {
             before: CpuSample::default(),
             busy0: None,
             drops0: 0,
+            dut_drops0: None,
         }
     }
 
@@ -906,8 +909,9 @@ impl ExternalMeter {
 
 impl TrialMeter for ExternalMeter {
     fn start(&mut self) {
-        // The API call first: its cost stays outside the window.
+        // The API calls first: their cost stays outside the window.
         self.busy0 = self.api.as_ref().and_then(|a| a.busy_ns().ok());
+        self.dut_drops0 = self.api.as_ref().and_then(|a| a.drops().ok());
         self.drops0 = self.rx_drops();
         self.before = CpuSample::now();
     }
@@ -921,6 +925,20 @@ impl TrialMeter for ExternalMeter {
         if let (Some(a), Some(b0)) = (&self.api, self.busy0) {
             if let Ok(b1) = a.busy_ns() {
                 u.dut_busy_s = Some(b1.saturating_sub(b0) as f64 * 1e-9);
+            }
+        }
+        // The device's own drops in the trial, by reason, as embedded mode's probe gives them
+        // (after the drain, so late drops are in).
+        if let (Some(a), Some(d0)) = (&self.api, &self.dut_drops0) {
+            if let Ok(d1) = a.drops() {
+                r.dut_drops = d1
+                    .iter()
+                    .map(|&(k, v)| {
+                        let b = d0.iter().find(|x| x.0 == k).map_or(0, |x| x.1);
+                        (k, v.saturating_sub(b))
+                    })
+                    .filter(|x| x.1 > 0)
+                    .collect();
             }
         }
         r.cpu = Some(u);
@@ -947,6 +965,30 @@ impl DutApi {
         a.busy_ns()
             .map_err(|e| format!("--dut-api {}: {e}", a.socket.display()))?;
         Ok(a)
+    }
+
+    /// Drops by reason since the router started (`linerate show errors`), under the reasons'
+    /// machine names; reasons this build does not know are left out.
+    pub fn drops(&self) -> Result<Vec<(&'static str, u64)>, String> {
+        let r = self.client.get("/v1/errors")?;
+        if !r.ok() {
+            return Err(format!("GET /v1/errors: status {}", r.status));
+        }
+        let v = r.json()?;
+        let list = v
+            .as_array()
+            .ok_or("GET /v1/errors: expected a list of drop counters")?;
+        Ok(list
+            .iter()
+            .filter_map(|e| {
+                let reason = e.get("reason")?.as_str()?;
+                let count = e.get("count")?.as_u64()?;
+                let known = dataplane::DropReason::ALL
+                    .iter()
+                    .find(|d| d.name() == reason)?;
+                Some((known.name(), count))
+            })
+            .collect())
     }
 
     /// The sum of every worker's busy nanoseconds (`linerate show workers`).

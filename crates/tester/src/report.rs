@@ -497,6 +497,16 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
                 }
                 res += ")";
             }
+            if !t.dut_drops.is_empty() {
+                res += &format!(
+                    " [the device dropped: {}]",
+                    t.dut_drops
+                        .iter()
+                        .map(|(k, v)| format!("{k} {}", thousands(*v as f64)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             s += &format!(
                 "| {} | {:.4}% | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |\n",
                 row.key,
