@@ -149,6 +149,9 @@ def test_a_bare_veth_pair_loses_nothing_and_its_latency_is_the_testers_floor(lin
     sent = sum(after[d]["tx"]["packets"] - before[d]["tx"]["packets"] for d in ("t0", "t1"))
     got = sum(after[d]["rx"]["packets"] - before[d]["rx"]["packets"] for d in ("t0", "t1"))
     assert sent == got == t["tx"] + priming_sent(rep), (sent, got, t["tx"], rep["external"])
+    print(f"bare veth: tester sent {t['tx']:,} + priming {priming_sent(rep):,}, veths carried "
+          f"{sent:,}; lost {t['lost']}; latency p50 {t['latency']['p50_ns'] / 1e3:.1f} us, p99 "
+          f"{t['latency']['p99_ns'] / 1e3:.1f} us")
     # The frame ring hands each frame over at once with the kernel's receive time: the median
     # is the tester's own floor, not a block ring's 1 ms timeout (which gave a median of
     # ~500 us here).
@@ -169,6 +172,8 @@ def test_nft_dropping_every_tenth_frame_is_exactly_the_testers_loss(linerate_bin
     dropped = nft_counter(dut, "inet", "ka", "fw")
     # Priming lost its share too (it retries while anything is lost).
     assert t["lost"] + priming_lost(rep) == dropped, (t["lost"], priming_lost(rep), dropped)
+    print(f"nft every 10th: tester lost {t['lost']:,} of {t['tx']:,} (+ priming "
+          f"{priming_lost(rep):,}); nft counted {dropped:,}")
     # Every 10th of what went through the rule, counted from wherever the priming left it.
     assert abs(t["lost"] - t["tx"] / 10) <= 1, t
     assert not t["pass"] and (t["tx_refused"], t["tx_unsent"]) == (0, 0), t
@@ -190,6 +195,8 @@ def test_nft_duplicating_every_tenth_frame_is_counted_as_duplicates_not_loss(lin
     primed = priming_sent(rep) // 2  # the priming's frames towards p1 were copied as well
     assert t["lost"] == 0 and t["rx"] == t["tx"], t
     assert abs(t["duplicated"] - (copies - primed // 10)) <= 1, (t["duplicated"], copies, primed)
+    print(f"nft dup every 10th: tester duplicates {t['duplicated']:,}, lost {t['lost']}; nft "
+          f"copies {copies:,} (of which the priming's about {primed // 10:,})")
     by_name = {s["name"]: s for s in t["streams"]}
     assert sum(s["duplicated"] for s in by_name.values()) == t["duplicated"], by_name
     assert abs(t["duplicated"] - t["tx"] / 2 / 10) <= 1, t
@@ -221,6 +228,9 @@ def test_the_search_finds_a_tbf_limiter_and_its_loss_is_what_tbf_dropped(linerat
     out_drops = sum(link_stats(dut, d)["tx"]["dropped"] for d in ("d0", "d1"))
     lost = sum(x["lost"] for x in row["trials"]) + priming_lost(rep)
     assert tbf_drops > 0 and lost == tbf_drops + out_drops, (lost, tbf_drops, out_drops)
+    print(f"tbf 20 Mbit/s ({limit_fps:,.0f} fps): search answer {per_port:,.0f} fps per port in "
+          f"{len(row['trials'])} trials; tester lost {lost:,} in all, tbf dropped {tbf_drops:,} "
+          f"+ the veths' transmit drops {out_drops:,}")
 
 
 @pytest.mark.slow
@@ -258,6 +268,9 @@ def test_a_slow_device_pushes_back_on_the_tester_without_false_loss(linerate_bin
     # tester carried the same count.
     got = sum(after[d]["rx"]["packets"] - before[d]["rx"]["packets"] for d in ("t0", "t1"))
     assert got == sent, (got, sent)
+    print(f"2,000 linear rules: first trial at 100%: sent {first['tx']:,}, refused "
+          f"{first['tx_refused']:,}, lost {first['lost']}; answer {row['throughput_fps']:,.0f} fps "
+          f"in {len(ts)} trials; veths carried {sent:,} = the tester's sent")
 
 
 def test_a_linerate_device_reports_its_drops_and_they_are_the_testers_loss(linerate_bin,
@@ -302,6 +315,8 @@ acls:
         assert allowed["lost"] == 0 and allowed["rx"] == allowed["tx"] > 0, by_name
         drops = {d["reason"]: d["frames"] for d in t["dut_drops"]}
         assert drops == {"AclDenied": t["lost"]}, (drops, t["lost"])
+        print(f"Linerate + ACL: tester lost {t['lost']:,}; the device counted AclDenied "
+              f"{drops['AclDenied']:,}")
         assert "[the device dropped: AclDenied" in rep["_md"]
     finally:
         proc.stop()

@@ -585,8 +585,8 @@ fn soak_and_verdict(r: &ScenarioReport) -> String {
     let mut s = String::new();
     if !r.soak.is_empty() {
         s += "\nSoak: one long trial at each row's throughput\n\n";
-        s += "| row | load (% of nominal) | seconds | sent | received | lost | latency avg / p50 / p99 / p99.9 / max (us) | RSS before -> after (MB) |\n";
-        s += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        s += "| row | load (% of nominal) | seconds | sent | received | lost | where lost | latency avg / p50 / p99 / p99.9 / max (us) | RSS before -> after (MB) |\n";
+        s += "|---|---:|---:|---:|---:|---:|---|---:|---:|\n";
         for sk in &r.soak {
             let t = &sk.trial;
             let lat = t.latency.as_ref().map_or("-".to_string(), |l| {
@@ -600,13 +600,14 @@ fn soak_and_verdict(r: &ScenarioReport) -> String {
                 )
             });
             s += &format!(
-                "| {} | {:.3} | {:.0} | {} | {} | {} | {} | {:.0} -> {:.0} |\n",
+                "| {} | {:.3} | {:.0} | {} | {} | {} | {} | {} | {:.0} -> {:.0} |\n",
                 sk.key,
                 sk.load * 100.0,
                 sk.seconds,
                 thousands(t.tx as f64),
                 thousands(t.rx as f64),
                 thousands(t.lost as f64),
+                where_lost(t),
                 lat,
                 sk.rss_before_mb,
                 sk.rss_after_mb
@@ -627,6 +628,42 @@ fn soak_and_verdict(r: &ScenarioReport) -> String {
     let pass = !checks.is_empty() && checks.iter().all(|c| c.pass);
     s += &format!("Verdict: {}\n\n", if pass { "PASS" } else { "FAIL" });
     s
+}
+
+/// Where a trial's lost frames went, by the counters that saw them: the device's receive
+/// queues (refused), its drops by reason (a full queue towards the tester is the tester's own
+/// doing), the tester's receive rings; "-" if nothing was lost.
+fn where_lost(t: &TrialResult) -> String {
+    let mut w = Vec::new();
+    if t.refused > 0 {
+        w.push(format!(
+            "refused by the device's receive queues {}",
+            thousands(t.refused as f64)
+        ));
+    }
+    for (k, v) in &t.dut_drops {
+        let whose = if *k == "TxQueueFull" {
+            " (towards the tester: the tester's own)"
+        } else {
+            ""
+        };
+        w.push(format!("{k} {}{whose}", thousands(*v as f64)));
+    }
+    if t.tester_drops > 0 {
+        w.push(format!(
+            "the tester's receive rings {}",
+            thousands(t.tester_drops as f64)
+        ));
+    }
+    if w.is_empty() {
+        if t.lost > 0 {
+            "not counted by the device".into()
+        } else {
+            "-".into()
+        }
+    } else {
+        w.join("; ")
+    }
 }
 
 /// One named check behind a scenario's verdict.
