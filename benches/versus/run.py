@@ -139,14 +139,16 @@ def acl_lines(tuples) -> str:
         "permit\n"
 
 
-def linerate_config(core: int, acl: bool, driver: str = "af_packet") -> str:
+def linerate_config(core: int, acl: bool, driver: str = "af_packet",
+                    rx_ring: str = "blocks") -> str:
     bind = ", acl-in: VERSUS" if acl else ""
+    ring = f", rx-ring: {rx_ring}" if driver == "af_packet" else ""
     acls = "acls:\n  - { name: VERSUS, family: ipv4, file: versus.acl }\n" if acl else ""
     return f"""\
 router: {{ workers: 1, cores: [{core}] }}
 ports:
-  - {{ name: p0, driver: {driver}, device: d0 }}
-  - {{ name: p1, driver: {driver}, device: d1 }}
+  - {{ name: p0, driver: {driver}, device: d0{ring} }}
+  - {{ name: p1, driver: {driver}, device: d1{ring} }}
 {acls}interfaces:
   - {{ name: p0, port: p0, mac: "{LR_MAC[0]}", ipv4: [{D_ADDR[0]}/24]{bind} }}
   - {{ name: p1, port: p1, mac: "{LR_MAC[1]}", ipv4: [{D_ADDR[1]}/24]{bind} }}
@@ -253,7 +255,7 @@ class Bench:
         if acl:
             (wd / "versus.acl").write_text(acl_lines(self.tuples))
         cfg = wd / "router.yaml"
-        cfg.write_text(linerate_config(self.dut_core, acl, self.args.driver))
+        cfg.write_text(linerate_config(self.dut_core, acl, self.args.driver, self.args.rx_ring))
         sock = wd / "api.sock"
         log = wd / "daemon.log"
         proc = self.dut.popen(boosted([str(self.bin), "daemon", "--config", str(cfg),
@@ -496,6 +498,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="abcde", help="a subset of the devices, e.g. ad")
     ap.add_argument("--driver", choices=["af_packet", "af_xdp"], default="af_packet",
                     help="Linerate's port driver on d0 and d1 (af_xdp runs in copy mode on veth)")
+    ap.add_argument("--rx-ring", choices=["blocks", "frames"], default="blocks",
+                    help="Linerate's AF_PACKET receive ring: blocks (TPACKET_V3, handed over "
+                         "when full or after 1 ms) or frames (TPACKET_V2, each frame at once)")
     ap.add_argument("--idle", type=float,
                     help="seconds of no traffic to measure the idle machine before each device "
                          "(default: 3 in full mode, 1 in quick mode)")
@@ -546,7 +551,9 @@ def main(argv=None) -> int:
                 if l.startswith("model name")), "?")
     md = (f"Kernel vs Linerate, {mode_txt} mode: {args.rules:,} deny entries, {args.seconds} s "
           f"trials, resolution {args.resolution}% of the first estimate, zero loss; "
-          f"{os.cpu_count()} CPUs ({cpu}); tester on CPU 0, device on CPU {b.dut_core}\n\n")
+          f"{os.cpu_count()} CPUs ({cpu}); tester on CPU 0, device on CPU {b.dut_core}; "
+          f"Linerate's ports: {args.driver}"
+          f"{', receive ring ' + args.rx_ring if args.driver == 'af_packet' else ''}\n\n")
     for sz in sizes:
         md += f"At each device's NDR, {sz}-byte frames:\n\n"
         md += table(results, sz, f"NDR {sz} B (fps)") + "\n"

@@ -32,6 +32,9 @@ use crate::router::{BuildError, Router};
 
 /// How long a worker may take to answer a command before the control plane gives up on it.
 const WORKER_REPLY: Duration = Duration::from_secs(5);
+/// Slots of an AF_PACKET port's receive ring with `rx-ring: frames`: 32,768 of 2 KiB on a
+/// 1,500-byte MTU (64 MiB), as many small frames as the default block ring's 8 MiB holds.
+const RX_RING_FRAMES: u32 = 32768;
 
 /// The other ends of a `mem` port, for the tester: it sends into `to_router[q]` (receive queue
 /// q of the port) and receives from `from_router`, which gathers every worker's transmit ring.
@@ -350,10 +353,19 @@ impl Runtime {
                 });
                 PortDriver::Mem { inbox }
             }
-            Driver::AfPacket { device, queues } => {
-                use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort};
+            Driver::AfPacket {
+                device,
+                queues,
+                frames,
+            } => {
+                use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort, RxRing};
                 let cfg = AfPacketConfig {
                     queues: (*queues).max(1) as usize,
+                    rx_ring: if *frames {
+                        RxRing::Frames(RX_RING_FRAMES)
+                    } else {
+                        RxRing::Blocks
+                    },
                     ..Default::default()
                 };
                 crate::punt::tap::claim_device(device)

@@ -288,3 +288,24 @@ fn a_pool_that_cannot_be_allocated_fails_the_start_without_a_panic() {
     let e = router.start(Default::default()).err().expect("no pool");
     assert!(e.to_string().contains("out of memory"), "{e}");
 }
+
+#[test]
+fn an_af_packet_port_chooses_its_receive_ring_and_nothing_else_may() {
+    let ok = "ports:\n  - { name: p0, driver: af_packet, device: d0, rx-ring: frames }\n";
+    let cfg = config::parse(ok, Path::new("r.yaml")).unwrap();
+    assert!(matches!(
+        cfg.ports[0].driver,
+        config::Driver::AfPacket { frames: true, .. }
+    ));
+    let bad = "ports:\n  - { name: p0, driver: af_packet, device: d0, rx-ring: rings }\n  - { name: p1, driver: mem, rx-ring: frames }\n";
+    let e = config::parse(bad, Path::new("r.yaml")).unwrap_err().0;
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert_eq!((e[0].line, e[0].field.as_str()), (2, "ports[0].rx-ring"));
+    assert!(
+        e[0].message
+            .contains("blocks (TPACKET_V3, the default) or frames"),
+        "{e:#?}"
+    );
+    assert_eq!((e[1].line, e[1].field.as_str()), (3, "ports[1].rx-ring"));
+    assert!(e[1].message.contains("only an af_packet port"), "{e:#?}");
+}

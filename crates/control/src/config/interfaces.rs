@@ -23,6 +23,26 @@ pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cf
         // 0: as many as the device has (AF_XDP sees only the queues it binds), or one (AF_PACKET
         // sees the whole device through any number).
         let queues: u16 = f.parse("queues", "a queue count", e).unwrap_or(0);
+        let rx_ring = f.str("rx-ring", e);
+        let frames = match rx_ring.as_deref() {
+            None | Some("blocks") => false,
+            Some("frames") => true,
+            Some(x) => {
+                e.at(
+                    n,
+                    &format!("{path}.rx-ring"),
+                    format!("`{x}`: blocks (TPACKET_V3, the default) or frames (TPACKET_V2)"),
+                );
+                false
+            }
+        };
+        if rx_ring.is_some() && driver.as_deref() != Some("af_packet") {
+            e.at(
+                n,
+                &format!("{path}.rx-ring"),
+                "only an af_packet port has a receive ring to choose",
+            );
+        }
         if queues > 64 {
             e.at(
                 n,
@@ -51,6 +71,7 @@ pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cf
             Some("af_packet") => Some(Driver::AfPacket {
                 device: kernel_dev(e),
                 queues,
+                frames,
             }),
             Some("af_xdp") => Some(Driver::AfXdp {
                 device: kernel_dev(e),

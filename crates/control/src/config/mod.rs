@@ -163,8 +163,15 @@ pub enum Driver {
     },
     /// In-process rings; the tester (or a program embedding the router) holds the other ends.
     Mem,
-    /// A Linux network device through AF_PACKET (TPACKET_V3 rings); `queues` 0 means one.
-    AfPacket { device: String, queues: u16 },
+    /// A Linux network device through AF_PACKET; `queues` 0 means one. `frames`: the receive
+    /// ring is one slot per frame (`rx-ring: frames`, TPACKET_V2: each frame handed over at
+    /// once) instead of blocks (`rx-ring: blocks`, the default, TPACKET_V3: less work per
+    /// frame, but a frame waits up to the 1 ms block timeout at low rates).
+    AfPacket {
+        device: String,
+        queues: u16,
+        frames: bool,
+    },
     /// A Linux network device through AF_XDP (copy mode where the driver has no zero-copy);
     /// `queues` 0 means every receive queue the device has.
     AfXdp { device: String, queues: u16 },
