@@ -498,7 +498,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="abcde", help="a subset of the devices, e.g. ad")
     ap.add_argument("--driver", choices=["af_packet", "af_xdp"], default="af_packet",
                     help="Linerate's port driver on d0 and d1 (af_xdp runs in copy mode on veth)")
-    ap.add_argument("--rx-ring", choices=["blocks", "frames"], default="blocks",
+    ap.add_argument("--rx-ring", choices=["blocks", "frames"], default="frames",
                     help="Linerate's AF_PACKET receive ring: blocks (TPACKET_V3, handed over "
                          "when full or after 1 ms) or frames (TPACKET_V2, each frame at once)")
     ap.add_argument("--idle", type=float,

@@ -32,9 +32,10 @@ use crate::router::{BuildError, Router};
 
 /// How long a worker may take to answer a command before the control plane gives up on it.
 const WORKER_REPLY: Duration = Duration::from_secs(5);
-/// Slots of an AF_PACKET port's receive ring with `rx-ring: frames`: 32,768 of 2 KiB on a
-/// 1,500-byte MTU (64 MiB), as many small frames as the default block ring's 8 MiB holds.
-const RX_RING_FRAMES: u32 = 32768;
+/// Slots of an AF_PACKET port's receive ring with `rx-ring: frames` (the default): 8,192 of
+/// 2 KiB on a 1,500-byte MTU, 16 MiB per queue, 16 ms of a veth's best rate while a worker is
+/// away (the block ring's 8 MiB holds ~60,000 small frames but hands them over late).
+const RX_RING_FRAMES: u32 = 8192;
 
 /// The other ends of a `mem` port, for the tester: it sends into `to_router[q]` (receive queue
 /// q of the port) and receives from `from_router`, which gathers every worker's transmit ring.

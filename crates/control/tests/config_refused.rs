@@ -291,10 +291,14 @@ fn a_pool_that_cannot_be_allocated_fails_the_start_without_a_panic() {
 
 #[test]
 fn an_af_packet_port_chooses_its_receive_ring_and_nothing_else_may() {
-    let ok = "ports:\n  - { name: p0, driver: af_packet, device: d0, rx-ring: frames }\n";
+    let ok = "ports:\n  - { name: p0, driver: af_packet, device: d0, rx-ring: blocks }\n  - { name: p1, driver: af_packet, device: d1 }\n";
     let cfg = config::parse(ok, Path::new("r.yaml")).unwrap();
     assert!(matches!(
         cfg.ports[0].driver,
+        config::Driver::AfPacket { frames: false, .. }
+    ));
+    assert!(matches!(
+        cfg.ports[1].driver,
         config::Driver::AfPacket { frames: true, .. }
     ));
     let bad = "ports:\n  - { name: p0, driver: af_packet, device: d0, rx-ring: rings }\n  - { name: p1, driver: mem, rx-ring: frames }\n";
@@ -303,7 +307,7 @@ fn an_af_packet_port_chooses_its_receive_ring_and_nothing_else_may() {
     assert_eq!((e[0].line, e[0].field.as_str()), (2, "ports[0].rx-ring"));
     assert!(
         e[0].message
-            .contains("blocks (TPACKET_V3, the default) or frames"),
+            .contains("frames (TPACKET_V2, the default) or blocks"),
         "{e:#?}"
     );
     assert_eq!((e[1].line, e[1].field.as_str()), (3, "ports[1].rx-ring"));

@@ -582,6 +582,12 @@ pub const RX_RING_FRAMES: u32 = 32768;
 /// latency (2,048 slots were 50 ms at 40,000 frames/s).
 pub const TX_RING_FRAMES: u32 = 512;
 
+/// The transmit socket's send buffer per tester port: 4 MiB, about 5,000 small frames on their
+/// way. With the kernel's default (~277 of them) a burst the generator sends after losing its
+/// core for a moment was refused although the device could take it; a device slower than the
+/// load still fills it and pushes back.
+pub const TX_SNDBUF: usize = 4 << 20;
+
 /// The tester's ports read a frame ring (`TPACKET_V2`): each frame is the tester's as soon as the
 /// kernel has it, with the kernel's receive time, so latency is measured to the microsecond (a
 /// block ring would hand frames over up to its 1 ms block timeout late).
@@ -593,6 +599,7 @@ pub fn af_config() -> AfPacketConfig {
         block_timeout_ms: 1,
         tx_frame_size: None,
         tx_frame_count: TX_RING_FRAMES,
+        tx_sndbuf: Some(TX_SNDBUF),
         promiscuous: true,
         fanout: FanoutMode::Auto,
         rx_ring: RxRing::Frames(RX_RING_FRAMES),

@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use crate::engine::{Refusal, Tester, TesterPort, TrialSpec};
 use crate::load::{line_rate_fps, FrameSizes};
-use crate::stream::{StreamSpec, L3};
 
 /// Frames per second the floor is measured at: low enough that nothing queues.
 pub const FLOOR_FPS: f64 = 10_000.0;
@@ -87,24 +86,8 @@ pub fn measure() -> Result<LatencyFloor, String> {
             refusal: Refusal::NeverSent,
         });
     }
-    let stream = StreamSpec {
-        name: "floor".into(),
-        tx_port: 0,
-        rx_port: 1,
-        src_mac: [2, 0, 0, 0, 0xf1, 1],
-        dst_mac: [2, 0, 0, 0, 0xf1, 2],
-        vlan: None,
-        l3: L3::V4 {
-            src: [198, 18, 255, 1],
-            dst: [198, 18, 255, 2],
-        },
-        udp: Some((1024, 5000)),
-        ttl: 64,
-        dscp: 0,
-        fields: vec![],
-        weight: 1.0,
-        min_size: 0,
-    };
+    let mut stream = crate::stream::v4_stream();
+    stream.name = "floor".into();
     let sizes = FrameSizes::Fixed(64);
     let mut t = Tester::new(ports, vec![stream], Pool::new(4096));
     t.validate(&sizes)?;

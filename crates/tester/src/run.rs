@@ -343,17 +343,45 @@ pub fn run_with(
     }
     let mut soak = Vec::new();
     if let Some(secs) = ro.soak_s {
-        // The rows whose search found a rate: for ME-1S, the services-on rows (the services
-        // stay on).
-        let on_only = matches!(s.procedure, Procedure::ServicesOnOff(_));
-        for row in rows.iter().filter(|r| r.search.load > 0.0) {
-            if on_only && !row.key.ends_with(" on") {
+        // The rows whose search found a rate, in the configuration they were measured in: for
+        // ME-1S the services-on rows (the services stay on); for XR-5 the last row (each row
+        // ran under its own ACL config, and only the last one is still in force).
+        let in_force: Vec<&Row> = match &s.procedure {
+            Procedure::ServicesOnOff(_) => rows.iter().filter(|r| r.key.ends_with(" on")).collect(),
+            Procedure::Acl(_) => rows.last().into_iter().collect(),
+            _ => rows.iter().collect(),
+        };
+        for row in in_force.into_iter().filter(|r| r.search.load > 0.0) {
+            let Some(best) = &row.search.best else {
                 continue;
-            }
+            };
             let mut t = ro.trial.clone();
             t.seconds = secs;
+            // What the search sent: its streams, at the rate its passing trial reached (a
+            // tester-bound row's nominal load is more than the tester sent then).
+            let load = if best.offered_fps > 0.0 && best.tx_fps < best.offered_fps * 0.995 {
+                row.search.load * best.tx_fps / best.offered_fps
+            } else {
+                row.search.load
+            };
+            let active: Vec<usize> = best
+                .streams
+                .iter()
+                .filter_map(|st| tester.streams.iter().position(|x| x.name == st.name))
+                .collect();
+            let mut spec = t.spec(load, &row.sizes);
+            spec.active = Some(active);
             let rss_before_mb = control::metrics::process_rss_mb();
-            let th = procedures::fixed_load(&mut tester, &row.sizes, &t, row.search.load, 0.0, obs);
+            let label = format!("{} soak", row.key);
+            let trial = tester.trial(&mut spec, &mut |p| obs.progress(&label, p));
+            obs.trial(&label, &trial, trial.lost == 0);
+            let th = procedures::Throughput {
+                load,
+                best: None,
+                at_max: trial,
+                trials: Vec::new(),
+                tester_limited: false,
+            };
             let denied: Vec<&str> = row
                 .search
                 .best
@@ -373,7 +401,7 @@ pub fn run_with(
                 ignored: denied.iter().map(|n| n.to_string()).collect(),
                 lost_judged,
                 key: row.key.clone(),
-                load: row.search.load,
+                load,
                 seconds: secs,
                 rss_before_mb,
                 rss_after_mb: control::metrics::process_rss_mb(),

@@ -609,9 +609,9 @@ fn draw(s: &mut u64, n: u32) -> u32 {
     (((r >> 32) * n as u64) >> 32) as u32
 }
 
-/// An IPv4/UDP stream from port 0 to port 1, for tests across the crate.
-#[cfg(test)]
-pub(crate) fn v4_stream() -> StreamSpec {
+/// An IPv4/UDP stream from port 0 to port 1 (198.18.0.2:1024 -> 198.19.0.2:5000): for tests,
+/// and for the tester's own latency floor ([`crate::floor`]).
+pub fn v4_stream() -> StreamSpec {
     StreamSpec {
         name: "s".into(),
         tx_port: 0,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use control::Router;
 use tester::embedded::Embedded;
 use tester::procedures::{Quiet, SearchOpts, TrialOpts};
-use tester::stream::{StreamSpec, L3};
+use tester::stream::{v4_stream, StreamSpec, L3};
 use tester::{procedures, FrameSizes, Tester};
 
 const CONFIG: &str = r#"
@@ -28,24 +28,16 @@ neighbors:
 "#;
 
 fn stream(name: &str, from: usize, to: usize) -> StreamSpec {
-    StreamSpec {
-        name: name.into(),
-        tx_port: from,
-        rx_port: to,
-        src_mac: [2, 0, 0, 0, from as u8, 2],
-        dst_mac: [2, 0, 0, 0, from as u8, 1],
-        vlan: None,
-        l3: L3::V4 {
-            src: [10, from as u8, 0, 2],
-            dst: [10, to as u8, 0, 2],
-        },
-        udp: Some((1024, 5000)),
-        ttl: 64,
-        dscp: 0,
-        fields: vec![],
-        weight: 1.0,
-        min_size: 0,
-    }
+    let mut s = v4_stream();
+    s.name = name.into();
+    (s.tx_port, s.rx_port) = (from, to);
+    s.src_mac = [2, 0, 0, 0, from as u8, 2];
+    s.dst_mac = [2, 0, 0, 0, from as u8, 1];
+    s.l3 = L3::V4 {
+        src: [10, from as u8, 0, 2],
+        dst: [10, to as u8, 0, 2],
+    };
+    s
 }
 
 #[test]

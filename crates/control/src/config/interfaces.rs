@@ -25,15 +25,15 @@ pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cf
         let queues: u16 = f.parse("queues", "a queue count", e).unwrap_or(0);
         let rx_ring = f.str("rx-ring", e);
         let frames = match rx_ring.as_deref() {
-            None | Some("blocks") => false,
-            Some("frames") => true,
+            None | Some("frames") => true,
+            Some("blocks") => false,
             Some(x) => {
                 e.at(
                     n,
                     &format!("{path}.rx-ring"),
-                    format!("`{x}`: blocks (TPACKET_V3, the default) or frames (TPACKET_V2)"),
+                    format!("`{x}`: frames (TPACKET_V2, the default) or blocks (TPACKET_V3)"),
                 );
-                false
+                true
             }
         };
         if rx_ring.is_some() && driver.as_deref() != Some("af_packet") {

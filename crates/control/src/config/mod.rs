@@ -164,9 +164,10 @@ pub enum Driver {
     /// In-process rings; the tester (or a program embedding the router) holds the other ends.
     Mem,
     /// A Linux network device through AF_PACKET; `queues` 0 means one. `frames`: the receive
-    /// ring is one slot per frame (`rx-ring: frames`, TPACKET_V2: each frame handed over at
-    /// once) instead of blocks (`rx-ring: blocks`, the default, TPACKET_V3: less work per
-    /// frame, but a frame waits up to the 1 ms block timeout at low rates).
+    /// ring is one slot per frame (`rx-ring: frames`, the default, TPACKET_V2: each frame
+    /// handed over at once) instead of blocks (`rx-ring: blocks`, TPACKET_V3: less work per
+    /// frame at low rates, but a frame waits up to the 1 ms block timeout: 580 us median at
+    /// 100,000 frames/s on veth, against 28 us).
     AfPacket {
         device: String,
         queues: u16,

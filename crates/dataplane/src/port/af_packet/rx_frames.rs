@@ -140,17 +140,7 @@ impl RxQueue for AfPacketRxFrames {
                 .store(libc::TP_STATUS_KERNEL, Ordering::Release);
             self.next = (self.next + 1) % self.geo.slots;
         }
-        let c = &self.shared.c;
-        if n > 0 {
-            c.frames.fetch_add(n as u64, Ordering::Relaxed);
-            c.bytes.fetch_add(bytes, Ordering::Relaxed);
-        }
-        if oversize > 0 {
-            c.oversize.fetch_add(oversize, Ordering::Relaxed);
-        }
-        if csums > 0 {
-            c.checksums_completed.fetch_add(csums, Ordering::Relaxed);
-        }
+        self.shared.c.add(n as u64, bytes, oversize, csums);
         n
     }
 }
