@@ -251,10 +251,11 @@ def test_a_slow_device_pushes_back_on_the_tester_without_false_loss(linerate_bin
     after = {d: link_stats(tst, d) for d in ("t0", "t1")}
     (row,) = rep["rows"]
     ts = row["trials"]
-    # 100% of 1 Gbit/s is far beyond 2,000 linear rules: the ring refused most of it, and
-    # none of that is loss.
+    # 100% of 1 Gbit/s is far beyond 2,000 linear rules: the ring refused most of it (none of
+    # that is sent or lost); what went out overran the device, which dropped what its queues
+    # could not hold.
     first = ts[0]
-    assert first["tx_refused"] > first["tx"] > 0 and first["lost"] == 0, first
+    assert first["tx_refused"] > first["tx"] > 0, first
     assert first["tester_limited"] and not first["pass"], first
     # The answer went out whole and lost nothing.
     best = max((x for x in ts if x["pass"]), key=lambda x: x["load"])
@@ -264,13 +265,18 @@ def test_a_slow_device_pushes_back_on_the_tester_without_false_loss(linerate_bin
     # it: the refused frames never reached the wire.
     sent = sum(after[d]["tx"]["packets"] - before[d]["tx"]["packets"] for d in ("t0", "t1"))
     assert sent == sum(x["tx"] for x in ts) + priming_sent(rep), (sent, ts)
-    # Whatever the device received it forwarded (0 lost everywhere), so the veths back to the
-    # tester carried the same count.
+    # What the tester lost is what the device dropped handing frames on towards the tester
+    # (each veth counts those as its transmit drops; see the tbf case), and the veths back to
+    # the tester carried the rest.
+    lost = sum(x["lost"] for x in ts) + priming_lost(rep)
+    out_drops = sum(link_stats(dut, d)["tx"]["dropped"] for d in ("d0", "d1"))
     got = sum(after[d]["rx"]["packets"] - before[d]["rx"]["packets"] for d in ("t0", "t1"))
-    assert got == sent, (got, sent)
+    assert got == sent - lost, (got, sent, lost)
+    assert lost == out_drops, (lost, out_drops)
     print(f"2,000 linear rules: first trial at 100%: sent {first['tx']:,}, refused "
-          f"{first['tx_refused']:,}, lost {first['lost']}; answer {row['throughput_fps']:,.0f} fps "
-          f"in {len(ts)} trials; veths carried {sent:,} = the tester's sent")
+          f"{first['tx_refused']:,}, lost {first['lost']:,}; answer {row['throughput_fps']:,.0f} "
+          f"fps in {len(ts)} trials; veths carried {sent:,} = the tester's sent; lost in all "
+          f"{lost:,} = the device's veths' transmit drops {out_drops:,}")
 
 
 def test_a_linerate_device_reports_its_drops_and_they_are_the_testers_loss(linerate_bin,
