@@ -216,7 +216,9 @@ def test_the_search_finds_a_tbf_limiter_and_its_loss_is_what_tbf_dropped(linerat
     (row,) = rep["rows"]
     # The same load on both ports: the answer's per-port rate is the limited direction's.
     per_port = row["throughput_fps"] / 2
-    assert 0.90 * limit_fps <= per_port <= 1.01 * limit_fps, (per_port, limit_fps)
+    # Within the search's 1% resolution either way, plus what tbf's 5 KB burst and its 20 ms
+    # queue let through above the rate in a 1 s trial (about 0.2% and 2%): seen 1.007x-1.017x.
+    assert 0.95 * limit_fps <= per_port <= 1.04 * limit_fps, (per_port, limit_fps)
     assert not row["tester_limited"], row
     qd = json.loads(dut.run(["tc", "-s", "-j", "qdisc", "show", "dev", "d1"]).stdout)
     tbf_drops = sum(q.get("drops", 0) for q in qd if q.get("kind") == "tbf")
