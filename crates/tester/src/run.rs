@@ -375,23 +375,13 @@ pub fn run_with(
             let label = format!("{} soak", row.key);
             let trial = tester.trial(&mut spec, &mut |p| obs.progress(&label, p));
             obs.trial(&label, &trial, trial.lost == 0);
-            let th = procedures::Throughput {
-                load,
-                best: None,
-                at_max: trial,
-                trials: Vec::new(),
-                tester_limited: false,
-            };
-            let denied: Vec<&str> = row
-                .search
-                .best
+            let denied: Vec<&str> = best
+                .streams
                 .iter()
-                .flat_map(|b| b.streams.iter())
                 .filter(|st| st.tx > 0 && st.rx == 0)
                 .map(|st| st.name.as_str())
                 .collect();
-            let lost_judged = th
-                .at_max
+            let lost_judged = trial
                 .streams
                 .iter()
                 .filter(|st| !denied.contains(&st.name.as_str()))
@@ -405,7 +395,7 @@ pub fn run_with(
                 seconds: secs,
                 rss_before_mb,
                 rss_after_mb: control::metrics::process_rss_mb(),
-                trial: th.at_max,
+                trial,
             });
         }
     }

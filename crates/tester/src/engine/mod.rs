@@ -74,6 +74,42 @@ impl Recent {
     }
 }
 
+/// What became of the frames handed to the transmit queues in one trial, beyond `sent`.
+struct Settled {
+    /// Per stream: built but never sent (a tester ring refused or kept them).
+    not_sent: Vec<u64>,
+    /// Refused by a tester ring ([`Refusal::NeverSent`]).
+    tx_refused: u64,
+    /// Refused by the device's own receive queues ([`Refusal::DeviceDrop`]).
+    refused: u64,
+}
+
+impl Settled {
+    /// A queue took the first `taken` of the frames of `streams` (its own order) and refused
+    /// the rest; `recent` is the queue's record where its refusals are the tester's.
+    fn burst(
+        &mut self,
+        recent: Option<&mut Recent>,
+        taken: usize,
+        streams: impl ExactSizeIterator<Item = u32>,
+    ) {
+        let left = (streams.len() - taken) as u64;
+        match recent {
+            None => self.refused += left,
+            Some(rec) => {
+                for (i, s) in streams.enumerate() {
+                    if i < taken {
+                        rec.push(s);
+                    } else {
+                        self.not_sent[s as usize] += 1;
+                    }
+                }
+                self.tx_refused += left;
+            }
+        }
+    }
+}
+
 /// Writes the first page of every free buffer once (metadata, headroom and the first 3.8 KB of
 /// frame), so the kernel commits that memory now and not during the first trial: a page fault
 /// costs more than building twenty frames. Jumbo frames fault their later pages in on first use,
@@ -281,11 +317,14 @@ impl Tester {
         let mut turn = vec![0usize; nports];
         let mut sent = vec![0u64; nports];
         let mut behind = 0u64;
-        let mut refused = 0u64;
-        // Frames built but never sent (a tester ring refused them or kept them to the end),
-        // per stream: they are taken off the streams' counts.
-        let mut not_sent = vec![0u64; self.streams.len()];
-        let (mut tx_refused, mut tx_unsent) = (0u64, 0u64);
+        // Frames built but not sent as they left the generators: taken off the streams' counts
+        // where a tester ring refused or kept them.
+        let mut settled = Settled {
+            not_sent: vec![0; self.streams.len()],
+            tx_refused: 0,
+            refused: 0,
+        };
+        let mut tx_unsent = 0u64;
         // Per port and queue, what its last frames were, where a ring can keep frames.
         let mut recent: Vec<Vec<Recent>> = self
             .ports
@@ -411,21 +450,10 @@ impl Tester {
                     tx_total += built;
                     let port = &mut self.ports[p];
                     let nq = port.tx.len();
-                    let never_sent = port.refusal == Refusal::NeverSent;
                     if nq == 1 {
+                        // The queue takes frames from the front: the rest were refused.
                         let taken = port.tx[0].tx_burst(&mut burst, &mut self.cache);
-                        // The queue took frames from the front: the rest were refused.
-                        if never_sent {
-                            for &(s, _, _) in &meta[taken..] {
-                                not_sent[s as usize] += 1;
-                            }
-                            for &(s, _, _) in &meta[..taken] {
-                                recent[p][0].push(s);
-                            }
-                            tx_refused += burst.len() as u64;
-                        } else {
-                            refused += burst.len() as u64;
-                        }
+                        settled.burst(recent[p].get_mut(0), taken, meta.iter().map(|m| m.0));
                         self.cache.free_all(&mut burst);
                         meta.clear();
                         continue;
@@ -444,18 +472,7 @@ impl Tester {
                             continue;
                         }
                         let taken = port.tx[q].tx_burst(v, &mut self.cache);
-                        // The queue took frames from the front: the rest were refused.
-                        if never_sent {
-                            for &s in &streams[taken..] {
-                                not_sent[s as usize] += 1;
-                            }
-                            for &s in &streams[..taken] {
-                                recent[p][q].push(s);
-                            }
-                            tx_refused += v.len() as u64;
-                        } else {
-                            refused += v.len() as u64;
-                        }
+                        settled.burst(recent[p].get_mut(q), taken, streams.iter().copied());
                         self.cache.free_all(v);
                         streams.clear();
                     }
@@ -532,13 +549,13 @@ impl Tester {
                 tx_unsent += n as u64;
                 let mut attributed = 0;
                 for s in recent[p][q].last(n) {
-                    not_sent[s as usize] += 1;
+                    settled.not_sent[s as usize] += 1;
                     attributed += 1;
                 }
                 // More than the record holds (a ring over RECENT slots): the rest go to the
                 // port's first stream, so the totals stay exact.
                 if let Some(&s) = port_streams[p].first() {
-                    not_sent[s as usize] += (n - attributed) as u64;
+                    settled.not_sent[s as usize] += (n - attributed) as u64;
                 }
             }
         }
@@ -550,13 +567,13 @@ impl Tester {
             offered_fps,
             mean,
             behind,
-            refused,
+            settled.refused,
             poll_gap,
-            &not_sent,
+            &settled.not_sent,
         );
-        r.tx_refused = tx_refused;
+        r.tx_refused = settled.tx_refused;
         r.tx_unsent = tx_unsent;
-        if tx_refused + tx_unsent > 0 {
+        if r.tx_refused + tx_unsent > 0 {
             r.tester_limited = true;
         }
         r.tx_span_s = tx_first.map_or(0.0, |f| tx_last.saturating_sub(f) as f64 * 1e-9);

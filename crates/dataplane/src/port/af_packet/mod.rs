@@ -708,14 +708,11 @@ impl AfPacketRxQueue {
         if data_off + snaplen > end {
             return None;
         }
-        let vlan = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
-            let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                rd_u16(h, P3_VLAN_TPID)
-            } else {
-                0x8100
-            };
-            (tpid, rd_u32(h, P3_VLAN_TCI) as u16)
-        });
+        let vlan = stripped_tag(
+            status,
+            rd_u16(h, P3_VLAN_TPID),
+            rd_u32(h, P3_VLAN_TCI) as u16,
+        );
         Some(FrameInfo {
             next: rd_u32(h, P3_NEXT) as usize,
             data_off,
@@ -752,13 +749,7 @@ impl RxQueue for AfPacketRxQueue {
                 let Some(mut b) = cache.alloc() else { break };
                 // SAFETY: the frame lies in the block we own (checked by frame()).
                 let data = unsafe { self.map.bytes(f.data_off, f.snaplen) };
-                match f.vlan {
-                    None => {
-                        b.fill(data);
-                    }
-                    Some((tpid, tci)) => fill_tagged(&mut b, data, tpid, tci),
-                }
-                if f.csum_partial && complete_l4_checksum(b.data_mut()) {
+                if copy_in(&mut b, data, f.vlan, f.csum_partial) {
                     csums += 1;
                 }
                 out.push(b);
@@ -787,6 +778,33 @@ impl Drop for AfPacketRxQueue {
         // from filling a ring nobody reads.
         let _ = attach_drop_all(self.shared.fd.as_raw_fd());
     }
+}
+
+/// The (TPID, TCI) of the outer tag the kernel stripped, from a frame header's status word and
+/// its tag fields (an old kernel that does not say the TPID stripped an 802.1Q tag).
+#[inline]
+fn stripped_tag(status: u32, tpid: u16, tci: u16) -> Option<(u16, u16)> {
+    (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+        let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+            tpid
+        } else {
+            0x8100
+        };
+        (tpid, tci)
+    })
+}
+
+/// Copies a received frame into `b`: its stripped tag put back, its checksum completed if its
+/// sender left that to an offload. True if a checksum was completed.
+#[inline]
+fn copy_in(b: &mut PktBuf, data: &[u8], vlan: Option<(u16, u16)>, csum_partial: bool) -> bool {
+    match vlan {
+        None => {
+            b.fill(data);
+        }
+        Some((tpid, tci)) => fill_tagged(b, data, tpid, tci),
+    }
+    csum_partial && complete_l4_checksum(b.data_mut())
 }
 
 /// Copies a frame the kernel untagged into `b` with its tag back after the MAC addresses.

@@ -15,7 +15,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{complete_l4_checksum, fill_tagged, rd_u16, rd_u32, Mmap, RxShared};
+use super::{copy_in, rd_u16, rd_u32, stripped_tag, Mmap, RxShared};
 use crate::buffer::{BufCache, PktBuf, MAX_FRAME};
 use crate::port::RxQueue;
 
@@ -104,14 +104,7 @@ impl RxQueue for AfPacketRxFrames {
             let mac = rd_u16(h, P2_MAC) as usize;
             let rx_ns =
                 u64::from(rd_u32(h, P2_SEC)) * 1_000_000_000 + u64::from(rd_u32(h, P2_NSEC));
-            let vlan = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
-                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                    rd_u16(h, P2_VLAN_TPID)
-                } else {
-                    0x8100
-                };
-                (tpid, rd_u16(h, P2_VLAN_TCI))
-            });
+            let vlan = stripped_tag(status, rd_u16(h, P2_VLAN_TPID), rd_u16(h, P2_VLAN_TCI));
             let tag = if vlan.is_some() { 4 } else { 0 };
             let fits = mac + snaplen <= self.geo.frame;
             if !fits || snaplen < len || len + tag > MAX_FRAME {
@@ -120,14 +113,12 @@ impl RxQueue for AfPacketRxFrames {
                 let Some(mut b) = cache.alloc() else { break };
                 // SAFETY: as above; mac + snaplen <= frame keeps the data inside the slot.
                 let data = unsafe { self.map.bytes(off + mac, snaplen) };
-                match vlan {
-                    None => {
-                        b.fill(data);
-                    }
-                    Some((tpid, tci)) => fill_tagged(&mut b, data, tpid, tci),
-                }
-                if status & libc::TP_STATUS_CSUMNOTREADY != 0 && complete_l4_checksum(b.data_mut())
-                {
+                if copy_in(
+                    &mut b,
+                    data,
+                    vlan,
+                    status & libc::TP_STATUS_CSUMNOTREADY != 0,
+                ) {
                     csums += 1;
                 }
                 b.meta_mut().rx_ns = rx_ns;
