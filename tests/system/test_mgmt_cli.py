@@ -1048,7 +1048,9 @@ def check_exposition(text: str, system: dict, api_routes: int = 0) -> dict[str, 
         assert set(s.labels) == {"worker", "node", "reason"}
         assert s.labels["worker"] == "0" and s.value == 0
     reasons = {(s.labels["node"], s.labels["reason"]) for s in drops.samples}
-    assert ("ip-lookup", "NoRoute") in reasons and ("ip-lookup", "Blackhole") in reasons
+    # Each reason under the node of the graph that owns it (the slow path answers no-route
+    # with an ICMP error; the forwarding node drops into a null route itself).
+    assert ("slow-path", "NoRoute") in reasons and ("ip4-forward", "Blackhole") in reasons
     tables = {t["table"]: t for t in system["tables"]}
     assert fams["linerate_table_entries"].type == "gauge"
     assert fams["linerate_table_limit"].type == "gauge"

@@ -323,6 +323,35 @@ def test_trace_under_traffic_shows_each_frames_path(bench):
     assert_clean(only_trial(b.finish()))
 
 
+def test_show_runtime_under_traffic_counts_each_node_and_clears(bench):
+    """`show runtime`: every node has a row per worker; the nodes the traffic takes count its
+    frames (ethernet-input all of them, in vectors of at least one), with a time per packet from
+    the sampled vectors; `clear runtime` starts the counts again."""
+    b = bench(*PATTERN_ARGS, "--load", "20", "--seconds", "4")
+    time.sleep(1.5)
+    v = json.loads(b.ok("show", "runtime", "--json").stdout)
+    assert v["timed_every"] == 16
+    assert len(v["workers"]) == 1 and v["workers"][0]["worker"] == 0
+    rows = {n["node"]: n for n in v["total"]}
+    assert set(rows) == {"ethernet-input", "ip4-forward", "ip6-forward", "slow-path",
+                         "output-features", "interface-output"}, rows
+    eth, ip4, tx = rows["ethernet-input"], rows["ip4-forward"], rows["interface-output"]
+    assert eth["packets"] > 10_000, eth
+    # Every frame of the pair pattern is IPv4 and forwarded: the three nodes see the same ones
+    # (give or take the vector in flight while the show reads the counters).
+    assert abs(ip4["packets"] - eth["packets"]) <= 512, rows
+    assert abs(tx["packets"] - eth["packets"]) <= 512, rows
+    assert rows["ip6-forward"]["packets"] == 0 and rows["slow-path"]["packets"] == 0, rows
+    assert eth["vector_size"] >= 1.0 and eth["calls"] <= eth["packets"], eth
+    assert eth["timed_calls"] > 0 and eth["ns_per_packet"] > 0, eth
+    text = b.ok("show", "runtime").stdout
+    assert text.startswith("worker 0 (") and "ethernet-input" in text and "total" in text, text
+    b.ok("clear", "runtime")
+    after = {n["node"]: n for n in json.loads(b.ok("show", "runtime", "--json").stdout)["total"]}
+    assert after["ethernet-input"]["packets"] < eth["packets"], (after, eth)
+    assert_clean(only_trial(b.finish()))
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. config changes under traffic
 

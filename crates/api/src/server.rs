@@ -300,6 +300,19 @@ fn routes(core: Arc<Core>) -> Router {
             }),
         )
         .route(
+            "/v1/runtime",
+            get(|State(c): Shared| call(c, |c| Ok(c.runtime()))),
+        )
+        .route(
+            "/v1/runtime/clear",
+            post(|State(c): Shared| {
+                call(c, |c| {
+                    c.clear_runtime();
+                    Ok(())
+                })
+            }),
+        )
+        .route(
             "/v1/errors",
             get(|State(c): Shared| call(c, |c| Ok(c.errors()))),
         )

@@ -12,8 +12,14 @@ fn main() {
     let cfg = control::config::parse(&text, &dir.join("r.yaml")).unwrap();
     let st = control::services::ServicesState::build(&cfg, None);
     let f = st.features[0].clone().unwrap();
-    let acl = f.acl_in.clone().unwrap();
-    let qos = f.qos_in.clone().unwrap();
+    let acl = f
+        .acl(dataplane::feature::Direction::Input)
+        .cloned()
+        .unwrap();
+    let qos = f
+        .qos(dataplane::feature::Direction::Input)
+        .cloned()
+        .unwrap();
     // traffic keys
     let mut keys = Vec::new();
     for i in 0..4096u32 {

@@ -18,7 +18,7 @@ use classify::{Classifier, Rule};
 use dataplane::feature::acl_log::{AclLogEvent, AclLogSink};
 use dataplane::feature::police::{Meter, PolicerConfig};
 use dataplane::feature::{
-    self, Acl, AclCounters, AclEntry, FlowShared, IfFeatures, Policer, Qos, QosClass, Verdict,
+    self, Acl, AclCounters, AclEntry, FlowShared, IfFeatures, Policer, Qos, QosClass, Step, Verdict,
 };
 
 use crate::config::entry::{proto_name, Family};
@@ -146,21 +146,36 @@ impl ServicesState {
                 st.features.push(None);
                 continue;
             }
-            let f = IfFeatures {
-                acl_in: st.binding(&b.acl_in, prev),
-                acl_out: st.binding(&b.acl_out, prev),
-                qos_in: b.qos_in.as_ref().map(|p| st.qos(&ifc.name, true, p, prev)),
-                qos_out: b
-                    .qos_out
-                    .as_ref()
-                    .map(|p| st.qos(&ifc.name, false, p, prev)),
-                urpf: b.urpf.map(|u| match u {
+            // Each arc's steps, in any order: the arc puts them in its own.
+            let mut input = Vec::new();
+            let mut output = Vec::new();
+            if let Some(a) = st.binding(&b.acl_in, prev) {
+                input.push(Step::Acl(a));
+            }
+            if let Some(a) = st.binding(&b.acl_out, prev) {
+                output.push(Step::Acl(a));
+            }
+            if let Some(p) = &b.qos_in {
+                input.push(Step::Qos(st.qos(&ifc.name, true, p, prev)));
+            }
+            if let Some(p) = &b.qos_out {
+                output.push(Step::Qos(st.qos(&ifc.name, false, p, prev)));
+            }
+            if let Some(u) = b.urpf {
+                input.push(Step::Urpf(match u {
                     Urpf::Strict => feature::Urpf::Strict,
                     Urpf::Loose => feature::Urpf::Loose,
-                }),
-                flow_in: b.flow_in,
-                flow_out: b.flow_out,
-            };
+                }));
+            }
+            if b.flow_in {
+                input.push(Step::Flow);
+            }
+            if b.flow_out {
+                output.push(Step::Flow);
+            }
+            // The config binds each feature once per direction and uRPF only on input, which
+            // is all an arc refuses.
+            let f = IfFeatures::new(input, output).expect("one binding per feature and direction");
             st.features.push(Some(Arc::new(f)));
         }
         st
@@ -576,6 +591,7 @@ fn export_config(c: &FlowExportCfg) -> flow::ExportConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dataplane::feature::Direction;
 
     fn cfg(extra_route: &str, deny_port: u16) -> Config {
         let text = format!(
@@ -615,12 +631,12 @@ flow-export: {{ collectors: ["127.0.0.1:9"] }}
             b.features[0].clone().unwrap(),
         );
         assert!(Arc::ptr_eq(
-            fa.acl_in.as_ref().unwrap(),
-            fb.acl_in.as_ref().unwrap()
+            fa.acl(Direction::Input).unwrap(),
+            fb.acl(Direction::Input).unwrap()
         ));
         assert!(Arc::ptr_eq(
-            fa.qos_in.as_ref().unwrap(),
-            fb.qos_in.as_ref().unwrap()
+            fa.qos(Direction::Input).unwrap(),
+            fb.qos(Direction::Input).unwrap()
         ));
         assert!(Arc::ptr_eq(
             a.flow.as_ref().unwrap(),
@@ -630,8 +646,8 @@ flow-export: {{ collectors: ["127.0.0.1:9"] }}
         let c = ServicesState::build(&cfg("10.9.0.0/16", 54), Some(&b));
         let fc = c.features[0].clone().unwrap();
         assert!(!Arc::ptr_eq(
-            fb.acl_in.as_ref().unwrap(),
-            fc.acl_in.as_ref().unwrap()
+            fb.acl(Direction::Input).unwrap(),
+            fc.acl(Direction::Input).unwrap()
         ));
         assert!(!Arc::ptr_eq(&b.acls["A"].1, &c.acls["A"].1));
         // ... but the entry that did not change keeps its count.
@@ -643,8 +659,8 @@ flow-export: {{ collectors: ["127.0.0.1:9"] }}
         let e = ServicesState::build(&cfg("10.9.0.0/16", 56), Some(&c));
         assert_eq!((e.acls["A"].1.get(0), e.acls["A"].1.get(1)), (0, 9));
         assert!(Arc::ptr_eq(
-            fb.qos_in.as_ref().unwrap(),
-            fc.qos_in.as_ref().unwrap()
+            fb.qos(Direction::Input).unwrap(),
+            fc.qos(Direction::Input).unwrap()
         ));
     }
 

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 use control::mgmt::{ApplyOptions, Core};
-use control::syslog::Logger;
-use control::{Router, Runtime, StartOptions};
 use dataplane::BufCache;
 use packet::checksum;
 
@@ -50,22 +50,7 @@ fn bed(name: &str) -> Bed {
 
 fn bed_with(name: &str, text: &str) -> Bed {
     let dir = bed_dir(name);
-    let path = dir.join("r.yaml");
-    std::fs::write(&path, text).unwrap();
-    let cfg = control::config::load(&path).unwrap();
-    let router = Router::build(cfg).unwrap();
-    let mut rt = Runtime::start(
-        &router,
-        StartOptions {
-            exit_when_drained: false,
-            punt: None,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let peers = rt.take_peers();
-    let logger = Arc::new(Logger::new(Default::default()).unwrap());
-    let core = Core::new(router, rt, text.to_string(), path, logger, None).unwrap();
+    let (core, peers) = common::core_with(&dir, text);
     Bed { core, peers, dir }
 }
 

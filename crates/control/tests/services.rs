@@ -131,7 +131,7 @@ fn qos_marks_every_class_and_polices_one() {
     }
     assert_eq!(drops(&b, DropReason::PolicerDropped), 16);
     let f = b.router.services.features[0].clone().unwrap();
-    let q = f.qos_in.as_ref().unwrap();
+    let q = f.qos(dataplane::feature::Direction::Input).unwrap();
     assert_eq!(q.classes[0].packets.load(Ordering::Relaxed), 20);
     assert_eq!(q.classes[1].packets.load(Ordering::Relaxed), 1);
     let st = q.classes[0].policer.as_ref().unwrap().stats();

@@ -48,6 +48,8 @@ pub struct Meta {
     /// A router must not forward such a frame's unicast IP packet nor answer it with an ICMP
     /// error (RFC 1812 5.3.4 and 4.3.2.7, RFC 4443 2.4(e.4)).
     pub l2_group: bool,
+    /// Set by the forward nodes when they hand a packet to the slow path: why.
+    pub slow: crate::node::Slow,
     /// When the frame was received, by `CLOCK_REALTIME` in nanoseconds, where the receive queue
     /// knows it better than its reader's clock would (a `TPACKET_V2` ring: the kernel's time);
     /// 0 if not known. The tester's latency reads it; nothing in the router does.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 macro_rules! reasons {
     ($($v:ident => $s:literal,)*) => {
         /// Why a frame was dropped. Every drop has exactly one.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[repr(u8)]
         pub enum DropReason { $($v,)* }
         impl DropReason {
@@ -61,23 +61,10 @@ pub const DROP_COUNT: usize = DropReason::COUNT;
 pub const MAX_PORTS: usize = 256;
 
 impl DropReason {
-    /// The node that drops for this reason, as `show errors` groups them.
+    /// The node that owns this reason, as `show errors` groups them (each node declares its
+    /// reasons in the graph: [`crate::graph::Node::DROPS`]).
     pub fn node(self) -> &'static str {
-        use DropReason::*;
-        match self {
-            NotForUs | UnknownEthertype | UnknownVlan | InterfaceDown | BadLength => {
-                "ethernet-input"
-            }
-            Ip4BadHeader | Ip4BadChecksum | Ip4Martian | MulticastNotRouted => "ip4-forward",
-            Ip6BadHeader | Ip6Scope => "ip6-forward",
-            NoRoute | Blackhole | Reject | NeighborUnresolved => "ip-lookup",
-            TtlExpired | MtuExceeded | LocalUnhandled | NoBuffer | L2GroupUnicast => "slow-path",
-            TxQueueFull => "tx",
-            AclDenied => "acl",
-            PolicerDropped => "qos",
-            UrpfFailed => "urpf",
-            PuntPoliced | PuntQueueFull => "punt",
-        }
+        crate::graph::NodeId::of_drop(self)
     }
 }
 
@@ -104,6 +91,8 @@ pub struct WorkerCounters {
     pub vectors: AtomicU64,
     /// Nanoseconds spent on vectors that carried frames (the worker's busy time).
     pub busy_ns: AtomicU64,
+    /// Per graph node (and interface-output, last): `show runtime`'s counts.
+    pub nodes: [crate::graph::NodeCounters; crate::graph::NODE_ROWS],
 }
 
 #[inline(always)]
@@ -123,6 +112,7 @@ impl WorkerCounters {
             slow_path: AtomicU64::new(0),
             vectors: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
+            nodes: std::array::from_fn(|_| Default::default()),
         }
     }
 }

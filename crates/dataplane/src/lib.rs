@@ -2,7 +2,8 @@
 //! packet path and the workers that run them.
 //!
 //! Reading order: [`buffer`] (what a packet is), [`port`] (where it comes from and goes),
-//! [`tables`] (what the control plane publishes), [`node`] (what happens to it), [`worker`] (the
+//! [`tables`] (what the control plane publishes), [`graph`] (the nodes' table and the driver),
+//! [`node`] (what happens to a packet), [`worker`] (the
 //! loop that drives it all), [`counters`] (what is counted), [`punt`] (the door to the control
 //! plane).
 
@@ -11,6 +12,7 @@ pub mod counters;
 pub mod feature;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod graph;
 pub mod node;
 pub mod port;
 pub mod punt;

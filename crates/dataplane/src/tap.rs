@@ -20,37 +20,12 @@ use packet::filter::Filter;
 
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::node::{Ctx, Slow};
-use crate::tables::{NextHop, Tables};
+use crate::graph::{NodeId, To};
+use crate::node::Ctx;
+use crate::tables::Tables;
 
-/// The nodes whose output can be captured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Node {
-    EthernetInput,
-    Ip4Forward,
-    Ip6Forward,
-    SlowPath,
-}
-
-impl Node {
-    pub const ALL: [Node; 4] = [
-        Node::EthernetInput,
-        Node::Ip4Forward,
-        Node::Ip6Forward,
-        Node::SlowPath,
-    ];
-    pub fn name(self) -> &'static str {
-        match self {
-            Node::EthernetInput => "ethernet-input",
-            Node::Ip4Forward => "ip4-forward",
-            Node::Ip6Forward => "ip6-forward",
-            Node::SlowPath => "slow-path",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Node> {
-        Node::ALL.into_iter().find(|n| n.name() == s)
-    }
-}
+/// The nodes whose output can be captured: every node of the graph.
+pub use crate::graph::NodeId as Node;
 
 /// Where a capture looks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,13 +120,20 @@ pub struct Taps {
 /// A worker's recordings during one vector.
 #[derive(Default)]
 pub struct Scratch {
-    /// Capturing drops or tracing in this vector: `Ctx::drop` looks at this.
+    /// Capturing or tracing in this vector: the graph's driver and `Ctx::drop` look at this.
     pub active: bool,
     capture_drops: bool,
+    /// The capture looks at some node's output.
+    capture_nodes: bool,
     tracing: bool,
     frames: Vec<Captured>,
     open: Vec<Traced>,
+    /// While a node runs: the node, how far each node's input and each transmit vector was
+    /// filled before it, and the traced frames it took in with their step counts then.
+    node: Option<NodeId>,
     marks: Vec<usize>,
+    out_marks: Vec<usize>,
+    entered: Vec<(u32, usize)>,
 }
 
 fn now_ns() -> u64 {
@@ -248,9 +230,11 @@ impl Taps {
         let mut s = self.lock();
         let sc = &mut ctx.tap;
         sc.capture_drops = false;
+        sc.capture_nodes = false;
         sc.tracing = false;
         if let Some(c) = s.capture.as_mut() {
             sc.capture_drops = c.spec.points.contains(&Point::Drop);
+            sc.capture_nodes = c.spec.points.iter().any(|p| matches!(p, Point::Node(_)));
             let at_rx = c.spec.points.iter().any(|p| match p {
                 Point::Rx(None) => true,
                 Point::Rx(Some(q)) => *q == port,
@@ -309,94 +293,7 @@ impl Taps {
                 }
             }
         }
-        sc.active = sc.capture_drops || sc.tracing;
-    }
-
-    /// After ethernet-input: its output, towards ip4-forward and ip6-forward.
-    pub fn after_ethernet(&self, ctx: &mut Ctx, t: &Tables, ip4: &[PktBuf], ip6: &[PktBuf]) {
-        if ctx.tap.tracing {
-            for (v, next) in [(ip4, "ip4-forward"), (ip6, "ip6-forward")] {
-                for b in v.iter().filter(|b| b.meta().trace != 0) {
-                    let ifc = &t.ifs[b.meta().rx_if as usize];
-                    let vrf = t.vrfs.get(ifc.vrf as usize).map(|v| v.name.as_str());
-                    let vlan = ifc.vlan.map(|v| format!(", vlan {v}")).unwrap_or_default();
-                    step(
-                        ctx,
-                        b,
-                        "ethernet-input",
-                        format!("interface {}{vlan}, vrf {}", ifc.name, vrf.unwrap_or("?")),
-                        next.into(),
-                    );
-                }
-            }
-        }
-        self.node_output(ctx, Node::EthernetInput, ip4.iter().chain(ip6));
-    }
-
-    /// Remembers how far each transmit vector is filled, so the next node's additions are known.
-    pub fn mark(&self, ctx: &mut Ctx) {
-        let Ctx { out, tap, .. } = ctx;
-        tap.marks.clear();
-        tap.marks.extend(out.iter().map(Vec::len));
-    }
-
-    /// After a forwarding node or the slow path: the frames it added to the transmit vectors,
-    /// and (forwarding nodes) those it set aside for the slow path.
-    pub fn after_node(&self, ctx: &mut Ctx, t: &Tables, node: Node) {
-        let mut added: Vec<(u16, usize)> = Vec::new();
-        for (p, v) in ctx.out.iter().enumerate() {
-            let from = ctx.tap.marks.get(p).copied().unwrap_or(0);
-            for i in from..v.len() {
-                added.push((p as u16, i));
-            }
-        }
-        if ctx.tap.tracing {
-            let mut steps = Vec::new();
-            for &(p, i) in &added {
-                let b = &ctx.out[p as usize][i];
-                if b.meta().trace != 0 {
-                    steps.push((
-                        b.meta().trace,
-                        forward_decision(t, b),
-                        format!("tx port {p}"),
-                    ));
-                }
-            }
-            let slow: Vec<(u32, String)> = match node {
-                Node::Ip4Forward => ctx.slow4.iter(),
-                Node::Ip6Forward => ctx.slow6.iter(),
-                _ => [].iter(),
-            }
-            .filter(|(b, _)| b.meta().trace != 0)
-            .map(|(b, why)| (b.meta().trace, slow_text(*why)))
-            .collect();
-            for (id, d, next) in steps {
-                push_step(ctx, id, node.name(), d, next);
-            }
-            for (id, why) in slow {
-                push_step(ctx, id, node.name(), why, "slow-path".into());
-            }
-        }
-        if !added.is_empty() && self.wants_node(node) {
-            let mut s = self.lock();
-            if let Some(c) = s.capture.as_mut() {
-                let Ctx {
-                    out, tap, worker, ..
-                } = ctx;
-                for &(p, i) in &added {
-                    let b = &out[p as usize][i];
-                    take(
-                        c,
-                        &mut tap.frames,
-                        *worker,
-                        b.data(),
-                        Some(p),
-                        Point::Node(node),
-                        None,
-                    );
-                }
-            }
-        }
+        sc.active = sc.capture_drops || sc.capture_nodes || sc.tracing;
     }
 
     fn wants_node(&self, node: Node) -> bool {
@@ -404,27 +301,6 @@ impl Taps {
             .capture
             .as_ref()
             .is_some_and(|c| c.spec.points.contains(&Point::Node(node)))
-    }
-
-    fn node_output<'a>(&self, ctx: &mut Ctx, node: Node, frames: impl Iterator<Item = &'a PktBuf>) {
-        if !self.wants_node(node) {
-            return;
-        }
-        let mut s = self.lock();
-        if let Some(c) = s.capture.as_mut() {
-            for b in frames {
-                let p = b.meta().rx_port;
-                take(
-                    c,
-                    &mut ctx.tap.frames,
-                    ctx.worker,
-                    b.data(),
-                    Some(p),
-                    Point::Node(node),
-                    None,
-                );
-            }
-        }
     }
 
     /// Before transmit: the transmit point; then hands the vector's recordings over.
@@ -460,13 +336,7 @@ impl Taps {
         if ctx.tap.tracing {
             for tr in ctx.tap.open.iter_mut() {
                 let last = tr.steps.last().map(|s| s.next.clone()).unwrap_or_default();
-                if last == "slow-path" {
-                    tr.steps.push(Step {
-                        node: "slow-path",
-                        decision: "consumed (ICMP error sent or delivered locally)".into(),
-                        next: "-".into(),
-                    });
-                } else if let Some(p) = last.strip_prefix("tx port ") {
+                if let Some(p) = last.strip_prefix("tx port ") {
                     tr.steps.push(Step {
                         node: "tx",
                         decision: format!("queued on port {p}"),
@@ -483,18 +353,147 @@ impl Taps {
         ctx.tap.active = false;
         ctx.tap.tracing = false;
         ctx.tap.capture_drops = false;
+        ctx.tap.capture_nodes = false;
     }
 }
 
+/// Before node `id` runs on `input` (while tapping): marks where every vector stands, so that
+/// what the node adds to each is known after it, edge by edge.
+pub(crate) fn before_node(ctx: &mut Ctx, id: NodeId, input: &[PktBuf]) {
+    let Ctx {
+        frames, out, tap, ..
+    } = ctx;
+    tap.node = Some(id);
+    tap.marks.clear();
+    tap.marks.extend(NodeId::ALL.iter().map(|&n| frames.len(n)));
+    tap.out_marks.clear();
+    tap.out_marks.extend(out.iter().map(Vec::len));
+    tap.entered.clear();
+    if tap.tracing {
+        for b in input.iter().filter(|b| b.meta().trace != 0) {
+            let id = b.meta().trace;
+            let steps = tap
+                .open
+                .iter()
+                .find(|t| t.id == id)
+                .map_or(0, |t| t.steps.len());
+            tap.entered.push((id, steps));
+        }
+    }
+}
+
+/// After node `id` ran: a trace step for every traced frame it handed on (with the node's own
+/// trace line) or took in and kept (its `CONSUMED` text), and the frames it handed on for a
+/// capture at its output.
+pub(crate) fn after_node(ctx: &mut Ctx, t: &Tables, id: NodeId) {
+    let mut added: Vec<(To, usize)> = Vec::new();
+    for &n in NodeId::ALL {
+        let from = ctx.tap.marks.get(n as usize).copied().unwrap_or(0);
+        added.extend((from..ctx.frames.len(n)).map(|i| (To::Node(n), i)));
+    }
+    for (p, v) in ctx.out.iter().enumerate() {
+        let from = ctx.tap.out_marks.get(p).copied().unwrap_or(0);
+        added.extend((from..v.len()).map(|i| (To::Tx(p as u16), i)));
+    }
+    let get = |ctx: &Ctx, to: To, i: usize| -> (u32, u16, String) {
+        let b = match to {
+            To::Node(n) => &ctx.frames.get(n)[i],
+            To::Tx(p) => &ctx.out[p as usize][i],
+        };
+        let port = match to {
+            To::Tx(p) => p,
+            To::Node(_) => b.meta().rx_port,
+        };
+        let line = if ctx.tap.tracing && b.meta().trace != 0 {
+            id.trace(t, b, to)
+        } else {
+            String::new()
+        };
+        (b.meta().trace, port, line)
+    };
+    if ctx.tap.tracing {
+        for &(to, i) in &added {
+            let (trace, _, line) = get(ctx, to, i);
+            if trace != 0 {
+                let next = match to {
+                    To::Node(n) => n.name().to_string(),
+                    To::Tx(p) => format!("tx port {p}"),
+                };
+                push_step(ctx, trace, id.name(), line, next);
+            }
+        }
+        let entered = std::mem::take(&mut ctx.tap.entered);
+        for &(trace, before) in &entered {
+            let moved = ctx
+                .tap
+                .open
+                .iter()
+                .find(|t| t.id == trace)
+                .is_some_and(|t| t.steps.len() > before);
+            if !moved {
+                push_step(ctx, trace, id.name(), id.consumed().into(), "-".into());
+            }
+        }
+        ctx.tap.entered = entered;
+    }
+    if ctx.tap.capture_nodes && !added.is_empty() {
+        if let Some(taps) = ctx.taps.clone() {
+            if taps.wants_node(id) {
+                let mut s = taps.lock();
+                if let Some(c) = s.capture.as_mut() {
+                    for &(to, i) in &added {
+                        let b = match to {
+                            To::Node(n) => &ctx.frames.get(n)[i],
+                            To::Tx(p) => &ctx.out[p as usize][i],
+                        };
+                        let port = match to {
+                            To::Tx(p) => p,
+                            To::Node(_) => b.meta().rx_port,
+                        };
+                        take(
+                            c,
+                            &mut ctx.tap.frames,
+                            ctx.worker,
+                            b.data(),
+                            Some(port),
+                            Point::Node(id),
+                            None,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    ctx.tap.node = None;
+}
+
 impl Scratch {
+    /// Called by `Ctx::punt` while active: the trace step of a frame handed to the control
+    /// plane (whatever the punt path then does with it is counted there).
+    #[cold]
+    pub fn on_punt(&mut self, b: &PktBuf, class: crate::punt::PuntClass) {
+        if self.tracing && b.meta().trace != 0 {
+            let id = b.meta().trace;
+            let node = self.node.map_or("punt", NodeId::name);
+            if let Some(tr) = self.open.iter_mut().find(|t| t.id == id) {
+                tr.steps.push(Step {
+                    node,
+                    decision: format!("to the control plane, class {}", class.name()),
+                    next: "punt".into(),
+                });
+            }
+        }
+    }
+
     /// Called by `Ctx::drop` while active: records the drop for a capture and for a trace.
     #[cold]
     pub fn on_drop(&mut self, worker: u16, b: &PktBuf, why: DropReason, taps: Option<&Taps>) {
         if self.tracing && b.meta().trace != 0 {
             let id = b.meta().trace;
+            let node = self.node.map_or(why.node(), NodeId::name);
             if let Some(tr) = self.open.iter_mut().find(|t| t.id == id) {
                 tr.steps.push(Step {
-                    node: why.node(),
+                    node,
                     decision: format!("dropped: {}", why.text()),
                     next: "drop".into(),
                 });
@@ -547,10 +546,6 @@ fn take(
     });
 }
 
-fn step(ctx: &mut Ctx, b: &PktBuf, node: &'static str, decision: String, next: String) {
-    push_step(ctx, b.meta().trace, node, decision, next);
-}
-
 fn push_step(ctx: &mut Ctx, id: u32, node: &'static str, decision: String, next: String) {
     if let Some(tr) = ctx.tap.open.iter_mut().find(|t| t.id == id) {
         tr.steps.push(Step {
@@ -558,40 +553,6 @@ fn push_step(ctx: &mut Ctx, id: u32, node: &'static str, decision: String, next:
             decision,
             next,
         });
-    }
-}
-
-fn forward_decision(t: &Tables, b: &PktBuf) -> String {
-    let nh = b.meta().next_hop;
-    match t.next_hops.get(nh as usize) {
-        Some(NextHop::Forward { tx_if, rewrite, .. }) => {
-            let ifc = t
-                .ifs
-                .get(*tx_if as usize)
-                .map(|i| i.name.as_str())
-                .unwrap_or("?");
-            let r = &rewrite.bytes;
-            format!(
-                "next hop {nh}: out {ifc}, to {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-                r[0], r[1], r[2], r[3], r[4], r[5]
-            )
-        }
-        Some(other) => format!("next hop {nh}: {other:?}"),
-        None => format!("next hop {nh}"),
-    }
-}
-
-fn slow_text(s: Slow) -> String {
-    match s {
-        Slow::TtlExpired => "TTL / hop limit expired".into(),
-        Slow::NoRoute => "no route".into(),
-        Slow::Reject => "route rejects".into(),
-        Slow::TooBig { mtu } => format!("larger than the egress MTU {mtu}"),
-        Slow::Fragment { .. } => "to be fragmented".into(),
-        Slow::Options => "IPv4 options or IPv6 hop-by-hop header".into(),
-        Slow::Local => "addressed to the router".into(),
-        Slow::Glean => "waiting for the next hop's MAC address".into(),
-        Slow::L2Group => "unicast destination in a link-layer broadcast or multicast frame".into(),
     }
 }
 

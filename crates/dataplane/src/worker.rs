@@ -1,5 +1,5 @@
-//! A worker: a pinned thread that polls its receive queues and runs each burst through the nodes,
-//! then transmits. It reads the tables published by the control plane and announces a quiescent
+//! A worker: a pinned thread that polls its receive queues and runs each burst through the packet
+//! graph ([`crate::graph`]), then transmits. It reads the tables published by the control plane and announces a quiescent
 //! point once per loop, so table memory can be reclaimed behind it. Nothing here allocates, locks
 //! or makes a system call per packet (pcap ports do file I/O per burst, by their nature).
 //!
@@ -17,10 +17,11 @@ use fib::EpochReader;
 
 use crate::buffer::{BufCache, PktBuf};
 use crate::counters::{bump, DropReason, WorkerCounters};
-use crate::node::{self, Ctx, VECTOR};
+use crate::graph;
+use crate::node::{Ctx, VECTOR};
 use crate::port::{RxQueue, TxQueue};
 use crate::tables::SharedTables;
-use crate::tap::{self, Taps};
+use crate::tap::Taps;
 
 /// One receive queue of one port, as owned by a worker.
 pub struct RxSlot {
@@ -130,9 +131,7 @@ impl Worker {
         ctx.taps = Some(taps.clone());
         ctx.punt = punt.map(|h| h.attach(id));
         let mut orphans: Vec<PktBuf> = Vec::new();
-        let mut buf: Vec<PktBuf> = Vec::with_capacity(VECTOR);
-        let mut ip4: Vec<PktBuf> = Vec::with_capacity(VECTOR);
-        let mut ip6: Vec<PktBuf> = Vec::with_capacity(VECTOR);
+        let mut buf: Vec<PktBuf> = Vec::with_capacity(VECTOR * 2);
         let start = Instant::now();
         // The features' clock (shared by all workers) at this worker's start: one clock read per
         // vector gives both the worker's own time and the shared one.
@@ -218,44 +217,11 @@ impl Worker {
                 if tapping {
                     taps.on_rx(&mut ctx, t, p, &mut buf);
                 }
-                let bytes =
-                    node::ethernet::ethernet_input(&mut ctx, t, p, &mut buf, &mut ip4, &mut ip6);
-                if tapping {
-                    taps.after_ethernet(&mut ctx, t, &ip4, &ip6);
-                }
+                ctx.runtime.begin_vector();
+                graph::receive(&mut ctx, t, p, &mut buf);
                 let pc = &counters.ports[p as usize];
                 bump(&pc.rx_packets, n as u64);
-                bump(&pc.rx_bytes, bytes);
-                if !ip4.is_empty() {
-                    if tapping {
-                        taps.mark(&mut ctx);
-                    }
-                    node::ip4::ip4_forward(&mut ctx, t, &mut ip4);
-                    if tapping {
-                        taps.after_node(&mut ctx, t, tap::Node::Ip4Forward);
-                    }
-                }
-                if !ip6.is_empty() {
-                    if tapping {
-                        taps.mark(&mut ctx);
-                    }
-                    node::ip6::ip6_forward(&mut ctx, t, &mut ip6);
-                    if tapping {
-                        taps.after_node(&mut ctx, t, tap::Node::Ip6Forward);
-                    }
-                }
-                if !ctx.slow4.is_empty() || !ctx.slow6.is_empty() {
-                    if tapping {
-                        taps.mark(&mut ctx);
-                    }
-                    node::slow::run(&mut ctx, t);
-                    if tapping {
-                        taps.after_node(&mut ctx, t, tap::Node::SlowPath);
-                    }
-                }
-                if !ctx.egress.is_empty() {
-                    crate::feature::output::run(&mut ctx, t);
-                }
+                bump(&pc.rx_bytes, ctx.rx_bytes);
                 if tapping {
                     taps.on_tx(&mut ctx);
                 }
@@ -329,11 +295,14 @@ fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ct
     ctx.cache.flush();
 }
 
+/// interface-output: hands each port's transmit vector to its queue.
 fn transmit(ctx: &mut Ctx, ports: &mut [Option<Box<dyn TxQueue>>], counters: &WorkerCounters) {
     for (p, out) in ctx.out.iter_mut().enumerate() {
         if out.is_empty() {
             continue;
         }
+        let t0 = ctx.runtime.start();
+        let offered = out.len();
         let Some(tx) = ports.get_mut(p).and_then(|q| q.as_mut()) else {
             // The port was removed while these frames were on their way to it.
             ctx.drops[DropReason::InterfaceDown as usize] += out.len() as u64;
@@ -351,6 +320,7 @@ fn transmit(ctx: &mut Ctx, ports: &mut [Option<Box<dyn TxQueue>>], counters: &Wo
             ctx.drops[DropReason::TxQueueFull as usize] += out.len() as u64;
             ctx.cache.free_all(out);
         }
+        ctx.runtime.count(graph::TX_ROW, offered, t0);
     }
 }
 
@@ -358,6 +328,7 @@ fn flush_counters(ctx: &mut Ctx, c: &WorkerCounters) {
     if let Some(p) = ctx.punt.as_mut() {
         p.flush_counters();
     }
+    ctx.runtime.flush(&c.nodes);
     for (i, d) in ctx.drops.iter_mut().enumerate() {
         if *d != 0 {
             bump(&c.drops[i], *d);

@@ -66,6 +66,8 @@ pub enum ShowCmd {
     Errors,
     /// Workers: core, receive queues, load.
     Workers,
+    /// Per worker and graph node: calls, packets, vector size, ns per packet (sampled).
+    Runtime,
     /// The latest syslog records.
     Logging {
         #[arg(short, default_value_t = 50)]
@@ -141,8 +143,10 @@ pub enum RouteShow {
 
 #[derive(Subcommand)]
 pub enum ClearCmd {
-    /// Shows count from zero again (metrics keep counting).
+    /// Shows count from zero again (metrics keep counting); `show runtime` too.
     Counters,
+    /// `show runtime` counts from zero again.
+    Runtime,
 }
 
 #[derive(Subcommand)]
@@ -598,6 +602,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             }
             table(&["Node", "Reason", "Count", "Per worker", "Meaning"], rows)
         }),
+        ShowCmd::Runtime => ("/v1/runtime".into(), render_runtime),
         ShowCmd::Workers => ("/v1/workers".into(), |v| {
             let rows = v
                 .as_array()
@@ -917,10 +922,59 @@ fn clock(ms: u64) -> String {
     )
 }
 
-pub fn clear(a: &ApiArgs, _what: ClearCmd) -> Result<(), String> {
-    post(&a.client()?, "/v1/counters/clear", json!({}))?;
-    outln!("counters cleared");
+pub fn clear(a: &ApiArgs, what: ClearCmd) -> Result<(), String> {
+    match what {
+        ClearCmd::Counters => {
+            post(&a.client()?, "/v1/counters/clear", json!({}))?;
+            outln!("counters cleared");
+        }
+        ClearCmd::Runtime => {
+            post(&a.client()?, "/v1/runtime/clear", json!({}))?;
+            outln!("runtime counters cleared");
+        }
+    }
     Ok(())
+}
+
+/// `show runtime`: one table per worker, then the total, in the manner of VPP's.
+fn render_runtime(v: &Value) -> String {
+    let rows = |nodes: &Value| -> Vec<Vec<String>> {
+        nodes
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                let ns = match n["ns_per_packet"].as_f64() {
+                    Some(x) => format!("{x:.1}"),
+                    None => "-".into(),
+                };
+                vec![
+                    s(&n["node"]),
+                    s(&n["calls"]),
+                    s(&n["packets"]),
+                    format!("{:.1}", n["vector_size"].as_f64().unwrap_or(0.0)),
+                    ns,
+                ]
+            })
+            .collect()
+    };
+    let head = ["Node", "Calls", "Packets", "Vector", "ns/packet"];
+    let mut out = String::new();
+    for w in v["workers"].as_array().into_iter().flatten() {
+        let core = w["core"]
+            .as_u64()
+            .map_or("not pinned".to_string(), |c| format!("core {c}"));
+        out += &format!("worker {} ({core})\n", s(&w["worker"]));
+        out += &table(&head, rows(&w["nodes"]));
+        out += "\n";
+    }
+    out += "total\n";
+    out += &table(&head, rows(&v["total"]));
+    out += &format!(
+        "(ns/packet from one vector in {}; calls and packets from all)\n",
+        s(&v["timed_every"])
+    );
+    out
 }
 
 fn print_outcome(v: &Value) {

@@ -17,6 +17,7 @@
 
 pub mod capture_file;
 pub mod commit;
+pub mod graph;
 pub mod ops;
 pub mod services;
 pub mod show;
@@ -123,6 +124,9 @@ pub struct State {
     /// Counters as they were at the last `clear counters` (shows subtract them; metrics never).
     pub baseline: Snapshot,
     pub worker_baseline: HashMap<usize, [u64; DROP_COUNT]>,
+    /// Per worker: the runtime rows at the last `clear runtime` or `clear counters`.
+    pub runtime_baseline:
+        HashMap<usize, [dataplane::graph::NodeSnapshot; dataplane::graph::NODE_ROWS]>,
 }
 
 /// `Prefix` ordered for the API route map.
@@ -252,6 +256,7 @@ impl Core {
                 history,
                 baseline: Snapshot::default(),
                 worker_baseline: HashMap::new(),
+                runtime_baseline: HashMap::new(),
             }),
             logger,
             started: Instant::now(),

@@ -383,6 +383,7 @@ impl Core {
             })
             .collect();
         s.worker_baseline = per.into_iter().collect();
+        s.runtime_baseline = super::graph::baselines(&s.runtime);
         self.logger.log(
             Severity::Informational,
             "COUNTERS_CLEARED",

@@ -10,6 +10,7 @@ use crate::config::entry;
 use crate::config::services::AclEntryCfg;
 use crate::metrics::{Exposition, Kind};
 use crate::syslog::Severity;
+use dataplane::feature::Direction;
 
 #[derive(Serialize)]
 pub struct AclEntryView {
@@ -105,8 +106,12 @@ impl Core {
                     if lists.contains(&a.name) {
                         bound.push(format!("{} {dir}", ifc.name));
                         if let Some(f) = st.features.get(i).and_then(|f| f.as_ref()) {
-                            let b = if dir == "in" { &f.acl_in } else { &f.acl_out };
-                            bytes = bytes.max(b.as_ref().map_or(0, |b| b.classifier.bytes()));
+                            let d = if dir == "in" {
+                                Direction::Input
+                            } else {
+                                Direction::Output
+                            };
+                            bytes = bytes.max(f.acl(d).map_or(0, |b| b.classifier.bytes()));
                         }
                     }
                 }
@@ -138,7 +143,10 @@ impl Core {
         let mut out = Vec::new();
         for (i, f) in s.router.services.features.iter().enumerate() {
             let Some(f) = f else { continue };
-            for (dir, q) in [("in", &f.qos_in), ("out", &f.qos_out)] {
+            for (dir, q) in [
+                ("in", f.qos(Direction::Input)),
+                ("out", f.qos(Direction::Output)),
+            ] {
                 let Some(q) = q else { continue };
                 out.push(QosView {
                     interface: cfg.interfaces[i].name.clone(),
@@ -322,7 +330,10 @@ impl Core {
         let mut classes = Vec::new();
         for (i, f) in st.features.iter().enumerate() {
             let Some(f) = f else { continue };
-            for (dir, q) in [("in", &f.qos_in), ("out", &f.qos_out)] {
+            for (dir, q) in [
+                ("in", f.qos(Direction::Input)),
+                ("out", f.qos(Direction::Output)),
+            ] {
                 if let Some(q) = q {
                     for c in q.classes.iter() {
                         classes.push((cfg.interfaces[i].name.as_str(), dir, q.policy.as_str(), c));

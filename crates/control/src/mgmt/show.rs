@@ -800,6 +800,38 @@ impl Core {
                 );
             }
         }
+        type NodeField = fn(&dataplane::graph::NodeCounters) -> &std::sync::atomic::AtomicU64;
+        let node_families: [(&str, &str, NodeField); 4] = [
+            (
+                "linerate_node_calls_total",
+                "Times a graph node ran (each on one vector), by worker.",
+                |c| &c.calls,
+            ),
+            (
+                "linerate_node_packets_total",
+                "Packets a graph node took in, by worker.",
+                |c| &c.packets,
+            ),
+            (
+                "linerate_node_sampled_packets_total",
+                "Packets of the timed calls (one vector in 16): divide the sampled nanoseconds by these.",
+                |c| &c.timed_packets,
+            ),
+            (
+                "linerate_node_sampled_nanoseconds_total",
+                "Nanoseconds spent in the timed calls of a graph node.",
+                |c| &c.timed_ns,
+            ),
+        ];
+        for (name, help, f) in node_families {
+            e.family(name, Kind::Counter, help);
+            for (id, c) in &per {
+                let w = id.to_string();
+                for (node, nc) in super::graph::row_names().zip(c.nodes.iter()) {
+                    e.sample(&[("worker", &w), ("node", node)], r(f(nc)));
+                }
+            }
+        }
         type Field = fn(&dataplane::WorkerCounters) -> &std::sync::atomic::AtomicU64;
         let worker_families: [(&str, &str, Field); 6] = [
             (

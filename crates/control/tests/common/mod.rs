@@ -87,6 +87,31 @@ impl Drop for Bed {
     }
 }
 
+/// A router built from `text` (written to `dir`/r.yaml), started on mem ports with no punt
+/// path, and its management core: for the tests that use the shows, metrics and taps.
+pub fn core_with(
+    dir: &std::path::Path,
+    text: &str,
+) -> (std::sync::Arc<control::mgmt::Core>, Vec<MemPeer>) {
+    let path = dir.join("r.yaml");
+    std::fs::write(&path, text).unwrap();
+    let cfg = control::config::load(&path).unwrap();
+    let router = Router::build(cfg).unwrap();
+    let mut rt = Runtime::start(
+        &router,
+        StartOptions {
+            exit_when_drained: false,
+            punt: None,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let peers = rt.take_peers();
+    let logger = std::sync::Arc::new(control::syslog::Logger::new(Default::default()).unwrap());
+    let core = control::mgmt::Core::new(router, rt, text.to_string(), path, logger, None).unwrap();
+    (core, peers)
+}
+
 pub const P0_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 pub const PEER0: [u8; 6] = [2, 0, 0, 0, 0, 2];
 

@@ -9,7 +9,7 @@
 
 use classify::{Key, NO_MATCH};
 
-use super::{dscp_color, mark, Acl, IfFeatures, Qos, Urpf, Verdict};
+use super::{dscp_color, mark, Acl, IfFeatures, Qos, Step, Urpf, Verdict};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::node::{Ctx, VECTOR};
@@ -69,35 +69,51 @@ fn run_interface(
     rx_if: u32,
     v6: bool,
 ) {
-    let n = pkts.len();
-    if f.acl_in.is_some() || f.qos_in.is_some() {
+    let mut keyed = false;
+    for step in f.input.iter() {
+        match step {
+            Step::Acl(acl) => {
+                extract_keys(ctx, pkts, &mut keyed);
+                apply_acl(ctx, acl, pkts, fate, rx_if, true);
+            }
+            Step::Qos(q) => {
+                extract_keys(ctx, pkts, &mut keyed);
+                apply_qos(ctx, q, pkts, fate);
+            }
+            Step::Urpf(mode) => urpf(t, *mode, pkts, fate, rx_if, v6),
+            // Accounted in output-features, where the output interface is known.
+            Step::Flow => {}
+        }
+    }
+}
+
+/// The classification keys of `pkts`, into `ctx.fkeys`, once per run.
+#[inline]
+pub(super) fn extract_keys(ctx: &mut Ctx, pkts: &[PktBuf], done: &mut bool) {
+    if !*done {
         for (k, p) in ctx.fkeys.iter_mut().zip(pkts.iter()) {
             *k = classify::extract(p.data());
         }
+        *done = true;
     }
-    if let Some(acl) = &f.acl_in {
-        apply_acl(ctx, acl, pkts, fate, rx_if, true);
-    }
-    if let Some(q) = &f.qos_in {
-        apply_qos(ctx, q, pkts, fate);
-    }
-    if let Some(mode) = f.urpf {
-        let vrf = &t.vrfs[t.ifs[rx_if as usize].vrf as usize];
-        for i in 0..n {
-            if fate[i] != Fate::Pass {
-                continue;
-            }
-            let h = &pkts[i].data()[pkts[i].meta().l3_off as usize..];
-            let nh = if v6 {
-                vrf.v6
-                    .lookup(u128::from_be_bytes(h[8..24].try_into().expect("16 bytes")))
-            } else {
-                vrf.v4
-                    .lookup(u32::from_be_bytes([h[12], h[13], h[14], h[15]]))
-            };
-            if !urpf_ok(t, nh, rx_if, mode) {
-                fate[i] = Fate::Drop(DropReason::UrpfFailed);
-            }
+}
+
+fn urpf(t: &Tables, mode: Urpf, pkts: &[PktBuf], fate: &mut [Fate], rx_if: u32, v6: bool) {
+    let vrf = &t.vrfs[t.ifs[rx_if as usize].vrf as usize];
+    for (p, fate) in pkts.iter().zip(fate.iter_mut()) {
+        if *fate != Fate::Pass {
+            continue;
+        }
+        let h = &p.data()[p.meta().l3_off as usize..];
+        let nh = if v6 {
+            vrf.v6
+                .lookup(u128::from_be_bytes(h[8..24].try_into().expect("16 bytes")))
+        } else {
+            vrf.v4
+                .lookup(u32::from_be_bytes([h[12], h[13], h[14], h[15]]))
+        };
+        if !urpf_ok(t, nh, rx_if, mode) {
+            *fate = Fate::Drop(DropReason::UrpfFailed);
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The per-interface features on the packet path, in the order DESIGN.md gives:
+//! The per-interface features on the packet path, as feature arcs ([`arc`]) in the order
+//! DESIGN.md gives:
 //!
 //! ```text
 //! input:  ACL in -> QoS classify / mark / police -> uRPF -> flow accounting   (before the lookup)
@@ -6,14 +7,16 @@
 //! ```
 //!
 //! What is bound where is published with the [`Tables`](crate::tables::Tables): one
-//! [`IfFeatures`] per interface that has any. A feature that is off costs nothing: forwarding
-//! checks one flag per vector, and an interface without features never enters these nodes.
+//! [`IfFeatures`] (an input and an output arc) per interface that has any. A feature that is off
+//! costs nothing: forwarding checks one flag per vector, and an interface without features never
+//! enters these steps.
 //!
 //! Compiled rule lists ([`Acl`], [`Qos`]) are immutable and published whole, so a list replaced
 //! under traffic is never seen half old, half new. Their counters live beside them in shared
 //! atomics, bumped once per run of equal results rather than per packet.
 
 pub mod acl_log;
+pub mod arc;
 pub mod input;
 pub mod mark;
 pub mod output;
@@ -96,21 +99,63 @@ pub enum Urpf {
     Loose,
 }
 
-/// Everything bound to one interface.
-#[derive(Default)]
+pub use arc::{Direction, Step, StepKind};
+
+/// Everything bound to one interface: its two feature arcs, each in [`arc::RUNS_BEFORE`] order.
 pub struct IfFeatures {
-    pub acl_in: Option<Arc<Acl>>,
-    pub acl_out: Option<Arc<Acl>>,
-    pub qos_in: Option<Arc<Qos>>,
-    pub qos_out: Option<Arc<Qos>>,
-    pub urpf: Option<Urpf>,
+    pub input: Box<[Step]>,
+    pub output: Box<[Step]>,
+    /// Read per packet by forwarding (does the packet need output-features?), so kept apart
+    /// from a walk of the arcs.
     pub flow_in: bool,
     pub flow_out: bool,
 }
 
 impl IfFeatures {
+    /// The arcs of `input` and `output` steps, ordered; refused if a step is on an arc twice or
+    /// on an arc of the wrong direction.
+    pub fn new(input: Vec<Step>, output: Vec<Step>) -> Result<IfFeatures, String> {
+        let input = arc::order(input, Direction::Input)?;
+        let output = arc::order(output, Direction::Output)?;
+        let flow = |a: &[Step]| a.iter().any(|s| matches!(s, Step::Flow));
+        Ok(IfFeatures {
+            flow_in: flow(&input),
+            flow_out: flow(&output),
+            input,
+            output,
+        })
+    }
+
+    pub fn arc(&self, d: Direction) -> &[Step] {
+        match d {
+            Direction::Input => &self.input,
+            Direction::Output => &self.output,
+        }
+    }
+
+    pub fn acl(&self, d: Direction) -> Option<&Arc<Acl>> {
+        self.arc(d).iter().find_map(|s| match s {
+            Step::Acl(a) => Some(a),
+            _ => None,
+        })
+    }
+
+    pub fn qos(&self, d: Direction) -> Option<&Arc<Qos>> {
+        self.arc(d).iter().find_map(|s| match s {
+            Step::Qos(q) => Some(q),
+            _ => None,
+        })
+    }
+
+    pub fn urpf(&self) -> Option<Urpf> {
+        self.input.iter().find_map(|s| match s {
+            Step::Urpf(u) => Some(*u),
+            _ => None,
+        })
+    }
+
     pub fn has_output(&self) -> bool {
-        self.acl_out.is_some() || self.qos_out.is_some() || self.flow_out
+        !self.output.is_empty()
     }
 }
 

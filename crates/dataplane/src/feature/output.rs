@@ -9,10 +9,58 @@ use classify::{Dim, Key};
 use flow::{Direction, FlowCache, FlowKey, FlowRecord};
 
 use super::input::{apply_acl, apply_qos, Fate};
-use super::FlowShared;
+use super::{FlowShared, Step};
 use crate::buffer::PktBuf;
+use crate::counters::DropReason;
+use crate::graph::{Edge, Node, NodeId, To};
 use crate::node::{mix, Ctx, VECTOR};
 use crate::tables::{NextHop, Tables};
+
+/// output-features. Reads: `meta.next_hop` (the interface the packet leaves by), `meta.rx_if`,
+/// the headers the classifiers and the flow key need. Sets: DSCP and PCP where QoS re-marks.
+/// Next: the transmit vector of the next hop's port; drops for the output ACL and policers.
+pub struct OutputFeatures;
+
+/// output-features only transmits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {}
+
+impl Edge for Next {
+    const ALL: &'static [Self] = &[];
+    fn node(self) -> NodeId {
+        match self {}
+    }
+}
+
+impl Node for OutputFeatures {
+    const NAME: &'static str = "output-features";
+    type Next = Next;
+    const TRANSMITS: bool = true;
+    const DROPS: &'static [DropReason] = &[];
+    const CONSUMED: &'static str = "consumed";
+
+    fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+        run(ctx, t, pkts)
+    }
+
+    fn trace(t: &Tables, b: &PktBuf, _to: To) -> String {
+        let (ifx, _) = tx_if(t, b);
+        let name = t.ifs.get(ifx as usize).map_or("?", |i| i.name.as_str());
+        let steps = t
+            .features
+            .get(ifx as usize)
+            .and_then(|f| f.as_deref())
+            .map(|f| {
+                f.output
+                    .iter()
+                    .map(|s| s.kind().name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        format!("passed output features of {name} [{steps}]")
+    }
+}
 
 /// A worker's flow cache and what goes with it.
 pub struct WorkerFlows {
@@ -57,9 +105,8 @@ pub fn needed(t: &Tables, rx_if: u32, tx_if: u32) -> bool {
     f(tx_if).is_some_and(|f| f.has_output()) || f(rx_if).is_some_and(|f| f.flow_in)
 }
 
-/// Runs the output features over `ctx.egress`.
-pub fn run(ctx: &mut Ctx, t: &Tables) {
-    let mut pkts = std::mem::take(&mut ctx.egress);
+/// Runs the output features over `pkts`, draining it.
+fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     let mut fates = std::mem::take(&mut ctx.egress_fate);
     fates.clear();
     fates.resize(pkts.len(), Fate::Pass);
@@ -78,12 +125,11 @@ pub fn run(ctx: &mut Ctx, t: &Tables) {
         match fates[i] {
             Fate::Pass => {
                 let (_, port) = tx_if(t, &p);
-                ctx.out[port as usize].push(p)
+                ctx.tx(port, p)
             }
             Fate::Drop(why) => ctx.drop(p, why),
         }
     }
-    ctx.egress = pkts;
     ctx.egress_fate = fates;
 }
 
@@ -97,17 +143,26 @@ fn tx_if(t: &Tables, p: &PktBuf) -> (u32, u16) {
 
 fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fate], tx_if: u32) {
     let n = pkts.len();
-    for (k, p) in ctx.fkeys.iter_mut().zip(pkts.iter()) {
-        *k = classify::extract(p.data());
-    }
+    let mut keyed = false;
     let out = t.features.get(tx_if as usize).and_then(|f| f.as_deref());
-    if let Some(f) = out {
-        if let Some(acl) = &f.acl_out {
-            apply_acl(ctx, acl, pkts, &mut fate[..n], tx_if, false);
+    for step in out.map_or(&[][..], |f| &f.output[..]) {
+        match step {
+            Step::Acl(acl) => {
+                super::input::extract_keys(ctx, pkts, &mut keyed);
+                apply_acl(ctx, acl, pkts, &mut fate[..n], tx_if, false);
+            }
+            Step::Qos(q) => {
+                super::input::extract_keys(ctx, pkts, &mut keyed);
+                apply_qos(ctx, q, pkts, &mut fate[..n]);
+            }
+            // Never on an output arc (refused when the arc is built).
+            Step::Urpf(_) => {}
+            // Both directions are accounted below, once the survivors are known.
+            Step::Flow => {}
         }
-        if let Some(q) = &f.qos_out {
-            apply_qos(ctx, q, pkts, &mut fate[..n]);
-        }
+    }
+    if ctx.flows.is_some() {
+        super::input::extract_keys(ctx, pkts, &mut keyed);
     }
     if let Some(fl) = ctx.flows.as_mut() {
         let out_flow = out.is_some_and(|f| f.flow_out);
@@ -273,5 +328,47 @@ pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
     }
     if let Some(sink) = &t.acl_log {
         ctx.acl_log.flush(sink, ctx.now_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use crate::counters::DropReason;
+    use crate::graph::harness::{deny_dns_out, ip4, Harness, NH_ETH1};
+    use crate::graph::{NodeId, To};
+
+    #[test]
+    fn the_output_arc_filters_and_survivors_go_to_their_port() {
+        let mut h = Harness::new();
+        let hits = deny_dns_out(&mut h.t, 1);
+        let mut other = ip4([10, 0, 0, 2], [10, 1, 0, 5], 64);
+        other[14 + 20 + 3] = 54; // UDP to port 54
+        let v = [ip4([10, 0, 0, 2], [10, 1, 0, 5], 64), other]
+            .iter()
+            .map(|f| {
+                let mut b = h.buf(f);
+                let m = b.meta_mut();
+                m.l3_off = 14;
+                m.next_hop = NH_ETH1;
+                b
+            })
+            .collect();
+        let out = h.run_bufs(NodeId::OutputFeatures, v);
+        assert_eq!(out.dropped(DropReason::AclDenied), 1);
+        assert_eq!(out.count("tx 1"), 1);
+        assert_eq!(
+            hits.hits[0].load(Ordering::Relaxed),
+            1,
+            "the deny entry counted"
+        );
+        assert_eq!(
+            hits.hits[1].load(Ordering::Relaxed),
+            1,
+            "the permit entry counted"
+        );
+        let line = h.trace(NodeId::OutputFeatures, &out.to["tx 1"][0], To::Tx(1));
+        assert_eq!(line, "passed output features of eth1 [acl]");
     }
 }

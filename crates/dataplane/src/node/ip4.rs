@@ -15,9 +15,36 @@ use super::{
 };
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
+use crate::graph::{Node, To};
 use crate::tables::Tables;
 
-pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+pub struct Ip4Forward;
+
+impl Node for Ip4Forward {
+    const NAME: &'static str = "ip4-forward";
+    type Next = super::IpNext;
+    const TRANSMITS: bool = true;
+    const DROPS: &'static [DropReason] = &[
+        DropReason::Ip4BadHeader,
+        DropReason::Ip4BadChecksum,
+        DropReason::Ip4Martian,
+        DropReason::MulticastNotRouted,
+        // The lookup's verdict, shared with ip6-forward.
+        DropReason::Blackhole,
+    ];
+    const CONSUMED: &'static str = "handed to the control plane";
+
+    fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+        ip4_forward(ctx, t, pkts)
+    }
+
+    fn trace(t: &Tables, b: &PktBuf, to: To) -> String {
+        super::trace_ip(t, b, to)
+    }
+}
+
+#[inline(always)]
+fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     let mut keys = [0u32; VECTOR];
     let mut vrf = u32::MAX;
     let mut mixed = false;
@@ -34,7 +61,7 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
             if h[0] >> 4 != 4 || h[0] & 0x0f < 5 {
                 ctx.drop(b, DropReason::Ip4BadHeader);
             } else {
-                ctx.slow4.push((b, Slow::Options));
+                ctx.slow(b, Slow::Options);
             }
             continue;
         }
@@ -67,12 +94,12 @@ pub fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         if b.meta().l2_group {
             // A unicast destination in a link-layer broadcast or multicast frame: delivered if
             // it is the router's, never forwarded nor answered with an error (RFC 1812 5.3.4).
-            ctx.slow4.push((b, Slow::L2Group));
+            ctx.slow(b, Slow::L2Group);
             continue;
         }
         if h[8] <= 1 {
             // Unless it is for us: a packet to the router's address may arrive with TTL 1.
-            ctx.slow4.push((b, Slow::TtlExpired));
+            ctx.slow(b, Slow::TtlExpired);
             continue;
         }
         let v = t.ifs[b.meta().rx_if as usize].vrf;
@@ -111,7 +138,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
             // A packet held for a neighbour is finished by the control plane, which must know
             // whether the hop-limit decrement is still due.
             b.meta_mut().hop_done = !transit;
-            return ctx.slow4.push((b, why));
+            return ctx.slow(b, why);
         }
         Action::Drop(why) => return ctx.drop(b, why),
     };
@@ -119,11 +146,11 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
     let h = &mut b.data_mut()[l3..];
     if be16(h, 2) > mtu {
         let why = if h[6] & 0x40 != 0 {
-            Slow::TooBig { mtu }
+            Slow::TooBig
         } else {
-            Slow::Fragment { next_hop: nh }
+            Slow::Fragment
         };
-        return ctx.slow4.push((b, why));
+        return ctx.slow(b, why);
     }
     if transit {
         let old = u16::from_be_bytes([h[8], h[9]]);
@@ -153,4 +180,72 @@ pub fn flow_hash(b: &PktBuf) -> u32 {
     };
     let x = mix(addrs, u64::from(proto) << 32 | u64::from(ports));
     (x >> 32) as u32 ^ x as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::counters::DropReason;
+    use crate::graph::harness::{ip4, Harness, MAC1, PEER1};
+    use crate::graph::{NodeId, To};
+    use crate::node::Slow;
+
+    #[test]
+    fn forwards_sends_to_the_slow_path_or_drops_by_reason() {
+        let mut h = Harness::new();
+        let mut bad_sum = ip4([10, 0, 0, 2], [10, 1, 0, 5], 64);
+        bad_sum[24] ^= 0xff;
+        let out = h.push(
+            NodeId::Ip4Forward,
+            0,
+            &[
+                ip4([10, 0, 0, 2], [10, 1, 0, 5], 64),
+                ip4([10, 0, 0, 2], [10, 1, 0, 6], 1),
+                ip4([10, 0, 0, 2], [10, 9, 9, 9], 64),
+                ip4([10, 0, 0, 2], [192, 0, 2, 1], 64),
+                ip4([127, 0, 0, 1], [10, 1, 0, 5], 64),
+                ip4([10, 0, 0, 2], [239, 1, 1, 1], 64),
+                bad_sum,
+            ],
+        );
+        let sent = &out.to["tx 1"];
+        assert_eq!(sent.len(), 1);
+        let d = sent[0].data();
+        assert_eq!((&d[..6], &d[6..12]), (&PEER1[..], &MAC1[..]));
+        assert_eq!(d[14 + 8], 63, "TTL decremented");
+        assert!(packet::checksum::ipv4_header_ok(&d[14..34]));
+        let slow: Vec<Slow> = out.to["slow-path"].iter().map(|b| b.meta().slow).collect();
+        assert_eq!(slow, [Slow::TtlExpired, Slow::NoRoute]);
+        assert_eq!(out.dropped(DropReason::Blackhole), 1);
+        assert_eq!(out.dropped(DropReason::Ip4Martian), 1);
+        assert_eq!(out.dropped(DropReason::MulticastNotRouted), 1);
+        assert_eq!(out.dropped(DropReason::Ip4BadChecksum), 1);
+        let line = h.trace(NodeId::Ip4Forward, &sent[0], To::Tx(1));
+        assert_eq!(line, "next hop 2: out eth1, to 02:00:00:00:01:02");
+        let line = h.trace(
+            NodeId::Ip4Forward,
+            &out.to["slow-path"][0],
+            To::Node(NodeId::SlowPath),
+        );
+        assert_eq!(line, "TTL / hop limit expired");
+    }
+
+    #[test]
+    fn an_interface_with_output_features_sends_its_packets_through_them() {
+        let mut h = Harness::new();
+        crate::graph::harness::deny_dns_out(&mut h.t, 1);
+        let out = h.push(
+            NodeId::Ip4Forward,
+            0,
+            &[
+                ip4([10, 0, 0, 2], [10, 1, 0, 5], 64),
+                ip4([10, 0, 0, 2], [10, 0, 0, 7], 64),
+            ],
+        );
+        assert_eq!(
+            out.count("output-features"),
+            1,
+            "to eth1, which has an ACL out"
+        );
+        assert_eq!(out.count("tx 0"), 1, "to eth0, which has none");
+    }
 }

@@ -11,14 +11,34 @@ use super::{
 };
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
+use crate::graph::{Node, To};
 use crate::tables::Tables;
+
+pub struct Ip6Forward;
+
+impl Node for Ip6Forward {
+    const NAME: &'static str = "ip6-forward";
+    type Next = super::IpNext;
+    const TRANSMITS: bool = true;
+    const DROPS: &'static [DropReason] = &[DropReason::Ip6BadHeader, DropReason::Ip6Scope];
+    const CONSUMED: &'static str = "handed to the control plane";
+
+    fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+        ip6_forward(ctx, t, pkts)
+    }
+
+    fn trace(t: &Tables, b: &PktBuf, to: To) -> String {
+        super::trace_ip(t, b, to)
+    }
+}
 
 #[inline(always)]
 fn addr(h: &[u8], at: usize) -> u128 {
     u128::from_be_bytes(h[at..at + 16].try_into().expect("16 bytes"))
 }
 
-pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+#[inline(always)]
+fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     let mut keys = [0u128; VECTOR];
     let mut vrf = u32::MAX;
     let mut mixed = false;
@@ -61,15 +81,15 @@ pub fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         if b.meta().l2_group {
             // Unicast in a link-layer multicast frame: the router's own, or dropped without an
             // error (RFC 4443 2.4(e.4); RFC 1812 5.3.4 in IPv6's terms).
-            ctx.slow6.push((b, Slow::L2Group));
+            ctx.slow(b, Slow::L2Group);
             continue;
         }
         if h[6] == 0 {
-            ctx.slow6.push((b, Slow::Options));
+            ctx.slow(b, Slow::Options);
             continue;
         }
         if h[7] <= 1 {
-            ctx.slow6.push((b, Slow::TtlExpired));
+            ctx.slow(b, Slow::TtlExpired);
             continue;
         }
         let v = t.ifs[b.meta().rx_if as usize].vrf;
@@ -99,14 +119,14 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
             // A packet held for a neighbour is finished by the control plane, which must know
             // whether the hop-limit decrement is still due.
             b.meta_mut().hop_done = !transit;
-            return ctx.slow6.push((b, why));
+            return ctx.slow(b, why);
         }
         Action::Drop(why) => return ctx.drop(b, why),
     };
     let l3 = b.meta().l3_off as usize;
     let h = &mut b.data_mut()[l3..];
     if 40 + be16(h, 4) as usize > mtu as usize {
-        return ctx.slow6.push((b, Slow::TooBig { mtu }));
+        return ctx.slow(b, Slow::TooBig);
     }
     if transit {
         h[7] -= 1;
@@ -142,4 +162,36 @@ pub fn flow_hash(b: &PktBuf) -> u32 {
         tail,
     );
     (x >> 32) as u32 ^ x as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::counters::DropReason;
+    use crate::graph::harness::{ip6, Harness};
+    use crate::graph::NodeId;
+    use crate::node::Slow;
+
+    #[test]
+    fn forwards_sends_to_the_slow_path_or_drops_by_reason() {
+        let mut h = Harness::new();
+        let src = 0x2001_0db8 << 96 | 2;
+        let out = h.push(
+            NodeId::Ip6Forward,
+            0,
+            &[
+                ip6(src, 0x2001_0db8_0001 << 80 | 5, 64),
+                ip6(src, 0x2001_0db8_0001 << 80 | 6, 1),
+                ip6(src, 0x2001_0db8_0009 << 80 | 5, 64),
+                ip6(src, 0xfe80 << 112 | 1, 64),
+                ip6(0xfe80 << 112 | 1, 0x2001_0db8_0001 << 80 | 5, 64),
+            ],
+        );
+        let sent = &out.to["tx 1"];
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].data()[14 + 7], 63, "hop limit decremented");
+        let slow: Vec<Slow> = out.to["slow-path"].iter().map(|b| b.meta().slow).collect();
+        assert_eq!(slow, [Slow::TtlExpired, Slow::NoRoute]);
+        // Link-local: to the control plane where there is one; counted here, where there is not.
+        assert_eq!(out.dropped(DropReason::Ip6Scope), 2);
+    }
 }

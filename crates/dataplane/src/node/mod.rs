@@ -1,11 +1,5 @@
-//! The nodes of the packet path. A vector of up to 256 frames from one receive burst goes through
-//! them stage by stage:
-//!
-//! ```text
-//! ethernet-input --> ip4-forward --+--> tx (per port)
-//!               \--> ip6-forward --+
-//!                         \---------+--> slow path (ICMP errors, echo, options, fragments)
-//! ```
+//! The nodes of the IP path (the graph, its table and its driver are in [`crate::graph`]), and
+//! the scratch state they share, [`Ctx`].
 //!
 //! Each node's doc comment says which metadata it reads and sets and how it picks the next node.
 //! Drops are counted by reason in [`Ctx`] and written to the worker's counters once per vector.
@@ -22,20 +16,18 @@ use crate::tables::{NextHop, Rewrite, Tables};
 /// The most frames in one vector.
 pub const VECTOR: usize = 256;
 
-/// Why a packet left the fast path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a packet left the fast path (carried to the slow path in `meta.slow`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Slow {
+    #[default]
     TtlExpired,
     NoRoute,
     Reject,
-    /// Too big for the egress MTU with DF set (IPv4) or at all (IPv6).
-    TooBig {
-        mtu: u16,
-    },
-    /// Too big, DF clear: fragment (IPv4), towards this next hop.
-    Fragment {
-        next_hop: u32,
-    },
+    /// Too big for the egress MTU (that of `meta.next_hop`) with DF set (IPv4) or at all (IPv6).
+    TooBig,
+    /// Too big, DF clear: fragment (IPv4), towards `meta.next_hop`.
+    Fragment,
     /// IPv4 options or an IPv6 hop-by-hop header: forwarded by the scalar path.
     Options,
     Local,
@@ -49,10 +41,16 @@ pub enum Slow {
 /// A worker's scratch state for one vector.
 pub struct Ctx {
     pub cache: BufCache,
-    /// Frames to transmit, per port.
+    /// Frames to transmit, per port (interface-output's input).
     pub out: Vec<Vec<PktBuf>>,
-    pub slow4: Vec<(PktBuf, Slow)>,
-    pub slow6: Vec<(PktBuf, Slow)>,
+    /// Every other node's input (see [`crate::graph`]).
+    pub frames: crate::graph::Frames,
+    /// `show runtime`'s tally of this vector.
+    pub runtime: crate::graph::Runtime,
+    /// The port the vector being run was received on.
+    pub rx_port: u16,
+    /// Bytes received in the vector (counted by ethernet-input while the lines are hot).
+    pub rx_bytes: u64,
     pub drops: [u64; DROP_COUNT],
     pub icmp: TokenBucket,
     pub icmp_sent: u64,
@@ -72,8 +70,6 @@ pub struct Ctx {
     pub taps: Option<std::sync::Arc<crate::tap::Taps>>,
     /// Classification keys of the run of packets a feature is working on.
     pub fkeys: Box<[classify::Key]>,
-    /// Forwarded packets waiting for the output features (see `feature::output`).
-    pub egress: Vec<PktBuf>,
     pub(crate) egress_fate: Vec<crate::feature::input::Fate>,
     /// This worker's flow cache, while flow accounting is on.
     pub flows: Option<crate::feature::output::WorkerFlows>,
@@ -88,8 +84,10 @@ impl Ctx {
         Self {
             cache,
             out: (0..ports).map(|_| Vec::with_capacity(VECTOR * 2)).collect(),
-            slow4: Vec::with_capacity(VECTOR),
-            slow6: Vec::with_capacity(VECTOR),
+            frames: Default::default(),
+            runtime: Default::default(),
+            rx_port: 0,
+            rx_bytes: 0,
             drops: [0; DROP_COUNT],
             icmp: TokenBucket::new(icmp_rate),
             icmp_sent: 0,
@@ -103,7 +101,6 @@ impl Ctx {
             tap: Default::default(),
             taps: None,
             fkeys: vec![classify::Key::default(); VECTOR].into_boxed_slice(),
-            egress: Vec::with_capacity(VECTOR * 2),
             egress_fate: Vec::with_capacity(VECTOR * 2),
             flows: None,
             acl_log: Default::default(),
@@ -115,6 +112,9 @@ impl Ctx {
     /// class's rate, it is dropped and counted.
     pub fn punt(&mut self, b: PktBuf, class: crate::punt::PuntClass, tx_if: u32) {
         use crate::punt::{Offer, PuntClass};
+        if self.tap.active && self.punt.is_some() {
+            self.tap.on_punt(&b, class);
+        }
         let Some(p) = self.punt.as_mut() else {
             let why = match class {
                 PuntClass::Glean => DropReason::NeighborUnresolved,
@@ -126,6 +126,23 @@ impl Ctx {
             Offer::Taken => {}
             Offer::Policed(b) => self.drop(b, DropReason::PuntPoliced),
             Offer::Full(b) => self.drop(b, DropReason::PuntQueueFull),
+        }
+    }
+
+    /// Hands `b` to the slow path, for `why`.
+    #[inline(always)]
+    pub fn slow(&mut self, mut b: PktBuf, why: Slow) {
+        b.meta_mut().slow = why;
+        self.to(IpNext::SlowPath, b);
+    }
+
+    /// Counts `b` as dropped for `why` without freeing it: the slow path answers it with an
+    /// ICMP error built from it first.
+    #[inline(always)]
+    pub fn count_drop(&mut self, b: &PktBuf, why: DropReason) {
+        self.drops[why as usize] += 1;
+        if self.tap.active {
+            self.tap.on_drop(self.worker, b, why, self.taps.as_deref());
         }
     }
 
@@ -180,6 +197,25 @@ impl TokenBucket {
             true
         } else {
             false
+        }
+    }
+}
+
+/// The edges of the IP nodes (ip4-forward, ip6-forward, slow-path): besides transmitting, a
+/// packet goes to the slow path or, when an interface on its way has output features, to them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpNext {
+    SlowPath,
+    OutputFeatures,
+}
+
+impl crate::graph::Edge for IpNext {
+    const ALL: &'static [Self] = &[IpNext::SlowPath, IpNext::OutputFeatures];
+    #[inline(always)]
+    fn node(self) -> crate::graph::NodeId {
+        match self {
+            IpNext::SlowPath => crate::graph::NodeId::SlowPath,
+            IpNext::OutputFeatures => crate::graph::NodeId::OutputFeatures,
         }
     }
 }
@@ -261,11 +297,57 @@ pub(crate) fn enqueue(ctx: &mut Ctx, t: &Tables, b: PktBuf, port: u16) {
     if t.any_features {
         if let NextHop::Forward { tx_if, .. } = &t.next_hops[b.meta().next_hop as usize] {
             if crate::feature::output::needed(t, b.meta().rx_if, *tx_if) {
-                return ctx.egress.push(b);
+                return ctx.to(IpNext::OutputFeatures, b);
             }
         }
     }
-    ctx.out[port as usize].push(b);
+    ctx.tx(port, b);
+}
+
+/// The trace line of the IP nodes: where the packet goes and why.
+pub(crate) fn trace_ip(t: &Tables, b: &PktBuf, to: crate::graph::To) -> String {
+    use crate::graph::{NodeId, To};
+    match to {
+        To::Node(NodeId::SlowPath) => slow_text(b.meta().slow),
+        To::Node(NodeId::OutputFeatures) => {
+            format!("{}, through output features", forward_decision(t, b))
+        }
+        _ => forward_decision(t, b),
+    }
+}
+
+fn forward_decision(t: &Tables, b: &PktBuf) -> String {
+    let nh = b.meta().next_hop;
+    match t.next_hops.get(nh as usize) {
+        Some(NextHop::Forward { tx_if, rewrite, .. }) => {
+            let ifc = t
+                .ifs
+                .get(*tx_if as usize)
+                .map(|i| i.name.as_str())
+                .unwrap_or("?");
+            let r = &rewrite.bytes;
+            format!(
+                "next hop {nh}: out {ifc}, to {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+                r[0], r[1], r[2], r[3], r[4], r[5]
+            )
+        }
+        Some(other) => format!("next hop {nh}: {other:?}"),
+        None => format!("next hop {nh}"),
+    }
+}
+
+fn slow_text(s: Slow) -> String {
+    match s {
+        Slow::TtlExpired => "TTL / hop limit expired".into(),
+        Slow::NoRoute => "no route".into(),
+        Slow::Reject => "route rejects".into(),
+        Slow::TooBig => "larger than the egress MTU".into(),
+        Slow::Fragment => "to be fragmented".into(),
+        Slow::Options => "IPv4 options or IPv6 hop-by-hop header".into(),
+        Slow::Local => "addressed to the router".into(),
+        Slow::Glean => "waiting for the next hop's MAC address".into(),
+        Slow::L2Group => "unicast destination in a link-layer broadcast or multicast frame".into(),
+    }
 }
 
 /// Replaces the L2 header in front of `meta.l3_off` with `rw`, growing into the headroom or

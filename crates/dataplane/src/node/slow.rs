@@ -9,17 +9,55 @@ use packet::{checksum, icmpv4, icmpv6, ipv4, ipv6};
 use super::{be16, be32, ip4, ip6, Ctx, Slow};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
+use crate::graph::{Node, To};
 use crate::punt::{self, PuntClass};
 use crate::tables::{NextHop, Tables, Vrf};
 
-pub fn run(ctx: &mut Ctx, t: &Tables) {
-    while let Some((b, why)) = ctx.slow4.pop() {
-        ctx.slow_path += 1;
-        slow4(ctx, t, b, why);
+/// slow-path. Reads: `meta.slow` (why the packet is here), `meta.next_hop`, `meta.hop_done`, the
+/// IP header (its version says the family). Next: the transmit vectors (ICMP errors, echo
+/// replies, fragments, packets with options forwarded), output-features, itself (a packet it
+/// forwards may need it again: too big, waiting for a neighbour), the punt path.
+pub struct SlowPath;
+
+impl Node for SlowPath {
+    const NAME: &'static str = "slow-path";
+    type Next = super::IpNext;
+    const TRANSMITS: bool = true;
+    const DROPS: &'static [DropReason] = &[
+        DropReason::TtlExpired,
+        DropReason::NoRoute,
+        DropReason::Reject,
+        DropReason::NeighborUnresolved,
+        DropReason::MtuExceeded,
+        DropReason::LocalUnhandled,
+        DropReason::NoBuffer,
+        DropReason::L2GroupUnicast,
+    ];
+    const CONSUMED: &'static str = "consumed (ICMP error sent or delivered locally)";
+
+    fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+        for b in pkts.drain(..) {
+            ctx.slow_path += 1;
+            let l3 = b.meta().l3_off as usize;
+            let why = b.meta().slow;
+            if b.data().get(l3).is_some_and(|v| v >> 4 == 6) {
+                slow6(ctx, t, b, why);
+            } else {
+                slow4(ctx, t, b, why);
+            }
+        }
     }
-    while let Some((b, why)) = ctx.slow6.pop() {
-        ctx.slow_path += 1;
-        slow6(ctx, t, b, why);
+
+    fn trace(t: &Tables, b: &PktBuf, to: To) -> String {
+        super::trace_ip(t, b, to)
+    }
+}
+
+/// The MTU of the interface `b`'s next hop leaves by.
+fn egress_mtu(t: &Tables, b: &PktBuf) -> u16 {
+    match &t.next_hops[b.meta().next_hop as usize] {
+        NextHop::Forward { mtu, .. } => *mtu,
+        _ => 0,
     }
 }
 
@@ -38,11 +76,11 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             ) {
                 return local4(ctx, t, b);
             }
-            ctx.drops[DropReason::TtlExpired as usize] += 1;
+            ctx.count_drop(&b, DropReason::TtlExpired);
             icmp4_error(ctx, t, b, icmpv4::TIME_EXCEEDED, 0, 0);
         }
         Slow::NoRoute => {
-            ctx.drops[DropReason::NoRoute as usize] += 1;
+            ctx.count_drop(&b, DropReason::NoRoute);
             icmp4_error(
                 ctx,
                 t,
@@ -53,11 +91,12 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             );
         }
         Slow::Reject => {
-            ctx.drops[DropReason::Reject as usize] += 1;
+            ctx.count_drop(&b, DropReason::Reject);
             icmp4_error(ctx, t, b, icmpv4::DEST_UNREACHABLE, 13, 0);
         }
-        Slow::TooBig { mtu } => {
-            ctx.drops[DropReason::MtuExceeded as usize] += 1;
+        Slow::TooBig => {
+            ctx.count_drop(&b, DropReason::MtuExceeded);
+            let mtu = egress_mtu(t, &b);
             icmp4_error(
                 ctx,
                 t,
@@ -67,7 +106,10 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
                 mtu as u32,
             );
         }
-        Slow::Fragment { next_hop } => fragment4(ctx, t, b, next_hop),
+        Slow::Fragment => {
+            let nh = b.meta().next_hop;
+            fragment4(ctx, t, b, nh)
+        }
         Slow::Options => {
             // The fast node saw IHL > 5: check the whole header here.
             let d = b.data();
@@ -277,7 +319,7 @@ fn fragment4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32) {
         let c = checksum::fold(checksum::sum(h));
         h[10..12].copy_from_slice(&c.to_be_bytes());
         nb.meta_mut().l3_off = rw as u16;
-        ctx.out[*port as usize].push(nb);
+        ctx.tx(*port, nb);
         off += len;
     }
     ctx.cache.free(b);
@@ -298,23 +340,24 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             ) {
                 return local6(ctx, t, b);
             }
-            ctx.drops[DropReason::TtlExpired as usize] += 1;
+            ctx.count_drop(&b, DropReason::TtlExpired);
             icmp6_error(ctx, t, b, icmpv6::TIME_EXCEEDED, 0, 0);
         }
         Slow::NoRoute => {
-            ctx.drops[DropReason::NoRoute as usize] += 1;
+            ctx.count_drop(&b, DropReason::NoRoute);
             icmp6_error(ctx, t, b, icmpv6::DST_UNREACHABLE, 0, 0);
         }
         Slow::Reject => {
-            ctx.drops[DropReason::Reject as usize] += 1;
+            ctx.count_drop(&b, DropReason::Reject);
             icmp6_error(ctx, t, b, icmpv6::DST_UNREACHABLE, 1, 0);
         }
-        Slow::TooBig { mtu } => {
-            ctx.drops[DropReason::MtuExceeded as usize] += 1;
+        Slow::TooBig => {
+            ctx.count_drop(&b, DropReason::MtuExceeded);
+            let mtu = egress_mtu(t, &b);
             icmp6_error(ctx, t, b, icmpv6::PACKET_TOO_BIG, 0, mtu as u32);
         }
         // IPv6 routers never fragment; the fast node never asks.
-        Slow::Fragment { .. } => ctx.drop(b, DropReason::MtuExceeded),
+        Slow::Fragment => ctx.drop(b, DropReason::MtuExceeded),
         Slow::Options => {
             if b.data()[l3 + 7] <= 1 {
                 return slow6(ctx, t, b, Slow::TtlExpired);
@@ -407,4 +450,40 @@ fn icmp6_error(ctx: &mut Ctx, t: &Tables, b: PktBuf, msg_type: u8, code: u8, res
         |v| v.v6.lookup(src_n),
         ip6::forward,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::counters::DropReason;
+    use crate::graph::harness::{ip4, Harness};
+    use crate::graph::NodeId;
+
+    #[test]
+    fn errors_are_sent_back_and_the_rest_is_finished_or_dropped() {
+        let mut h = Harness::new();
+        // Through ip4-forward first, as the graph does, so `meta.slow` is set by its owner.
+        let fwd = h.push(
+            NodeId::Ip4Forward,
+            0,
+            &[
+                ip4([10, 0, 0, 2], [10, 1, 0, 6], 1),
+                ip4([10, 0, 0, 2], [10, 9, 9, 9], 64),
+                ip4([10, 0, 0, 2], [198, 51, 100, 7], 64),
+            ],
+        );
+        let mut fwd = fwd;
+        let v = fwd.to.remove("slow-path").unwrap();
+        assert_eq!(v.len(), 3);
+        let mut out = h.run_bufs(NodeId::SlowPath, v);
+        // Time exceeded and net unreachable, both back to 10.0.0.2 out of eth0.
+        let errors = out.to.remove("tx 0").unwrap();
+        assert_eq!(errors.len(), 2);
+        assert!(errors.iter().all(|e| e.data()[14 + 9] == 1), "ICMP");
+        assert_eq!(errors[0].data()[34], packet::icmpv4::TIME_EXCEEDED);
+        assert_eq!(errors[1].data()[34], packet::icmpv4::DEST_UNREACHABLE);
+        assert_eq!(out.dropped(DropReason::TtlExpired), 1);
+        assert_eq!(out.dropped(DropReason::NoRoute), 1);
+        // Waiting for a neighbour with no control plane to hold it: counted.
+        assert_eq!(out.dropped(DropReason::NeighborUnresolved), 1);
+    }
 }

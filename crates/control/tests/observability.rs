@@ -1,0 +1,274 @@
+//! Every node of the packet graph and every drop reason is visible where an operator looks:
+//! `show runtime`, `show errors`, the metrics and a trace. One frame per reason the mem-port bed
+//! can produce is sent while a trace follows every frame; the reasons it cannot produce here
+//! (a full transmit ring, an empty buffer pool, the punt path's limits) are checked in the
+//! metrics, which list every reason whether it counted or not.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::*;
+use control::mgmt::ops::TraceRequest;
+use dataplane::graph::{drop_owners, NodeId, TX_NODE_NAME};
+use dataplane::{BufCache, DropReason};
+use packet::checksum;
+
+const CONFIG: &str = r#"
+router: { workers: 1, buffers: 8192 }
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+  - { name: p2, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24], urpf: strict }
+  - { name: p0.9, port: p0, vlan: 9, mac: "02:00:00:00:00:01", ipv4: [192.0.9.1/24], state: down }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", ipv4: [198.51.100.1/24], mtu: 1280, acl-out: NO-DNS }
+  - { name: p2, port: p2, mac: "02:00:00:00:02:01", ipv4: [198.18.0.1/24], qos-out: tiny }
+neighbors:
+  - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
+  - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
+  - { interface: p2, ip: 198.18.0.2, mac: "02:00:00:00:02:02" }
+routes:
+  - { prefix: 10.1.0.0/16, via: 198.51.100.2 }
+  - { prefix: 10.2.0.0/16, via: 198.18.0.2 }
+  - { prefix: 10.5.0.0/16, via: 198.51.100.2 }
+  - { prefix: 10.66.0.0/16, blackhole: true }
+  - { prefix: 10.67.0.0/16, reject: true }
+  - { prefix: 10.77.0.0/16, via: 198.51.100.9 }
+acls:
+  - name: NO-DNS
+    entries: ["10 deny udp dport 53", "20 permit ip"]
+qos:
+  classes:
+    - { name: all, match: ["udp"] }
+  policies:
+    - name: tiny
+      classes:
+        - { class: all, police: { cir: 8k, cbs: 100, pir: 8k, pbs: 100, conform: transmit, exceed: drop, violate: drop } }
+"#;
+
+/// A UDP frame into p0 from 192.0.2.2 (or `src`) to `dst`, with `len` bytes of payload.
+fn udp_from(src: [u8; 4], dst: [u8; 4], ttl: u8, len: usize, dport: u16) -> Vec<u8> {
+    let mut f = ip4_frame(dst, ttl, len, true, 17, 1024);
+    f[26..30].copy_from_slice(&src);
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
+    f[24..26].copy_from_slice(&[0, 0]);
+    let c = checksum::fold(checksum::sum(&f[14..34]));
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+    f
+}
+
+fn udp(dst: [u8; 4]) -> Vec<u8> {
+    udp_from([192, 0, 2, 2], dst, 64, 32, 5000)
+}
+
+/// One frame for each reason this bed can produce, and the frame that is forwarded.
+fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
+    use DropReason::*;
+    let mut not_us = udp([10, 1, 0, 1]);
+    not_us[0..6].copy_from_slice(&[2, 9, 9, 9, 9, 9]);
+    let mut lldp = udp([10, 1, 0, 1]);
+    lldp[12..14].copy_from_slice(&[0x88, 0xcc]);
+    let tagged = |vid: u16| {
+        let f = udp([10, 1, 0, 1]);
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x81, 0x00, 0, vid as u8]);
+        t.extend_from_slice(&f[12..]);
+        t
+    };
+    let mut bad_sum = udp([10, 1, 0, 1]);
+    bad_sum[24] ^= 0x55;
+    let mut v5 = udp([10, 1, 0, 1]);
+    v5[14] = 0x55;
+    let mut bcast = udp([10, 1, 0, 1]);
+    bcast[0..6].copy_from_slice(&[0xff; 6]);
+    let mut v6_bad = ip6_frame(v6("2001:db8:2::5"), 64, 16);
+    v6_bad[14] = 0x40;
+    vec![
+        (None, udp([10, 1, 0, 1])),
+        (Some(NotForUs), not_us),
+        (Some(UnknownEthertype), lldp),
+        (Some(UnknownVlan), tagged(7)),
+        (Some(InterfaceDown), tagged(9)),
+        (Some(BadLength), vec![0; 10]),
+        (Some(Ip4BadHeader), v5),
+        (Some(Ip4BadChecksum), bad_sum),
+        (
+            Some(Ip4Martian),
+            udp_from([127, 0, 0, 1], [10, 1, 0, 1], 64, 32, 5000),
+        ),
+        (Some(L2GroupUnicast), bcast),
+        (Some(Ip6BadHeader), v6_bad),
+        (Some(Ip6Scope), ip6_frame(v6("fe80::1"), 64, 16)),
+        (
+            Some(TtlExpired),
+            udp_from([192, 0, 2, 2], [10, 1, 0, 1], 1, 32, 5000),
+        ),
+        (Some(NoRoute), udp([203, 0, 113, 1])),
+        (Some(Blackhole), udp([10, 66, 0, 1])),
+        (Some(Reject), udp([10, 67, 0, 1])),
+        (Some(NeighborUnresolved), udp([10, 77, 0, 1])),
+        (
+            Some(MtuExceeded),
+            udp_from([192, 0, 2, 2], [10, 1, 0, 1], 64, 1400, 5000),
+        ),
+        (Some(LocalUnhandled), udp([192, 0, 2, 1])),
+        (
+            Some(AclDenied),
+            udp_from([192, 0, 2, 2], [10, 1, 0, 1], 64, 32, 53),
+        ),
+        (
+            Some(PolicerDropped),
+            udp_from([192, 0, 2, 2], [10, 2, 0, 1], 64, 600, 5000),
+        ),
+        (
+            Some(UrpfFailed),
+            udp_from([10, 5, 0, 1], [10, 1, 0, 1], 64, 32, 5000),
+        ),
+        (Some(MulticastNotRouted), udp([239, 1, 1, 1])),
+    ]
+}
+
+/// Reasons the mem-port bed cannot produce: a transmit ring that refuses, a pool with no buffer
+/// left, and the punt path's rate and queue (there is no punt path without TAP twins).
+const NOT_PRODUCED: &[DropReason] = &[
+    DropReason::TxQueueFull,
+    DropReason::NoBuffer,
+    DropReason::PuntPoliced,
+    DropReason::PuntQueueFull,
+];
+
+#[test]
+fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
+    let dir = std::env::temp_dir().join(format!("linerate-obs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (core, mut peers) = core_with(&dir, CONFIG);
+    let frames = frames();
+    let produced: Vec<DropReason> = frames.iter().filter_map(|f| f.0).collect();
+    for &d in DropReason::ALL {
+        assert!(
+            produced.contains(&d) ^ NOT_PRODUCED.contains(&d),
+            "{d:?}: produce it here, or say why it cannot be"
+        );
+    }
+
+    // A trace of every frame, started before they are sent.
+    let tracer = {
+        let core = core.clone();
+        let n = frames.len() as u32;
+        std::thread::spawn(move || {
+            let r: TraceRequest = serde_json::from_value(serde_json::json!({
+                "count": n, "timeout_ms": 10_000
+            }))
+            .unwrap();
+            core.trace(&r).unwrap()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let pool = core.lock("test").runtime.pool.clone();
+    let mut cache = BufCache::new(pool);
+    for (_, f) in &frames {
+        // One frame per vector, so the trace ids follow the order sent.
+        let mut b = cache.alloc().unwrap();
+        assert!(b.fill(f));
+        let mut v = vec![b];
+        while !v.is_empty() {
+            peers[0].to_router[0].push_burst(&mut v);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let traces = tracer.join().unwrap();
+    assert_eq!(traces.len(), frames.len(), "every frame traced");
+
+    // The trace: each dropped frame's last step says dropped, with the reason's text, at a
+    // node of the graph; the forwarded one passes every node on its way to tx.
+    let mut by_id: Vec<_> = traces.iter().collect();
+    by_id.sort_by_key(|t| t.id);
+    let graph_nodes: Vec<&str> = NodeId::ALL.iter().map(|n| n.name()).collect();
+    for (t, (why, _)) in by_id.iter().zip(&frames) {
+        let last = t.steps.last().unwrap();
+        match why {
+            None => {
+                let nodes: Vec<_> = t.steps.iter().map(|s| s.node).collect();
+                assert_eq!(
+                    nodes,
+                    [
+                        "rx",
+                        "ethernet-input",
+                        "ip4-forward",
+                        "output-features",
+                        "tx"
+                    ]
+                );
+            }
+            Some(d) => {
+                assert_eq!(last.decision, format!("dropped: {}", d.text()), "{t:?}");
+                assert!(graph_nodes.contains(&last.node), "{t:?}");
+            }
+        }
+    }
+
+    // show errors: each produced reason, once, under its owner.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let errors: BTreeMap<&str, (u64, &str)> = loop {
+        let e: BTreeMap<_, _> = core
+            .errors()
+            .into_iter()
+            .map(|e| (e.reason, (e.count, e.node)))
+            .collect();
+        if e.len() >= produced.len() || Instant::now() > deadline {
+            break e;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for d in &produced {
+        let (count, node) = errors
+            .get(d.name())
+            .unwrap_or_else(|| panic!("{d:?} not in show errors: {errors:?}"));
+        assert_eq!(*count, 1, "{d:?}");
+        assert_eq!(*node, d.node());
+    }
+
+    // show runtime: every node has its row; those the frames went through counted them.
+    let rt = core.runtime();
+    let rows: BTreeMap<_, _> = rt.total.iter().map(|n| (n.node, n)).collect();
+    for name in graph_nodes.iter().chain([&TX_NODE_NAME]) {
+        assert!(rows.contains_key(name), "{name} has no runtime row");
+    }
+    assert_eq!(rows["ethernet-input"].packets, frames.len() as u64);
+    assert_eq!(rows["ethernet-input"].calls, frames.len() as u64);
+    for n in [
+        "ip4-forward",
+        "ip6-forward",
+        "slow-path",
+        "output-features",
+        TX_NODE_NAME,
+    ] {
+        assert!(rows[n].packets > 0, "{n}: {:?}", rows[n]);
+    }
+    assert_eq!(rt.workers.len(), 1);
+
+    // The metrics: every node's row and every reason, under its owner.
+    let m = core.metrics();
+    for name in graph_nodes.iter().chain([&TX_NODE_NAME]) {
+        let line = format!("linerate_node_packets_total{{worker=\"0\",node=\"{name}\"}}");
+        assert!(m.contains(&line), "{line} missing");
+    }
+    for (owner, reasons) in drop_owners() {
+        for d in reasons {
+            let line = format!(
+                "linerate_drops_total{{worker=\"0\",node=\"{owner}\",reason=\"{}\"}}",
+                d.name()
+            );
+            assert!(m.contains(&line), "{line} missing");
+        }
+    }
+
+    // clear runtime: counts start again.
+    core.clear_runtime();
+    assert!(core.runtime().total.iter().all(|n| n.packets == 0));
+    core.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}

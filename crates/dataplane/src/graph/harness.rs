@@ -1,0 +1,311 @@
+//! A test harness for one node at a time: it pushes frames into a node, as the node before it
+//! would have left them, runs that node alone, and returns what came out grouped by edge (the next
+//! node, a port's transmit vector, the punt path) and the drops by reason.
+//!
+//! Its router: port 0 is `eth0` (10.0.0.1/24, 2001:db8::1/64), port 1 is `eth1` (10.1.0.1/24,
+//! 2001:db8:1::1/64) with VLAN 100 as `eth1.100`; routes 10.1.0.0/24 and 2001:db8:1::/64 go out
+//! of `eth1` to a known neighbour, 192.0.2.0/24 is a null route, 198.51.100.0/24 waits for its
+//! neighbour's MAC, and the router's addresses are local.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use fib::{EpochDomain, LpmConfig, LpmWriter};
+use packet::checksum;
+use packet::ethernet::MacAddr;
+
+use super::{dispatch, NodeId, To};
+use crate::buffer::{BufCache, PktBuf, Pool};
+use crate::counters::DropReason;
+use crate::node::Ctx;
+use crate::tables::{Interface, NextHop, PortMap, Rewrite, Tables, Vrf, NO_IF};
+
+pub const MAC0: [u8; 6] = [2, 0, 0, 0, 0, 1];
+pub const MAC1: [u8; 6] = [2, 0, 0, 0, 0, 2];
+pub const PEER1: [u8; 6] = [2, 0, 0, 0, 1, 2];
+
+/// Next-hop ids of the harness's tables.
+pub const NH_LOCAL: u32 = 1;
+pub const NH_ETH1: u32 = 2;
+pub const NH_BLACKHOLE: u32 = 3;
+pub const NH_GLEAN: u32 = 4;
+pub const NH_ETH0: u32 = 5;
+
+/// What one node did with the frames pushed into it.
+#[derive(Default)]
+pub struct Out {
+    /// Frames per edge: a node's name, or "tx N" for port N's transmit vector.
+    pub to: BTreeMap<String, Vec<PktBuf>>,
+    pub drops: BTreeMap<DropReason, u64>,
+}
+
+impl Out {
+    pub fn count(&self, edge: &str) -> usize {
+        self.to.get(edge).map_or(0, Vec::len)
+    }
+    pub fn dropped(&self, why: DropReason) -> u64 {
+        self.drops.get(&why).copied().unwrap_or(0)
+    }
+}
+
+pub struct Harness {
+    pub t: Tables,
+    pub ctx: Ctx,
+}
+
+fn ifc(name: &str, port: u16, vlan: Option<u16>, mac: [u8; 6], v4: u32, v6: u128) -> Interface {
+    Interface {
+        name: name.into(),
+        port,
+        vlan,
+        mac: MacAddr(mac),
+        mtu: 1500,
+        vrf: 0,
+        up: true,
+        v4: vec![(v4, 24)],
+        v6: vec![(v6, 64)],
+        punt_local: false,
+    }
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        let epoch = EpochDomain::new();
+        let mut v4 = LpmWriter::<u32>::new(LpmConfig::v4(64), epoch.clone());
+        let mut v6 = LpmWriter::<u128>::new(LpmConfig::v6(64), epoch);
+        let ip4 = |a: [u8; 4]| u32::from_be_bytes(a);
+        for (p, l, nh) in [
+            (ip4([10, 0, 0, 1]), 32, NH_LOCAL),
+            (ip4([10, 0, 0, 0]), 24, NH_ETH0),
+            (ip4([10, 1, 0, 1]), 32, NH_LOCAL),
+            (ip4([10, 1, 0, 0]), 24, NH_ETH1),
+            (ip4([192, 0, 2, 0]), 24, NH_BLACKHOLE),
+            (ip4([198, 51, 100, 0]), 24, NH_GLEAN),
+        ] {
+            v4.insert(p, l, nh).unwrap();
+        }
+        v6.insert(0x2001_0db8_0001 << 80, 64, NH_ETH1).unwrap();
+        v6.insert(0x2001_0db8 << 96 | 1, 128, NH_LOCAL).unwrap();
+        v6.insert(0x2001_0db8 << 96, 64, NH_ETH0).unwrap();
+        v4.publish().unwrap();
+        v6.publish().unwrap();
+        let rw = |et| Rewrite::ethernet(MacAddr(PEER1), MacAddr(MAC1), None, et);
+        let mut vlans = vec![NO_IF; 4096];
+        vlans[100] = 2;
+        let t = Tables {
+            ifs: vec![
+                ifc(
+                    "eth0",
+                    0,
+                    None,
+                    MAC0,
+                    ip4([10, 0, 0, 1]),
+                    0x2001_0db8 << 96 | 1,
+                ),
+                ifc(
+                    "eth1",
+                    1,
+                    None,
+                    MAC1,
+                    ip4([10, 1, 0, 1]),
+                    0x2001_0db8_0001 << 80 | 1,
+                ),
+                ifc(
+                    "eth1.100",
+                    1,
+                    Some(100),
+                    MAC1,
+                    ip4([10, 2, 0, 1]),
+                    0x2001_0db8_0002 << 80 | 1,
+                ),
+            ]
+            .into_boxed_slice(),
+            ports: vec![
+                PortMap {
+                    untagged: 0,
+                    vlans: Box::new([]),
+                },
+                PortMap {
+                    untagged: 1,
+                    vlans: vlans.into_boxed_slice(),
+                },
+            ]
+            .into_boxed_slice(),
+            next_hops: vec![
+                NextHop::NoRoute,
+                NextHop::Local,
+                NextHop::Forward {
+                    tx_if: 1,
+                    port: 1,
+                    mtu: 1500,
+                    rewrite: rw(0x0800),
+                },
+                NextHop::Blackhole,
+                NextHop::Glean {
+                    tx_if: 1,
+                    neighbor: None,
+                },
+                NextHop::Forward {
+                    tx_if: 0,
+                    port: 0,
+                    mtu: 1500,
+                    rewrite: Rewrite::ethernet(
+                        MacAddr([2, 0, 0, 0, 9, 9]),
+                        MacAddr(MAC0),
+                        None,
+                        0x0800,
+                    ),
+                },
+            ]
+            .into_boxed_slice(),
+            vrfs: vec![Vrf {
+                name: "default".into(),
+                v4: v4.table().clone(),
+                v6: v6.table().clone(),
+            }]
+            .into_boxed_slice(),
+            ..Tables::empty(1000)
+        };
+        let cache = BufCache::new(Pool::new(1024));
+        Harness {
+            ctx: Ctx::new(cache, 2, 1000),
+            t,
+        }
+    }
+
+    pub fn buf(&mut self, bytes: &[u8]) -> PktBuf {
+        let mut b = self.ctx.cache.alloc().expect("the harness's pool has room");
+        b.set_len(bytes.len());
+        b.data_mut().copy_from_slice(bytes);
+        b
+    }
+
+    /// Runs `node` alone on `frames`, received on `port`. Frames for a node after
+    /// ethernet-input arrive as ethernet-input leaves them (the interface of `port`'s untagged
+    /// frames, `l3_off` after the Ethernet header).
+    pub fn push(&mut self, node: NodeId, port: u16, frames: &[Vec<u8>]) -> Out {
+        let mut v: Vec<PktBuf> = frames.iter().map(|f| self.buf(f)).collect();
+        if node != NodeId::EthernetInput {
+            for b in v.iter_mut() {
+                let m = b.meta_mut();
+                m.rx_port = port;
+                m.rx_if = self.t.ports[port as usize].untagged;
+                m.l3_off = 14;
+                m.l2_group = false;
+            }
+        }
+        self.ctx.rx_port = port;
+        self.run_bufs(node, v)
+    }
+
+    /// Runs `node` alone on buffers whose metadata the caller set.
+    pub fn run_bufs(&mut self, node: NodeId, mut v: Vec<PktBuf>) -> Out {
+        self.ctx.drops = [0; crate::counters::DROP_COUNT];
+        dispatch(node, &mut self.ctx, &self.t, &mut v);
+        assert!(v.is_empty(), "{} left frames in its input", node.name());
+        let mut out = Out::default();
+        for &n in NodeId::ALL {
+            let got: Vec<PktBuf> = self.ctx.frames.v[n as usize].drain(..).collect();
+            if !got.is_empty() {
+                assert!(
+                    node.next().contains(&n),
+                    "{} sent to {}, which is not one of its edges",
+                    node.name(),
+                    n.name()
+                );
+                out.to.insert(n.name().into(), got);
+            }
+        }
+        for (p, q) in self.ctx.out.iter_mut().enumerate() {
+            if !q.is_empty() {
+                assert!(node.transmits(), "{} transmitted", node.name());
+                out.to.insert(format!("tx {p}"), std::mem::take(q));
+            }
+        }
+        for (i, &d) in self.ctx.drops.iter().enumerate() {
+            if d > 0 {
+                out.drops.insert(DropReason::ALL[i], d);
+            }
+        }
+        out
+    }
+
+    /// The trace line `node` writes for `b` sent to `to`.
+    pub fn trace(&self, node: NodeId, b: &PktBuf, to: To) -> String {
+        node.trace(&self.t, b, to)
+    }
+}
+
+/// An Ethernet header to `dst` from a peer, of EtherType `et`.
+pub fn eth(dst: [u8; 6], et: u16) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&[2, 0, 0, 0, 9, 9]);
+    f.extend_from_slice(&et.to_be_bytes());
+    f
+}
+
+/// A UDP-in-IPv4 frame to `dst` (the router's MAC on port 0) with this TTL.
+pub fn ip4(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
+    let mut f = eth(MAC0, 0x0800);
+    let mut h = [0u8; 20];
+    h[0] = 0x45;
+    h[2..4].copy_from_slice(&28u16.to_be_bytes());
+    h[8] = ttl;
+    h[9] = 17;
+    h[12..16].copy_from_slice(&src);
+    h[16..20].copy_from_slice(&dst);
+    let c = checksum::fold(checksum::sum(&h));
+    h[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&h);
+    f.extend_from_slice(&[0x30, 0x39, 0x00, 0x35, 0, 8, 0, 0]);
+    f
+}
+
+/// A UDP-in-IPv6 frame to `dst` with this hop limit.
+pub fn ip6(src: u128, dst: u128, hlim: u8) -> Vec<u8> {
+    let mut f = eth(MAC0, 0x86dd);
+    let mut h = [0u8; 40];
+    h[0] = 0x60;
+    h[4..6].copy_from_slice(&8u16.to_be_bytes());
+    h[6] = 17;
+    h[7] = hlim;
+    h[8..24].copy_from_slice(&src.to_be_bytes());
+    h[24..40].copy_from_slice(&dst.to_be_bytes());
+    f.extend_from_slice(&h);
+    f.extend_from_slice(&[0x30, 0x39, 0x00, 0x35, 0, 8, 0, 0]);
+    f
+}
+
+/// An access list for `ifx`'s output arc that denies UDP to port 53 and permits the rest.
+pub fn deny_dns_out(t: &mut Tables, ifx: usize) -> Arc<crate::feature::AclCounters> {
+    use crate::feature::{Acl, AclCounters, AclEntry, IfFeatures, Step};
+    let mut deny = classify::Rule::any();
+    deny.ranges[classify::Dim::DstPort as usize] = (53, 53);
+    let counters = Arc::new(AclCounters::new("NO-DNS", 1));
+    let acl = Acl {
+        classifier: classify::Classifier::compile(&[deny, classify::Rule::any()]),
+        entries: vec![
+            AclEntry {
+                permit: false,
+                log: false,
+                list: 0,
+                index: 0,
+            },
+            AclEntry {
+                permit: true,
+                log: false,
+                list: 0,
+                index: 1,
+            },
+        ]
+        .into_boxed_slice(),
+        lists: vec![counters.clone()].into_boxed_slice(),
+        seqs: vec![vec![10u32].into_boxed_slice()].into_boxed_slice(),
+    };
+    let f = IfFeatures::new(vec![], vec![Step::Acl(Arc::new(acl))]).unwrap();
+    let mut all: Vec<_> = (0..t.ifs.len()).map(|_| None).collect();
+    all[ifx] = Some(Arc::new(f));
+    t.features = all.into_boxed_slice();
+    t.any_features = true;
+    counters
+}
