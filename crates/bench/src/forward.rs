@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use control::{Router, StartOptions};
+use dataplane::graph::{NodeId, NodeSnapshot, NODE_ROWS, TX_NODE_NAME};
 use dataplane::{BufCache, NextHop, Pool};
 use fib::gen::{self, Profile, Spec};
 use rand::rngs::SmallRng;
@@ -58,6 +59,35 @@ pub struct Result {
     /// With services: flows in the flow caches at the end, and flows evicted early (cache full).
     pub flows_in_cache: u64,
     pub flows_evicted: u64,
+    /// `show runtime` over the measured interval, summed over the workers: each graph node's
+    /// name and counts.
+    pub nodes: Vec<(&'static str, NodeSnapshot)>,
+}
+
+/// The graph nodes' counts, summed over the running workers.
+fn node_rows(running: &control::Runtime) -> [NodeSnapshot; NODE_ROWS] {
+    let mut rows = [NodeSnapshot::default(); NODE_ROWS];
+    for (_, c) in running.worker_counters() {
+        for (r, n) in rows.iter_mut().zip(c.nodes.iter()) {
+            r.add(&NodeSnapshot::read(n));
+        }
+    }
+    rows
+}
+
+/// `after - before`, row by row, with the rows' names.
+fn node_delta(
+    before: &[NodeSnapshot; NODE_ROWS],
+    after: &[NodeSnapshot; NODE_ROWS],
+) -> Vec<(&'static str, NodeSnapshot)> {
+    let names = NodeId::ALL
+        .iter()
+        .map(|n| n.name())
+        .chain(std::iter::once(TX_NODE_NAME));
+    names
+        .zip(after.iter().zip(before.iter()))
+        .map(|(n, (a, b))| (n, a.since(b)))
+        .collect()
 }
 
 /// The flow caches' occupancy and evictions, once the workers have published them.
@@ -345,6 +375,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     let deadline = start + Duration::from_secs_f64(o.seconds);
     let mut ti = 0usize;
     let busy0 = running.snapshot();
+    let nodes0 = node_rows(&running);
     let u0 = updates.load(Ordering::Relaxed);
     // The sink: takes everything the router has sent, from every worker's ring.
     let drain =
@@ -401,6 +432,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     }
     let (flows_in_cache, flows_evicted) = keep.as_ref().map_or((0, 0), flow_state);
     drop(keep);
+    let nodes = node_delta(&nodes0, &node_rows(&running));
     let snap = running.stop();
     let busy_ns = snap.busy_ns - busy0.busy_ns;
     let fwd: u64 = snap.tx_packets.iter().sum();
@@ -426,6 +458,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             .collect(),
         flows_in_cache,
         flows_evicted,
+        nodes,
     })
 }
 
@@ -450,9 +483,11 @@ fn replay(
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(500));
     let s0 = running.snapshot();
+    let nodes0 = node_rows(&running);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs_f64(o.seconds));
     let s1 = running.snapshot();
+    let nodes = node_delta(&nodes0, &node_rows(&running));
     let elapsed = t0.elapsed().as_secs_f64();
     let (flows_in_cache, flows_evicted) = flow_state(&router);
     let snap = running.stop();
@@ -483,5 +518,6 @@ fn replay(
             .collect(),
         flows_in_cache,
         flows_evicted,
+        nodes,
     })
 }

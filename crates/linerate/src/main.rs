@@ -277,6 +277,10 @@ enum BenchCmd {
         flows: usize,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
+        /// Print `show runtime` for each run: per graph node, calls, packets, vector size and
+        /// ns per packet (sampled), summed over the workers.
+        #[arg(long)]
+        runtime: bool,
         #[arg(long)]
         json: bool,
     },
@@ -745,6 +749,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             services,
             flows,
             workdir,
+            runtime,
             json,
         } => {
             outln!(
@@ -812,6 +817,37 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                         flows
                     );
                 }
+                if runtime {
+                    outln!(
+                        "       {:<16} {:>10} {:>11} {:>7} {:>10}",
+                        "node",
+                        "calls",
+                        "packets",
+                        "vector",
+                        "ns/packet"
+                    );
+                    for (name, n) in &r.nodes {
+                        let ns = n
+                            .ns_per_packet()
+                            .map_or("-".to_string(), |x| format!("{x:.1}"));
+                        outln!(
+                            "       {:<16} {:>10} {:>11} {:>7.1} {:>10}",
+                            name,
+                            n.calls,
+                            n.packets,
+                            n.vector_size(),
+                            ns
+                        );
+                    }
+                }
+                let nodes: Vec<serde_json::Value> = r
+                    .nodes
+                    .iter()
+                    .map(|(name, n)| {
+                        serde_json::json!({"node": name, "calls": n.calls, "packets": n.packets,
+                            "vector_size": n.vector_size(), "ns_per_packet": n.ns_per_packet()})
+                    })
+                    .collect();
                 if json {
                     eprintln!(
                         "{}",
@@ -819,7 +855,8 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                             "frame": size, "workers": workers, "routes": r.routes, "mpps": r.mpps, "sent": r.sent, "received": r.received,
                             "lost": r.lost, "busy_ns_per_packet": r.busy_ns_per_packet, "cycles_per_packet": r.cycles_per_packet,
                             "updates": r.updates, "updates_per_s": r.updates_per_s, "services": services,
-                            "flows": flows, "flows_in_cache": r.flows_in_cache, "flows_evicted": r.flows_evicted})
+                            "flows": flows, "flows_in_cache": r.flows_in_cache, "flows_evicted": r.flows_evicted,
+                            "nodes": nodes})
                     );
                 }
             }

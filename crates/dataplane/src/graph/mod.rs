@@ -190,7 +190,6 @@ impl Frames {
     pub fn len(&self, n: NodeId) -> usize {
         self.v[n as usize].len()
     }
-
 }
 
 /// Runs `pkts` (one receive burst of `port`) through ethernet-input and on through the graph,
