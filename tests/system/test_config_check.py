@@ -48,6 +48,10 @@ EXPECTED = {
         ("45-same-subnet-twice-one-interface.yaml", 7, 77, "interfaces[1].ipv4[1]", "same subnet")],
     "46-interface-ip-is-neighbor-ip.yaml": [
         ("46-interface-ip-is-neighbor-ip.yaml", 9, 5, "neighbors[0]", "address of interface `p1` itself")],
+    "47-punt-table.yaml": [
+        ("47-punt-table.yaml", 9, 11, "control-plane.punt.bgpp", "`bgpp` is not a punt class"),
+        ("47-punt-table.yaml", 10, 11, "control-plane.punt.ospf.rate", "at least 1 frame per second"),
+        ("47-punt-table.yaml", 11, 11, "control-plane.punt.lldp.rate", "`rate` is required")],
 }
 
 

@@ -333,7 +333,7 @@ def test_show_runtime_under_traffic_counts_each_node_and_clears(bench):
     assert v["timed_every"] == 16
     assert len(v["workers"]) == 1 and v["workers"][0]["worker"] == 0
     rows = {n["node"]: n for n in v["total"]}
-    assert set(rows) == {"ethernet-input", "ip4-forward", "ip6-forward", "slow-path",
+    assert set(rows) == {"ethernet-input", "ip4-forward", "ip6-forward", "l2-control", "slow-path",
                          "output-features", "interface-output"}, rows
     eth, ip4, tx = rows["ethernet-input"], rows["ip4-forward"], rows["interface-output"]
     assert eth["packets"] > 10_000, eth
@@ -349,6 +349,31 @@ def test_show_runtime_under_traffic_counts_each_node_and_clears(bench):
     b.ok("clear", "runtime")
     after = {n["node"]: n for n in json.loads(b.ok("show", "runtime", "--json").stdout)["total"]}
     assert after["ethernet-input"]["packets"] < eth["packets"], (after, eth)
+    assert_clean(only_trial(b.finish()))
+
+
+def test_show_processes_cpu_tells_work_from_polling(bench):
+    """`show processes cpu`: the worker's row has its core, the CPU it used and the work it did
+    (less: it polls between vectors), over windows no longer than the history; the router's
+    own threads are listed as control threads."""
+    b = bench(*PATTERN_ARGS, "--load", "20", "--seconds", "5")
+    time.sleep(3)
+    v = json.loads(b.ok("show", "processes", "cpu", "--json").stdout)
+    assert 1.5 <= v["covered_s"][0] <= 5.5, v["covered_s"]
+    rows = v["rows"]
+    workers = [r for r in rows if r["kind"] == "worker"]
+    assert [w["name"] for w in workers] == ["worker0"], rows
+    w = workers[0]
+    # 20 % of 100 Mbit/s of 128-byte frames is ~18,000 frames/s: a little work, and the
+    # polling loop's CPU on top of it.
+    assert 0 < w["busy"][0] < 50, w
+    assert w["cpu"][0] >= w["busy"][0], w
+    names = {r["name"] for r in rows if r["kind"] == "control"}
+    assert "cpu" in names, names
+    text = b.ok("show", "processes", "cpu").stdout
+    assert "worker0" in text and "Busy 5s" in text, text
+    m = b.ok("show", "metrics").stdout
+    assert 'linerate_thread_cpu_percent{thread="worker0"' in m
     assert_clean(only_trial(b.finish()))
 
 

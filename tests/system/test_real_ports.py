@@ -135,7 +135,8 @@ def test_arp_nd_punt_and_forwarding(linerate_bin, testbed, tmp_path, driver):
         assert taps["p0"]["to_kernel"] >= 3 and taps["p0"]["from_kernel"] >= 3, taps
         # The policed classes counted what they passed.
         classes = {c["class"]: c for c in r.json("show", "punt")["classes"]}
-        assert classes["neighbor"]["punted"] >= 4 and classes["glean"]["punted"] >= 2
+        assert classes["arp"]["punted"] + classes["nd"]["punted"] >= 4
+        assert classes["glean"]["punted"] >= 2
         assert classes["local"]["punted"] >= 6
         assert all(c["policed"] == 0 for c in classes.values())
     finally:
@@ -146,19 +147,19 @@ def test_punt_flood_is_policed_and_forwarding_goes_on(linerate_bin, testbed, tmp
     """A flood of ARP requests at the router is policed to its class's rate: the workers go on
     forwarding, and the routing class is untouched."""
     dut, h1, h2, cfg = topology(testbed)
-    cfg = cfg.replace("  taps: true\n", "  taps: true\n  punt-rate: { neighbor: 200 }\n")
+    cfg = cfg.replace("  taps: true\n", "  taps: true\n  punt: { arp: { rate: 200 } }\n")
     r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
     try:
         assert h1.ping("198.51.100.2", count=1, timeout=3)
         # 20,000 ARP requests for the router's address, as fast as one core sends them.
         h1.run(["python3", "-c", ARP_FLOOD], timeout=60)
         classes = {c["class"]: c for c in r.json("show", "punt")["classes"]}
-        assert classes["neighbor"]["policed"] > 10_000, classes
-        assert classes["routing"]["policed"] == 0
+        assert classes["arp"]["policed"] > 10_000, classes
+        assert all(c["policed"] == 0 for k, c in classes.items() if k != "arp"), classes
         out = h1.run(["ping", "-q", "-c", "100", "-i", "0.005", "198.51.100.2"],
                      check=False).stdout
         assert " 0% packet loss" in out, out
-        assert r.drops().get("PuntPoliced", 0) == classes["neighbor"]["policed"]
+        assert r.drops().get("PuntPoliced", 0) == classes["arp"]["policed"]
     finally:
         r.stop()
 

@@ -299,6 +299,7 @@ fn routes(core: Arc<Core>) -> Router {
                 })
             }),
         )
+        .route("/v1/cpu", get(|State(c): Shared| call(c, |c| c.cpu())))
         .route(
             "/v1/runtime",
             get(|State(c): Shared| call(c, |c| Ok(c.runtime()))),

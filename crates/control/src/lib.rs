@@ -4,6 +4,7 @@
 //! history), syslog and metrics. Later: FPM, neighbours.
 
 pub mod config;
+pub mod cpu;
 pub mod fpm;
 #[doc(hidden)]
 pub mod fuzzing;

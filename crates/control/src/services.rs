@@ -73,6 +73,9 @@ pub struct ServicesState {
     pub plan: Arc<ArcSwap<ExportPlan>>,
     pub export: Arc<Mutex<ExportCounters>>,
     pub stop: Arc<AtomicBool>,
+    /// The punt table's limits (control-plane protection), published with the tables; the
+    /// same `Arc` while they do not change, so workers keep their buckets across commits.
+    pub punt: Arc<dataplane::punt::PuntLimits>,
 }
 
 impl ServicesState {
@@ -89,6 +92,10 @@ impl ServicesState {
             policers: HashMap::new(),
             qos_bound: HashMap::new(),
             flow_cfg: s.flow_export.clone(),
+            punt: match prev {
+                Some(p) if *p.punt == cfg.control_plane.punt => p.punt.clone(),
+                _ => Arc::new(cfg.control_plane.punt.clone()),
+            },
             plan: prev.map_or_else(Default::default, |p| p.plan.clone()),
             export: prev.map_or_else(Default::default, |p| p.export.clone()),
             stop: prev.map_or_else(Default::default, |p| p.stop.clone()),

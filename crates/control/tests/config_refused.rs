@@ -313,3 +313,38 @@ fn an_af_packet_port_chooses_its_receive_ring_and_nothing_else_may() {
     assert_eq!((e[1].line, e[1].field.as_str()), (3, "ports[1].rx-ring"));
     assert!(e[1].message.contains("only an af_packet port"), "{e:#?}");
 }
+
+#[test]
+fn a_punt_table_with_an_unknown_class_or_a_zero_rate_is_refused() {
+    let e = config_errors("refused/47-punt-table.yaml");
+    let at: Vec<_> = e
+        .iter()
+        .map(|e| (e.line, e.field.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(e.len(), 3, "{e:#?}");
+    assert_eq!((at[0].0, at[0].1), (9, "control-plane.punt.bgpp"), "{at:?}");
+    assert!(at[0].2.contains("`bgpp` is not a punt class") && at[0].2.contains("bgp,"));
+    assert_eq!(
+        (at[1].0, at[1].1),
+        (10, "control-plane.punt.ospf.rate"),
+        "{at:?}"
+    );
+    assert_eq!(
+        (at[2].0, at[2].1),
+        (11, "control-plane.punt.lldp.rate"),
+        "{at:?}"
+    );
+    assert!(at[2].2.contains("`rate` is required"));
+}
+
+#[test]
+fn the_old_punt_rate_names_its_replacement() {
+    let text = std::fs::read_to_string(fixture("base.yaml")).unwrap()
+        + "control-plane:\n  punt-rate: { neighbor: 200 }\n";
+    let e = config::parse(&text, Path::new("x.yaml"))
+        .expect_err("refused")
+        .0;
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0].field, "control-plane.punt-rate");
+    assert!(e[0].message.contains("is now `punt`"), "{}", e[0]);
+}

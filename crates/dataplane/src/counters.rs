@@ -93,6 +93,8 @@ pub struct WorkerCounters {
     pub busy_ns: AtomicU64,
     /// Per graph node (and interface-output, last): `show runtime`'s counts.
     pub nodes: [crate::graph::NodeCounters; crate::graph::NODE_ROWS],
+    /// Per punt class: punted, policed, queue full.
+    pub punt: [crate::punt::PuntClassCounters; crate::punt::CLASSES],
 }
 
 #[inline(always)]
@@ -113,6 +115,7 @@ impl WorkerCounters {
             vectors: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
             nodes: std::array::from_fn(|_| Default::default()),
+            punt: std::array::from_fn(|_| Default::default()),
         }
     }
 }

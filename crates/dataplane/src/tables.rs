@@ -132,6 +132,8 @@ pub struct Tables {
     /// Forward IPv4 packets to class E destinations (240.0.0.0/4), which RFC 1812 5.3.7 says a
     /// router should not: for the rare network that has made them unicast.
     pub route_class_e: bool,
+    /// The punt table's rates and bursts (control-plane protection).
+    pub punt: Arc<crate::punt::PuntLimits>,
 }
 
 impl Tables {
@@ -148,6 +150,7 @@ impl Tables {
             flow: None,
             acl_log: None,
             route_class_e: false,
+            punt: Default::default(),
         }
     }
 }

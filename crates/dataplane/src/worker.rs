@@ -208,9 +208,7 @@ impl Worker {
                 ctx.now_ns = t0;
                 ctx.clock_ns = clock0 + t0;
                 ctx.icmp.refill(t0);
-                if let Some(p) = ctx.punt.as_mut() {
-                    p.refill(t0);
-                }
+                ctx.punt_policer.sync(&t.punt);
                 if t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some() {
                     crate::feature::output::housekeeping(&mut ctx, t);
                 }
@@ -325,9 +323,7 @@ fn transmit(ctx: &mut Ctx, ports: &mut [Option<Box<dyn TxQueue>>], counters: &Wo
 }
 
 fn flush_counters(ctx: &mut Ctx, c: &WorkerCounters) {
-    if let Some(p) = ctx.punt.as_mut() {
-        p.flush_counters();
-    }
+    ctx.punt_policer.flush(&c.punt);
     ctx.runtime.flush(&c.nodes);
     for (i, d) in ctx.drops.iter_mut().enumerate() {
         if *d != 0 {

@@ -68,6 +68,12 @@ pub enum ShowCmd {
     Workers,
     /// Per worker and graph node: calls, packets, vector size, ns per packet (sampled).
     Runtime,
+    /// `show processes cpu`: per thread (workers, the router's, FRR's), CPU used and work done
+    /// over 5 s, 1 min and 5 min.
+    Processes {
+        #[command(subcommand)]
+        what: ProcessesShow,
+    },
     /// The latest syslog records.
     Logging {
         #[arg(short, default_value_t = 50)]
@@ -139,6 +145,12 @@ pub enum RouteShow {
         #[arg(long, default_value_t = 1000)]
         limit: usize,
     },
+}
+
+#[derive(Subcommand)]
+pub enum ProcessesShow {
+    /// CPU per thread.
+    Cpu,
 }
 
 #[derive(Subcommand)]
@@ -603,6 +615,9 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             table(&["Node", "Reason", "Count", "Per worker", "Meaning"], rows)
         }),
         ShowCmd::Runtime => ("/v1/runtime".into(), render_runtime),
+        ShowCmd::Processes {
+            what: ProcessesShow::Cpu,
+        } => ("/v1/cpu".into(), render_cpu),
         ShowCmd::Workers => ("/v1/workers".into(), |v| {
             let rows = v
                 .as_array()
@@ -837,9 +852,10 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                     vec![
                         s(&c["class"]),
                         s(&c["rate"]),
+                        s(&c["burst"]),
                         s(&c["punted"]),
                         s(&c["policed"]),
-                        s(&c["ring_full"]),
+                        s(&c["queue_full"]),
                     ]
                 })
                 .collect();
@@ -857,12 +873,23 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                     ]
                 })
                 .collect();
+            let head = [
+                "Class",
+                "Rate/worker",
+                "Burst",
+                "Punted",
+                "Policed",
+                "Queue full",
+            ];
+            if v["punt_path"].as_bool() != Some(true) {
+                return format!(
+                    "{}(no punt path: the slow path's classes are policed; the rest are dropped as having no service)\n",
+                    table(&head, classes)
+                );
+            }
             format!(
                 "{}\n{}\nInjected: {}, inject drops: {}, no TAP: {}\nNeighbours: {}\n",
-                table(
-                    &["Class", "Rate/worker", "Punted", "Policed", "Ring full"],
-                    classes
-                ),
+                table(&head, classes),
                 table(
                     &[
                         "Interface",
@@ -934,6 +961,40 @@ pub fn clear(a: &ApiArgs, what: ClearCmd) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `show processes cpu`: one row per thread, busy and CPU per window.
+fn render_cpu(v: &Value) -> String {
+    let pct = |x: &Value| format!("{:.1}%", x.as_f64().unwrap_or(0.0));
+    let rows = v["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            vec![
+                s(&r["name"]),
+                s(&r["kind"]),
+                s(&r["id"]),
+                r["core"].as_u64().map_or("-".into(), |c| c.to_string()),
+                pct(&r["busy"][0]),
+                pct(&r["busy"][1]),
+                pct(&r["busy"][2]),
+                pct(&r["cpu"][0]),
+                pct(&r["cpu"][1]),
+                pct(&r["cpu"][2]),
+            ]
+        })
+        .collect();
+    let covered = |i: usize| v["covered_s"][i].as_f64().unwrap_or(0.0);
+    format!(
+        "{}(busy: work done, for a worker the vectors that carried frames; cpu: time on a CPU, \
+         polling included; % of one CPU; history: {:.0} s)\n",
+        table(
+            &["Thread", "Kind", "Id", "Core", "Busy 5s", "1m", "5m", "CPU 5s", "1m", "5m"],
+            rows
+        ),
+        covered(2)
+    )
 }
 
 /// `show runtime`: one table per worker, then the total, in the manner of VPP's.

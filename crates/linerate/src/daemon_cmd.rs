@@ -124,10 +124,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         });
     }
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
-    let hub = dataplane::punt::PuntHub::new(dataplane::punt::PuntConfig {
-        rates: cp.punt_rates,
-        ..Default::default()
-    });
+    let hub = dataplane::punt::PuntHub::new(dataplane::punt::PuntConfig::default());
     let mut runtime = Runtime::start(
         &router,
         StartOptions {

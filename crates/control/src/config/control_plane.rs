@@ -3,7 +3,9 @@
 //! ```yaml
 //! control-plane:
 //!   taps: true              # a TAP twin per interface, carrying its addresses (linux-cp)
-//!   punt-rate: { neighbor: 2000, routing: 20000, local: 2000, glean: 2000 }  # frames/s per worker
+//!   punt:                   # the punt table: rate (frames/s per worker) and burst per class
+//!     arp: { rate: 2000, burst: 200 }
+//!     bgp: { rate: 20000 }  # burst: a tenth of the rate unless given
 //!   neighbor: { reachable-time: 30, retransmit-ms: 1000, retries: 3, hold: 8 }
 //!   fpm: { listen: "127.0.0.1:2620", stale-time: 120, tables: { 254: default, 10: blue } }
 //! ```
@@ -13,26 +15,16 @@ use std::net::SocketAddr;
 use super::fields::{Errs, Fields};
 use crate::yaml::Node;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ControlPlane {
     /// Every interface gets a TAP twin in the kernel (name: the interface's `host-name`, or
     /// `lr-` and its name), and traffic for the router goes up it.
     pub taps: bool,
-    /// Punt policer rates per worker, by class (neighbor, routing, local, glean).
-    pub punt_rates: [u32; 4],
+    /// The punt table: rate and burst per class (`dataplane::punt::PuntClass`). A commit may
+    /// change it while the router runs.
+    pub punt: dataplane::punt::PuntLimits,
     pub neighbor: NeighborTimers,
     pub fpm: Option<FpmCfg>,
-}
-
-impl Default for ControlPlane {
-    fn default() -> Self {
-        Self {
-            taps: false,
-            punt_rates: dataplane::punt::PuntConfig::default().rates,
-            neighbor: NeighborTimers::default(),
-            fpm: None,
-        }
-    }
 }
 
 /// ARP and ND timing, after the Linux defaults (RFC 4861 10: REACHABLE_TIME 30 s,
@@ -59,6 +51,59 @@ impl Default for NeighborTimers {
     }
 }
 
+/// `control-plane.punt`: `CLASS: { rate: N, burst: N }` for any of the classes.
+fn parse_punt(n: &Node, limits: &mut dataplane::punt::PuntLimits, e: &mut Errs) {
+    use dataplane::punt::PuntClass;
+    let crate::yaml::Value::Map(m) = &n.value else {
+        e.at(
+            n,
+            "control-plane.punt",
+            "a map of punt classes, each `{ rate: N, burst: N }`",
+        );
+        return;
+    };
+    for (k, v) in m {
+        let path = format!("control-plane.punt.{k}");
+        let Some(class) = PuntClass::parse(k) else {
+            let names: Vec<_> = PuntClass::ALL.iter().map(|c| c.name()).collect();
+            e.at(
+                v,
+                &path,
+                format!("`{k}` is not a punt class ({})", names.join(", ")),
+            );
+            continue;
+        };
+        let Some(mut g) = Fields::new(path.clone(), v, e) else {
+            continue;
+        };
+        let rate = g.parse::<u32>("rate", "a rate (frames per second per worker)", e);
+        let burst = g.parse::<u32>("burst", "a frame count", e);
+        g.finish(e);
+        let Some(rate) = rate else {
+            e.at(v, &format!("{path}.rate"), "`rate` is required");
+            continue;
+        };
+        if rate == 0 {
+            e.at(
+                v,
+                &format!("{path}.rate"),
+                "a rate must be at least 1 frame per second",
+            );
+            continue;
+        }
+        let burst = burst.unwrap_or((rate / 10).max(1));
+        if burst == 0 {
+            e.at(
+                v,
+                &format!("{path}.burst"),
+                "a burst must be at least 1 frame",
+            );
+            continue;
+        }
+        limits.limits[class as usize] = dataplane::punt::Limit { rate, burst };
+    }
+}
+
 /// The FPM server zebra's `dplane_fpm_nl` connects to.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FpmCfg {
@@ -78,22 +123,16 @@ pub(super) fn parse(n: &Node, vrfs: &[String], e: &mut Errs) -> ControlPlane {
         cp.taps = t;
     }
     if let Some(r) = f.get("punt-rate") {
-        if let Some(mut g) = Fields::new("control-plane.punt-rate".into(), r, e) {
-            for (i, class) in dataplane::punt::PuntClass::ALL.iter().enumerate() {
-                if let Some(v) = g.parse::<u32>(class.name(), "a rate (frames per second)", e) {
-                    if v == 0 {
-                        e.at(
-                            r,
-                            &format!("control-plane.punt-rate.{}", class.name()),
-                            "a rate must be at least 1 frame per second",
-                        );
-                    } else {
-                        cp.punt_rates[i] = v;
-                    }
-                }
-            }
-            g.finish(e);
-        }
+        e.at(
+            r,
+            "control-plane.punt-rate",
+            "`punt-rate` is now `punt`, a table with one entry per class (arp, nd, ospf, bgp, \
+             ldp, pim, igmp-mld, isis, bfd, local, glean, ttl-expired, ...), each \
+             `{ rate: FRAMES_PER_S, burst: FRAMES }`",
+        );
+    }
+    if let Some(r) = f.get("punt") {
+        parse_punt(r, &mut cp.punt, e);
     }
     if let Some(nb) = f.get("neighbor") {
         if let Some(mut g) = Fields::new("control-plane.neighbor".into(), nb, e) {

@@ -290,7 +290,12 @@ pub fn summarize(old: &Config, new: &Config) -> Vec<String> {
 /// the old list: punted frames would go up the wrong twin. Until twins follow commits, such a
 /// commit is refused rather than half applied.
 fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
-    if old.control_plane != new.control_plane {
+    // The punt table is published with the tables: a commit changes it like any other.
+    let fixed = |c: &config::ControlPlane| config::ControlPlane {
+        punt: Default::default(),
+        ..c.clone()
+    };
+    if fixed(&old.control_plane) != fixed(&new.control_plane) {
         return Some(
             "control-plane: the punt path, TAP twins and FPM server are set up at start".into(),
         );

@@ -170,6 +170,8 @@ pub struct Core {
     pub fpm: Mutex<Option<crate::fpm::FpmPlane>>,
     /// The link-state thread, where ports sit on kernel devices.
     pub links: Mutex<Option<crate::link::LinkWatch>>,
+    /// The CPU sampler (`show processes cpu`).
+    pub cpu: Mutex<Option<crate::cpu::CpuMonitor>>,
 }
 
 /// A held state lock, which records the command's run time when dropped.
@@ -245,6 +247,7 @@ impl Core {
             punt: Mutex::new(None),
             fpm: Mutex::new(None),
             links: Mutex::new(None),
+            cpu: Mutex::new(None),
             state: Mutex::new(State {
                 router,
                 runtime,
@@ -267,6 +270,29 @@ impl Core {
             let mut s = core.lock("startup");
             commit::record_startup(&core, &mut s)?;
         }
+        let weak = Arc::downgrade(&core);
+        let monitor = crate::cpu::CpuMonitor::start(Box::new(move || {
+            let core = weak.upgrade()?;
+            // Not `lock`: a sample a second is not an API command to time.
+            let s = core.state.lock().unwrap_or_else(|e| e.into_inner());
+            let cores: HashMap<usize, Option<usize>> = s
+                .runtime
+                .workers()
+                .into_iter()
+                .map(|w| (w.id, w.core))
+                .collect();
+            Some(
+                s.runtime
+                    .worker_counters()
+                    .into_iter()
+                    .map(|(id, c)| {
+                        let busy = c.busy_ns.load(std::sync::atomic::Ordering::Relaxed);
+                        (id, busy, cores.get(&id).copied().flatten())
+                    })
+                    .collect(),
+            )
+        }));
+        *core.cpu.lock().unwrap_or_else(|e| e.into_inner()) = Some(monitor);
         core.logger.log(
             Severity::Notice,
             "SYSTEM_START",
@@ -345,35 +371,63 @@ impl Core {
         Ok(())
     }
 
-    /// `show punt`: per-class punts and policer drops, TAP twins, neighbour statistics.
+    /// `show punt`: the punt table (each class's rate, burst, and what it passed, policed and
+    /// found the queue full for, summed over every worker that ran), and where there is a punt
+    /// path, its TAP twins and neighbour statistics.
     pub fn punt_status(&self) -> ApiResult<serde_json::Value> {
-        let g = self.punt.lock().unwrap_or_else(|e| e.into_inner());
-        let p = g
-            .as_ref()
-            .ok_or_else(|| ApiError::not_found("no punt path (a daemon on real ports has one)"))?;
-        let st = p.status();
-        let c = &p.hub.counters;
-        use dataplane::punt::{PuntClass, PuntCounters};
+        use dataplane::punt::PuntClass;
+        use std::sync::atomic::Ordering::Relaxed;
+        let (limits, counters) = {
+            let s = self.lock("show.punt");
+            (s.router.services.punt.clone(), s.runtime.all_counters())
+        };
         let classes: Vec<serde_json::Value> = PuntClass::ALL
             .iter()
             .map(|&k| {
+                let sum = |f: fn(
+                    &dataplane::punt::PuntClassCounters,
+                ) -> &std::sync::atomic::AtomicU64| {
+                    counters
+                        .iter()
+                        .map(|c| f(&c.punt[k as usize]).load(Relaxed))
+                        .sum::<u64>()
+                };
+                let l = limits.get(k);
                 serde_json::json!({
                     "class": k.name(),
-                    "rate": p.hub.cfg.rates[k as usize],
-                    "punted": PuntCounters::get(&c.punted, k),
-                    "policed": PuntCounters::get(&c.policed, k),
-                    "ring_full": PuntCounters::get(&c.ring_full, k),
+                    "rate": l.rate,
+                    "burst": l.burst,
+                    "punted": sum(|c| &c.punted),
+                    "policed": sum(|c| &c.policed),
+                    "queue_full": sum(|c| &c.queue_full),
+                    "text": k.text(),
                 })
             })
             .collect();
+        let g = self.punt.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(p) = g.as_ref() else {
+            return Ok(serde_json::json!({ "classes": classes, "punt_path": false }));
+        };
+        let st = p.status();
         Ok(serde_json::json!({
             "classes": classes,
-            "injected": c.injected.load(std::sync::atomic::Ordering::Relaxed),
+            "punt_path": true,
+            "injected": p.hub.counters.injected.load(Relaxed),
             "inject_dropped": st.inject_dropped,
             "no_tap": st.no_tap,
             "taps": st.taps,
             "neighbor_stats": st.stats,
         }))
+    }
+
+    /// `show processes cpu`: per thread (workers, the router's own, FRR's daemons), CPU used
+    /// and work done over 5 s, 1 min and 5 min.
+    pub fn cpu(&self) -> ApiResult<crate::cpu::CpuView> {
+        let g = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
+        let m = g
+            .as_ref()
+            .ok_or_else(|| ApiError::not_found("the CPU sampler is not running"))?;
+        Ok(m.view())
     }
 
     /// `show fpm`: the FPM session and what it installed.
@@ -415,6 +469,9 @@ impl Core {
 
     /// Stops the workers and returns the final counters.
     pub fn shutdown(&self) {
+        if let Some(mut c) = self.cpu.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            c.stop();
+        }
         if let Some(mut l) = self.links.lock().unwrap_or_else(|e| e.into_inner()).take() {
             l.stop();
         }

@@ -721,6 +721,8 @@ impl Core {
     pub fn metrics(&self) -> String {
         let api = self.command_stats();
         let log = self.logger.stats();
+        // Before the state lock: the CPU sampler takes that lock to read the workers.
+        let cpu = self.cpu().ok();
         let s = self.lock("metrics");
         let snap: Snapshot = s.runtime.snapshot();
         let per = s.runtime.worker_counters();
@@ -829,6 +831,57 @@ impl Core {
                 let w = id.to_string();
                 for (node, nc) in super::graph::row_names().zip(c.nodes.iter()) {
                     e.sample(&[("worker", &w), ("node", node)], r(f(nc)));
+                }
+            }
+        }
+        if let Some(v) = &cpu {
+            e.family(
+                "linerate_thread_cpu_percent",
+                Kind::Gauge,
+                "Per thread (workers, the router's own, FRR's daemons): % of one CPU over the \
+                 window; measure cpu is time on a CPU (polling included), busy is work done.",
+            );
+            for r in &v.rows {
+                let kind = match r.kind {
+                    crate::cpu::Kind::Worker => "worker",
+                    crate::cpu::Kind::Control => "control",
+                    crate::cpu::Kind::Frr => "frr",
+                };
+                for (i, w) in ["5s", "1m", "5m"].iter().enumerate() {
+                    for (measure, x) in [("cpu", r.cpu[i]), ("busy", r.busy[i])] {
+                        e.sample(
+                            &[
+                                ("thread", &r.name),
+                                ("id", &r.id.to_string()),
+                                ("kind", kind),
+                                ("window", w),
+                                ("measure", measure),
+                            ],
+                            x,
+                        );
+                    }
+                }
+            }
+        }
+        e.family(
+            "linerate_punt_frames_total",
+            Kind::Counter,
+            "Frames of each punt class, by outcome: punted (passed its policer), policed, \
+             queue_full (the ring to the control plane was full).",
+        );
+        for (id, c) in &per {
+            let w = id.to_string();
+            for &k in dataplane::punt::PuntClass::ALL {
+                let pc = &c.punt[k as usize];
+                for (outcome, a) in [
+                    ("punted", &pc.punted),
+                    ("policed", &pc.policed),
+                    ("queue_full", &pc.queue_full),
+                ] {
+                    e.sample(
+                        &[("worker", &w), ("class", k.name()), ("outcome", outcome)],
+                        r(a),
+                    );
                 }
             }
         }

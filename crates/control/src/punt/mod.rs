@@ -204,7 +204,7 @@ impl PuntThread {
         let ifx = b.meta().rx_if;
         match class {
             PuntClass::Glean => return self.nb.glean(t, b, now, out),
-            PuntClass::Neighbor => {
+            PuntClass::Arp | PuntClass::Nd => {
                 let l3 = b.meta().l3_off as usize;
                 let d = b.data();
                 let et = if l3 >= 14 {
@@ -222,7 +222,9 @@ impl PuntThread {
                     self.up_to_kernel(t, ifx, &b);
                 }
             }
-            PuntClass::Routing | PuntClass::Local => self.up_to_kernel(t, ifx, &b),
+            // Everything else, routing protocols and L2 control frames alike, goes up the
+            // interface's twin to the kernel and the daemons listening there.
+            _ => self.up_to_kernel(t, ifx, &b),
         }
         self.cache.free(b);
     }

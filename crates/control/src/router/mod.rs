@@ -796,6 +796,7 @@ impl Router {
             features: self.services.features.clone().into_boxed_slice(),
             flow: self.services.flow.clone(),
             acl_log: self.services.acl_log.clone(),
+            punt: self.services.punt.clone(),
         }
     }
 

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! ethernet-input --> ip4-forward --+--> output-features --+--> interface-output (per port)
-//!               \--> ip6-forward --+----------------------+
-//!                          \--> slow-path --> (ip4/ip6 rewrite again) --/
+//!        |      \--> ip6-forward --+----------------------+
+//!        |                  \--> slow-path --> (ip4/ip6 rewrite again) --/
+//!        \--> l2-control (LLC, LACP, LLDP) --> punt
 //! ```
 //!
 //! A node is a type implementing [`Node`], in a file of its own: its name, its next edges (a
@@ -114,6 +115,7 @@ graph! {
     EthernetInput => crate::node::ethernet::EthernetInput;
     Ip4Forward => crate::node::ip4::Ip4Forward;
     Ip6Forward => crate::node::ip6::Ip6Forward;
+    L2Control => crate::node::l2_control::L2Control;
     SlowPath => crate::node::slow::SlowPath;
     OutputFeatures => crate::feature::output::OutputFeatures;
 }

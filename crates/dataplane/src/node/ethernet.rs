@@ -1,8 +1,9 @@
 //! ethernet-input: finds the interface a frame belongs to and hands it to its L3 node.
 //!
 //! Reads: the Ethernet and 802.1Q headers, the receive port. Sets: `meta.rx_if`, `meta.rx_port`,
-//! `meta.l3_off`, `meta.l2_group` (sent to a group address). Next: ip4-forward (EtherType 0x0800), ip6-forward (0x86dd), the punt path (ARP,
-//! 0x0806); everything else is dropped with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
+//! `meta.l3_off`, `meta.l2_group` (sent to a group address). Next: ip4-forward (EtherType
+//! 0x0800), ip6-forward (0x86dd), the punt path (ARP, 0x0806), l2-control (802.3 LLC frames,
+//! LACP, LLDP); everything else is dropped with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
 //! not promiscuous); broadcast and multicast frames pass to L3, which
 //! decides: only IP multicast and broadcast may arrive in them (RFC 1812 5.3.4).
 //!
@@ -20,6 +21,7 @@ const PREFETCH: usize = 4;
 const TO_IP4: u8 = u8::MAX;
 const TO_IP6: u8 = u8::MAX - 1;
 const TO_ARP: u8 = u8::MAX - 2;
+const TO_L2: u8 = u8::MAX - 3;
 
 pub struct EthernetInput;
 
@@ -27,15 +29,18 @@ pub struct EthernetInput;
 pub enum Next {
     Ip4,
     Ip6,
+    /// Non-IP control frames: LLC/SNAP (IS-IS, BPDUs), LACP, LLDP.
+    L2Control,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Ip4, Next::Ip6];
+    const ALL: &'static [Self] = &[Next::Ip4, Next::Ip6, Next::L2Control];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
             Next::Ip4 => NodeId::Ip4Forward,
             Next::Ip6 => NodeId::Ip6Forward,
+            Next::L2Control => NodeId::L2Control,
         }
     }
 }
@@ -87,7 +92,8 @@ fn ethernet_input(ctx: &mut Ctx, t: &Tables, port: u16, pkts: &mut Vec<PktBuf>) 
         match next[i] {
             TO_IP4 => ctx.to(Next::Ip4, b),
             TO_IP6 => ctx.to(Next::Ip6, b),
-            TO_ARP => ctx.punt(b, crate::punt::PuntClass::Neighbor, NO_IF),
+            TO_ARP => ctx.punt(b, crate::punt::PuntClass::Arp, NO_IF),
+            TO_L2 => ctx.to(Next::L2Control, b),
             r => ctx.drop(b, DropReason::ALL[r as usize]),
         }
     }
@@ -133,6 +139,8 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
         0x86dd => TO_IP6 as usize,
         // ARP goes to the control plane's neighbour manager (dropped and counted without one).
         0x0806 => TO_ARP as usize,
+        // 802.3 frames (LLC), slow protocols (LACP) and LLDP: l2-control.
+        0..=1500 | 0x8809 | 0x88cc => TO_L2 as usize,
         _ => DropReason::UnknownEthertype as usize,
     }
 }
@@ -159,12 +167,14 @@ mod tests {
                 broadcast,
                 other_mac,
                 eth(MAC0, 0x88cc),
+                eth(MAC0, 0x88b5),
                 vec![0; 10],
                 eth(MAC0, 0x0806),
             ],
         );
         assert_eq!(out.count("ip4-forward"), 2);
         assert_eq!(out.count("ip6-forward"), 1);
+        assert_eq!(out.count("l2-control"), 1, "LLDP");
         assert!(out.to["ip4-forward"][1].meta().l2_group);
         assert_eq!(out.dropped(DropReason::NotForUs), 1);
         assert_eq!(out.dropped(DropReason::UnknownEthertype), 1);

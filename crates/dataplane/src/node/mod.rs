@@ -7,6 +7,7 @@
 pub mod ethernet;
 pub mod ip4;
 pub mod ip6;
+pub mod l2_control;
 pub mod slow;
 
 use crate::buffer::{BufCache, PktBuf};
@@ -77,6 +78,8 @@ pub struct Ctx {
     /// The punt and inject rings to the control plane, where there is one (a daemon on real
     /// ports); None in embedded runs, where ARP is not spoken and echo is answered here.
     pub punt: Option<crate::punt::WorkerPunt>,
+    /// The punt table's policers (see `punt::policer`).
+    pub punt_policer: crate::punt::PuntPolicer,
 }
 
 impl Ctx {
@@ -105,28 +108,46 @@ impl Ctx {
             flows: None,
             acl_log: Default::default(),
             punt: None,
+            punt_policer: Default::default(),
         }
     }
 
-    /// Hands `b` to the control plane (see [`crate::punt`]); without a punt path, or over the
-    /// class's rate, it is dropped and counted.
+    /// Hands `b` to the control plane (see [`crate::punt`]) through its class's policer;
+    /// without a punt path, or over the class's rate, or with the ring full, it is dropped and
+    /// counted.
     pub fn punt(&mut self, b: PktBuf, class: crate::punt::PuntClass, tx_if: u32) {
-        use crate::punt::{Offer, PuntClass};
-        if self.tap.active && self.punt.is_some() {
-            self.tap.on_punt(&b, class);
-        }
-        let Some(p) = self.punt.as_mut() else {
+        use crate::punt::{Outcome, PuntClass};
+        if self.punt.is_none() {
             let why = match class {
                 PuntClass::Glean => DropReason::NeighborUnresolved,
                 _ => DropReason::LocalUnhandled,
             };
             return self.drop(b, why);
-        };
-        match p.offer(b, class, tx_if) {
-            Offer::Taken => {}
-            Offer::Policed(b) => self.drop(b, DropReason::PuntPoliced),
-            Offer::Full(b) => self.drop(b, DropReason::PuntQueueFull),
         }
+        if !self.punt_policer.admit(class, self.now_ns) {
+            return self.drop(b, DropReason::PuntPoliced);
+        }
+        if self.tap.active {
+            self.tap.on_punt(&b, class);
+        }
+        let p = self.punt.as_mut().expect("checked");
+        match p.offer(b, class, tx_if) {
+            Ok(()) => self.punt_policer.count(class, Outcome::Punted),
+            Err(b) => {
+                self.punt_policer.count(class, Outcome::QueueFull);
+                self.drop(b, DropReason::PuntQueueFull)
+            }
+        }
+    }
+
+    /// Polices a packet of one of the slow path's own classes (`ttl-expired`, `options`):
+    /// whether the slow path may handle it. Counted as punted or policed under the class.
+    pub fn police(&mut self, class: crate::punt::PuntClass) -> bool {
+        let ok = self.punt_policer.admit(class, self.now_ns);
+        if ok {
+            self.punt_policer.count(class, crate::punt::Outcome::Punted);
+        }
+        ok
     }
 
     /// Hands `b` to the slow path, for `why`.

@@ -76,6 +76,9 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             ) {
                 return local4(ctx, t, b);
             }
+            if !ctx.police(PuntClass::TtlExpired) {
+                return ctx.drop(b, DropReason::PuntPoliced);
+            }
             ctx.count_drop(&b, DropReason::TtlExpired);
             icmp4_error(ctx, t, b, icmpv4::TIME_EXCEEDED, 0, 0);
         }
@@ -111,6 +114,9 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             fragment4(ctx, t, b, nh)
         }
         Slow::Options => {
+            if !ctx.police(PuntClass::Options) {
+                return ctx.drop(b, DropReason::PuntPoliced);
+            }
             // The fast node saw IHL > 5: check the whole header here.
             let d = b.data();
             let ihl = (d[l3] & 0x0f) as usize * 4;
@@ -340,6 +346,9 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
             ) {
                 return local6(ctx, t, b);
             }
+            if !ctx.police(PuntClass::TtlExpired) {
+                return ctx.drop(b, DropReason::PuntPoliced);
+            }
             ctx.count_drop(&b, DropReason::TtlExpired);
             icmp6_error(ctx, t, b, icmpv6::TIME_EXCEEDED, 0, 0);
         }
@@ -359,6 +368,9 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
         // IPv6 routers never fragment; the fast node never asks.
         Slow::Fragment => ctx.drop(b, DropReason::MtuExceeded),
         Slow::Options => {
+            if !ctx.police(PuntClass::Options) {
+                return ctx.drop(b, DropReason::PuntPoliced);
+            }
             if b.data()[l3 + 7] <= 1 {
                 return slow6(ctx, t, b, Slow::TtlExpired);
             }
