@@ -24,8 +24,9 @@
 //! here, by construction ([`crate::tap`]); and it counts each node's calls and packets for
 //! `show runtime` ([`Runtime`]), timing one vector in [`TIMED_EVERY`].
 
-#[cfg(test)]
-pub(crate) mod harness;
+/// A router of two ports for running nodes alone (tests) and the whole graph (fuzzing).
+#[doc(hidden)]
+pub mod harness;
 mod runtime;
 
 pub use runtime::{NodeCounters, NodeSnapshot, Runtime, NODE_ROWS, TIMED_EVERY, TX_ROW};
