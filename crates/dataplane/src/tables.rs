@@ -59,21 +59,18 @@ impl Rewrite {
     /// `ethertype` is the EtherType of the payload (0x0800 or 0x86dd).
     pub fn ethernet(dst: MacAddr, src: MacAddr, vlan: Option<u16>, ethertype: u16) -> Self {
         let mut bytes = [0u8; 18];
-        bytes[0..6].copy_from_slice(&dst.0);
-        bytes[6..12].copy_from_slice(&src.0);
-        let len = match vlan {
-            Some(vid) => {
-                bytes[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
-                bytes[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
-                bytes[16..18].copy_from_slice(&ethertype.to_be_bytes());
-                18
-            }
-            None => {
-                bytes[12..14].copy_from_slice(&ethertype.to_be_bytes());
-                14
-            }
-        };
-        Self { bytes, len }
+        let len = packet::ethernet::Header {
+            dst,
+            src,
+            tags: packet::ethernet::Tags::from_vlan(vlan),
+            ethertype,
+        }
+        .emit(&mut bytes)
+        .expect("18 bytes hold a header with one tag");
+        Self {
+            bytes,
+            len: len as u8,
+        }
     }
 }
 

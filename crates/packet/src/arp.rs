@@ -59,6 +59,23 @@ impl Repr {
     }
 }
 
+/// A whole ARP frame: `eth` (its EtherType is set to ARP's) then `r`, padded to Ethernet's
+/// 60-byte minimum. The one builder the control plane's neighbour code and the tester share.
+pub fn frame(eth: crate::ethernet::Header, r: &Repr) -> Vec<u8> {
+    let eth = crate::ethernet::Header {
+        ethertype: ETHERTYPE,
+        ..eth
+    };
+    let mut f = Vec::with_capacity(64);
+    let at = eth.push_to(&mut f);
+    f.resize(at + LEN, 0);
+    r.emit(&mut f[at..]);
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,6 +252,119 @@ impl Repr {
     }
 }
 
+/// 802.1Q's tag protocol identifier (a C-tag).
+pub const TPID_DOT1Q: u16 = 0x8100;
+/// 802.1ad's (an S-tag, the outer tag of Q-in-Q).
+pub const TPID_DOT1AD: u16 = 0x88a8;
+
+/// The VLAN tags of a header, outermost first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Tags {
+    #[default]
+    None,
+    /// One 802.1Q tag with this VLAN id.
+    Dot1q(u16),
+    /// 802.1ad Q-in-Q: an S-tag (TPID 0x88a8) with `outer`, then a C-tag with `inner`.
+    QinQ { outer: u16, inner: u16 },
+}
+
+impl Tags {
+    /// One 802.1Q tag if `vlan` is set, else none: a sub-interface's tagging.
+    pub fn from_vlan(vlan: Option<u16>) -> Tags {
+        vlan.map_or(Tags::None, Tags::Dot1q)
+    }
+
+    /// The bytes the tags take.
+    pub fn len(self) -> usize {
+        match self {
+            Tags::None => 0,
+            Tags::Dot1q(_) => 4,
+            Tags::QinQ { .. } => 8,
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self == Tags::None
+    }
+}
+
+/// An Ethernet header with its VLAN tags, for building frames. The one place Linerate writes a
+/// tag: forwarding's rewrites, the control plane's ARP and ND, the tester's streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub dst: MacAddr,
+    pub src: MacAddr,
+    pub tags: Tags,
+    /// The EtherType of what follows the tags.
+    pub ethertype: u16,
+}
+
+impl Header {
+    /// The header's length: where the payload starts.
+    pub fn len(&self) -> usize {
+        HEADER_LEN + self.tags.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Writes the header at the start of `buf`; returns its length.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
+        let n = self.len();
+        if buf.len() < n {
+            return Err(Error::Truncated);
+        }
+        buf[0..6].copy_from_slice(&self.dst.0);
+        buf[6..12].copy_from_slice(&self.src.0);
+        let mut at = 12;
+        let mut tag = |buf: &mut [u8], tpid: u16, vid: u16| {
+            put16(buf, at, tpid);
+            put16(buf, at + 2, vid & 0x0fff);
+            at += 4;
+        };
+        match self.tags {
+            Tags::None => {}
+            Tags::Dot1q(v) => tag(buf, TPID_DOT1Q, v),
+            Tags::QinQ { outer, inner } => {
+                tag(buf, TPID_DOT1AD, outer);
+                tag(buf, TPID_DOT1Q, inner);
+            }
+        }
+        put16(buf, at, self.ethertype);
+        Ok(n)
+    }
+
+    /// Appends the header to `out`; returns where the payload starts in `out`.
+    pub fn push_to(&self, out: &mut Vec<u8>) -> usize {
+        let at = out.len();
+        out.resize(at + self.len(), 0);
+        self.emit(&mut out[at..]).expect("sized");
+        out.len()
+    }
+}
+
+/// `frame` (an untagged Ethernet frame) with an 802.1Q tag of `vid` after its addresses.
+pub fn with_dot1q(frame: &[u8], vid: u16) -> Vec<u8> {
+    let mut f = Vec::with_capacity(frame.len() + 4);
+    f.extend_from_slice(&frame[..12.min(frame.len())]);
+    f.extend_from_slice(&TPID_DOT1Q.to_be_bytes());
+    f.extend_from_slice(&(vid & 0x0fff).to_be_bytes());
+    f.extend_from_slice(frame.get(12..).unwrap_or(&[]));
+    f
+}
+
+/// `frame` without its outer 802.1Q or 802.1ad tag; None if it has none.
+pub fn without_tag(frame: &[u8]) -> Option<Vec<u8>> {
+    if frame.len() < 18 || !matches!(be16(frame, 12), TPID_DOT1Q | TPID_DOT1AD) {
+        return None;
+    }
+    let mut f = Vec::with_capacity(frame.len() - 4);
+    f.extend_from_slice(&frame[..12]);
+    f.extend_from_slice(&frame[16..]);
+    Some(f)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -261,6 +374,37 @@ pub(crate) mod tests {
         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x52, 0x54, 0x00, 0x12, 0x34, 0x56, 0x08, 0x06, 0x00,
         0x01,
     ];
+
+    #[test]
+    fn headers_write_their_tags() {
+        let h = |tags| Header {
+            dst: MacAddr::BROADCAST,
+            src: MacAddr([2, 0, 0, 0, 0, 1]),
+            tags,
+            ethertype: 0x0806,
+        };
+        let mut b = [0u8; 22];
+        assert_eq!(h(Tags::None).emit(&mut b), Ok(14));
+        assert_eq!(&b[12..14], &[0x08, 0x06]);
+        assert_eq!(h(Tags::Dot1q(0x1064)).emit(&mut b), Ok(18));
+        assert_eq!(&b[12..18], &[0x81, 0x00, 0x00, 0x64, 0x08, 0x06], "VID masked to 12 bits");
+        let q = h(Tags::QinQ {
+            outer: 100,
+            inner: 7,
+        });
+        assert_eq!(q.emit(&mut b), Ok(22));
+        assert_eq!(
+            &b[12..22],
+            &[0x88, 0xa8, 0x00, 100, 0x81, 0x00, 0x00, 7, 0x08, 0x06]
+        );
+        assert_eq!(q.emit(&mut b[..21]), Err(Error::Truncated));
+        let mut v = vec![9];
+        assert_eq!(h(Tags::Dot1q(5)).push_to(&mut v), 19);
+        let tagged = with_dot1q(&GOLDEN, 5);
+        assert_eq!(&tagged[12..18], &[0x81, 0x00, 0, 5, 0x08, 0x06]);
+        assert_eq!(without_tag(&tagged).as_deref(), Some(&GOLDEN[..]));
+        assert_eq!(without_tag(&GOLDEN), None);
+    }
 
     #[test]
     fn parse_golden() {

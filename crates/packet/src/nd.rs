@@ -146,6 +146,29 @@ pub fn link_local(mac: MacAddr) -> [u8; 16] {
     a
 }
 
+/// A whole neighbour discovery frame: `eth` (EtherType set to IPv6's), an IPv6 header from
+/// `src` to `dst` with hop limit 255 (RFC 4861 7.1.1), then `m`. The one builder the control
+/// plane's neighbour code and the tester share.
+pub fn frame(eth: crate::ethernet::Header, src: &[u8; 16], dst: &[u8; 16], m: &Repr) -> Vec<u8> {
+    let eth = crate::ethernet::Header {
+        ethertype: 0x86dd,
+        ..eth
+    };
+    let n = m.len();
+    let mut f = Vec::with_capacity(eth.len() + 40 + n);
+    eth.push_to(&mut f);
+    f.extend_from_slice(&[0x60, 0, 0, 0]);
+    f.extend_from_slice(&(n as u16).to_be_bytes());
+    f.push(58);
+    f.push(255);
+    f.extend_from_slice(src);
+    f.extend_from_slice(dst);
+    let at = f.len();
+    f.resize(at + n, 0);
+    m.emit(&mut f[at..], src, dst);
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -296,21 +296,13 @@ fn classify(f: &[u8]) -> Kind {
     }
 }
 
-/// An Ethernet header (and tag) into `out`; returns where L3 starts.
-fn eth(out: &mut [u8], dst: [u8; 6], src: [u8; 6], vlan: Option<u16>, et: u16) -> usize {
-    out[0..6].copy_from_slice(&dst);
-    out[6..12].copy_from_slice(&src);
-    match vlan {
-        Some(v) => {
-            out[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
-            out[14..16].copy_from_slice(&v.to_be_bytes());
-            out[16..18].copy_from_slice(&et.to_be_bytes());
-            18
-        }
-        None => {
-            out[12..14].copy_from_slice(&et.to_be_bytes());
-            14
-        }
+/// An Ethernet header (and tag) from `src` to `dst`.
+fn eth(dst: [u8; 6], src: [u8; 6], vlan: Option<u16>) -> packet::ethernet::Header {
+    packet::ethernet::Header {
+        dst: MacAddr(dst),
+        src: MacAddr(src),
+        tags: packet::ethernet::Tags::from_vlan(vlan),
+        ethertype: 0,
     }
 }
 
@@ -322,17 +314,14 @@ pub fn arp_frame(
     sender: ([u8; 6], u32),
     target: ([u8; 6], u32),
 ) -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    let l3 = eth(&mut f, eth_dst, sender.0, vlan, arp::ETHERTYPE);
-    arp::Repr {
+    let r = arp::Repr {
         op,
         sender_mac: MacAddr(sender.0),
         sender_ip: sender.1,
         target_mac: MacAddr(target.0),
         target_ip: target.1,
-    }
-    .emit(&mut f[l3..l3 + arp::LEN]);
-    f
+    };
+    arp::frame(eth(eth_dst, sender.0, vlan), &r)
 }
 
 /// A neighbour solicitation (`advert` None) or advertisement (`advert`: its flags) frame:
@@ -356,18 +345,7 @@ pub fn nd_frame(
         target,
         lladdr: Some(MacAddr(lladdr)),
     };
-    let mut f = vec![0u8; 18 + 40 + r.len()];
-    let l3 = self::eth(&mut f, eth.0, eth.1, vlan, 0x86dd);
-    f.truncate(l3 + 40 + r.len());
-    let h = &mut f[l3..l3 + 40];
-    h[0] = 0x60;
-    h[4..6].copy_from_slice(&(r.len() as u16).to_be_bytes());
-    h[6] = 58;
-    h[7] = 255;
-    h[8..24].copy_from_slice(&src);
-    h[24..40].copy_from_slice(&dst);
-    r.emit(&mut f[l3 + 40..], &src, &dst);
-    f
+    nd::frame(self::eth(eth.0, eth.1, vlan), &src, &dst, &r)
 }
 
 /// A receive queue with the link's control plane in front: answers ARP requests and neighbour

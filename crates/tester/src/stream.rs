@@ -322,15 +322,16 @@ fn write_field(h: &mut [u8], p: Place, v: u128) {
 fn header(spec: &StreamSpec, size: u16) -> Template {
     let len = size as usize - FCS;
     let mut h = [0u8; HDR_COPY];
-    h[0..6].copy_from_slice(&spec.dst_mac);
-    h[6..12].copy_from_slice(&spec.src_mac);
-    let mut off = 12;
-    if let Some(v) = spec.vlan {
-        h[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
-        h[14..16].copy_from_slice(&v.to_be_bytes());
-        off = 16;
+    // The EtherType is written below, by family.
+    let l3 = packet::ethernet::Header {
+        dst: packet::ethernet::MacAddr(spec.dst_mac),
+        src: packet::ethernet::MacAddr(spec.src_mac),
+        tags: packet::ethernet::Tags::from_vlan(spec.vlan),
+        ethertype: 0,
     }
-    let l3 = off + 2;
+    .emit(&mut h)
+    .expect("HDR_COPY holds the Ethernet header");
+    let off = l3 - 2;
     let ip_len = len - l3;
     let hdr_end = spec.header_len();
     let sig_off = l3 + ip_len - signature::LEN;

@@ -237,16 +237,10 @@ impl PuntThread {
             return;
         };
         let d = b.data();
-        let tagged = t.ifs.get(ifx as usize).is_some_and(|i| i.vlan.is_some())
-            && d.len() >= 18
-            && d[12..14] == [0x81, 0x00];
-        let ok = if tagged {
-            let mut f = Vec::with_capacity(d.len() - 4);
-            f.extend_from_slice(&d[..12]);
-            f.extend_from_slice(&d[16..]);
-            tap.write(&f)
-        } else {
-            tap.write(d)
+        let sub = t.ifs.get(ifx as usize).is_some_and(|i| i.vlan.is_some());
+        let ok = match sub.then(|| packet::ethernet::without_tag(d)).flatten() {
+            Some(f) => tap.write(&f),
+            None => tap.write(d),
         };
         let v = &mut self.views[ifx as usize];
         if ok {
@@ -277,14 +271,7 @@ impl PuntThread {
                 };
                 let ok = match vlan {
                     None => b.fill(&frame[..n]),
-                    Some(v) => {
-                        let mut f = Vec::with_capacity(n + 4);
-                        f.extend_from_slice(&frame[..12]);
-                        f.extend_from_slice(&0x8100u16.to_be_bytes());
-                        f.extend_from_slice(&(v & 0x0fff).to_be_bytes());
-                        f.extend_from_slice(&frame[12..n]);
-                        b.fill(&f)
-                    }
+                    Some(v) => b.fill(&packet::ethernet::with_dot1q(&frame[..n], v)),
                 };
                 if ok {
                     self.inject(b, port);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use dataplane::tables::{Interface, NextHop, Tables};
 use dataplane::PktBuf;
-use packet::ethernet::MacAddr;
+use packet::ethernet::{self, MacAddr};
 use packet::{arp, nd};
 
 use crate::config::NeighborTimers;
@@ -534,27 +534,17 @@ fn on_link(ifc: &Interface, ip: IpAddr) -> bool {
 }
 
 /// The Ethernet (and VLAN) header of a frame from `ifc` to `dst`.
-fn l2(ifc: &Interface, dst: MacAddr, ethertype: u16, out: &mut Vec<u8>) {
-    out.extend_from_slice(&dst.0);
-    out.extend_from_slice(&ifc.mac.0);
-    if let Some(v) = ifc.vlan {
-        out.extend_from_slice(&0x8100u16.to_be_bytes());
-        out.extend_from_slice(&(v & 0x0fff).to_be_bytes());
+fn l2(ifc: &Interface, dst: MacAddr) -> ethernet::Header {
+    ethernet::Header {
+        dst,
+        src: ifc.mac,
+        tags: ethernet::Tags::from_vlan(ifc.vlan),
+        ethertype: 0,
     }
-    out.extend_from_slice(&ethertype.to_be_bytes());
 }
 
 fn arp_frame(ifc: &Interface, dst: MacAddr, r: &arp::Repr) -> Vec<u8> {
-    let mut f = Vec::with_capacity(64);
-    l2(ifc, dst, arp::ETHERTYPE, &mut f);
-    let at = f.len();
-    f.resize(at + arp::LEN, 0);
-    r.emit(&mut f[at..]);
-    // Ethernet minimum frame (without FCS).
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
-    f
+    arp::frame(l2(ifc, dst), r)
 }
 
 fn nd_frame(
@@ -564,19 +554,7 @@ fn nd_frame(
     dst: &[u8; 16],
     m: &nd::Repr,
 ) -> Vec<u8> {
-    let mut f = Vec::with_capacity(96);
-    l2(ifc, dst_mac, 0x86dd, &mut f);
-    let n = m.len();
-    f.extend_from_slice(&[0x60, 0, 0, 0]);
-    f.extend_from_slice(&(n as u16).to_be_bytes());
-    f.push(58);
-    f.push(255);
-    f.extend_from_slice(src);
-    f.extend_from_slice(dst);
-    let at = f.len();
-    f.resize(at + n, 0);
-    m.emit(&mut f[at..], src, dst);
-    f
+    nd::frame(l2(ifc, dst_mac), src, dst, m)
 }
 
 #[cfg(test)]

@@ -68,6 +68,12 @@ fn ifc(name: &str, port: u16, vlan: Option<u16>, mac: [u8; 6], v4: u32, v6: u128
     }
 }
 
+impl Default for Harness {
+    fn default() -> Self {
+        Harness::new()
+    }
+}
+
 impl Harness {
     pub fn new() -> Harness {
         let epoch = EpochDomain::new();
