@@ -29,7 +29,9 @@ pub fn graph(data: &[u8]) {
             let len = (u16::from_be_bytes([rest[1], rest[2]]) as usize).min(rest.len() - 3);
             let frame = &rest[3..3 + len];
             rest = &rest[3 + len..];
-            let Some(mut b) = h.ctx.cache.alloc() else { break };
+            let Some(mut b) = h.ctx.cache.alloc() else {
+                break;
+            };
             if !b.fill(frame) {
                 h.ctx.cache.free(b);
                 continue;

@@ -387,7 +387,11 @@ pub(crate) mod tests {
         assert_eq!(h(Tags::None).emit(&mut b), Ok(14));
         assert_eq!(&b[12..14], &[0x08, 0x06]);
         assert_eq!(h(Tags::Dot1q(0x1064)).emit(&mut b), Ok(18));
-        assert_eq!(&b[12..18], &[0x81, 0x00, 0x00, 0x64, 0x08, 0x06], "VID masked to 12 bits");
+        assert_eq!(
+            &b[12..18],
+            &[0x81, 0x00, 0x00, 0x64, 0x08, 0x06],
+            "VID masked to 12 bits"
+        );
         let q = h(Tags::QinQ {
             outer: 100,
             inner: 7,

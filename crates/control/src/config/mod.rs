@@ -55,12 +55,15 @@ pub mod control_plane;
 pub mod entry;
 mod fields;
 mod interfaces;
+mod logging;
+mod router;
 mod routes;
 pub mod services;
 
 pub use check::{find_connected, find_neighbor, on_subnet};
 pub use control_plane::{ControlPlane, FpmCfg, NeighborTimers};
-use fields::{seq, Errs, Fields};
+use fields::{Errs, Fields};
+pub use router::{check_buffers, machine_memory};
 pub use services::{IfServices, Services, Urpf};
 
 /// One problem in a config file.
@@ -372,57 +375,6 @@ pub fn excerpt_quoted(message: &str) -> String {
     fields::shorten_quoted(message)
 }
 
-/// The machine's memory in bytes (`MemTotal` in /proc/meminfo), if it can be read.
-pub fn machine_memory() -> Option<u64> {
-    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = m
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
-}
-
-/// Whether a pool of `count` buffers fits the machine: it may take up to three quarters of
-/// `memory` (the rest is for the route tables, the kernel and everything else). The pool's pages
-/// are committed as they are first used, so a pool that does not fit fails late and far from its
-/// cause; it is refused here instead. Returns the message for `router.buffers`.
-pub fn check_buffers(count: usize, memory: Option<u64>) -> Result<(), String> {
-    let slot = dataplane::buffer::SLOT_BYTES as u128;
-    let max_count = u32::MAX as usize - 1;
-    if count > max_count {
-        return Err(format!("{count} buffers: at most {max_count}"));
-    }
-    let Some(mem) = memory else {
-        return Ok(());
-    };
-    let want = count as u128 * slot;
-    let allowed = mem as u128 / 4 * 3;
-    if want > allowed {
-        return Err(format!(
-            "{count} buffers of {slot} bytes need {} ({want} bytes), more than the pool may take \
-             on this machine: 3/4 of its {} of memory ({mem} bytes MemTotal); at most {} buffers",
-            human_bytes(want),
-            human_bytes(mem as u128),
-            allowed / slot
-        ));
-    }
-    Ok(())
-}
-
-fn human_bytes(b: u128) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    const MIB: f64 = (1u64 << 20) as f64;
-    if b as f64 >= GIB {
-        format!("{:.1} GiB", b as f64 / GIB)
-    } else {
-        format!("{:.1} MiB", b as f64 / MIB)
-    }
-}
-
 /// Checks config text as if read from `path`.
 pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     let file = path.display().to_string();
@@ -480,62 +432,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         return Err(ConfigErrors(e.list));
     };
 
-    if let Some(n) = top.get("router") {
-        if let Some(mut f) = Fields::new("router".into(), n, &mut e) {
-            if let Some(w) = f.parse::<usize>("workers", "a worker count", &mut e) {
-                if w == 0 || w > 64 {
-                    e.at(
-                        f.node("workers").unwrap_or(n),
-                        "router.workers",
-                        format!("{w} workers: 1..=64 are possible"),
-                    );
-                } else {
-                    cfg.workers = w;
-                }
-            }
-            for (s, node, field) in f.list("cores", &mut e) {
-                match s.parse() {
-                    Ok(c) => cfg.cores.push(c),
-                    Err(_) => e.at(node, &field, format!("`{s}` is not a CPU number")),
-                }
-            }
-            if let Some(r) = f.parse("icmp-rate", "a rate (messages per second)", &mut e) {
-                cfg.icmp_rate = r;
-            }
-            if let Some(c) = f.parse("route-class-e", "true or false", &mut e) {
-                cfg.route_class_e = c;
-            }
-            if let Some(b) = f.parse::<usize>("buffers", "a buffer count", &mut e) {
-                let at = f.node("buffers").unwrap_or(n);
-                if b < 1024 {
-                    e.at(at, "router.buffers", format!("{b} buffers: at least 1024"));
-                } else if let Err(m) = check_buffers(b, machine_memory()) {
-                    e.at(at, "router.buffers", m);
-                } else {
-                    cfg.buffers = b;
-                }
-            }
-            f.finish(&mut e);
-        }
-    }
-    if let Some(n) = top.get("limits") {
-        if let Some(mut f) = Fields::new("limits".into(), n, &mut e) {
-            if let Some(v) = f.parse("ipv4-routes", "a route count", &mut e) {
-                cfg.max_v4_routes = v;
-            }
-            if let Some(v) = f.parse("ipv6-routes", "a route count", &mut e) {
-                cfg.max_v6_routes = v;
-            }
-            f.finish(&mut e);
-        }
-    }
-    for (n, path) in seq(&mut top, "vrfs", &mut e) {
-        match &n.value {
-            Value::Scalar(s) if !cfg.vrfs.contains(s) => cfg.vrfs.push(s.clone()),
-            Value::Scalar(s) => e.at(n, &path, format!("VRF `{s}` defined twice")),
-            _ => e.at(n, &path, "expected a VRF name"),
-        }
-    }
+    router::parse_router(&mut top, &mut e, &mut cfg);
+    router::parse_limits(&mut top, &mut e, &mut cfg);
+    router::parse_vrfs(&mut top, &mut e, &mut cfg);
     interfaces::parse_ports(&mut top, &dir, &mut e, &mut cfg);
     interfaces::parse_interfaces(&mut top, &mut e, &mut cfg);
     routes::parse_neighbors(&mut top, &mut e, &mut cfg);
@@ -544,65 +443,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }
-    if let Some(n) = top.get("logging") {
-        if let Some(mut f) = Fields::new("logging".into(), n, &mut e) {
-            for (s, node, field) in f.list("servers", &mut e) {
-                // A bare address means the syslog port.
-                let full = if s.parse::<IpAddr>().is_ok() {
-                    if s.contains(':') {
-                        format!("[{s}]:514")
-                    } else {
-                        format!("{s}:514")
-                    }
-                } else {
-                    s.clone()
-                };
-                match full.parse() {
-                    Ok(a) => cfg.logging.servers.push(a),
-                    Err(_) => e.at(
-                        node,
-                        &field,
-                        format!("`{s}` is not ADDRESS or ADDRESS:PORT (IPv6 as [ADDRESS]:PORT)"),
-                    ),
-                }
-            }
-            if let Some(p) = f.str("file", &mut e) {
-                cfg.logging.file = Some(dir.join(p));
-            }
-            if let Some(v) = f.str("facility", &mut e) {
-                match crate::syslog::Facility::parse(&v) {
-                    Some(x) => cfg.logging.facility = x,
-                    None => e.at(
-                        n,
-                        "logging.facility",
-                        format!("unknown facility `{v}` (daemon, local0 ... local7, ...)"),
-                    ),
-                }
-            }
-            if let Some(v) = f.str("severity", &mut e) {
-                match crate::syslog::Severity::parse(&v) {
-                    Some(x) => cfg.logging.min_severity = x,
-                    None => e.at(
-                        n,
-                        "logging.severity",
-                        format!(
-                            "unknown severity `{v}` (emerg, alert, crit, err, warning, notice, info, debug)"
-                        ),
-                    ),
-                }
-            }
-            if let Some(v) = f.parse::<u32>("acl-interval", "a number of seconds", &mut e) {
-                if v == 0 {
-                    e.at(n, "logging.acl-interval", "at least 1 second");
-                }
-                cfg.services.acl_log_interval_s = v.max(1);
-            }
-            if let Some(h) = f.str("hostname", &mut e) {
-                cfg.logging.hostname = Some(h);
-            }
-            f.finish(&mut e);
-        }
-    }
+    logging::parse_logging(&mut top, &dir, &mut e, &mut cfg);
     cfg.services.acls = services::parse_acls(&mut top, &dir, &mut e);
     services::parse_qos(&mut top, &mut e, &mut cfg.services);
     cfg.services.flow_export = services::parse_flow_export(&mut top, &mut e);
