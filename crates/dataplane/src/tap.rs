@@ -382,6 +382,23 @@ pub(crate) fn before_node(ctx: &mut Ctx, id: NodeId, input: &[PktBuf]) {
     }
 }
 
+/// The frame a node put at `i` of vector `to`, and the port it is captured under: the one it
+/// leaves by on a transmit vector, the one it came in on otherwise.
+fn edge_frame<'a>(
+    frames: &'a crate::graph::Frames,
+    out: &'a [Vec<PktBuf>],
+    to: To,
+    i: usize,
+) -> (&'a PktBuf, u16) {
+    match to {
+        To::Node(n) => {
+            let b = &frames.get(n)[i];
+            (b, b.meta().rx_port)
+        }
+        To::Tx(p) => (&out[p as usize][i], p),
+    }
+}
+
 /// After node `id` ran: a trace step for every traced frame it handed on (with the node's own
 /// trace line) or took in and kept (its `CONSUMED` text), and the frames it handed on for a
 /// capture at its output.
@@ -395,26 +412,12 @@ pub(crate) fn after_node(ctx: &mut Ctx, t: &Tables, id: NodeId) {
         let from = ctx.tap.out_marks.get(p).copied().unwrap_or(0);
         added.extend((from..v.len()).map(|i| (To::Tx(p as u16), i)));
     }
-    let get = |ctx: &Ctx, to: To, i: usize| -> (u32, u16, String) {
-        let b = match to {
-            To::Node(n) => &ctx.frames.get(n)[i],
-            To::Tx(p) => &ctx.out[p as usize][i],
-        };
-        let port = match to {
-            To::Tx(p) => p,
-            To::Node(_) => b.meta().rx_port,
-        };
-        let line = if ctx.tap.tracing && b.meta().trace != 0 {
-            id.trace(t, b, to)
-        } else {
-            String::new()
-        };
-        (b.meta().trace, port, line)
-    };
     if ctx.tap.tracing {
         for &(to, i) in &added {
-            let (trace, _, line) = get(ctx, to, i);
+            let (b, _) = edge_frame(&ctx.frames, &ctx.out, to, i);
+            let trace = b.meta().trace;
             if trace != 0 {
+                let line = id.trace(t, b, to);
                 let next = match to {
                     To::Node(n) => n.name().to_string(),
                     To::Tx(p) => format!("tx port {p}"),
@@ -442,14 +445,7 @@ pub(crate) fn after_node(ctx: &mut Ctx, t: &Tables, id: NodeId) {
                 let mut s = taps.lock();
                 if let Some(c) = s.capture.as_mut() {
                     for &(to, i) in &added {
-                        let b = match to {
-                            To::Node(n) => &ctx.frames.get(n)[i],
-                            To::Tx(p) => &ctx.out[p as usize][i],
-                        };
-                        let port = match to {
-                            To::Tx(p) => p,
-                            To::Node(_) => b.meta().rx_port,
-                        };
+                        let (b, port) = edge_frame(&ctx.frames, &ctx.out, to, i);
                         take(
                             c,
                             &mut ctx.tap.frames,

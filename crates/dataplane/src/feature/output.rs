@@ -12,7 +12,7 @@ use super::input::{apply_acl, apply_qos, Fate};
 use super::{FlowShared, Step};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::graph::{Edge, Node, NodeId, To};
+use crate::graph::{Node, To};
 use crate::node::{mix, Ctx, VECTOR};
 use crate::tables::{NextHop, Tables};
 
@@ -21,20 +21,10 @@ use crate::tables::{NextHop, Tables};
 /// Next: the transmit vector of the next hop's port; drops for the output ACL and policers.
 pub struct OutputFeatures;
 
-/// output-features only transmits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {}
-
-impl Edge for Next {
-    const ALL: &'static [Self] = &[];
-    fn node(self) -> NodeId {
-        match self {}
-    }
-}
-
 impl Node for OutputFeatures {
     const NAME: &'static str = "output-features";
-    type Next = Next;
+    // Only transmits (output-features) or punts (l2-control).
+    type Next = crate::graph::NoEdges;
     const TRANSMITS: bool = true;
     const DROPS: &'static [DropReason] = &[];
     const CONSUMED: &'static str = "consumed";

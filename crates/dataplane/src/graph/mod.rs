@@ -50,6 +50,17 @@ pub trait Edge: Copy + 'static {
     fn node(self) -> NodeId;
 }
 
+/// The edges of a node that only transmits, punts or drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoEdges {}
+
+impl Edge for NoEdges {
+    const ALL: &'static [Self] = &[];
+    fn node(self) -> NodeId {
+        match self {}
+    }
+}
+
 /// One node of the graph.
 pub trait Node {
     /// The name `show runtime`, `show errors`, captures and traces use.

@@ -10,26 +10,16 @@
 use super::{be16, Ctx};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::graph::{Edge, Node, NodeId, To};
+use crate::graph::{Node, To};
 use crate::punt::class_l2;
 use crate::tables::{Tables, NO_IF};
 
 pub struct L2Control;
 
-/// l2-control hands frames to the control plane only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {}
-
-impl Edge for Next {
-    const ALL: &'static [Self] = &[];
-    fn node(self) -> NodeId {
-        match self {}
-    }
-}
-
 impl Node for L2Control {
     const NAME: &'static str = "l2-control";
-    type Next = Next;
+    // Only transmits (output-features) or punts (l2-control).
+    type Next = crate::graph::NoEdges;
     const TRANSMITS: bool = false;
     const DROPS: &'static [DropReason] = &[];
     const CONSUMED: &'static str = "handed to the control plane";
