@@ -17,6 +17,7 @@
 
 pub mod capture_file;
 pub mod commit;
+pub mod exposition;
 pub mod graph;
 pub mod ops;
 pub mod services;
