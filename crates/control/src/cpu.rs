@@ -360,6 +360,30 @@ mod tests {
     }
 
     #[test]
+    fn an_frr_daemon_beside_the_router_is_sampled() {
+        // A process named as an FRR daemon: a copy of sleep called zebra.
+        let dir = std::env::temp_dir().join(format!("linerate-cpu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("zebra");
+        std::fs::copy("/bin/sleep", &bin).unwrap();
+        let mut child = std::process::Command::new(&bin).arg("30").spawn().unwrap();
+        let pid = child.id();
+        let mut found = false;
+        for _ in 0..50 {
+            let s = sample(&(Box::new(|| None) as WorkerSource));
+            if s.rows.contains_key(&(Kind::Frr, "zebra".into(), pid)) {
+                found = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(found, "zebra (pid {pid}) not sampled");
+    }
+
+    #[test]
     fn this_process_is_sampled() {
         let s = sample(&(Box::new(|| None) as WorkerSource));
         assert!(s.rows.values().any(|r| r.kind == Kind::Control));

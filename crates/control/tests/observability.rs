@@ -1,7 +1,7 @@
 //! Every node of the packet graph and every drop reason is visible where an operator looks:
 //! `show runtime`, `show errors`, the metrics and a trace. One frame per reason the mem-port bed
 //! can produce is sent while a trace follows every frame; the reasons it cannot produce here
-//! (a full transmit ring, an empty buffer pool, the punt path's limits) are checked in the
+//! (a full transmit ring, an empty buffer pool, the punt path's queue) are checked in the
 //! metrics, which list every reason whether it counted or not.
 
 mod common;
@@ -115,6 +115,11 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
             Some(TtlExpired),
             udp_from([192, 0, 2, 2], [10, 1, 0, 1], 1, 32, 5000),
         ),
+        // The second within the ttl-expired class's burst of one (see `PUNT`).
+        (
+            Some(PuntPoliced),
+            udp_from([192, 0, 2, 2], [10, 1, 0, 1], 1, 32, 5000),
+        ),
         (Some(NoRoute), udp([203, 0, 113, 1])),
         (Some(Blackhole), udp([10, 66, 0, 1])),
         (Some(Reject), udp([10, 67, 0, 1])),
@@ -142,19 +147,21 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
 }
 
 /// Reasons the mem-port bed cannot produce: a transmit ring that refuses, a pool with no buffer
-/// left, and the punt path's rate and queue (there is no punt path without TAP twins).
+/// left, and the punt path's queue (there is no punt path without TAP twins).
 const NOT_PRODUCED: &[DropReason] = &[
     DropReason::TxQueueFull,
     DropReason::NoBuffer,
-    DropReason::PuntPoliced,
     DropReason::PuntQueueFull,
 ];
+
+/// The punt table of the first test: one TTL-expired packet at a time, so the second is policed.
+const PUNT: &str = "control-plane:\n  punt:\n    ttl-expired: { rate: 1, burst: 1 }\n";
 
 #[test]
 fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
     let dir = std::env::temp_dir().join(format!("linerate-obs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (core, mut peers) = core_with(&dir, CONFIG);
+    let (core, mut peers) = core_with(&dir, &(CONFIG.to_string() + PUNT));
     let frames = frames();
     let produced: Vec<DropReason> = frames.iter().filter_map(|f| f.0).collect();
     for &d in DropReason::ALL {
