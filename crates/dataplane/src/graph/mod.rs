@@ -197,6 +197,25 @@ impl Frames {
         self.v[n as usize].push(b);
     }
 
+    /// The input vector of edge `e`'s node, taken out so a node can fill it through a local:
+    /// pushes to a local vector keep its length in a register, where pushes through `Ctx` reload
+    /// it after every call that could touch `Ctx`. Give it back with [`Frames::put`] before the
+    /// node returns.
+    #[inline(always)]
+    pub fn take<E: Edge>(&mut self, e: E) -> Vec<PktBuf> {
+        std::mem::take(&mut self.v[e.node() as usize])
+    }
+
+    /// Gives back what [`Frames::take`] took (with what was pushed to it meanwhile).
+    #[inline(always)]
+    pub fn put<E: Edge>(&mut self, e: E, v: Vec<PktBuf>) {
+        let slot = &mut self.v[e.node() as usize];
+        let meanwhile = std::mem::replace(slot, v);
+        if !meanwhile.is_empty() {
+            slot.extend(meanwhile);
+        }
+    }
+
     pub fn get(&self, n: NodeId) -> &[PktBuf] {
         &self.v[n as usize]
     }

@@ -88,15 +88,19 @@ fn ethernet_input(ctx: &mut Ctx, t: &Tables, port: u16, pkts: &mut Vec<PktBuf>) 
         bytes += b.len() as u64;
         next[i] = classify(t, pm, port, b) as u8;
     }
+    let mut ip4 = ctx.frames.take(Next::Ip4);
+    let mut ip6 = ctx.frames.take(Next::Ip6);
     for (i, b) in pkts.drain(..).enumerate() {
         match next[i] {
-            TO_IP4 => ctx.to(Next::Ip4, b),
-            TO_IP6 => ctx.to(Next::Ip6, b),
+            TO_IP4 => ip4.push(b),
+            TO_IP6 => ip6.push(b),
             TO_ARP => ctx.punt(b, crate::punt::PuntClass::Arp, NO_IF),
             TO_L2 => ctx.to(Next::L2Control, b),
             r => ctx.drop(b, DropReason::ALL[r as usize]),
         }
     }
+    ctx.frames.put(Next::Ip4, ip4);
+    ctx.frames.put(Next::Ip6, ip6);
     bytes
 }
 
