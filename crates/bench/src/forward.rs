@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use control::{Router, StartOptions};
-use dataplane::graph::{NodeId, NodeSnapshot, NODE_ROWS, TX_NODE_NAME};
+use dataplane::graph::{row_names, NodeSnapshot, NODE_ROWS};
 use dataplane::{BufCache, NextHop, Pool};
 use fib::gen::{self, Profile, Spec};
 use rand::rngs::SmallRng;
@@ -68,8 +68,8 @@ pub struct Result {
 fn node_rows(running: &control::Runtime) -> [NodeSnapshot; NODE_ROWS] {
     let mut rows = [NodeSnapshot::default(); NODE_ROWS];
     for (_, c) in running.worker_counters() {
-        for (r, n) in rows.iter_mut().zip(c.nodes.iter()) {
-            r.add(&NodeSnapshot::read(n));
+        for (r, n) in rows.iter_mut().zip(NodeSnapshot::read_rows(&c.nodes)) {
+            r.add(&n);
         }
     }
     rows
@@ -80,11 +80,7 @@ fn node_delta(
     before: &[NodeSnapshot; NODE_ROWS],
     after: &[NodeSnapshot; NODE_ROWS],
 ) -> Vec<(&'static str, NodeSnapshot)> {
-    let names = NodeId::ALL
-        .iter()
-        .map(|n| n.name())
-        .chain(std::iter::once(TX_NODE_NAME));
-    names
+    row_names()
         .zip(after.iter().zip(before.iter()))
         .map(|(n, (a, b))| (n, a.since(b)))
         .collect()

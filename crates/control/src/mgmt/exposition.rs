@@ -123,7 +123,7 @@ impl Core {
             e.family(name, Kind::Counter, help);
             for (id, c) in &per {
                 let w = id.to_string();
-                for (node, nc) in super::graph::row_names().zip(c.nodes.iter()) {
+                for (node, nc) in dataplane::graph::row_names().zip(c.nodes.iter()) {
                     e.sample(&[("worker", &w), ("node", node)], r(f(nc)));
                 }
             }

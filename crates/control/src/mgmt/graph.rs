@@ -3,19 +3,11 @@
 //! the workers' own (see `dataplane::graph::runtime` for how they are collected and what they
 //! cost); a show subtracts what they were at the last clear, metrics never do.
 
-use dataplane::graph::{NodeId, NodeSnapshot, NODE_ROWS, TIMED_EVERY, TX_NODE_NAME};
+use dataplane::graph::{row_names, NodeSnapshot, NODE_ROWS, TIMED_EVERY};
 use serde::Serialize;
 
 use super::Core;
 use crate::syslog::Severity;
-
-/// The names of the runtime rows: every graph node, then interface-output.
-pub fn row_names() -> impl Iterator<Item = &'static str> {
-    NodeId::ALL
-        .iter()
-        .map(|n| n.name())
-        .chain(std::iter::once(TX_NODE_NAME))
-}
 
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct NodeRuntime {
@@ -87,7 +79,7 @@ pub fn build(workers: Vec<(usize, Option<usize>, [NodeSnapshot; NODE_ROWS])>) ->
 }
 
 fn read(c: &dataplane::WorkerCounters) -> [NodeSnapshot; NODE_ROWS] {
-    std::array::from_fn(|i| NodeSnapshot::read(&c.nodes[i]))
+    NodeSnapshot::read_rows(&c.nodes)
 }
 
 /// Every live worker's rows as they are now (what a clear subtracts from then on).
@@ -142,6 +134,7 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dataplane::graph::{NodeId, TX_NODE_NAME};
 
     #[test]
     fn every_node_has_a_row_and_totals_add_the_workers() {

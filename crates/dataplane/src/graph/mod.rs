@@ -29,7 +29,7 @@
 pub mod harness;
 mod runtime;
 
-pub use runtime::{NodeCounters, NodeSnapshot, Runtime, NODE_ROWS, TIMED_EVERY, TX_ROW};
+pub use runtime::{row_names, NodeCounters, NodeSnapshot, Runtime, NODE_ROWS, TIMED_EVERY, TX_ROW};
 
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
@@ -232,13 +232,8 @@ pub fn receive(ctx: &mut Ctx, t: &Tables, port: u16, pkts: &mut Vec<PktBuf>) {
     ctx.rx_port = port;
     std::mem::swap(pkts, &mut ctx.frames.v[NodeId::EthernetInput as usize]);
     run(ctx, t);
-    // The burst vector's room goes back to the caller (the node left it empty).
+    // `run` returns with every input empty: the burst vector's room goes back to the caller.
     std::mem::swap(pkts, &mut ctx.frames.v[NodeId::EthernetInput as usize]);
-    if !pkts.is_empty() {
-        // A back edge to ethernet-input (none exists today): its frames run now.
-        std::mem::swap(pkts, &mut ctx.frames.v[NodeId::EthernetInput as usize]);
-        run(ctx, t);
-    }
 }
 
 /// Runs every pending input vector, node by node in table order, until all are empty.

@@ -14,6 +14,14 @@ use std::time::Instant;
 use super::NODE_COUNT;
 use crate::counters::bump;
 
+/// The names of the rows: every graph node, then interface-output.
+pub fn row_names() -> impl Iterator<Item = &'static str> {
+    super::NodeId::ALL
+        .iter()
+        .map(|n| n.name())
+        .chain(std::iter::once(super::TX_NODE_NAME))
+}
+
 /// One vector in this many is timed.
 pub const TIMED_EVERY: u64 = 16;
 /// The rows: every graph node, then interface-output.
@@ -138,6 +146,11 @@ impl NodeSnapshot {
             timed_packets: r(&c.timed_packets),
             timed_ns: r(&c.timed_ns),
         }
+    }
+
+    /// Every row of one worker's counters.
+    pub fn read_rows(c: &[NodeCounters; NODE_ROWS]) -> [NodeSnapshot; NODE_ROWS] {
+        std::array::from_fn(|i| NodeSnapshot::read(&c[i]))
     }
 
     /// `self - base`, field by field (a counter cleared since reads as counted from then).
