@@ -190,7 +190,10 @@ pub fn run(o: &FpmOpts) -> Result<FpmReport, String> {
     )
     .map_err(|e| e.to_string())?;
     let core = Core::new(router, runtime, text, source, logger, None).map_err(|e| e.to_string())?;
-    core.start_fpm(&fpm_cfg, HashMap::from([(IF_P0, 0), (IF_P1, 1)]))?;
+    core.start_fpm(
+        &fpm_cfg,
+        HashMap::from([(IF_P0, "lr-p0".into()), (IF_P1, "lr-p1".into())]),
+    )?;
     let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     sock.set_nodelay(true).ok();
     let t0 = Instant::now();

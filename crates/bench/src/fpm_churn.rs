@@ -247,7 +247,7 @@ pub fn run(o: &ChurnOpts) -> Result<ChurnReport, String> {
     .map_err(|e| e.to_string())?;
     let mut peers = runtime.take_peers();
     let core = Core::new(router, runtime, text, source, logger, None).map_err(|e| e.to_string())?;
-    core.start_fpm(&fpm_cfg, HashMap::from([(IF_P1, 1)]))?;
+    core.start_fpm(&fpm_cfg, HashMap::from([(IF_P1, "lr-p1".into())]))?;
     let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     sock.set_nodelay(true).ok();
 

@@ -3,8 +3,10 @@
 //! FIBs under the management lock, a bounded slice at a time, and publishes.
 //!
 //! - Next hops: zebra names an interface by kernel ifindex. The router's interfaces are known to
-//!   the kernel as their TAP twins, so a twin's ifindex maps to its interface; without twins (or
-//!   for an unknown ifindex) a gateway on a connected subnet picks the interface. A next hop
+//!   the kernel as their TAP twins, so a twin's ifindex maps to its host name and that to its
+//!   interface (a commit that adds or removes twins updates the map: [`FpmRoutes::set_twins`]);
+//!   without twins (or for an unknown ifindex) a gateway on a connected subnet picks the
+//!   interface. A next hop
 //!   that fits no interface leaves its routes uninstalled (counted).
 //! - Configured routes win: a prefix the config (or the API) installed is not replaced by FPM
 //!   (counted as a conflict) and FPM never removes it.
@@ -72,15 +74,15 @@ pub struct FpmRoutes {
     pub rib: Rib,
     /// Next-hop set id -> the router's next-hop id (None: unresolved).
     sets: Vec<Option<u32>>,
-    /// Kernel ifindex (of a TAP twin) -> interface index.
-    ifindex: HashMap<u32, u32>,
+    /// Kernel ifindex of a TAP twin -> its host name (`InterfaceCfg::host_name`).
+    twins: HashMap<u32, String>,
     /// Kernel table id -> VRF index.
     tables: HashMap<u32, usize>,
     pub status: FpmStatus,
 }
 
 impl FpmRoutes {
-    pub fn new(cfg: &FpmCfg, router: &Router, ifindex: HashMap<u32, u32>) -> Self {
+    pub fn new(cfg: &FpmCfg, router: &Router, twins: HashMap<u32, String>) -> Self {
         let mut tables = HashMap::new();
         tables.insert(254, 0);
         for (id, vrf) in &cfg.tables {
@@ -91,13 +93,18 @@ impl FpmRoutes {
         Self {
             rib: Rib::new(),
             sets: Vec::new(),
-            ifindex,
+            twins,
             tables,
             status: FpmStatus {
                 listen: cfg.listen.to_string(),
                 ..Default::default()
             },
         }
+    }
+
+    /// The twins after a commit that added or removed some; the caller reinstalls.
+    pub fn set_twins(&mut self, twins: HashMap<u32, String>) {
+        self.twins = twins;
     }
 
     /// The path a set forwards through, or `None` if some next hop of it fits no interface.
@@ -108,7 +115,10 @@ impl FpmRoutes {
             NhSet::Forward(hops) => {
                 let mut members = Vec::with_capacity(hops.len());
                 for h in hops.iter() {
-                    let ifx = self.ifindex.get(&h.ifindex).copied().or_else(|| {
+                    let twin = self.twins.get(&h.ifindex).and_then(|host| {
+                        r.cfg.interfaces.iter().position(|i| i.host_name == *host)
+                    });
+                    let ifx = twin.map(|i| i as u32).or_else(|| {
                         let gw = h.gateway?;
                         // Any VRF: the route's own VRF is checked when it is installed.
                         (0..r.cfg.vrfs.len() as u32).find_map(|v| r.connected_if(v, gw))

@@ -144,9 +144,12 @@ fn scratch_file() -> PathBuf {
     std::env::temp_dir().join(format!("linerate-fuzz-routes-{}", std::process::id()))
 }
 
-/// `data` as the kernel's answer to an `RTM_NEWADDR` request for a TAP twin's address.
+/// `data` as the kernel's answer to an `RTM_NEWADDR` or `RTM_DELADDR` request for a TAP twin's
+/// address.
 pub fn addr_ack(data: &[u8]) {
-    let _ = crate::punt::tap::address_ack(data);
+    for op in [crate::punt::tap::Op::Add, crate::punt::tap::Op::Del] {
+        let _ = crate::punt::tap::address_ack(data, op);
+    }
 }
 
 #[cfg(test)]

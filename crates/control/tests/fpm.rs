@@ -35,7 +35,11 @@ fn router() -> (Router, FpmRoutes) {
     let cfg = config::parse(CONFIG, Path::new("fpm.yaml")).expect("config");
     let fpm_cfg = cfg.control_plane.fpm.clone().expect("fpm section");
     let r = Router::build(cfg).expect("router");
-    let f = FpmRoutes::new(&fpm_cfg, &r, HashMap::from([(IF_P0, 0), (IF_P1, 1)]));
+    let f = FpmRoutes::new(
+        &fpm_cfg,
+        &r,
+        HashMap::from([(IF_P0, "lr-p0".to_string()), (IF_P1, "lr-p1".to_string())]),
+    );
     (r, f)
 }
 

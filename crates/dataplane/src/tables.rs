@@ -131,6 +131,10 @@ pub struct Tables {
     pub route_class_e: bool,
     /// The punt table's rates and bursts (control-plane protection).
     pub punt: Arc<crate::punt::PuntLimits>,
+    /// Which build of the router these tables come from: every config commit builds a new one,
+    /// whose interface and next-hop indexes may differ. Punted frames carry it, so the control
+    /// plane reads a frame's `rx_if` against the interface list the worker used.
+    pub generation: u64,
 }
 
 impl Tables {
@@ -148,6 +152,7 @@ impl Tables {
             acl_log: None,
             route_class_e: false,
             punt: Default::default(),
+            generation: 0,
         }
     }
 }

@@ -209,6 +209,7 @@ impl Worker {
                 ctx.clock_ns = clock0 + t0;
                 ctx.icmp.refill(t0);
                 ctx.punt_policer.sync(&t.punt);
+                ctx.generation = t.generation;
                 if t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some() {
                     crate::feature::output::housekeeping(&mut ctx, t);
                 }

@@ -888,7 +888,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                 );
             }
             format!(
-                "{}\n{}\nInjected: {}, inject drops: {}, no TAP: {}\nNeighbours: {}\n",
+                "{}\n{}\nInjected: {}, inject drops: {}, no TAP: {}, stale (from before a commit): {}\nNeighbours: {}\n",
                 table(&head, classes),
                 table(
                     &[
@@ -903,6 +903,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                 s(&v["injected"]),
                 s(&v["inject_dropped"]),
                 s(&v["no_tap"]),
+                s(&v["stale"]),
                 v["neighbor_stats"],
             )
         }),

@@ -116,7 +116,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     for ic in &cfg.interfaces {
         taps.push(if cp.taps {
             Some(
-                control::punt::Tap::create(&ic.host_name, ic.mac.0, ic.mtu, &ic.ipv4, &ic.ipv6)
+                control::punt::Tap::create(&control::punt::TwinSpec::of(ic))
                     .map_err(|e| format!("interface {}: {e}", ic.name))?,
             )
         } else {
@@ -145,10 +145,10 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     }
     let core =
         Core::new(router, runtime, text, source, logger, state_dir).map_err(|e| e.to_string())?;
-    let ifindex: std::collections::HashMap<u32, u32> = taps
+    let twins: std::collections::HashMap<u32, String> = taps
         .iter()
-        .enumerate()
-        .filter_map(|(ifx, t)| t.as_ref().map(|t| (t.ifindex, ifx as u32)))
+        .flatten()
+        .map(|t| (t.ifindex, t.name.clone()))
         .collect();
     let punt = control::punt::PuntPlane::start(
         hub,
@@ -164,7 +164,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
     *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;
     if let Some(f) = &cp.fpm {
-        core.start_fpm(f, ifindex)?;
+        core.start_fpm(f, twins)?;
         eprintln!("linerate: FPM on {}", f.listen);
     }
     let server = api::serve(

@@ -284,59 +284,17 @@ pub fn summarize(old: &Config, new: &Config) -> Vec<String> {
 
 /// What a commit cannot change in a running daemon, and why; None if `new` changes none of it.
 ///
-/// The punt thread, the TAP twins and the FPM server are set up once at start, and the punt
-/// thread and FPM find a twin by its interface's index (its place in `interfaces`). A commit
-/// that added, removed, reordered or re-addressed interfaces would leave the twins describing
-/// the old list: punted frames would go up the wrong twin. Until twins follow commits, such a
-/// commit is refused rather than half applied.
+/// The punt thread, the TAP twins' existence and the FPM server are set up once at start (the
+/// punt table aside, which is published with the tables). The interfaces are not: their twins
+/// follow commits (`punt::twins`).
 fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
-    // The punt table is published with the tables: a commit changes it like any other.
     let fixed = |c: &config::ControlPlane| config::ControlPlane {
         punt: Default::default(),
         ..c.clone()
     };
-    if fixed(&old.control_plane) != fixed(&new.control_plane) {
-        return Some(
-            "control-plane: the punt path, TAP twins and FPM server are set up at start".into(),
-        );
-    }
-    if !old.control_plane.taps {
-        return None;
-    }
-    let twin = |i: &config::InterfaceCfg| {
-        (
-            i.name.clone(),
-            i.host_name.clone(),
-            i.mac,
-            i.mtu,
-            i.ipv4.clone(),
-            i.ipv6.clone(),
-        )
-    };
-    let (a, b): (Vec<_>, Vec<_>) = (
-        old.interfaces.iter().map(twin).collect(),
-        new.interfaces.iter().map(twin).collect(),
-    );
-    if a == b {
-        return None;
-    }
-    let which = a
-        .iter()
-        .zip(&b)
-        .find(|(x, y)| x != y)
-        .map(|(x, y)| {
-            if x.0 == y.0 {
-                format!("interface {}", x.0)
-            } else {
-                format!("interface {} (was {})", y.0, x.0)
-            }
-        })
-        .unwrap_or_else(|| format!("interfaces ({} -> {})", a.len(), b.len()));
-    Some(format!(
-        "{which}: with control-plane.taps, each interface's TAP twin is made at start; \
-         interfaces cannot be added, removed, reordered, renamed or given other addresses, \
-         MAC, MTU or host-name by a commit"
-    ))
+    (fixed(&old.control_plane) != fixed(&new.control_plane)).then(|| {
+        "control-plane: the punt path, TAP twins and FPM server are set up at start".into()
+    })
 }
 
 fn invalid_config(e: config::ConfigErrors) -> ApiError {
@@ -516,6 +474,17 @@ impl Core {
             });
         }
 
+        // New TAP twins are made before anything changes, so a kernel that refuses one refuses
+        // the commit; the punt thread takes them with the tables (see `punt::twins`).
+        let twins = match (new_cfg.control_plane.taps, self.has_punt_plane()) {
+            (true, true) => Some(
+                crate::punt::twins::prepare(&old_cfg, &new_cfg, new.generation).map_err(|e| {
+                    ApiError::invalid(format!("config rejected; nothing was changed: {e}"))
+                })?,
+            ),
+            _ => None,
+        };
+
         // The switch. Ports that left (or changed driver) stop first; the new tables go live in
         // one swap; then new ports start and the worker count follows.
         let changed_port = |name: &str| {
@@ -535,13 +504,26 @@ impl Core {
                     .map_err(|e| ApiError::internal(e.to_string()))?;
             }
         }
-        // Routes from FRR go into the new tables before they go live.
+        // Routes from FRR go into the new tables before they go live, through the twins of the
+        // new config.
+        let changes = match twins {
+            Some((plan, changes)) => {
+                if let Some(f) = s.fpm.as_mut() {
+                    // Every twin of the new config exists now, new ones included.
+                    f.set_twins(crate::punt::twins::kernel_indexes(&new_cfg));
+                }
+                self.with_punt_plane(|p| p.plan(plan));
+                changes
+            }
+            None => Vec::new(),
+        };
         if let Some(f) = s.fpm.as_mut() {
             f.reinstall(&mut new, &carried);
             new.publish_fibs()
                 .map_err(|e| ApiError::internal(format!("FPM routes: {e}")))?;
         }
         new.activate();
+        warnings.extend(crate::punt::twins::change(&changes));
         for (idx, slot) in new.port_slots.iter().enumerate() {
             let Some(name) = slot else { continue };
             let existed = old_cfg.ports.iter().any(|p| &p.name == name);

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use dataplane::counters::DROP_COUNT;
 use dataplane::Snapshot;
+use packet::ethernet::MacAddr;
 use serde::Serialize;
 
 use crate::config::{Prefix, Target};
@@ -210,14 +211,14 @@ impl Drop for Locked<'_> {
 pub struct CoreNeighbors(pub std::sync::Weak<Core>);
 
 impl crate::punt::NeighborSink for CoreNeighbors {
-    fn learned(&self, ifx: u32, ip: std::net::IpAddr, mac: packet::ethernet::MacAddr) {
+    fn learned(&self, generation: u64, ifx: u32, ip: std::net::IpAddr, mac: MacAddr) {
         if let Some(c) = self.0.upgrade() {
-            c.neighbor_learned(ifx, ip, mac);
+            c.neighbor_learned(generation, ifx, ip, mac);
         }
     }
-    fn lost(&self, ifx: u32, ip: std::net::IpAddr) {
+    fn lost(&self, generation: u64, ifx: u32, ip: std::net::IpAddr) {
         if let Some(c) = self.0.upgrade() {
-            c.neighbor_lost(ifx, ip);
+            c.neighbor_lost(generation, ifx, ip);
         }
     }
 }
@@ -304,8 +305,15 @@ impl Core {
     }
 
     /// Installs a neighbour learned by ARP or ND in the router's next hops and publishes them.
-    pub fn neighbor_learned(&self, ifx: u32, ip: std::net::IpAddr, mac: packet::ethernet::MacAddr) {
+    ///
+    /// `ifx` numbers interfaces as the tables of `generation` do: news from before a commit
+    /// that renumbered them is not applied (the punt thread renumbers its neighbours when it
+    /// sees the new tables, and the next packet towards one resolves it again).
+    pub fn neighbor_learned(&self, generation: u64, ifx: u32, ip: std::net::IpAddr, mac: MacAddr) {
         let mut s = self.lock("neighbor.learned");
+        if s.router.generation != generation {
+            return;
+        }
         if s.router.neighbor_learned(ifx, ip, mac) {
             if let Err(e) = s.router.publish() {
                 self.logger.log(
@@ -319,8 +327,11 @@ impl Core {
     }
 
     /// A learned neighbour stopped answering: its next hop gleans again.
-    pub fn neighbor_lost(&self, ifx: u32, ip: std::net::IpAddr) {
+    pub fn neighbor_lost(&self, generation: u64, ifx: u32, ip: std::net::IpAddr) {
         let mut s = self.lock("neighbor.lost");
+        if s.router.generation != generation {
+            return;
+        }
         if s.router.neighbor_lost(ifx, ip) {
             let _ = s.router.publish();
         }
@@ -355,16 +366,31 @@ impl Core {
         );
     }
 
-    /// Starts serving FPM (zebra's `dplane_fpm_nl`): `ifindex` maps the TAP twins' kernel
-    /// interface indexes to the router's interfaces.
+    /// Whether the punt thread runs (a daemon on real ports).
+    pub(crate) fn has_punt_plane(&self) -> bool {
+        self.punt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Runs `f` on the punt thread's handle, if it runs.
+    pub(crate) fn with_punt_plane(&self, f: impl FnOnce(&crate::punt::PuntPlane)) {
+        if let Some(p) = self.punt.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            f(p)
+        }
+    }
+
+    /// Starts serving FPM (zebra's `dplane_fpm_nl`): `twins` maps the TAP twins' kernel
+    /// interface indexes to their host names.
     pub fn start_fpm(
         self: &Arc<Self>,
         cfg: &crate::config::FpmCfg,
-        ifindex: HashMap<u32, u32>,
+        twins: HashMap<u32, String>,
     ) -> Result<(), String> {
         {
             let mut s = self.lock("fpm.start");
-            let routes = crate::fpm::FpmRoutes::new(cfg, &s.router, ifindex);
+            let routes = crate::fpm::FpmRoutes::new(cfg, &s.router, twins);
             s.fpm = Some(routes);
         }
         let plane = crate::fpm::FpmPlane::start(cfg, self)?;
@@ -416,6 +442,7 @@ impl Core {
             "injected": p.hub.counters.injected.load(Relaxed),
             "inject_dropped": st.inject_dropped,
             "no_tap": st.no_tap,
+            "stale": st.stale,
             "taps": st.taps,
             "neighbor_stats": st.stats,
         }))

@@ -3,12 +3,17 @@
 //! releases packets waiting for a neighbour, passes traffic for the router up the interfaces'
 //! TAP twins ([`tap`]) and injects what the kernel sends on them out of the router's ports.
 //!
+//! A commit may add, remove and renumber interfaces while the thread runs: the twins follow
+//! ([`twins`]), and a frame punted under the tables before a commit is read against the list
+//! its worker used (each carries its tables' generation), so none goes up the wrong twin.
+//!
 //! The thread never blocks on a worker: rings are read with a budget per pass, a TAP the kernel
 //! does not drain loses frames (counted), and a full inject ring loses frames (counted). When
 //! there is nothing to do it sleeps in poll(2) on the TAPs for at most a few milliseconds.
 
 pub mod neighbor;
 pub mod tap;
+pub mod twins;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,19 +22,21 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dataplane::buffer::{BufCache, Pool};
-use dataplane::punt::{ControlLink, Injected, PuntClass, PuntHub};
+use dataplane::punt::{ControlLink, Injected, PuntClass, PuntHub, Punted};
 use dataplane::tables::{Rewrite, SharedTables, Tables};
 use dataplane::PktBuf;
 use packet::ethernet::MacAddr;
 
 use crate::config::NeighborTimers;
 use neighbor::{NeighborStats, NeighborView, Neighbors, Out};
-pub use tap::Tap;
+pub use tap::{Tap, TwinSpec};
+use twins::{Plans, TwinPlan, Twins};
 
-/// Where learned and lost neighbours go: the router's tables, published.
+/// Where learned and lost neighbours go: the router's tables, published. `ifx` numbers the
+/// interfaces as the tables of `generation` do.
 pub trait NeighborSink: Send + 'static {
-    fn learned(&self, ifx: u32, ip: IpAddr, mac: MacAddr);
-    fn lost(&self, ifx: u32, ip: IpAddr);
+    fn learned(&self, generation: u64, ifx: u32, ip: IpAddr, mac: MacAddr);
+    fn lost(&self, generation: u64, ifx: u32, ip: IpAddr);
 }
 
 /// One TAP twin as `show` reports it.
@@ -54,6 +61,10 @@ pub struct PuntStatus {
     pub no_tap: u64,
     /// Injected frames lost to a full inject ring (or no worker to send them).
     pub inject_dropped: u64,
+    /// Frames punted under tables a commit has since replaced that could not be read against
+    /// the new ones (their interface removed or renamed, or a packet waiting for a neighbour,
+    /// which the next packet resolves again).
+    pub stale: u64,
 }
 
 pub struct PuntPlane {
@@ -61,6 +72,7 @@ pub struct PuntPlane {
     handle: Option<JoinHandle<()>>,
     pub status: Arc<Mutex<PuntStatus>>,
     pub hub: Arc<PuntHub>,
+    plans: Plans,
 }
 
 impl PuntPlane {
@@ -75,25 +87,22 @@ impl PuntPlane {
     ) -> Result<PuntPlane, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let status = Arc::new(Mutex::new(PuntStatus::default()));
+        let plans = Plans::default();
         let mut th = PuntThread {
             hub: hub.clone(),
             cache: BufCache::new(pool),
+            cur: shared.load_full(),
+            recent: Vec::new(),
             shared,
             links: Vec::new(),
             nb: Neighbors::new(timers),
-            views: taps
-                .iter()
-                .map(|t| TapView {
-                    tap: t.as_ref().map(|t| t.name.clone()).unwrap_or_default(),
-                    ifindex: t.as_ref().map_or(0, |t| t.ifindex),
-                    ..Default::default()
-                })
-                .collect(),
-            taps,
+            twins: Twins::new(taps),
+            plans: plans.clone(),
             sink,
             status: status.clone(),
             no_tap: 0,
             inject_dropped: 0,
+            stale: 0,
             next_link: 0,
         };
         let s = stop.clone();
@@ -106,7 +115,25 @@ impl PuntPlane {
             handle: Some(handle),
             status,
             hub,
+            plans,
         })
+    }
+
+    /// Hands over the twins of a commit's tables, before they go live: the thread applies the
+    /// plan when it first sees tables of `plan.generation`.
+    pub fn plan(&self, plan: TwinPlan) {
+        self.plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(plan);
+    }
+
+    /// Takes back the plan of a commit that did not go live (its new twins close).
+    pub fn withdraw(&self, generation: u64) {
+        self.plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| p.generation != generation);
     }
 
     pub fn status(&self) -> PuntStatus {
@@ -134,15 +161,28 @@ struct PuntThread {
     hub: Arc<PuntHub>,
     cache: BufCache,
     shared: SharedTables,
+    /// The tables the thread works with, and the last few generations before them (to read
+    /// frames punted under those).
+    cur: Arc<Tables>,
+    recent: Vec<Arc<Tables>>,
     links: Vec<ControlLink>,
     nb: Neighbors,
-    taps: Vec<Option<Tap>>,
-    views: Vec<TapView>,
+    twins: Twins,
+    plans: Plans,
     sink: Box<dyn NeighborSink>,
     status: Arc<Mutex<PuntStatus>>,
     no_tap: u64,
     inject_dropped: u64,
+    stale: u64,
     next_link: usize,
+}
+
+/// Generations of the tables kept to read frames punted under them: a frame waits in a ring
+/// for milliseconds, and commits come seconds apart.
+const RECENT: usize = 4;
+
+fn names(t: &Tables) -> Vec<String> {
+    t.ifs.iter().map(|i| i.name.clone()).collect()
 }
 
 /// Frames read from the rings per pass, so the TAPs and timers get their turn under a flood.
@@ -156,7 +196,7 @@ impl PuntThread {
         let mut last_status = Instant::now() - Duration::from_secs(1);
         while !stop.load(Ordering::Relaxed) {
             self.links.extend(self.hub.take_new());
-            let t = self.shared.load_full();
+            let mut t = self.refresh(&mut out);
             let now = Instant::now();
             let mut did = 0;
             for li in 0..self.links.len() {
@@ -166,7 +206,14 @@ impl PuntThread {
                         break;
                     };
                     n += 1;
-                    self.punted(&t, p.buf, p.class, now, &mut out);
+                    if p.generation > t.generation {
+                        // A worker is on tables this thread has not seen yet.
+                        t = self.refresh(&mut out);
+                    }
+                    let Some((buf, class)) = self.read_against(&t, p) else {
+                        continue;
+                    };
+                    self.punted(&t, buf, class, now, &mut out);
                 }
                 did += n;
             }
@@ -191,6 +238,76 @@ impl PuntThread {
             }
         }
         self.cache.flush();
+    }
+
+    /// The current tables; when a commit has replaced them since the last call, the twins take
+    /// the commit's plan and the neighbours are renumbered by interface name.
+    fn refresh(&mut self, out: &mut Vec<Out>) -> Arc<Tables> {
+        let t = self.shared.load_full();
+        if t.generation == self.cur.generation {
+            return t;
+        }
+        let old = std::mem::replace(&mut self.cur, t.clone());
+        let (old_names, new_names) = (names(&old), names(&t));
+        let mut mine: Vec<TwinPlan> = {
+            let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+            let (mine, later) = std::mem::take(&mut *plans)
+                .into_iter()
+                .partition(|p| p.generation <= t.generation);
+            *plans = later;
+            mine
+        };
+        mine.sort_by_key(|p| p.generation);
+        if mine.is_empty() {
+            let hosts = twins::carried_hosts(&self.twins.hosts(), &old_names, &new_names);
+            self.twins.apply(TwinPlan {
+                generation: t.generation,
+                hosts,
+                new: Vec::new(),
+            });
+        }
+        for p in mine {
+            self.twins.apply(p);
+        }
+        self.nb
+            .renumber(|ifx| twins::renumbered(&old_names, &new_names, ifx), out);
+        self.recent.push(old);
+        if self.recent.len() > RECENT {
+            self.recent.remove(0);
+        }
+        t
+    }
+
+    /// A punted frame with its indexes in the numbering of `t`; None (freed and counted) if it
+    /// was punted under older tables and cannot be read against these.
+    fn read_against(&mut self, t: &Tables, p: Punted) -> Option<(PktBuf, PuntClass)> {
+        let Punted {
+            mut buf,
+            class,
+            generation,
+            ..
+        } = p;
+        if generation == t.generation {
+            return Some((buf, class));
+        }
+        let ifx = match self.recent.iter().find(|r| r.generation == generation) {
+            // The next hop a glean names is an index into the old tables' next hops.
+            Some(old) if class != PuntClass::Glean => {
+                twins::renumbered(&names(old), &names(t), buf.meta().rx_if)
+            }
+            _ => None,
+        };
+        match ifx {
+            Some(ifx) => {
+                buf.meta_mut().rx_if = ifx;
+                Some((buf, class))
+            }
+            None => {
+                self.stale += 1;
+                self.cache.free(buf);
+                None
+            }
+        }
     }
 
     fn punted(
@@ -232,7 +349,7 @@ impl PuntThread {
     /// Writes a punted frame to the TAP twin of interface `ifx`, without its VLAN tag (the
     /// twin stands for the sub-interface itself).
     fn up_to_kernel(&mut self, t: &Tables, ifx: u32, b: &PktBuf) {
-        let Some(Some(tap)) = self.taps.get(ifx as usize) else {
+        let Some((tap, v)) = self.twins.get(ifx) else {
             self.no_tap += 1;
             return;
         };
@@ -242,7 +359,6 @@ impl PuntThread {
             Some(f) => tap.write(&f),
             None => tap.write(d),
         };
-        let v = &mut self.views[ifx as usize];
         if ok {
             v.to_kernel += 1;
         } else {
@@ -253,15 +369,17 @@ impl PuntThread {
     /// What the kernel sends on the twins goes out of their interfaces' ports.
     fn read_taps(&mut self, t: &Tables, frame: &mut [u8]) -> usize {
         let mut did = 0;
-        for ifx in 0..self.taps.len() {
-            let Some(ifc) = t.ifs.get(ifx) else { continue };
+        for (ifx, ifc) in t.ifs.iter().enumerate() {
             let (port, vlan) = (ifc.port, ifc.vlan);
             for _ in 0..64 {
-                let Some(n) = self.taps[ifx].as_ref().and_then(|tap| tap.read(frame)) else {
+                let Some((tap, view)) = self.twins.get(ifx as u32) else {
+                    break;
+                };
+                let Some(n) = tap.read(frame) else {
                     break;
                 };
                 did += 1;
-                self.views[ifx].from_kernel += 1;
+                view.from_kernel += 1;
                 if n < 14 {
                     continue;
                 }
@@ -316,14 +434,14 @@ impl PuntThread {
                     }
                 }
                 Out::Learned { ifx, ip, mac } => {
-                    self.sink.learned(ifx, ip, mac);
-                    let t = self.shared.load_full();
+                    self.sink.learned(self.cur.generation, ifx, ip, mac);
+                    let t = self.cur.clone();
                     let (_, held) = self.nb.release(ifx, ip);
                     for b in held {
                         self.send_held(&t, ifx, mac, b);
                     }
                 }
-                Out::Lost { ifx, ip } => self.sink.lost(ifx, ip),
+                Out::Lost { ifx, ip } => self.sink.lost(self.cur.generation, ifx, ip),
                 Out::Free(b) => self.cache.free(b),
             }
         }
@@ -338,32 +456,24 @@ impl PuntThread {
     }
 
     fn publish_status(&mut self, now: Instant) {
-        let t = self.shared.load();
-        for (i, v) in self.views.iter_mut().enumerate() {
-            v.interface = t.ifs.get(i).map(|x| x.name.clone()).unwrap_or_default();
-        }
+        let taps = self.twins.views(&names(&self.cur));
         let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
         s.neighbors = self.nb.view(now);
         s.stats = self.nb.stats;
-        s.taps = self
-            .views
-            .iter()
-            .filter(|v| !v.tap.is_empty())
-            .cloned()
-            .collect();
+        s.taps = taps;
         s.no_tap = self.no_tap;
         s.inject_dropped = self.inject_dropped;
+        s.stale = self.stale;
     }
 
     /// Sleeps until a TAP has a frame or a few milliseconds pass (the rings have no descriptor
     /// to wait on; 2 ms bounds the latency a punted frame sees on an idle router).
     fn wait(&self) {
         let mut fds: Vec<libc::pollfd> = self
-            .taps
-            .iter()
-            .flatten()
-            .map(|t| libc::pollfd {
-                fd: t.raw_fd(),
+            .twins
+            .fds()
+            .map(|fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -426,6 +536,117 @@ mod tests {
         }]
         .into_boxed_slice();
         t
+    }
+
+    fn ifc(name: &str, port: u16, addr: u32) -> Interface {
+        Interface {
+            name: name.into(),
+            port,
+            vlan: None,
+            mac: MAC,
+            mtu: 1500,
+            vrf: 0,
+            up: true,
+            v4: vec![(addr, 24)],
+            v6: vec![],
+            punt_local: true,
+        }
+    }
+
+    /// What the punt thread told the router, as (generation, interface index, address).
+    #[derive(Clone, Default)]
+    struct Told(Arc<Mutex<Vec<(u64, u32, IpAddr)>>>);
+
+    impl NeighborSink for Told {
+        fn learned(&self, generation: u64, ifx: u32, ip: IpAddr, _: MacAddr) {
+            self.0.lock().unwrap().push((generation, ifx, ip));
+        }
+        fn lost(&self, _: u64, _: u32, _: IpAddr) {}
+    }
+
+    /// An ARP request for the router's `target` from `sender` at PEER, as a worker punts it.
+    fn arp_request(cache: &mut BufCache, ifx: u32, sender: u32, target: u32) -> PktBuf {
+        let eth = packet::ethernet::Header {
+            dst: MacAddr([0xff; 6]),
+            src: PEER,
+            tags: Default::default(),
+            ethertype: 0,
+        };
+        let r = packet::arp::Repr {
+            op: packet::arp::REQUEST,
+            sender_mac: PEER,
+            sender_ip: sender,
+            target_mac: MacAddr([0; 6]),
+            target_ip: target,
+        };
+        let mut b = cache.alloc().unwrap();
+        assert!(b.fill(&packet::arp::frame(eth, &r)));
+        b.meta_mut().rx_if = ifx;
+        b.meta_mut().l3_off = 14;
+        b
+    }
+
+    /// A commit removes the first of two interfaces, so the second becomes index 0. A frame a
+    /// worker punted under the old tables is read against the list it used: the neighbour is
+    /// learned on the interface it came in on (now index 0), the router hears of it under the
+    /// new numbering, and a frame of the removed interface is counted stale, not misread.
+    #[test]
+    fn frames_punted_before_a_renumbering_commit_keep_their_interface() {
+        let pool = Pool::new(256);
+        let mut cache = BufCache::new(pool.clone());
+        let mut t1 = Tables::empty(16);
+        t1.generation = 1;
+        t1.ifs = vec![ifc("a", 0, 0xC000_0201), ifc("b", 1, 0xC633_6401)].into_boxed_slice();
+        let shared: SharedTables = Arc::new(arc_swap::ArcSwap::from_pointee(t1));
+        let hub = PuntHub::new(dataplane::punt::PuntConfig { ring: 64 });
+        let mut worker = hub.attach(0);
+        let told = Told::default();
+        let timers = crate::config::NeighborTimers {
+            reachable_s: 30,
+            retransmit_ms: 1000,
+            retries: 3,
+            hold: 2,
+        };
+        let mut plane = PuntPlane::start(
+            hub,
+            pool,
+            shared.clone(),
+            timers,
+            vec![None, None],
+            Box::new(told.clone()),
+        )
+        .unwrap();
+        let mut t2 = Tables::empty(16);
+        t2.generation = 2;
+        t2.ifs = vec![ifc("b", 1, 0xC633_6401)].into_boxed_slice();
+        shared.store(Arc::new(t2));
+        // Punted by a worker still on generation 1: one on b (index 1 then), one on a.
+        let on_b = arp_request(&mut cache, 1, 0xC633_6402, 0xC633_6401);
+        let on_a = arp_request(&mut cache, 0, 0xC000_0202, 0xC000_0201);
+        for b in [on_b, on_a] {
+            assert!(worker.offer(b, PuntClass::Arp, 0, 1).is_ok());
+        }
+        let b_peer: IpAddr = "198.51.100.2".parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while plane.status().stale == 0 || told.0.lock().unwrap().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the punt thread did not read both"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(*told.0.lock().unwrap(), vec![(2, 0, b_peer)]);
+        std::thread::sleep(Duration::from_millis(300));
+        let st = plane.status();
+        assert_eq!(st.stale, 1);
+        assert_eq!(
+            st.neighbors
+                .iter()
+                .map(|n| (n.ifx, n.ip))
+                .collect::<Vec<_>>(),
+            vec![(0, b_peer)]
+        );
+        plane.stop();
     }
 
     /// An IPv4 packet as a worker hands it over: Ethernet header still the received one.

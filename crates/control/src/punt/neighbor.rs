@@ -277,6 +277,26 @@ impl Neighbors {
         }
     }
 
+    /// A commit renumbered the interfaces: each entry follows its interface (`map` gives the
+    /// new index of an old one); entries of interfaces that are gone are forgotten and what they
+    /// held is freed. The next-hop table is scanned again.
+    pub fn renumber(&mut self, map: impl Fn(u32) -> Option<u32>, out: &mut Vec<Out>) {
+        let entries = std::mem::take(&mut self.entries);
+        for ((ifx, ip), e) in entries {
+            match map(ifx) {
+                Some(n) => {
+                    self.entries.insert((n, ip), e);
+                }
+                None => out.extend(e.held.into_iter().map(Out::Free)),
+            }
+        }
+        self.backoff = std::mem::take(&mut self.backoff)
+            .into_iter()
+            .filter_map(|((ifx, ip), until)| Some(((map(ifx)?, ip), until)))
+            .collect();
+        self.scanned = 0;
+    }
+
     /// The packets held for `(ifx, ip)`, to send now that the router's tables know its MAC.
     pub fn release(&mut self, ifx: u32, ip: IpAddr) -> (Option<MacAddr>, Vec<PktBuf>) {
         match self.entries.get_mut(&(ifx, ip)) {
@@ -612,6 +632,44 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A commit that moves the interface to another index takes its neighbours (and what they
+    /// hold) along; one that removes it frees what they held.
+    #[test]
+    fn neighbours_follow_their_interface_across_a_renumbering_commit() {
+        let t = tables();
+        let mut nb = Neighbors::new(timers());
+        let mut cache = BufCache::new(Pool::new(64));
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let mut b = cache.alloc().unwrap();
+        b.fill(&[0u8; 60]);
+        b.meta_mut().next_hop = 1;
+        nb.glean(&t, b, now, &mut out);
+        out.clear();
+        let ip: IpAddr = "192.0.2.2".parse().unwrap();
+        nb.renumber(|ifx| (ifx == 0).then_some(5), &mut out);
+        assert!(out.is_empty());
+        assert!(
+            nb.release(0, ip).1.is_empty(),
+            "nothing left under the old index"
+        );
+        nb.renumber(|ifx| (ifx == 5).then_some(0), &mut out);
+        assert_eq!(nb.view(now)[0].ifx, 0);
+        nb.renumber(|_| None, &mut out);
+        assert!(nb.is_empty());
+        let freed: Vec<PktBuf> = out
+            .drain(..)
+            .filter_map(|o| match o {
+                Out::Free(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(freed.len(), 1, "the held packet is freed, not lost");
+        for b in freed {
+            cache.free(b);
+        }
     }
 
     #[test]

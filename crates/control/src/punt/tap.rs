@@ -53,16 +53,37 @@ fn socket(domain: i32, ty: i32, proto: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// What a twin shows the kernel: its name there, MAC address, MTU, admin state and addresses
+/// (those of the interface it stands for).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TwinSpec {
+    pub host: String,
+    pub mac: [u8; 6],
+    pub mtu: u16,
+    pub up: bool,
+    pub v4: Vec<(u32, u8)>,
+    pub v6: Vec<(u128, u8)>,
+}
+
+impl TwinSpec {
+    /// The twin of a configured interface.
+    pub fn of(ic: &crate::config::InterfaceCfg) -> TwinSpec {
+        TwinSpec {
+            host: ic.host_name.clone(),
+            mac: ic.mac.0,
+            mtu: ic.mtu,
+            up: ic.up,
+            v4: ic.ipv4.clone(),
+            v6: ic.ipv6.clone(),
+        }
+    }
+}
+
 impl Tap {
-    /// Creates (or attaches to) TAP device `name`, sets its MAC address and MTU, brings it up
-    /// and adds `v4`/`v6` addresses. The descriptor is non-blocking.
-    pub fn create(
-        name: &str,
-        mac: [u8; 6],
-        mtu: u16,
-        v4: &[(u32, u8)],
-        v6: &[(u128, u8)],
-    ) -> io::Result<Tap> {
+    /// Creates (or attaches to) TAP device `spec.host` and gives it the spec's MAC address, MTU,
+    /// admin state and addresses. The descriptor is non-blocking; closing it removes the device.
+    pub fn create(spec: &TwinSpec) -> io::Result<Tap> {
+        let name = spec.host.as_str();
         let ctx =
             |e: io::Error, what: &str| io::Error::new(e.kind(), format!("TAP {name}: {what}: {e}"));
         let path = c"/dev/net/tun";
@@ -81,37 +102,22 @@ impl Tap {
         let mut r = ifreq(name)?;
         r[16..18].copy_from_slice(&(IFF_TAP | IFF_NO_PI).to_ne_bytes());
         ioctl(fd.as_raw_fd(), TUNSETIFF, &mut r).map_err(|e| ctx(e, "TUNSETIFF"))?;
-        let s = socket(libc::AF_INET, libc::SOCK_DGRAM, 0).map_err(|e| ctx(e, "socket"))?;
-        let mut r = ifreq(name)?;
-        r[16..18].copy_from_slice(&1u16.to_ne_bytes()); // ARPHRD_ETHER
-        r[18..24].copy_from_slice(&mac);
-        ioctl(s.as_raw_fd(), libc::SIOCSIFHWADDR, &mut r).map_err(|e| ctx(e, "set MAC"))?;
-        let mut r = ifreq(name)?;
-        r[16..20].copy_from_slice(&(mtu as i32).to_ne_bytes());
-        ioctl(s.as_raw_fd(), libc::SIOCSIFMTU, &mut r).map_err(|e| ctx(e, "set MTU"))?;
-        let mut r = ifreq(name)?;
-        ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut r).map_err(|e| ctx(e, "get flags"))?;
-        let flags = i16::from_ne_bytes([r[16], r[17]]) | libc::IFF_UP as i16;
-        r[16..18].copy_from_slice(&flags.to_ne_bytes());
-        ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &mut r).map_err(|e| ctx(e, "set up"))?;
-        let mut r = ifreq(name)?;
-        ioctl(s.as_raw_fd(), libc::SIOCGIFINDEX, &mut r).map_err(|e| ctx(e, "get index"))?;
-        let ifindex = i32::from_ne_bytes([r[16], r[17], r[18], r[19]]) as u32;
-        let nl = socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE)
-            .map_err(|e| ctx(e, "netlink socket"))?;
-        for &(a, l) in v4 {
-            add_address(&nl, ifindex, libc::AF_INET as u8, &a.to_be_bytes(), l)
-                .map_err(|e| ctx(e, &format!("add {}/{l}", std::net::Ipv4Addr::from(a))))?;
-        }
-        for &(a, l) in v6 {
-            add_address(&nl, ifindex, libc::AF_INET6 as u8, &a.to_be_bytes(), l)
-                .map_err(|e| ctx(e, &format!("add {}/{l}", std::net::Ipv6Addr::from(a))))?;
-        }
-        Ok(Tap {
+        let ifindex = if_index(name).map_err(|e| ctx(e, "get index"))?;
+        let tap = Tap {
             name: name.to_string(),
             ifindex,
             fd,
-        })
+        };
+        let blank = TwinSpec {
+            host: name.to_string(),
+            mac: [0; 6],
+            mtu: 0,
+            up: false,
+            v4: Vec::new(),
+            v6: Vec::new(),
+        };
+        change(ifindex, &blank, spec)?;
+        Ok(tap)
     }
 
     /// Reads one frame into `buf`; None when there is none waiting.
@@ -133,6 +139,73 @@ impl Tap {
     }
 }
 
+/// Makes twin `ifindex` (shown as `old`) look as `new` says, touching only what differs, as a
+/// box's own interface changes: MAC and MTU in place (a TAP takes a new MAC while up), admin
+/// state, then addresses removed before the new ones are added. The host name is not changed
+/// here: a twin under another name is another device.
+pub fn change(ifindex: u32, old: &TwinSpec, new: &TwinSpec) -> io::Result<()> {
+    let name = new.host.as_str();
+    let ctx =
+        |e: io::Error, what: &str| io::Error::new(e.kind(), format!("TAP {name}: {what}: {e}"));
+    let s = socket(libc::AF_INET, libc::SOCK_DGRAM, 0).map_err(|e| ctx(e, "socket"))?;
+    if old.mac != new.mac {
+        let mut r = ifreq(name)?;
+        r[16..18].copy_from_slice(&1u16.to_ne_bytes()); // ARPHRD_ETHER
+        r[18..24].copy_from_slice(&new.mac);
+        ioctl(s.as_raw_fd(), libc::SIOCSIFHWADDR, &mut r).map_err(|e| ctx(e, "set MAC"))?;
+    }
+    if old.mtu != new.mtu {
+        let mut r = ifreq(name)?;
+        r[16..20].copy_from_slice(&(new.mtu as i32).to_ne_bytes());
+        ioctl(s.as_raw_fd(), libc::SIOCSIFMTU, &mut r).map_err(|e| ctx(e, "set MTU"))?;
+    }
+    if old.up != new.up {
+        let mut r = ifreq(name)?;
+        ioctl(s.as_raw_fd(), libc::SIOCGIFFLAGS, &mut r).map_err(|e| ctx(e, "get flags"))?;
+        let mut flags = i16::from_ne_bytes([r[16], r[17]]);
+        if new.up {
+            flags |= libc::IFF_UP as i16;
+        } else {
+            flags &= !(libc::IFF_UP as i16);
+        }
+        r[16..18].copy_from_slice(&flags.to_ne_bytes());
+        ioctl(s.as_raw_fd(), libc::SIOCSIFFLAGS, &mut r)
+            .map_err(|e| ctx(e, if new.up { "set up" } else { "set down" }))?;
+    }
+    let nl = socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE)
+        .map_err(|e| ctx(e, "netlink socket"))?;
+    let v4 = |a: u32| a.to_be_bytes().to_vec();
+    let v6 = |a: u128| a.to_be_bytes().to_vec();
+    let shown4 = |a: u32, l: u8| format!("{}/{l}", std::net::Ipv4Addr::from(a));
+    let shown6 = |a: u128, l: u8| format!("{}/{l}", std::net::Ipv6Addr::from(a));
+    let (inet, inet6) = (libc::AF_INET as u8, libc::AF_INET6 as u8);
+    for &(a, l) in old.v4.iter().filter(|x| !new.v4.contains(x)) {
+        address(&nl, Op::Del, ifindex, inet, &v4(a), l)
+            .map_err(|e| ctx(e, &format!("remove {}", shown4(a, l))))?;
+    }
+    for &(a, l) in old.v6.iter().filter(|x| !new.v6.contains(x)) {
+        address(&nl, Op::Del, ifindex, inet6, &v6(a), l)
+            .map_err(|e| ctx(e, &format!("remove {}", shown6(a, l))))?;
+    }
+    for &(a, l) in new.v4.iter().filter(|x| !old.v4.contains(x)) {
+        address(&nl, Op::Add, ifindex, inet, &v4(a), l)
+            .map_err(|e| ctx(e, &format!("add {}", shown4(a, l))))?;
+    }
+    for &(a, l) in new.v6.iter().filter(|x| !old.v6.contains(x)) {
+        address(&nl, Op::Add, ifindex, inet6, &v6(a), l)
+            .map_err(|e| ctx(e, &format!("add {}", shown6(a, l))))?;
+    }
+    Ok(())
+}
+
+/// The kernel's index of device `name`.
+pub fn if_index(name: &str) -> io::Result<u32> {
+    let s = socket(libc::AF_INET, libc::SOCK_DGRAM, 0)?;
+    let mut r = ifreq(name)?;
+    ioctl(s.as_raw_fd(), libc::SIOCGIFINDEX, &mut r)?;
+    Ok(i32::from_ne_bytes([r[16], r[17], r[18], r[19]]) as u32)
+}
+
 /// Takes a kernel device over for a router port: the kernel stops answering ARP on it (NOARP)
 /// and stops speaking IPv6 on it (no link-local address, no ND, no MLD), so only the router
 /// answers for its addresses on that wire. The device stays up for the port's sockets.
@@ -151,11 +224,20 @@ pub fn claim_device(dev: &str) -> io::Result<()> {
     }
 }
 
-/// RTM_NEWADDR for `addr/len` on `ifindex`, waiting for the kernel's acknowledgement. An
-/// address that is already there is fine. IPv6 addresses skip duplicate address detection:
-/// the router owns them, and DAD would keep them tentative (unusable to FRR) for a second.
-fn add_address(nl: &OwnedFd, ifindex: u32, family: u8, addr: &[u8], len: u8) -> io::Result<()> {
+/// What an address request does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Add,
+    Del,
+}
+
+/// RTM_NEWADDR (or RTM_DELADDR) for `addr/len` on `ifindex`, waiting for the kernel's
+/// acknowledgement. Adding an address that is already there, or removing one that is not, is
+/// fine. IPv6 addresses skip duplicate address detection: the router owns them, and DAD would
+/// keep them tentative (unusable to FRR) for a second.
+fn address(nl: &OwnedFd, op: Op, ifindex: u32, family: u8, addr: &[u8], len: u8) -> io::Result<()> {
     const RTM_NEWADDR: u16 = 20;
+    const RTM_DELADDR: u16 = 21;
     const IFA_ADDRESS: u16 = 1;
     const IFA_LOCAL: u16 = 2;
     const IFA_F_NODAD: u8 = 0x02;
@@ -179,9 +261,15 @@ fn add_address(nl: &OwnedFd, ifindex: u32, family: u8, addr: &[u8], len: u8) -> 
     attr(IFA_ADDRESS, addr, &mut m);
     let total = m.len() as u32;
     m[0..4].copy_from_slice(&total.to_ne_bytes());
-    m[4..6].copy_from_slice(&RTM_NEWADDR.to_ne_bytes());
-    let nlflags =
-        (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_REPLACE) as u16;
+    let (ty, nlflags) = match op {
+        Op::Add => (
+            RTM_NEWADDR,
+            libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_REPLACE,
+        ),
+        Op::Del => (RTM_DELADDR, libc::NLM_F_REQUEST | libc::NLM_F_ACK),
+    };
+    m[4..6].copy_from_slice(&ty.to_ne_bytes());
+    let nlflags = nlflags as u16;
     m[6..8].copy_from_slice(&nlflags.to_ne_bytes());
     m[8..12].copy_from_slice(&1u32.to_ne_bytes());
     // SAFETY: `m` is a live readable buffer; a netlink socket with no address sends to the
@@ -196,15 +284,20 @@ fn add_address(nl: &OwnedFd, ifindex: u32, family: u8, addr: &[u8], len: u8) -> 
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    address_ack(&ack[..n as usize])
+    address_ack(&ack[..n as usize], op)
 }
 
 /// The kernel's answer to an address request: NLMSG_ERROR (2) carries the errno, negated; 0 is
-/// the acknowledgement, and an address that is already there (EEXIST) is fine too.
-pub(crate) fn address_ack(ack: &[u8]) -> io::Result<()> {
+/// the acknowledgement, an address added that is already there (EEXIST) is fine, and so is one
+/// removed that was not (EADDRNOTAVAIL).
+pub(crate) fn address_ack(ack: &[u8], op: Op) -> io::Result<()> {
     if ack.len() >= 20 && u16::from_ne_bytes([ack[4], ack[5]]) == 2 {
         let err = i32::from_ne_bytes([ack[16], ack[17], ack[18], ack[19]]).wrapping_neg();
-        if err != 0 && err != libc::EEXIST {
+        let fine = match op {
+            Op::Add => err == libc::EEXIST,
+            Op::Del => err == libc::EADDRNOTAVAIL,
+        };
+        if err != 0 && !fine {
             return Err(io::Error::from_raw_os_error(err));
         }
     }

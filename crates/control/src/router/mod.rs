@@ -68,6 +68,9 @@ pub struct Router {
     sealed: bool,
     /// Next hops owned by route sources and changed in place (see `paths`).
     paths: paths::Paths,
+    /// This build's number ([`Tables::generation`]): one more than the tables live when it
+    /// was built.
+    pub generation: u64,
 }
 
 /// Where a configured prefix came from.
@@ -219,6 +222,7 @@ impl Router {
                 punt_local: cfg.control_plane.taps,
             });
         }
+        let generation = shared.load().generation + 1;
         let mut r = Router {
             cfg,
             epoch,
@@ -237,6 +241,7 @@ impl Router {
             route_file_names: Vec::new(),
             sealed: false,
             paths: Default::default(),
+            generation,
         };
         r.install_connected()?;
         r.install_static()?;
@@ -797,6 +802,7 @@ impl Router {
             flow: self.services.flow.clone(),
             acl_log: self.services.acl_log.clone(),
             punt: self.services.punt.clone(),
+            generation: self.generation,
         }
     }
 

@@ -80,6 +80,8 @@ pub struct Ctx {
     pub punt: Option<crate::punt::WorkerPunt>,
     /// The punt table's policers (see `punt::policer`).
     pub punt_policer: crate::punt::PuntPolicer,
+    /// The generation of the tables the vector is run with (punted frames carry it).
+    pub generation: u64,
 }
 
 impl Ctx {
@@ -109,6 +111,7 @@ impl Ctx {
             acl_log: Default::default(),
             punt: None,
             punt_policer: Default::default(),
+            generation: 0,
         }
     }
 
@@ -131,7 +134,7 @@ impl Ctx {
             self.tap.on_punt(&b, class);
         }
         let p = self.punt.as_mut().expect("checked");
-        match p.offer(b, class, tx_if) {
+        match p.offer(b, class, tx_if, self.generation) {
             Ok(()) => self.punt_policer.count(class, Outcome::Punted),
             Err(b) => {
                 self.punt_policer.count(class, Outcome::QueueFull);

@@ -31,11 +31,13 @@ pub use class::{class_ip4, class_ip6, class_l2, Limit, PuntClass, CLASSES};
 pub use policer::{Outcome, PuntClassCounters, PuntLimits, PuntPolicer};
 
 /// A punted frame. `meta.rx_if` and `meta.l3_off` are set; for `Glean`, `meta.next_hop` is the
-/// unresolved next hop and `tx_if` the interface it leads out of.
+/// unresolved next hop and `tx_if` the interface it leads out of. Those indexes are the
+/// tables' of `generation` ([`crate::tables::Tables::generation`]).
 pub struct Punted {
     pub buf: PktBuf,
     pub class: PuntClass,
     pub tx_if: u32,
+    pub generation: u64,
 }
 
 /// A frame to send as it is out of `port`.
@@ -129,9 +131,20 @@ pub struct WorkerPunt {
 impl WorkerPunt {
     /// Hands `buf` to the control plane; gives it back if the ring is full (the control plane
     /// is behind): the caller drops and counts it.
-    pub fn offer(&mut self, buf: PktBuf, class: PuntClass, tx_if: u32) -> Result<(), PktBuf> {
+    pub fn offer(
+        &mut self,
+        buf: PktBuf,
+        class: PuntClass,
+        tx_if: u32,
+        generation: u64,
+    ) -> Result<(), PktBuf> {
         self.to_cp
-            .push(Punted { buf, class, tx_if })
+            .push(Punted {
+                buf,
+                class,
+                tx_if,
+                generation,
+            })
             .map_err(|rtrb::PushError::Full(p)| p.buf)
     }
 
@@ -181,7 +194,7 @@ mod tests {
         let mut cache = BufCache::new(Pool::new(512));
         let mut full = 0;
         for _ in 0..100 {
-            if let Err(b) = w.offer(cache.alloc().unwrap(), PuntClass::Bgp, 0) {
+            if let Err(b) = w.offer(cache.alloc().unwrap(), PuntClass::Bgp, 0, 0) {
                 full += 1;
                 cache.free(b);
             }

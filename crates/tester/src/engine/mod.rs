@@ -760,13 +760,15 @@ mod tests {
     use dataplane::port::mem::{ring, RingRx, RingTx};
     use dataplane::port::{RxQueue, TxQueue};
 
-    /// A tester ring on a link that pushes back: it takes at most `per_burst` frames of each
-    /// burst (refusing the rest), hands what it takes on to a loopback ring, except that after
-    /// `hold_after` frames it keeps everything in its slots and never sends it (a link gone
-    /// dead near the end of the trial).
+    /// A tester ring on a link that pushes back: it refuses every `refuse_every`-th burst whole
+    /// and hands what it takes on to a loopback ring, except that after `hold_after` frames it
+    /// keeps everything in its slots and never sends it (a link gone dead near the end of the
+    /// trial). Refusing by call, not by burst size, keeps the test independent of how the
+    /// tester's pacing batches frames on a given machine.
     struct PushBack {
         out: RingTx,
-        per_burst: usize,
+        refuse_every: usize,
+        calls: usize,
         hold_after: usize,
         taken: usize,
         held: Vec<PktBuf>,
@@ -775,7 +777,11 @@ mod tests {
 
     impl TxQueue for PushBack {
         fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize {
-            let n = pkts.len().min(self.per_burst);
+            self.calls += 1;
+            if self.calls % self.refuse_every == 0 {
+                return 0;
+            }
+            let n = pkts.len();
             for b in pkts.drain(..n) {
                 self.taken += 1;
                 if self.taken > self.hold_after {
@@ -818,7 +824,8 @@ mod tests {
         let (tx, rx) = ring(65536);
         let link = PushBack {
             out: tx,
-            per_burst: 3,
+            refuse_every: 4,
+            calls: 0,
             hold_after: 5_000,
             taken: 0,
             held: Vec::new(),
@@ -830,7 +837,7 @@ mod tests {
             s.rx_port = 0;
         }
         let mut t = Tester::new(vec![port("p0", link, rx)], streams, pool);
-        // 1% of 1 Gbit/s: ~14,880 frames/s in batches of 3 or more, for 0.5 s.
+        // 1% of 1 Gbit/s: ~14,880 frames/s, for 0.5 s.
         let mut spec = TrialSpec::new(0.01, FrameSizes::Fixed(64), 0.5);
         let r = t.trial(&mut spec, &mut |_| {});
         assert!(r.tx_refused > 0, "{r:?}");
