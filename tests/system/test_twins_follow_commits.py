@@ -66,7 +66,7 @@ def test_an_interface_and_a_vlan_sub_interface_come_and_go_by_commit(
                       "routes:\n  - { prefix: 10.0.0.0/24, via: 198.51.100.2 }\ncontrol-plane:\n")
     r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
     try:
-        testbed.frr(dut, {
+        dut_frr = testbed.frr(dut, {
             "zebra": frrmod.zebra_config(fpm=True),
             "ospfd": frrmod.ospf_config("192.0.2.1", ["lr-p2", "lr-p2.7"],
                                         extra="router ospf\n redistribute connected\n!"),
@@ -99,7 +99,18 @@ def test_an_interface_and_a_vlan_sub_interface_come_and_go_by_commit(
             assert ln["address"] == mac, ln
             assert addr in [a["local"] for a in ln["addr_info"]], ln
             assert "UP" in ln["flags"], ln
-        peer.wait_ospf_full(2, timeout=60)
+        # FRR sees them as it would a real box's new interfaces: with their addresses.
+        wait_until(lambda: all(a in dut_frr.vtysh("show interface brief")
+                               for a in ("203.0.113.1/24", "10.7.0.1/24")), 10,
+                   what="zebra knowing the new twins' addresses")
+        try:
+            peer.wait_ospf_full(2, timeout=60)
+        except TimeoutError:
+            # What Linerate's side saw: FRR's own view of the twins, and the punt path's.
+            print(dut_frr.diagnostics())
+            print(dut_frr.vtysh("show interface brief", "show ip ospf neighbor", check=False))
+            print(r.cli("show", "punt"))
+            raise
         wait_until(lambda: r.json("show", "ip", "route", "10.9.3.1/32").get("routes"), 60,
                    what="10.9.3.1/32 (OSPF, over the new interface) in Linerate's FIB")
         assert h1.ping("10.9.3.1", count=3), r.log.read_text()
@@ -114,6 +125,8 @@ def test_an_interface_and_a_vlan_sub_interface_come_and_go_by_commit(
         assert out["changed"] and out["commit"], out
         wait_until(lambda: link(dut, "lr-p2") is None and link(dut, "lr-p2.7") is None, 5,
                    what="the twins removed")
+        wait_until(lambda: "lr-p2" not in dut_frr.vtysh("show interface brief"), 10,
+                   what="zebra forgetting the removed twins")
         wait_until(lambda: not [n for n in peer.ospf_neighbors() if n["state"] == "Full"], 30,
                    what="the far router's adjacencies down")
         wait_until(lambda: not r.json("show", "ip", "route", "10.9.3.1/32").get("routes"), 30,

@@ -276,7 +276,7 @@ fn routes(core: Arc<Core>) -> Router {
         )
         .route(
             "/v1/fpm",
-            get(|State(c): Shared| call(c, |c| c.fpm_status())),
+            get(|State(c): Shared| call(c, |c| control::fpm::status(c))),
         )
         .route(
             "/v1/punt",

@@ -190,7 +190,8 @@ pub fn run(o: &FpmOpts) -> Result<FpmReport, String> {
     )
     .map_err(|e| e.to_string())?;
     let core = Core::new(router, runtime, text, source, logger, None).map_err(|e| e.to_string())?;
-    core.start_fpm(
+    control::fpm::start(
+        &core,
         &fpm_cfg,
         HashMap::from([(IF_P0, "lr-p0".into()), (IF_P1, "lr-p1".into())]),
     )?;
@@ -202,7 +203,7 @@ pub fn run(o: &FpmOpts) -> Result<FpmReport, String> {
     let send_s = t0.elapsed().as_secs_f64();
     let deadline = t0 + Duration::from_secs(600);
     let status = loop {
-        let s = core.fpm_status().map_err(|e| e.to_string())?;
+        let s = control::fpm::status(&core).map_err(|e| e.to_string())?;
         if s.routes_installed >= total && !s.unpublished {
             break s;
         }

@@ -247,7 +247,7 @@ pub fn run(o: &ChurnOpts) -> Result<ChurnReport, String> {
     .map_err(|e| e.to_string())?;
     let mut peers = runtime.take_peers();
     let core = Core::new(router, runtime, text, source, logger, None).map_err(|e| e.to_string())?;
-    core.start_fpm(&fpm_cfg, HashMap::from([(IF_P1, "lr-p1".into())]))?;
+    control::fpm::start(&core, &fpm_cfg, HashMap::from([(IF_P1, "lr-p1".into())]))?;
     let mut sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     sock.set_nodelay(true).ok();
 
@@ -393,7 +393,7 @@ pub fn run(o: &ChurnOpts) -> Result<ChurnReport, String> {
 fn wait_applied(core: &Core, msgs: u64, limit: Duration) -> Result<(), String> {
     let deadline = Instant::now() + limit;
     loop {
-        let s = core.fpm_status().map_err(|e| e.to_string())?;
+        let s = control::fpm::status(core).map_err(|e| e.to_string())?;
         let taken = s.messages;
         if taken >= msgs && !s.unpublished {
             return Ok(());
@@ -409,7 +409,7 @@ fn wait_applied(core: &Core, msgs: u64, limit: Duration) -> Result<(), String> {
 }
 
 fn sample(core: &Core, at_s: f64) -> Sample {
-    let messages_applied = core.fpm_status().map_or(0, |f| f.messages);
+    let messages_applied = control::fpm::status(core).map_or(0, |f| f.messages);
     let s = core.lock("bench.churn.sample");
     Sample {
         at_s,

@@ -8,12 +8,14 @@
 //!   without twins (or for an unknown ifindex) a gateway on a connected subnet picks the
 //!   interface. A next hop
 //!   that fits no interface leaves its routes uninstalled (counted).
-//! - Configured routes win: a prefix the config (or the API) installed is not replaced by FPM
-//!   (counted as a conflict) and FPM never removes it.
+//! - FPM is a route source of the core (`mgmt::sources`), the weakest: a prefix the config or
+//!   the API holds is not replaced (counted as a conflict) nor removed by FPM, and an API route
+//!   deleted over an FPM route gives the prefix back to it ([`FpmRoutes::restore`]).
 //! - Reconnects and restarts: a new connection marks every FPM route stale; zebra re-sends what
 //!   it still has; `stale-time` later whatever was not re-sent is swept. Until then the router
 //!   forwards on the routes it had: a restarting FRR costs no traffic.
-//! - A config commit builds a new router; [`FpmRoutes::reinstall`] puts the FPM routes into it.
+//! - A config commit builds a new router; [`FpmRoutes::reinstall`] puts the FPM routes into it,
+//!   through the twins of the new config.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -26,12 +28,9 @@ use std::time::{Duration, Instant};
 use fpm::{Change, Event, NhSet, Rib, RouteKey};
 
 use crate::config::{FpmCfg, Prefix};
-use crate::mgmt::Core;
+use crate::mgmt::sources::{Adapter, Origin, Refused, RouteSource, RouteWriter};
+use crate::mgmt::{ApiResult, Core};
 use crate::router::{PathDef, Router};
-
-/// The API's routes (`State::api_routes`): FPM leaves them alone, as it does configured ones.
-pub type ApiRoutes =
-    std::collections::BTreeMap<(usize, crate::mgmt::PrefixKey), crate::config::Target>;
 
 /// What `show fpm` prints.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -108,7 +107,7 @@ impl FpmRoutes {
     }
 
     /// The path a set forwards through, or `None` if some next hop of it fits no interface.
-    fn resolve_set(&self, r: &mut Router, set: &NhSet) -> Option<PathDef> {
+    fn resolve_set(&self, r: &mut RouteWriter<'_>, set: &NhSet) -> Option<PathDef> {
         match set {
             NhSet::Blackhole => Some(PathDef::Blackhole),
             NhSet::Unreachable | NhSet::Prohibit => Some(PathDef::Reject),
@@ -116,12 +115,12 @@ impl FpmRoutes {
                 let mut members = Vec::with_capacity(hops.len());
                 for h in hops.iter() {
                     let twin = self.twins.get(&h.ifindex).and_then(|host| {
-                        r.cfg.interfaces.iter().position(|i| i.host_name == *host)
+                        r.cfg().interfaces.iter().position(|i| i.host_name == *host)
                     });
                     let ifx = twin.map(|i| i as u32).or_else(|| {
                         let gw = h.gateway?;
                         // Any VRF: the route's own VRF is checked when it is installed.
-                        (0..r.cfg.vrfs.len() as u32).find_map(|v| r.connected_if(v, gw))
+                        (0..r.cfg().vrfs.len() as u32).find_map(|v| r.connected_if(v, gw))
                     })?;
                     members.push((r.nh_via(ifx, h.gateway), h.weight));
                 }
@@ -141,19 +140,19 @@ impl FpmRoutes {
     }
 
     /// Applies the rib's changes to the router's FIBs (the caller publishes).
-    pub fn apply_changes(&mut self, r: &mut Router, changes: &[Change], api: &ApiRoutes) {
+    pub fn apply_changes(&mut self, r: &mut RouteWriter<'_>, changes: &[Change]) {
         // In runs: first start every FIB miss of the run, then apply it (see
         // `Router::prefetch_route`); 32 changes' lines stay well inside the L1 and L2 caches.
         for run in changes.chunks(32) {
             for c in run {
                 if let Change::Upsert { key, .. } | Change::Removed { key } = c {
                     if let Some(&vrf) = self.tables.get(&key.table) {
-                        r.prefetch_route(vrf, Self::prefix(key));
+                        r.prefetch(vrf, Self::prefix(key));
                     }
                 }
             }
             for c in run {
-                self.apply_change(r, c, api);
+                self.apply_change(r, c);
             }
         }
         let c = self.rib.counters();
@@ -161,10 +160,7 @@ impl FpmRoutes {
         self.status.next_hop_sets = self.sets.iter().filter(|s| s.is_some()).count() as u64;
     }
 
-    fn apply_change(&mut self, r: &mut Router, c: &Change, api: &ApiRoutes) {
-        let protected = |r: &Router, vrf: usize, p: Prefix| {
-            api.contains_key(&(vrf, crate::mgmt::PrefixKey::from(p))) || r.is_configured(vrf, p)
-        };
+    fn apply_change(&mut self, r: &mut RouteWriter<'_>, c: &Change) {
         match c {
             Change::SetAdded { id, set } => {
                 let path = self.resolve_set(r, set).map(|d| r.path_new(d));
@@ -191,8 +187,7 @@ impl FpmRoutes {
                         self.sets[i] = None;
                         for key in self.rib.routes_using(*id) {
                             if let Some(&vrf) = self.tables.get(&key.table) {
-                                let p = Self::prefix(&key);
-                                if !protected(r, vrf, p) && r.remove_route(vrf, p) {
+                                if r.remove(vrf, Self::prefix(&key)) {
                                     self.status.routes_removed += 1;
                                 }
                             }
@@ -211,7 +206,6 @@ impl FpmRoutes {
                                     set,
                                     replaced: false,
                                 },
-                                api,
                             );
                         }
                     }
@@ -230,30 +224,35 @@ impl FpmRoutes {
                     self.status.unresolved += 1;
                     return;
                 };
-                let p = Self::prefix(key);
-                if protected(r, vrf, p) {
-                    self.status.conflicts += 1;
-                    return;
-                }
-                match r.install(vrf, p, *nh) {
+                match r.install(vrf, Self::prefix(key), *nh) {
                     Ok(()) => self.status.routes_installed += 1,
-                    Err(_) => self.status.unresolved += 1,
+                    Err(Refused::Held) => self.status.conflicts += 1,
+                    Err(Refused::Table(_)) => self.status.unresolved += 1,
                 }
             }
             Change::Removed { key } => {
                 let Some(&vrf) = self.tables.get(&key.table) else {
                     return;
                 };
-                let p = Self::prefix(key);
-                if !protected(r, vrf, p) && r.remove_route(vrf, p) {
+                if r.remove(vrf, Self::prefix(key)) {
                     self.status.routes_removed += 1;
                 }
             }
         }
     }
+}
 
-    /// Puts every FPM route into `r` (a router just built by a config commit).
-    pub fn reinstall(&mut self, r: &mut Router, api: &ApiRoutes) {
+impl RouteSource for FpmRoutes {
+    fn origin(&self) -> Origin {
+        Origin::Fpm
+    }
+
+    /// Puts every FPM route into `w`'s router (one a config commit just built), its next hops
+    /// matched to interfaces through the new config's twins.
+    fn reinstall(&mut self, w: &mut RouteWriter<'_>) {
+        if w.cfg().control_plane.taps {
+            self.twins = crate::punt::twins::kernel_indexes(w.cfg());
+        }
         self.sets.clear();
         let mut changes: Vec<Change> = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -274,8 +273,68 @@ impl FpmRoutes {
                 });
             }
         }
-        self.apply_changes(r, &changes, api);
+        self.apply_changes(w, &changes);
     }
+
+    /// The API let go of `p`: zebra's route for it, if zebra has one, goes back in.
+    fn restore(&mut self, w: &mut RouteWriter<'_>, vrf: usize, p: Prefix) {
+        let addr = match p {
+            Prefix::V4(a, _) => IpAddr::V4(a.into()),
+            Prefix::V6(a, _) => IpAddr::V6(a.into()),
+        };
+        let len = match p {
+            Prefix::V4(_, l) | Prefix::V6(_, l) => l,
+        };
+        let Some(prefix) = fpm::netlink::Prefix::new(addr, len) else {
+            return;
+        };
+        let tables: Vec<u32> = self
+            .tables
+            .iter()
+            .filter(|(_, &v)| v == vrf)
+            .map(|(&t, _)| t)
+            .collect();
+        for table in tables {
+            let key = RouteKey { table, prefix };
+            if let Some(set) = self.rib.route(&key).and_then(|st| st.set) {
+                self.apply_change(
+                    w,
+                    &Change::Upsert {
+                        key,
+                        set,
+                        replaced: false,
+                    },
+                );
+            }
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// Starts serving FPM (zebra's `dplane_fpm_nl`) for `core`: its routes become a route source
+/// of the core; `twins` maps the TAP twins' kernel interface indexes to their host names.
+pub fn start(core: &Arc<Core>, cfg: &FpmCfg, twins: HashMap<u32, String>) -> Result<(), String> {
+    let routes = {
+        let s = core.lock("fpm.start");
+        FpmRoutes::new(cfg, &s.router, twins)
+    };
+    core.add_route_source(Box::new(routes));
+    let plane = FpmPlane::start(cfg, core)?;
+    core.keep_adapter(Box::new(plane));
+    Ok(())
+}
+
+/// `show fpm`: the FPM session and what it installed.
+pub fn status(core: &Core) -> ApiResult<FpmStatus> {
+    core.route_source(|f: &FpmRoutes| f.status.clone())
+        .map_err(|_| crate::mgmt::ApiError::not_found("FPM is not configured (control-plane.fpm)"))
 }
 
 /// The FPM server and the thread that applies what it receives.
@@ -338,6 +397,12 @@ impl FpmPlane {
     }
 }
 
+impl Adapter for FpmPlane {
+    fn stop(&mut self) {
+        FpmPlane::stop(self)
+    }
+}
+
 impl Drop for FpmPlane {
     fn drop(&mut self) {
         self.stop();
@@ -386,85 +451,84 @@ fn apply_loop(
         if pending.is_empty() && !due && !publish_due {
             continue;
         }
-        let mut s = core.lock("fpm.apply");
-        let st = &mut *s;
-        let Some(f) = st.fpm.as_mut() else {
+        let applied = core.with_route_source("fpm.apply", |f: &mut FpmRoutes, w| {
+            let t0 = Instant::now();
+            let mut n = 0;
+            while n < SLICE && t0.elapsed() < HOLD_MAX {
+                let e = match pending.pop_front() {
+                    Some(e) => e,
+                    None => match rx.try_recv() {
+                        Ok(e) => e,
+                        Err(_) => break,
+                    },
+                };
+                match e {
+                    Event::Connected { peer } => {
+                        f.rib.begin_replay();
+                        sweep_at = Some(Instant::now() + stale);
+                        f.status.connected = true;
+                        f.status.peer = Some(peer.to_string());
+                    }
+                    Event::Batch(msgs) => {
+                        n += msgs.len();
+                        f.status.messages += msgs.len() as u64;
+                        changes.clear();
+                        f.rib.apply_batch_into(&msgs, &mut changes);
+                        f.apply_changes(w, &changes);
+                        f.status.batches += 1;
+                    }
+                    Event::Idle => {}
+                    Event::Disconnected { .. } => f.status.connected = false,
+                }
+            }
+            if sweep_at.is_some_and(|t| Instant::now() >= t) {
+                sweep_at = None;
+                unpublished = true;
+                let gone = f.rib.sweep();
+                f.status.stale_sweeps += 1;
+                f.status.swept += gone
+                    .iter()
+                    .filter(|c| matches!(c, Change::Removed { .. }))
+                    .count() as u64;
+                f.apply_changes(w, &gone);
+            }
+            f.status.sweep_in_s =
+                sweep_at.map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64());
+            let snap = stats.snapshot();
+            f.status.connections = snap.connections;
+            f.status.frames = snap.frames;
+            f.status.bytes = snap.bytes;
+            f.status.malformed = snap.malformed;
+            unpublished |= n > 0;
+            // Whether more of the stream is already queued.
+            if pending.is_empty() {
+                if let Ok(e) = rx.try_recv() {
+                    pending.push_back(e);
+                }
+            }
+            let busy = !pending.is_empty();
+            if unpublished && Instant::now() >= publish_at(published, took, busy) {
+                let p0 = Instant::now();
+                if let Err(e) = w.publish() {
+                    core.logger.log(
+                        crate::syslog::Severity::Error,
+                        "FPM",
+                        &[],
+                        format!("publishing FPM routes: {e}"),
+                    );
+                }
+                took = p0.elapsed();
+                published = Instant::now();
+                unpublished = false;
+                f.status.publishes += 1;
+            }
+            f.status.unpublished = unpublished;
+            f.status.apply_ms += t0.elapsed().as_secs_f64() * 1e3;
+        });
+        if applied.is_none() {
             pending.clear();
             continue;
-        };
-        let t0 = Instant::now();
-        let mut n = 0;
-        while n < SLICE && t0.elapsed() < HOLD_MAX {
-            let e = match pending.pop_front() {
-                Some(e) => e,
-                None => match rx.try_recv() {
-                    Ok(e) => e,
-                    Err(_) => break,
-                },
-            };
-            match e {
-                Event::Connected { peer } => {
-                    f.rib.begin_replay();
-                    sweep_at = Some(Instant::now() + stale);
-                    f.status.connected = true;
-                    f.status.peer = Some(peer.to_string());
-                }
-                Event::Batch(msgs) => {
-                    n += msgs.len();
-                    f.status.messages += msgs.len() as u64;
-                    changes.clear();
-                    f.rib.apply_batch_into(&msgs, &mut changes);
-                    f.apply_changes(&mut st.router, &changes, &st.api_routes);
-                    f.status.batches += 1;
-                }
-                Event::Idle => {}
-                Event::Disconnected { .. } => f.status.connected = false,
-            }
         }
-        if sweep_at.is_some_and(|t| Instant::now() >= t) {
-            sweep_at = None;
-            unpublished = true;
-            let gone = f.rib.sweep();
-            f.status.stale_sweeps += 1;
-            f.status.swept += gone
-                .iter()
-                .filter(|c| matches!(c, Change::Removed { .. }))
-                .count() as u64;
-            f.apply_changes(&mut st.router, &gone, &st.api_routes);
-        }
-        f.status.sweep_in_s =
-            sweep_at.map(|t| t.saturating_duration_since(Instant::now()).as_secs_f64());
-        let snap = stats.snapshot();
-        f.status.connections = snap.connections;
-        f.status.frames = snap.frames;
-        f.status.bytes = snap.bytes;
-        f.status.malformed = snap.malformed;
-        unpublished |= n > 0;
-        // Whether more of the stream is already queued.
-        if pending.is_empty() {
-            if let Ok(e) = rx.try_recv() {
-                pending.push_back(e);
-            }
-        }
-        let busy = !pending.is_empty();
-        if unpublished && Instant::now() >= publish_at(published, took, busy) {
-            let p0 = Instant::now();
-            if let Err(e) = st.router.publish() {
-                core.logger.log(
-                    crate::syslog::Severity::Error,
-                    "FPM",
-                    &[],
-                    format!("publishing FPM routes: {e}"),
-                );
-            }
-            took = p0.elapsed();
-            published = Instant::now();
-            unpublished = false;
-            f.status.publishes += 1;
-        }
-        f.status.unpublished = unpublished;
-        f.status.apply_ms += t0.elapsed().as_secs_f64() * 1e3;
-        drop(s);
         if !pending.is_empty() {
             // The lock is not fair: without a pause this thread would take it straight back
             // from a waiting API call.

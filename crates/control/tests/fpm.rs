@@ -5,8 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::path::Path;
 
+mod common;
+
 use control::config::{self, Prefix};
 use control::fpm::FpmRoutes;
+use control::mgmt::sources::{Origin, RouteSource, RouteWriter};
 use control::Router;
 use dataplane::NextHop;
 use fpm::netlink::{GroupMember, Members, Nexthop, Paths};
@@ -80,9 +83,16 @@ fn route(op: Op, prefix: &str, nh_id: u32, rtype: RouteType) -> Msg<'static> {
     })
 }
 
+/// FPM's hands on `r`, with no API routes.
+fn writer(r: &mut Router) -> RouteWriter<'_> {
+    static NO_API: BTreeMap<(usize, control::mgmt::PrefixKey), control::config::Target> =
+        BTreeMap::new();
+    RouteWriter::new(r, &NO_API, Origin::Fpm)
+}
+
 fn apply(r: &mut Router, f: &mut FpmRoutes, msgs: &[Msg<'static>]) {
     let changes = f.rib.apply_batch(msgs);
-    f.apply_changes(r, &changes, &BTreeMap::new());
+    f.apply_changes(&mut writer(r), &changes);
     r.publish().unwrap();
 }
 
@@ -189,7 +199,7 @@ fn a_replay_keeps_forwarding_and_sweeps_only_what_was_not_resent() {
     // Until the sweep every route still forwards.
     assert!(v4(&r, "10.0.99.0/24").is_some());
     let gone = f.rib.sweep();
-    f.apply_changes(&mut r, &gone, &BTreeMap::new());
+    f.apply_changes(&mut writer(&mut r), &gone);
     r.publish().unwrap();
     assert!(v4(&r, "10.0.59.0/24").is_some());
     assert!(v4(&r, "10.0.60.0/24").is_none());
@@ -241,7 +251,7 @@ fn a_config_commit_keeps_the_fpm_routes() {
     let cfg = config::parse(&text, Path::new("fpm.yaml")).unwrap();
     let mut new = Router::build(cfg).unwrap();
     assert!(v4(&new, "10.0.0.0/8").is_none());
-    f.reinstall(&mut new, &BTreeMap::new());
+    f.reinstall(&mut writer(&mut new));
     new.publish().unwrap();
     let nh = v4(&new, "10.0.0.0/8").expect("carried");
     assert!(matches!(via(&new, nh), NextHop::Forward { tx_if: 1, .. }));
@@ -412,4 +422,89 @@ fn a_group_that_stops_resolving_takes_its_routes_out_and_back() {
         via(&r, v4(&r, "10.1.0.0/16").expect("back")),
         NextHop::Forward { tx_if: 1, .. }
     ));
+}
+
+/// The route sources' priority through the core (connected > static > API > FPM): an API route
+/// replaces the route FRR gave over FPM for the same prefix, and deleting it gives the prefix
+/// back to FRR's route; FPM cannot take a configured prefix; a commit's new tables carry FRR's
+/// routes.
+#[test]
+fn api_routes_beat_fpm_routes_and_give_them_back() {
+    let dir = std::env::temp_dir().join(format!("linerate-fpm-sources-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (core, _peers) = common::core_with(&dir, CONFIG);
+    let fpm_cfg = {
+        let cfg = config::parse(CONFIG, Path::new("fpm.yaml")).unwrap();
+        cfg.control_plane.fpm.unwrap()
+    };
+    let before = core.with_route_source("test", |_: &mut FpmRoutes, _| ());
+    assert!(before.is_none(), "no FPM source before one is registered");
+    let (r, _) = router();
+    core.add_route_source(Box::new(FpmRoutes::new(&fpm_cfg, &r, HashMap::new())));
+    let msgs = [
+        nexthop(1, "198.51.100.2", 0),
+        route(Op::New, "172.20.0.0/16", 1, RouteType::Unicast),
+        route(Op::New, "172.16.0.0/12", 1, RouteType::Unicast),
+    ];
+    core.with_route_source("test.fpm", |f: &mut FpmRoutes, w| {
+        let changes = f.rib.apply_batch(&msgs);
+        f.apply_changes(w, &changes);
+        w.publish().unwrap();
+    })
+    .expect("registered");
+    let origin = |p: &str| {
+        let r = core
+            .routes(&control::mgmt::show::RouteQuery {
+                vrf: None,
+                ipv6: false,
+                prefix: Some(p.split('/').next().unwrap()),
+                longer: false,
+                limit: 10,
+            })
+            .unwrap();
+        r.routes
+            .iter()
+            .find(|x| x.prefix == p)
+            .map(|x| (x.origin, x.kind, x.via.clone()))
+    };
+    let frr = origin("172.20.0.0/16").expect("FRR's route");
+    assert_eq!((frr.0, frr.1), ("fpm", "forward"), "{frr:?}");
+    let configured = origin("172.16.0.0/12").unwrap();
+    assert_eq!(
+        (configured.0, configured.1),
+        ("static", "blackhole"),
+        "FPM cannot take it"
+    );
+    let st = control::fpm::status(&core).unwrap();
+    assert_eq!((st.routes_installed, st.conflicts), (1, 1));
+    // The API takes the prefix over, and gives it back.
+    core.route_add(
+        &serde_json::from_value(serde_json::json!({"prefix": "172.20.0.0/16", "blackhole": true}))
+            .unwrap(),
+    )
+    .expect("an API route replaces an FPM one");
+    let api = origin("172.20.0.0/16").unwrap();
+    assert_eq!((api.0, api.1), ("api", "blackhole"));
+    core.route_del(None, "172.20.0.0/16").unwrap();
+    assert_eq!(
+        origin("172.20.0.0/16").as_ref(),
+        Some(&frr),
+        "FRR's route is back"
+    );
+    // A commit builds new tables: FRR's route is in them, and the prefix the config lets go
+    // of goes to FRR's route for it.
+    let text = core
+        .running_config()
+        .0
+        .replace("172.16.0.0/12", "172.17.0.0/16");
+    core.apply(
+        &text,
+        &dir.join("x.yaml"),
+        control::mgmt::ApplyOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(origin("172.20.0.0/16"), Some(frr));
+    assert_eq!(origin("172.16.0.0/12").map(|o| o.0), Some("fpm"));
+    core.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -123,6 +123,13 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             None
         });
     }
+    // FRR, if it runs already, may miss the addresses of twins it sees appear.
+    control::punt::twins::announce_later(
+        taps.iter()
+            .zip(&cfg.interfaces)
+            .filter_map(|(t, ic)| Some((t.as_ref()?.ifindex, control::punt::TwinSpec::of(ic))))
+            .collect(),
+    );
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
     let hub = dataplane::punt::PuntHub::new(dataplane::punt::PuntConfig::default());
     let mut runtime = Runtime::start(
@@ -164,7 +171,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
     *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;
     if let Some(f) = &cp.fpm {
-        core.start_fpm(f, twins)?;
+        control::fpm::start(&core, f, twins)?;
         eprintln!("linerate: FPM on {}", f.listen);
     }
     let server = api::serve(

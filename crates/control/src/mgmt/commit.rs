@@ -504,26 +504,23 @@ impl Core {
                     .map_err(|e| ApiError::internal(e.to_string()))?;
             }
         }
-        // Routes from FRR go into the new tables before they go live, through the twins of the
-        // new config.
-        let changes = match twins {
-            Some((plan, changes)) => {
-                if let Some(f) = s.fpm.as_mut() {
-                    // Every twin of the new config exists now, new ones included.
-                    f.set_twins(crate::punt::twins::kernel_indexes(&new_cfg));
-                }
-                self.with_punt_plane(|p| p.plan(plan));
-                changes
+        let (changes, made) = match twins {
+            Some(t) => {
+                self.with_punt_plane(|p| p.plan(t.plan));
+                (t.changes, t.made)
             }
-            None => Vec::new(),
+            None => (Vec::new(), Vec::new()),
         };
-        if let Some(f) = s.fpm.as_mut() {
-            f.reinstall(&mut new, &carried);
+        // The other route sources' routes (FRR's, over FPM) go into the new tables before they
+        // go live; every twin of the new config exists by now, new ones included.
+        if !s.sources.is_empty() {
+            super::sources::reinstall_all(&mut s.sources, &mut new, &carried);
             new.publish_fibs()
-                .map_err(|e| ApiError::internal(format!("FPM routes: {e}")))?;
+                .map_err(|e| ApiError::internal(format!("route sources: {e}")))?;
         }
         new.activate();
         warnings.extend(crate::punt::twins::change(&changes));
+        crate::punt::twins::announce_later(made);
         for (idx, slot) in new.port_slots.iter().enumerate() {
             let Some(name) = slot else { continue };
             let existed = old_cfg.ports.iter().any(|p| &p.name == name);

@@ -22,6 +22,7 @@ pub mod graph;
 pub mod ops;
 pub mod services;
 pub mod show;
+pub mod sources;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -117,8 +118,9 @@ pub struct State {
     pub source: PathBuf,
     /// Routes added through the API, by VRF index and prefix; they survive config commits.
     pub api_routes: BTreeMap<(usize, PrefixKey), Target>,
-    /// Routes from FRR over FPM, where the daemon serves FPM.
-    pub fpm: Option<crate::fpm::FpmRoutes>,
+    /// Route sources beside the config and the API (FPM where the daemon serves it), strongest
+    /// first (see `sources`).
+    pub sources: Vec<Box<dyn sources::RouteSource>>,
     /// ACL entries set (Some) or removed (None) through the API, by list and sequence number;
     /// applied on top of every config committed after them.
     pub acl_edits: BTreeMap<String, BTreeMap<u32, Option<crate::config::services::AclEntryCfg>>>,
@@ -169,7 +171,8 @@ pub struct Core {
     /// The punt thread (ARP/ND, TAP twins), in a daemon on real ports.
     pub punt: Mutex<Option<crate::punt::PuntPlane>>,
     /// The FPM server and its applier, where the config asks for FPM.
-    pub fpm: Mutex<Option<crate::fpm::FpmPlane>>,
+    /// What adapters keep running (an FPM server), stopped at shutdown.
+    pub adapters: Mutex<Vec<Box<dyn sources::Adapter>>>,
     /// The link-state thread, where ports sit on kernel devices.
     pub links: Mutex<Option<crate::link::LinkWatch>>,
     /// The CPU sampler (`show processes cpu`).
@@ -247,7 +250,7 @@ impl Core {
         let core = Arc::new(Core {
             services_thread: Mutex::new(Some(services_thread)),
             punt: Mutex::new(None),
-            fpm: Mutex::new(None),
+            adapters: Mutex::new(Vec::new()),
             links: Mutex::new(None),
             cpu: Mutex::new(None),
             state: Mutex::new(State {
@@ -256,7 +259,7 @@ impl Core {
                 text,
                 source,
                 api_routes: BTreeMap::new(),
-                fpm: None,
+                sources: Vec::new(),
                 acl_edits: BTreeMap::new(),
                 history,
                 baseline: Snapshot::default(),
@@ -381,23 +384,6 @@ impl Core {
         }
     }
 
-    /// Starts serving FPM (zebra's `dplane_fpm_nl`): `twins` maps the TAP twins' kernel
-    /// interface indexes to their host names.
-    pub fn start_fpm(
-        self: &Arc<Self>,
-        cfg: &crate::config::FpmCfg,
-        twins: HashMap<u32, String>,
-    ) -> Result<(), String> {
-        {
-            let mut s = self.lock("fpm.start");
-            let routes = crate::fpm::FpmRoutes::new(cfg, &s.router, twins);
-            s.fpm = Some(routes);
-        }
-        let plane = crate::fpm::FpmPlane::start(cfg, self)?;
-        *self.fpm.lock().unwrap_or_else(|e| e.into_inner()) = Some(plane);
-        Ok(())
-    }
-
     /// `show punt`: the punt table (each class's rate, burst, and what it passed, policed and
     /// found the queue full for, summed over every worker that ran), and where there is a punt
     /// path, its TAP twins and neighbour statistics.
@@ -458,15 +444,6 @@ impl Core {
         Ok(m.view())
     }
 
-    /// `show fpm`: the FPM session and what it installed.
-    pub fn fpm_status(&self) -> ApiResult<crate::fpm::FpmStatus> {
-        let s = self.lock("show.fpm");
-        s.fpm
-            .as_ref()
-            .map(|f| f.status.clone())
-            .ok_or_else(|| ApiError::not_found("FPM is not configured (control-plane.fpm)"))
-    }
-
     /// Takes the state lock for command `name`, recording the wait.
     pub fn lock(&self, name: &'static str) -> Locked<'_> {
         let t0 = Instant::now();
@@ -503,8 +480,8 @@ impl Core {
         if let Some(mut l) = self.links.lock().unwrap_or_else(|e| e.into_inner()).take() {
             l.stop();
         }
-        if let Some(mut f) = self.fpm.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            f.stop();
+        for mut a in std::mem::take(&mut *self.adapters.lock().unwrap_or_else(|e| e.into_inner())) {
+            a.stop();
         }
         if let Some(mut p) = self.punt.lock().unwrap_or_else(|e| e.into_inner()).take() {
             p.stop();

@@ -205,17 +205,14 @@ impl Core {
     }
 
     /// Adds or replaces a route of API origin. Configured routes (connected, static, route
-    /// files) take precedence: a prefix they hold is refused.
+    /// files) take precedence: a prefix they hold is refused. It replaces a route of a weaker
+    /// source (FPM), which comes back when the API route is deleted (see `sources`).
     pub fn route_add(&self, r: &RouteRequest) -> ApiResult<()> {
         let mut s = self.lock("route.add");
         let vrf = self.vrf_index(&s, r.vrf.as_deref())?;
         let (p, t) = r.parse()?;
         let key = PrefixKey::from(p);
-        let exists = match p {
-            Prefix::V4(a, l) => s.router.fibs[vrf].v4.get(a, l).is_some(),
-            Prefix::V6(a, l) => s.router.fibs[vrf].v6.get(a, l).is_some(),
-        };
-        if exists && !s.api_routes.contains_key(&(vrf, key)) {
+        if s.router.is_configured(vrf, p) {
             return Err(ApiError::conflict(format!(
                 "{p} is a configured route in VRF {}; API routes do not replace configured ones",
                 s.router.cfg.vrfs[vrf]
@@ -254,6 +251,7 @@ impl Core {
             )));
         }
         s.router.remove_route(vrf, p);
+        super::sources::restore_below(&mut s, super::sources::Origin::Api, vrf, p);
         s.router
             .publish()
             .map_err(|e| ApiError::internal(e.to_string()))?;

@@ -137,16 +137,20 @@ pub struct TwinChange {
     pub new: TwinSpec,
 }
 
+/// What a commit does to the twins: the plan for the punt thread, the twins to change in place
+/// once the tables are live, and the twins it made (whose addresses are announced again).
+pub struct Prepared {
+    pub plan: TwinPlan,
+    pub changes: Vec<TwinChange>,
+    pub made: Vec<(u32, TwinSpec)>,
+}
+
 /// What a commit from `old` to `new` (tables of `generation`) does to the twins: creates those
 /// of host names `old` has not (now, so a failure refuses the commit and changes nothing), and
 /// lists those to change in place. Twins whose host name `new` no longer uses close when the
 /// punt thread applies the plan. A twin is the same device when its host name is, whatever its
 /// interface is called now.
-pub fn prepare(
-    old: &Config,
-    new: &Config,
-    generation: u64,
-) -> Result<(TwinPlan, Vec<TwinChange>), String> {
+pub fn prepare(old: &Config, new: &Config, generation: u64) -> Result<Prepared, String> {
     let mut plan = TwinPlan {
         generation,
         hosts: new
@@ -157,6 +161,7 @@ pub fn prepare(
         new: Vec::new(),
     };
     let mut changes = Vec::new();
+    let mut made = Vec::new();
     for ic in &new.interfaces {
         let spec = TwinSpec::of(ic);
         match old.interfaces.iter().find(|o| o.host_name == ic.host_name) {
@@ -172,12 +177,50 @@ pub fn prepare(
                     });
                 }
             }
-            None => plan
-                .new
-                .push(Tap::create(&spec).map_err(|e| format!("interface {}: {e}", ic.name))?),
+            None => {
+                let tap = Tap::create(&spec).map_err(|e| format!("interface {}: {e}", ic.name))?;
+                made.push((tap.ifindex, spec));
+                plan.new.push(tap);
+            }
         }
     }
-    Ok((plan, changes))
+    Ok(Prepared {
+        plan,
+        changes,
+        made,
+    })
+}
+
+/// How long after a twin is made its addresses are announced again (see [`announce_later`]).
+const ANNOUNCE_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Announces the addresses of new twins once more, a second after they were made, from a
+/// thread of its own. zebra (FRR 8.4, measured here) reads link changes and address changes
+/// on two netlink sockets: an address added right after its device was made can reach it
+/// first, and is then dropped for want of the interface, so FRR never learns it (an OSPF
+/// adjacency over a twin added by commit failed that way about one time in three under load).
+/// Adding an address that is there, with NLM_F_REPLACE, makes the kernel announce it again;
+/// by then zebra knows the device. A twin gone (or its index reused) meanwhile is skipped.
+pub fn announce_later(twins: Vec<(u32, TwinSpec)>) {
+    if twins.is_empty() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("twin-addresses".into())
+        .spawn(move || {
+            std::thread::sleep(ANNOUNCE_AGAIN);
+            for (ifindex, spec) in twins {
+                if super::tap::if_index(&spec.host).ok() != Some(ifindex) {
+                    continue;
+                }
+                let without = TwinSpec {
+                    v4: Vec::new(),
+                    v6: Vec::new(),
+                    ..spec.clone()
+                };
+                let _ = super::tap::change(ifindex, &without, &spec);
+            }
+        });
 }
 
 /// The kernel's index of each twin of `cfg`'s interfaces, to its host name (what FPM next hops
