@@ -297,6 +297,28 @@ print(len(seen))
 """
 
 
+class UdpStream:
+    """`rate` numbered UDP datagrams a second for `secs` from namespace `tx` to `dst` (an
+    address of namespace `rx`), counted at `rx` (each number once) until `wait` s pass without
+    one (at least `secs` plus a margin). Logs in `dir`."""
+
+    def __init__(self, tx, rx, dst: str, rate: int, secs: float, dir: Path) -> None:
+        self.sent_log, self.got_log = dir / "send.out", dir / "count.out"
+        wait = secs + 20
+        self.rx = rx.popen(["python3", "-c", UDP_COUNT, dst, str(wait)], name="udp-count",
+                           log=self.got_log)
+        time.sleep(0.3)
+        self.tx = tx.popen(["python3", "-c", UDP_SEND, dst, str(rate), str(secs)],
+                           name="udp-send", log=self.sent_log)
+
+    def result(self, timeout: float) -> tuple[int, int]:
+        """Waits for both ends; (sent, received)."""
+        wait_until(lambda: not self.tx.running, timeout, what="the sender to finish")
+        wait_until(lambda: not self.rx.running, timeout, what="the counter to finish")
+        return (int(self.sent_log.read_text().split()[-1]),
+                int(self.got_log.read_text().split()[-1]))
+
+
 @pytest.mark.usefixtures("frr_tools", "bird_tools")
 def test_xr2a_frr_graceful_restart_loses_no_frame(linerate_bin, testbed, tmp_path):
     """XR-2A: FRR restarts (graceful restart on both BGP sides, zebra keeping its routes for
@@ -326,19 +348,12 @@ def test_xr2a_frr_graceful_restart_loses_no_frame(linerate_bin, testbed, tmp_pat
         assert h1.ping("10.0.0.1", count=1, timeout=3)
         before = r.json("show", "fpm")
         # 8 s of 2,000 frames/s through a BGP route; FRR restarts 1 s in.
-        rx = h2.popen(["python3", "-c", UDP_COUNT, "10.0.0.1", "20"], name="udp-count",
-                      log=tmp_path / "count.out")
-        time.sleep(0.3)
-        tx = h1.popen(["python3", "-c", UDP_SEND, "10.0.0.1", "2000", "8"], name="udp-send",
-                      log=tmp_path / "send.out")
+        stream = UdpStream(h1, h2, "10.0.0.1", 2000, 8, tmp_path)
         time.sleep(1.0)
         # BIRD will not re-announce one prefix to the restarted FRR.
         bird.set_routes(routes4=[p for p in v4 if p != "10.4.7.0/24"])
         frr.restart()
-        wait_until(lambda: not tx.running, 30, what="the sender to finish")
-        wait_until(lambda: not rx.running, 30, what="the counter to finish")
-        sent = int((tmp_path / "send.out").read_text().split()[-1])
-        got = int((tmp_path / "count.out").read_text().split()[-1])
+        sent, got = stream.result(30)
         assert sent >= 15_000
         assert got == sent, f"lost {sent - got} of {sent} frames through the FRR restart"
         after = r.json("show", "fpm")

@@ -18,7 +18,7 @@ import pytest
 from testbed import frr as frrmod
 from testbed.netns import wait_until
 from testbed.vlan import VlanShim
-from test_real_ports import UDP_COUNT, UDP_SEND, Router, topology
+from test_real_ports import Router, UdpStream, topology
 
 pytestmark = pytest.mark.usefixtures("testbed_session")
 
@@ -80,11 +80,7 @@ def test_an_interface_and_a_vlan_sub_interface_come_and_go_by_commit(
         assert h1.ping("10.0.0.1", count=1, timeout=3), r.log.read_text()
 
         # A stream h1 -> h2 through both commits.
-        rx = h2.popen(["python3", "-c", UDP_COUNT, "10.0.0.1", "70"], name="udp-count",
-                      log=tmp_path / "count.out")
-        time.sleep(0.3)
-        tx = h1.popen(["python3", "-c", UDP_SEND, "10.0.0.1", "1000", "50"], name="udp-send",
-                      log=tmp_path / "send.out")
+        stream = UdpStream(h1, h2, "10.0.0.1", 1000, 50, tmp_path)
         time.sleep(1.0)
 
         # Commit 1: the interface and the sub-interface.
@@ -120,7 +116,7 @@ def test_an_interface_and_a_vlan_sub_interface_come_and_go_by_commit(
         assert taps["p2.7"]["to_kernel"] > 0 and taps["p2.7"]["from_kernel"] > 0, taps
 
         # Commit 2: both go again (the stream still running).
-        assert tx.running
+        assert stream.tx.running
         out = r.json("config", "apply", str(r.config))
         assert out["changed"] and out["commit"], out
         wait_until(lambda: link(dut, "lr-p2") is None and link(dut, "lr-p2.7") is None, 5,
@@ -135,10 +131,7 @@ def test_an_interface_and_a_vlan_sub_interface_come_and_go_by_commit(
         taps = {t["interface"] for t in r.json("show", "punt")["taps"]}
         assert taps == {"p0", "p1"}, taps
 
-        wait_until(lambda: not tx.running, 60, what="the sender to finish")
-        wait_until(lambda: not rx.running, 60, what="the counter to finish")
-        sent = int((tmp_path / "send.out").read_text().split()[-1])
-        got = int((tmp_path / "count.out").read_text().split()[-1])
+        sent, got = stream.result(60)
         assert sent >= 40_000
         assert got == sent, f"lost {sent - got} of {sent} frames across the two commits"
     finally:

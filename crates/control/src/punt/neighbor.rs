@@ -625,6 +625,13 @@ mod tests {
         }
     }
 
+    /// A neighbour manager on `tables()`, with a pool, the time and a list for what it asks.
+    fn fresh() -> (Tables, Neighbors, BufCache, Instant, Vec<Out>) {
+        let nb = Neighbors::new(timers());
+        let cache = BufCache::new(Pool::new(64));
+        (tables(), nb, cache, Instant::now(), Vec::new())
+    }
+
     fn sends(out: &[Out]) -> Vec<Vec<u8>> {
         out.iter()
             .filter_map(|o| match o {
@@ -638,11 +645,7 @@ mod tests {
     /// hold) along; one that removes it frees what they held.
     #[test]
     fn neighbours_follow_their_interface_across_a_renumbering_commit() {
-        let t = tables();
-        let mut nb = Neighbors::new(timers());
-        let mut cache = BufCache::new(Pool::new(64));
-        let now = Instant::now();
-        let mut out = Vec::new();
+        let (t, mut nb, mut cache, now, mut out) = fresh();
         let mut b = cache.alloc().unwrap();
         b.fill(&[0u8; 60]);
         b.meta_mut().next_hop = 1;
@@ -674,11 +677,7 @@ mod tests {
 
     #[test]
     fn arp_resolves_holds_retries_and_answers() {
-        let t = tables();
-        let mut nb = Neighbors::new(timers());
-        let mut cache = BufCache::new(Pool::new(64));
-        let now = Instant::now();
-        let mut out = Vec::new();
+        let (t, mut nb, mut cache, now, mut out) = fresh();
         // Three packets for 192.0.2.2: one request, two held, the oldest dropped.
         for _ in 0..3 {
             let mut b = cache.alloc().unwrap();
@@ -803,11 +802,7 @@ mod tests {
 
     #[test]
     fn unanswered_resolution_fails_and_frees_held() {
-        let t = tables();
-        let mut nb = Neighbors::new(timers());
-        let mut cache = BufCache::new(Pool::new(64));
-        let now = Instant::now();
-        let mut out = Vec::new();
+        let (t, mut nb, mut cache, now, mut out) = fresh();
         // A connected-subnet glean: the neighbour is the packet's destination.
         let mut b = cache.alloc().unwrap();
         let mut f = vec![0u8; 18 + 20];
