@@ -5,6 +5,7 @@ beside it. A commit adds an interface and a VLAN sub-interface on a third port: 
 appear with the interfaces' MAC and addresses, OSPF comes up over both with a third router,
 and the routes it learns reach Linerate's FIB over FPM and carry traffic. (The third router's
 VLAN is a user-space shim: this kernel has no 802.1Q devices.) A second commit
+changes the sub-interface in place (MAC, address: its twin follows), and a third
 removes them: the twins go, the far router's adjacencies fall, the routes are withdrawn. All
 the while a stream between the two other ports loses nothing.
 """
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.usefixtures("testbed_session")
 
 P2_MAC = "02:00:00:00:0c:01"
 P27_MAC = "02:00:00:00:0c:07"
+P27_MAC2 = "02:00:00:00:0d:07"
 
 NEW_INTERFACES = f"""\
   - {{ name: p2, port: p2, mac: "{P2_MAC}", ipv4: [203.0.113.1/24] }}
@@ -115,7 +117,25 @@ def test_an_interface_and_a_vlan_sub_interface_come_and_go_by_commit(
         assert {"p0", "p1", "p2", "p2.7"} <= set(taps), taps
         assert taps["p2.7"]["to_kernel"] > 0 and taps["p2.7"]["from_kernel"] > 0, taps
 
-        # Commit 2: both go again (the stream still running).
+        # Commit 2: the sub-interface changes in place (another MAC and address): its twin
+        # follows without being made again, and FRR sees the new address.
+        ifindex = link(dut, "lr-p2.7")["ifindex"]
+        changed = r.dir / "changed.yaml"
+        changed.write_text(added.read_text().replace(P27_MAC, P27_MAC2)
+                           .replace("10.7.0.1/24", "10.7.0.5/24"))
+        out = r.json("config", "apply", str(changed))
+        assert out["changed"] and out["commit"] and not out.get("warnings"), out
+        ln = link(dut, "lr-p2.7")
+        assert ln["ifindex"] == ifindex, "the same device, changed in place"
+        assert ln["address"] == P27_MAC2, ln
+        assert [a["local"] for a in ln["addr_info"] if a["family"] == "inet"] == ["10.7.0.5"], ln
+        wait_until(lambda: "10.7.0.5/24" in dut_frr.vtysh("show interface brief"), 10,
+                   what="zebra seeing the changed address")
+        # h3 has the old MAC in its ARP cache for a while: a ping from it re-resolves on failure.
+        wait_until(lambda: h3.ping("10.7.0.5", count=1, timeout=1), 20,
+                   what="h3 reaching the sub-interface's new address (its twin answers)")
+
+        # Commit 3: both go again (the stream still running).
         assert stream.tx.running
         out = r.json("config", "apply", str(r.config))
         assert out["changed"] and out["commit"], out
