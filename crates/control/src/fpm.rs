@@ -4,10 +4,9 @@
 //!
 //! - Next hops: zebra names an interface by kernel ifindex. The router's interfaces are known to
 //!   the kernel as their TAP twins, so a twin's ifindex maps to its host name and that to its
-//!   interface (a commit that adds or removes twins updates the map: [`FpmRoutes::set_twins`]);
-//!   without twins (or for an unknown ifindex) a gateway on a connected subnet picks the
-//!   interface. A next hop
-//!   that fits no interface leaves its routes uninstalled (counted).
+//!   interface (after a commit, the new config's twins: [`FpmRoutes::reinstall`]); without
+//!   twins (or for an unknown ifindex) a gateway on a connected subnet picks the interface. A
+//!   next hop that fits no interface leaves its routes uninstalled (counted).
 //! - FPM is a route source of the core (`mgmt::sources`), the weakest: a prefix the config or
 //!   the API holds is not replaced (counted as a conflict) nor removed by FPM, and an API route
 //!   deleted over an FPM route gives the prefix back to it ([`FpmRoutes::restore`]).
@@ -99,11 +98,6 @@ impl FpmRoutes {
                 ..Default::default()
             },
         }
-    }
-
-    /// The twins after a commit that added or removed some; the caller reinstalls.
-    pub fn set_twins(&mut self, twins: HashMap<u32, String>) {
-        self.twins = twins;
     }
 
     /// The path a set forwards through, or `None` if some next hop of it fits no interface.
@@ -277,17 +271,15 @@ impl RouteSource for FpmRoutes {
     }
 
     /// The API let go of `p`: zebra's route for it, if zebra has one, goes back in.
-    fn restore(&mut self, w: &mut RouteWriter<'_>, vrf: usize, p: Prefix) {
-        let addr = match p {
-            Prefix::V4(a, _) => IpAddr::V4(a.into()),
-            Prefix::V6(a, _) => IpAddr::V6(a.into()),
-        };
-        let len = match p {
-            Prefix::V4(_, l) | Prefix::V6(_, l) => l,
+    fn restore(&mut self, w: &mut RouteWriter<'_>, vrf: usize, p: Prefix) -> bool {
+        let (addr, len) = match p {
+            Prefix::V4(a, l) => (IpAddr::V4(a.into()), l),
+            Prefix::V6(a, l) => (IpAddr::V6(a.into()), l),
         };
         let Some(prefix) = fpm::netlink::Prefix::new(addr, len) else {
-            return;
+            return false;
         };
+        let installed = self.status.routes_installed;
         let tables: Vec<u32> = self
             .tables
             .iter()
@@ -307,6 +299,7 @@ impl RouteSource for FpmRoutes {
                 );
             }
         }
+        self.status.routes_installed > installed
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

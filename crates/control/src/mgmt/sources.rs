@@ -40,8 +40,8 @@ pub trait RouteSource: Any + Send {
     /// Puts every route the source holds into `w`'s router: one a commit has just built.
     fn reinstall(&mut self, w: &mut RouteWriter<'_>);
     /// A stronger source let go of `p` in VRF index `vrf`: install the source's own route for
-    /// it, if it holds one.
-    fn restore(&mut self, w: &mut RouteWriter<'_>, vrf: usize, p: Prefix);
+    /// it, if it holds one; whether it did.
+    fn restore(&mut self, w: &mut RouteWriter<'_>, vrf: usize, p: Prefix) -> bool;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -141,13 +141,12 @@ impl<'a> RouteWriter<'a> {
 }
 
 /// Every registered source reinstalls its routes into `new` (a router a commit built, with the
-/// API routes `api` it carries), strongest first.
+/// API routes `api` it carries), strongest first (`sources` is kept in that order).
 pub(crate) fn reinstall_all(
     sources: &mut [Box<dyn RouteSource>],
     new: &mut Router,
     api: &std::collections::BTreeMap<(usize, PrefixKey), crate::config::Target>,
 ) {
-    sources.sort_by_key(|s| s.origin());
     for src in sources.iter_mut() {
         let origin = src.origin();
         src.reinstall(&mut RouteWriter::new(new, api, origin));
@@ -164,7 +163,9 @@ pub(crate) fn restore_below(s: &mut State, above: Origin, vrf: usize, p: Prefix)
     } = s;
     for src in sources.iter_mut().filter(|x| x.origin() > above) {
         let origin = src.origin();
-        src.restore(&mut RouteWriter::new(router, api_routes, origin), vrf, p);
+        if src.restore(&mut RouteWriter::new(router, api_routes, origin), vrf, p) {
+            return;
+        }
     }
 }
 

@@ -128,14 +128,6 @@ impl PuntPlane {
             .push(plan);
     }
 
-    /// Takes back the plan of a commit that did not go live (its new twins close).
-    pub fn withdraw(&self, generation: u64) {
-        self.plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|p| p.generation != generation);
-    }
-
     pub fn status(&self) -> PuntStatus {
         self.status
             .lock()

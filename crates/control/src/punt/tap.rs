@@ -174,28 +174,30 @@ pub fn change(ifindex: u32, old: &TwinSpec, new: &TwinSpec) -> io::Result<()> {
     }
     let nl = socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE)
         .map_err(|e| ctx(e, "netlink socket"))?;
-    let v4 = |a: u32| a.to_be_bytes().to_vec();
-    let v6 = |a: u128| a.to_be_bytes().to_vec();
-    let shown4 = |a: u32, l: u8| format!("{}/{l}", std::net::Ipv4Addr::from(a));
-    let shown6 = |a: u128, l: u8| format!("{}/{l}", std::net::Ipv6Addr::from(a));
-    let (inet, inet6) = (libc::AF_INET as u8, libc::AF_INET6 as u8);
-    for &(a, l) in old.v4.iter().filter(|x| !new.v4.contains(x)) {
-        address(&nl, Op::Del, ifindex, inet, &v4(a), l)
-            .map_err(|e| ctx(e, &format!("remove {}", shown4(a, l))))?;
+    let (was, now) = (spec_addresses(old), spec_addresses(new));
+    for (family, bytes, len, shown) in was.iter().filter(|a| !now.contains(a)) {
+        address(&nl, Op::Del, ifindex, *family, bytes, *len)
+            .map_err(|e| ctx(e, &format!("remove {shown}")))?;
     }
-    for &(a, l) in old.v6.iter().filter(|x| !new.v6.contains(x)) {
-        address(&nl, Op::Del, ifindex, inet6, &v6(a), l)
-            .map_err(|e| ctx(e, &format!("remove {}", shown6(a, l))))?;
-    }
-    for &(a, l) in new.v4.iter().filter(|x| !old.v4.contains(x)) {
-        address(&nl, Op::Add, ifindex, inet, &v4(a), l)
-            .map_err(|e| ctx(e, &format!("add {}", shown4(a, l))))?;
-    }
-    for &(a, l) in new.v6.iter().filter(|x| !old.v6.contains(x)) {
-        address(&nl, Op::Add, ifindex, inet6, &v6(a), l)
-            .map_err(|e| ctx(e, &format!("add {}", shown6(a, l))))?;
+    for (family, bytes, len, shown) in now.iter().filter(|a| !was.contains(a)) {
+        address(&nl, Op::Add, ifindex, *family, bytes, *len)
+            .map_err(|e| ctx(e, &format!("add {shown}")))?;
     }
     Ok(())
+}
+
+/// A twin's addresses as rtnetlink takes them (family, address, prefix length) and as a person
+/// reads them.
+fn spec_addresses(s: &TwinSpec) -> Vec<(u8, Vec<u8>, u8, String)> {
+    let v4 = s.v4.iter().map(|&(a, l)| {
+        let shown = format!("{}/{l}", std::net::Ipv4Addr::from(a));
+        (libc::AF_INET as u8, a.to_be_bytes().to_vec(), l, shown)
+    });
+    let v6 = s.v6.iter().map(|&(a, l)| {
+        let shown = format!("{}/{l}", std::net::Ipv6Addr::from(a));
+        (libc::AF_INET6 as u8, a.to_be_bytes().to_vec(), l, shown)
+    });
+    v4.chain(v6).collect()
 }
 
 /// The kernel's index of device `name`.

@@ -123,10 +123,6 @@ impl Twins {
     pub fn fds(&self) -> impl Iterator<Item = i32> + '_ {
         self.twins.iter().map(|t| t.tap.raw_fd())
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.twins.is_empty()
-    }
 }
 
 /// A twin a commit keeps but changes (MAC, MTU, admin state or addresses), once its tables
