@@ -1,12 +1,18 @@
 //! The API client: one HTTP/1.1 request over the Unix socket (or TCP with a token), answered
-//! with the status and the body. The CLI makes one request per command.
+//! with the status and the body, or read as the typed view it carries. The CLI makes one request
+//! per command.
 
 use std::path::PathBuf;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
+
+use crate::ApiError;
 
 /// Where the API is.
 #[derive(Clone, Debug)]
@@ -29,7 +35,28 @@ impl Response {
     }
 
     pub fn json(&self) -> Result<serde_json::Value, String> {
+        self.view()
+    }
+
+    /// The body as the view it carries.
+    pub fn view<T: DeserializeOwned>(&self) -> Result<T, String> {
         serde_json::from_slice(&self.body).map_err(|e| format!("bad answer from the router: {e}"))
+    }
+
+    /// Itself if the router did what was asked, else the router's [`ApiError`] as a message
+    /// (with a config's errors one per line).
+    pub fn checked(self) -> Result<Response, String> {
+        if self.ok() {
+            return Ok(self);
+        }
+        match self.view::<ApiError>() {
+            Ok(e) => Err(e.to_string()),
+            Err(_) => Err(format!(
+                "the router answered {}: {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )),
+        }
     }
 }
 
@@ -51,8 +78,23 @@ impl Client {
         self.request("GET", path, None)
     }
 
-    pub fn post(&self, path: &str, body: &serde_json::Value) -> Result<Response, String> {
-        self.request("POST", path, Some(body.to_string().into_bytes()))
+    pub fn post(&self, path: &str, body: &impl Serialize) -> Result<Response, String> {
+        let body = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+        self.request("POST", path, Some(body))
+    }
+
+    /// `GET path`, read as the view it answers (an error answer is the router's message).
+    pub fn view<T: DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+        self.get(path)?.checked()?.view()
+    }
+
+    /// `POST path` with a typed request, read as the typed answer.
+    pub fn call<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<T, String> {
+        self.post(path, body)?.checked()?.view()
     }
 
     pub fn delete(&self, path: &str) -> Result<Response, String> {

@@ -1,20 +1,22 @@
-//! The runtime API over HTTP/JSON: the server the router daemon (and the tester, on request)
-//! runs, and the client the `linerate` CLI uses. Both are thin: the server translates requests
-//! into calls on [`control::mgmt::Core`] and its answers into JSON; the client sends requests and
-//! hands back the bodies.
+//! The runtime API's language, shared by both ends: every answer the router gives is a typed
+//! view ([`views`]), every body it takes a typed request ([`requests`]), and a failure an
+//! [`ApiError`]; each is `Serialize + Deserialize`, so the server (`api-server`, over
+//! `control::mgmt::Core`) writes exactly what the client reads. Each view renders itself as the
+//! CLI prints it ([`Render`]); `--json` prints the JSON instead. The [`client`] sends one HTTP/1.1
+//! request over the Unix socket (or TCP with a token).
 //!
-//! The API listens on a Unix socket (default [`DEFAULT_SOCKET`]); its file permissions are the
-//! access control. Listening on TCP is opt-in and every request there must carry
-//! `Authorization: Bearer TOKEN`. A separate opt-in TCP listener serves only `/metrics`, for
-//! Prometheus.
+//! This crate knows nothing of the router's internals: the CLI, the tester and any script can
+//! use it without linking the control plane.
 
 pub mod client;
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod server;
+pub mod error;
+pub mod requests;
+pub mod table;
+pub mod views;
 
 /// Where the daemon listens unless told otherwise, and where the CLI looks.
 pub const DEFAULT_SOCKET: &str = "/run/linerate/linerate.sock";
 
 pub use client::{Client, Endpoint, Response};
-pub use server::{lower_priority, serve, ServeOptions, Server};
+pub use error::{ApiError, ApiResult, ErrorKind};
+pub use views::Render;

@@ -17,8 +17,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 /// The daemons of FRR whose CPU is shown beside the router's.
 pub const FRR_DAEMONS: &[&str] = &[
     "zebra", "bgpd", "ospfd", "ospf6d", "ldpd", "pimd", "pim6d", "isisd", "bfdd", "staticd",
@@ -28,14 +26,9 @@ pub const FRR_DAEMONS: &[&str] = &[
 /// The windows averaged over, in seconds.
 pub const WINDOWS: [u64; 3] = [5, 60, 300];
 
-/// What a row is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Worker,
-    Control,
-    Frr,
-}
+/// What a row is (the API's name for it).
+pub use api::views::ThreadKind as Kind;
+pub use api::views::{CpuRow, CpuView};
 
 /// One thread (or FRR process) in one sample.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,26 +47,6 @@ pub struct Reading {
 struct Sample {
     at: Instant,
     rows: BTreeMap<(Kind, String, u32), Reading>,
-}
-
-/// One row of `show processes cpu`: percentages of one CPU, per window (5 s, 1 min, 5 min).
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct CpuRow {
-    pub name: String,
-    pub kind: Kind,
-    pub id: u32,
-    pub core: Option<usize>,
-    /// CPU used, % of one CPU, over 5 s, 1 min, 5 min.
-    pub cpu: [f64; 3],
-    /// Work done (workers; for other threads the CPU they used, as they block when idle).
-    pub busy: [f64; 3],
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct CpuView {
-    /// Seconds of history each window actually covers (less than the window early on).
-    pub covered_s: [f64; 3],
-    pub rows: Vec<CpuRow>,
 }
 
 /// The sampler and its history.

@@ -32,39 +32,7 @@ use crate::mgmt::{ApiResult, Core};
 use crate::router::{PathDef, Router};
 
 /// What `show fpm` prints.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct FpmStatus {
-    pub listen: String,
-    pub connected: bool,
-    pub peer: Option<String>,
-    pub connections: u64,
-    pub frames: u64,
-    pub bytes: u64,
-    pub malformed: u64,
-    pub routes_installed: u64,
-    pub routes_removed: u64,
-    /// Routes the rib holds (installed, or waiting for a next hop).
-    pub routes: u64,
-    pub next_hop_sets: u64,
-    /// Prefixes the config already holds: left to the config.
-    pub conflicts: u64,
-    /// Routes whose next hop fits no interface, or whose table maps to no VRF.
-    pub unresolved: u64,
-    /// Next-hop objects changed in place (each one write, whatever the routes using it).
-    pub next_hop_changes: u64,
-    pub stale_sweeps: u64,
-    pub swept: u64,
-    /// Seconds until the pending sweep, if one is pending.
-    pub sweep_in_s: Option<f64>,
-    /// Time spent applying batches under the lock, in total.
-    pub apply_ms: f64,
-    pub batches: u64,
-    /// Messages (routes and next-hop objects) applied.
-    pub messages: u64,
-    /// Routes applied but not yet visible to the workers (see `PUBLISH_RATIO`).
-    pub unpublished: bool,
-    pub publishes: u64,
-}
+pub use api::views::FpmStatus;
 
 /// The FPM routes as the router holds them: zebra's rib and its mapping onto next hops. Lives
 /// in the management state, next to the router, so commits can carry it.

@@ -38,14 +38,7 @@ pub struct ExportPlan {
 }
 
 /// The exporter's counters, for `show flows` and the metrics.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct ExportCounters {
-    pub datagrams: u64,
-    pub records: u64,
-    pub templates: u64,
-    pub send_errors: u64,
-    pub acl_log_records: u64,
-}
+pub use api::views::ExportCounters;
 
 /// A policy's config, its rules, their classifier and the class of each rule.
 type CompiledPolicy = (QosPolicyCfg, Vec<Rule>, Arc<Classifier>, Arc<[u16]>);

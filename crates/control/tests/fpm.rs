@@ -7,6 +7,7 @@ use std::path::Path;
 
 mod common;
 
+use api::views::{NextHopKind, RouteOrigin};
 use control::config::{self, Prefix};
 use control::fpm::FpmRoutes;
 use control::mgmt::sources::{Origin, RouteSource, RouteWriter};
@@ -318,7 +319,7 @@ fn group_weights_become_bucket_shares() {
     // `show` gives each member once, with its share.
     let desc = r.next_hop_descriptions();
     let (kind, lines) = &desc[v4(&r, "10.1.0.0/16").unwrap() as usize];
-    assert_eq!(*kind, "ecmp");
+    assert_eq!(*kind, NextHopKind::Ecmp);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
         lines
@@ -454,12 +455,10 @@ fn api_routes_beat_fpm_routes_and_give_them_back() {
     .expect("registered");
     let origin = |p: &str| {
         let r = core
-            .routes(&control::mgmt::show::RouteQuery {
-                vrf: None,
-                ipv6: false,
-                prefix: Some(p.split('/').next().unwrap()),
-                longer: false,
-                limit: 10,
+            .routes(&api::requests::RoutesQuery {
+                prefix: Some(p.split('/').next().unwrap().to_string()),
+                limit: Some(10),
+                ..Default::default()
             })
             .unwrap();
         r.routes
@@ -468,11 +467,15 @@ fn api_routes_beat_fpm_routes_and_give_them_back() {
             .map(|x| (x.origin, x.kind, x.via.clone()))
     };
     let frr = origin("172.20.0.0/16").expect("FRR's route");
-    assert_eq!((frr.0, frr.1), ("fpm", "forward"), "{frr:?}");
+    assert_eq!(
+        (frr.0, frr.1),
+        (RouteOrigin::Fpm, NextHopKind::Forward),
+        "{frr:?}"
+    );
     let configured = origin("172.16.0.0/12").unwrap();
     assert_eq!(
         (configured.0, configured.1),
-        ("static", "blackhole"),
+        (RouteOrigin::Static, NextHopKind::Blackhole),
         "FPM cannot take it"
     );
     let st = control::fpm::status(&core).unwrap();
@@ -484,7 +487,7 @@ fn api_routes_beat_fpm_routes_and_give_them_back() {
     )
     .expect("an API route replaces an FPM one");
     let api = origin("172.20.0.0/16").unwrap();
-    assert_eq!((api.0, api.1), ("api", "blackhole"));
+    assert_eq!((api.0, api.1), (RouteOrigin::Api, NextHopKind::Blackhole));
     core.route_del(None, "172.20.0.0/16").unwrap();
     assert_eq!(
         origin("172.20.0.0/16").as_ref(),
@@ -504,7 +507,7 @@ fn api_routes_beat_fpm_routes_and_give_them_back() {
     )
     .unwrap();
     assert_eq!(origin("172.20.0.0/16"), Some(frr));
-    assert_eq!(origin("172.16.0.0/12").map(|o| o.0), Some("fpm"));
+    assert_eq!(origin("172.16.0.0/12").map(|o| o.0), Some(RouteOrigin::Fpm));
     core.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use api::views::RouteOrigin;
+use api::ErrorKind;
 use control::mgmt::{ApplyOptions, Core};
 use dataplane::BufCache;
 use packet::checksum;
@@ -157,7 +159,9 @@ fn assert_every_frame_once(core: &Core, n: u32, (distinct, dup): (u64, u64)) {
         (distinct, dup),
         (n as u64, 0),
         "every frame arrived once; router drops: {:?}",
-        errs.iter().map(|e| (e.reason, e.count)).collect::<Vec<_>>()
+        errs.iter()
+            .map(|e| (&e.reason, e.count))
+            .collect::<Vec<_>>()
     );
 }
 
@@ -269,12 +273,10 @@ fn a_bad_config_changes_nothing_and_rollback_restores_exactly() {
     let path = b.dir.join("new.yaml");
     let before = core.running_config().0;
     let total = || {
-        core.routes(&control::mgmt::show::RouteQuery {
-            vrf: None,
-            ipv6: false,
+        core.routes(&api::requests::RoutesQuery {
             prefix: None,
-            longer: false,
-            limit: usize::MAX,
+            limit: None,
+            ..Default::default()
         })
         .unwrap()
         .total
@@ -285,7 +287,7 @@ fn a_bad_config_changes_nothing_and_rollback_restores_exactly() {
     let e = core
         .apply(&bad, &path, ApplyOptions::default())
         .unwrap_err();
-    assert_eq!(e.kind, "invalid");
+    assert_eq!(e.kind, ErrorKind::Invalid);
     let all = format!("{e}");
     assert!(all.contains("new.yaml:"), "{all}");
     assert!(all.contains("routes[0]"), "{all}");
@@ -328,12 +330,10 @@ fn a_bad_config_changes_nothing_and_rollback_restores_exactly() {
     // Applied, then rolled back: the text and the table are as before.
     core.apply(&good, &path, ApplyOptions::default()).unwrap();
     let q = |p: &str| {
-        core.routes(&control::mgmt::show::RouteQuery {
-            vrf: None,
-            ipv6: false,
-            prefix: Some(p),
-            longer: false,
-            limit: 10,
+        core.routes(&api::requests::RoutesQuery {
+            prefix: Some(p.to_string()),
+            limit: Some(10),
+            ..Default::default()
         })
         .unwrap()
     };
@@ -364,10 +364,10 @@ fn api_routes_survive_commits_and_yield_to_configured_ones() {
     let add = |j: serde_json::Value| core.route_add(&serde_json::from_value(j).unwrap());
     add(serde_json::json!({"prefix": "172.20.0.0/16", "via": ["198.18.0.2"]})).unwrap();
     let e = add(serde_json::json!({"prefix": "10.0.0.0/8", "blackhole": true})).unwrap_err();
-    assert_eq!(e.kind, "conflict");
+    assert_eq!(e.kind, ErrorKind::Conflict);
     let e =
         add(serde_json::json!({"prefix": "172.21.0.0/16", "via": ["203.0.113.9"]})).unwrap_err();
-    assert_eq!(e.kind, "invalid", "{e}");
+    assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     let changed = CONFIG.replace(
         "routes:\n",
         "routes:\n  - { prefix: 172.30.0.0/16, blackhole: true }\n",
@@ -375,21 +375,19 @@ fn api_routes_survive_commits_and_yield_to_configured_ones() {
     core.apply(&changed, &b.dir.join("x.yaml"), ApplyOptions::default())
         .unwrap();
     let r = core
-        .routes(&control::mgmt::show::RouteQuery {
-            vrf: None,
-            ipv6: false,
-            prefix: Some("172.20.1.1"),
-            longer: false,
-            limit: 10,
+        .routes(&api::requests::RoutesQuery {
+            prefix: Some("172.20.1.1".to_string()),
+            limit: Some(10),
+            ..Default::default()
         })
         .unwrap();
     assert_eq!(r.routes.len(), 1);
-    assert_eq!(r.routes[0].origin, "api");
+    assert_eq!(r.routes[0].origin, RouteOrigin::Api);
     assert_eq!(r.routes[0].prefix, "172.20.0.0/16");
     core.route_del(None, "172.20.0.0/16").unwrap();
     assert_eq!(
         core.route_del(None, "172.20.0.0/16").unwrap_err().kind,
-        "not_found"
+        ErrorKind::NotFound
     );
 }
 
@@ -414,7 +412,7 @@ fn commits_change_the_interfaces_but_not_the_control_plane_section() {
         )
         .unwrap_err();
     let all = format!("{e}");
-    assert_eq!(e.kind, "invalid", "{all}");
+    assert_eq!(e.kind, ErrorKind::Invalid, "{all}");
     assert!(
         all.contains("new.yaml") && all.contains("control-plane"),
         "{all}"

@@ -229,7 +229,7 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
 
     // show errors: each produced reason, once, under its owner.
     let deadline = Instant::now() + Duration::from_secs(5);
-    let errors: BTreeMap<&str, (u64, &str)> = loop {
+    let errors: BTreeMap<String, (u64, String)> = loop {
         let e: BTreeMap<_, _> = core
             .errors()
             .into_iter()
@@ -247,14 +247,14 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
             .unwrap_or_else(|| panic!("{d:?} not in show errors: {errors:?}"));
         let sent = produced.iter().filter(|x| *x == d).count() as u64;
         assert_eq!(*count, sent, "{d:?}");
-        assert_eq!(*node, d.node());
+        assert_eq!(node, d.node());
     }
 
     // show runtime: every node has its row; those the frames went through counted them.
     let rt = core.runtime();
-    let rows: BTreeMap<_, _> = rt.total.iter().map(|n| (n.node, n)).collect();
+    let rows: BTreeMap<_, _> = rt.total.iter().map(|n| (n.node.as_str(), n)).collect();
     for name in graph_nodes.iter().chain([&TX_NODE_NAME]) {
-        assert!(rows.contains_key(name), "{name} has no runtime row");
+        assert!(rows.contains_key(*name), "{name} has no runtime row");
     }
     assert_eq!(rows["ethernet-input"].packets, frames.len() as u64);
     assert_eq!(rows["ethernet-input"].calls, frames.len() as u64);
@@ -320,17 +320,14 @@ fn the_punt_table_polices_ttl_expired_and_a_commit_changes_it() {
         }
     };
     let counts = |core: &control::mgmt::Core| {
-        let c = core.punt_status().unwrap()["classes"]
-            .as_array()
+        let c = core
+            .punt_status()
             .unwrap()
-            .iter()
-            .find(|c| c["class"] == "ttl-expired")
-            .cloned()
+            .classes
+            .into_iter()
+            .find(|c| c.class == "ttl-expired")
             .unwrap();
-        (
-            c["punted"].as_u64().unwrap(),
-            c["policed"].as_u64().unwrap(),
-        )
+        (c.punted, c.policed)
     };
     let settle = |core: &control::mgmt::Core, want: u64| {
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -360,14 +357,15 @@ fn the_punt_table_polices_ttl_expired_and_a_commit_changes_it() {
         "the new burst lets all 50 through"
     );
     assert_eq!(drop(&core, DropReason::TtlExpired), 55);
-    let rate = core.punt_status().unwrap()["classes"]
-        .as_array()
+    let rate = core
+        .punt_status()
         .unwrap()
-        .iter()
-        .find(|c| c["class"] == "ttl-expired")
-        .map(|c| (c["rate"].as_u64(), c["burst"].as_u64()))
+        .classes
+        .into_iter()
+        .find(|c| c.class == "ttl-expired")
+        .map(|c| (c.rate, c.burst))
         .unwrap();
-    assert_eq!(rate, (Some(1000), Some(100)));
+    assert_eq!(rate, (1000, 100));
     core.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,9 +4,19 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use api::{Client, Endpoint, Response};
+use api::requests::{
+    enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, CaptureRequest, Family, LogQuery,
+    RouteDelete, RouteRequest, RoutesQuery, TraceRequest, WorkerRequest,
+};
+use api::views::{
+    AclView, ApplyOutcome, CommitText, CommitView, CountersView, CpuView, ErrorView, FlowsView,
+    FpmStatus, InterfaceView, LogView, NeighborView, PortView, PuntView, QosView, RoutesView,
+    RunningConfig, RuntimeView, SystemView, TraceView, WorkerAdded, WorkerView,
+};
+use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// Where the router's API is (every client command takes these).
 #[derive(Args, Clone)]
@@ -117,15 +127,17 @@ pub fn acl(a: &ApiArgs, cmd: AclCmd) -> Result<(), String> {
     let c = a.client()?;
     match cmd {
         AclCmd::Add { name, entry } => {
-            let v = post(
-                &c,
+            let seq: u32 = c.call(
                 &format!("/v1/acl/{}/entries", enc(&name)),
-                json!({"entry": entry.join(" ")}),
+                &AclEntryRequest {
+                    entry: entry.join(" "),
+                },
             )?;
-            outln!("access-list {name}: entry {v} set");
+            outln!("access-list {name}: entry {seq} set");
         }
         AclCmd::Del { name, seq } => {
-            checked(c.delete(&format!("/v1/acl/{}/entries/{seq}", enc(&name)))?)?;
+            c.delete(&format!("/v1/acl/{}/entries/{seq}", enc(&name)))?
+                .checked()?;
             outln!("access-list {name}: entry {seq} removed");
         }
     }
@@ -276,81 +288,19 @@ pub struct TraceArgs {
     pub filter: Vec<String>,
 }
 
-fn checked(r: Response) -> Result<Response, String> {
-    if r.ok() {
-        return Ok(r);
-    }
-    match r.json() {
-        Ok(v) => {
-            let mut m = v["message"].as_str().unwrap_or("error").to_string();
-            if let Some(errs) = v["errors"].as_array() {
-                for e in errs {
-                    m.push('\n');
-                    m.push_str(e.as_str().unwrap_or(""));
-                }
-            }
-            Err(m)
-        }
-        Err(_) => Err(format!(
-            "the router answered {}: {}",
-            r.status,
-            String::from_utf8_lossy(&r.body)
-        )),
-    }
-}
-
-fn get(c: &Client, path: &str) -> Result<Value, String> {
-    checked(c.get(path)?)?.json()
-}
-
-fn post(c: &Client, path: &str, body: Value) -> Result<Value, String> {
-    checked(c.post(path, &body)?)?.json()
-}
-
-/// A plain text table with a header, columns padded to their widest cell.
-fn table(head: &[&str], rows: Vec<Vec<String>>) -> String {
-    let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<width$}  ", width = w[i]));
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(head.iter().map(|s| s.to_string()).collect());
-    for r in rows {
-        out.push_str(&line(r));
-    }
-    out
-}
-
-fn s(v: &Value) -> String {
-    match v {
-        Value::String(x) => x.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
-}
-
-fn list(v: &Value) -> String {
-    let items: Vec<String> = v
-        .as_array()
-        .map(|a| a.iter().map(s).collect())
-        .unwrap_or_default();
-    if items.is_empty() {
-        "-".into()
+/// Prints a view: its JSON as the router sent it (`--json`), or its text.
+fn print_view<T: DeserializeOwned + Render>(
+    c: &Client,
+    path: &str,
+    json_out: bool,
+) -> Result<(), String> {
+    let r = c.get(path)?.checked()?;
+    if json_out {
+        print_json(&r.json()?);
     } else {
-        items.join(", ")
+        out!("{}", r.view::<T>()?.render());
     }
+    Ok(())
 }
 
 fn print_json(v: &Value) {
@@ -359,95 +309,10 @@ fn print_json(v: &Value) {
 
 pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
     let c = a.client()?;
-    let (path, render): (String, fn(&Value) -> String) = match &what {
-        ShowCmd::Interfaces => ("/v1/interfaces".into(), |v| {
-            let rows = v
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|i| {
-                    let state = match (i["admin_up"].as_bool(), i["oper_up"].as_bool()) {
-                        (Some(true), Some(true)) => "up/up",
-                        (Some(true), _) => "up/down",
-                        _ => "admin-down/down",
-                    };
-                    vec![
-                        s(&i["name"]),
-                        s(&i["port"]),
-                        s(&i["vlan"]),
-                        state.into(),
-                        s(&i["vrf"]),
-                        s(&i["mtu"]),
-                        s(&i["mac"]),
-                        {
-                            // IPv4 then IPv6, one list; `-` only when there are none.
-                            let mut all = i["ipv4"].as_array().cloned().unwrap_or_default();
-                            all.extend(i["ipv6"].as_array().cloned().unwrap_or_default());
-                            list(&Value::Array(all))
-                        },
-                    ]
-                })
-                .collect();
-            table(
-                &[
-                    "Interface",
-                    "Port",
-                    "VLAN",
-                    "Admin/Oper",
-                    "VRF",
-                    "MTU",
-                    "MAC",
-                    "Addresses",
-                ],
-                rows,
-            )
-        }),
-        ShowCmd::Ports => ("/v1/ports".into(), |v| {
-            let rows = v
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|p| {
-                    let q: Vec<String> = p["queues"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|q| format!("q{}:w{}", q["queue"], q["worker"]))
-                        .collect();
-                    vec![
-                        s(&p["name"]),
-                        s(&p["index"]),
-                        s(&p["driver"]),
-                        if p["in_service"].as_bool() == Some(true) {
-                            "in service".into()
-                        } else {
-                            "removed".into()
-                        },
-                        if q.is_empty() {
-                            "-".into()
-                        } else {
-                            q.join(" ")
-                        },
-                        s(&p["rx_packets"]),
-                        s(&p["rx_errors"]),
-                        s(&p["tx_packets"]),
-                    ]
-                })
-                .collect();
-            table(
-                &[
-                    "Port",
-                    "Index",
-                    "Driver",
-                    "State",
-                    "Queues",
-                    "RX frames",
-                    "RX errors",
-                    "TX frames",
-                ],
-                rows,
-            )
-        }),
+    let c = &c;
+    match what {
+        ShowCmd::Interfaces => print_view::<Vec<InterfaceView>>(c, "/v1/interfaces", json_out),
+        ShowCmd::Ports => print_view::<Vec<PortView>>(c, "/v1/ports", json_out),
         ShowCmd::Ip {
             what:
                 RouteShow::Route {
@@ -456,8 +321,17 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                     longer,
                     limit,
                 },
+        } => {
+            let q = RoutesQuery {
+                vrf,
+                family: Family::Ipv4,
+                prefix,
+                longer,
+                limit: (limit > 0).then_some(limit),
+            };
+            print_view::<RoutesView>(c, &q.path(), json_out)
         }
-        | ShowCmd::Ipv6 {
+        ShowCmd::Ipv6 {
             what:
                 RouteShow::Route {
                     prefix,
@@ -466,602 +340,60 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
                     limit,
                 },
         } => {
-            let fam = if matches!(what, ShowCmd::Ip { .. }) {
-                "ipv4"
-            } else {
-                "ipv6"
+            let q = RoutesQuery {
+                vrf,
+                family: Family::Ipv6,
+                prefix,
+                longer,
+                limit: (limit > 0).then_some(limit),
             };
-            let mut q = format!("/v1/routes?family={fam}&longer={longer}");
-            if let Some(p) = prefix {
-                q.push_str(&format!("&prefix={}", enc(p)));
-            }
-            if let Some(v) = vrf {
-                q.push_str(&format!("&vrf={}", enc(v)));
-            }
-            if *limit > 0 {
-                q.push_str(&format!("&limit={limit}"));
-            }
-            (q, |v| {
-                let mut out = format!(
-                    "VRF {}, {}: {} routes{}\nCodes: C connected, S static, F route file, R FRR (FPM), A API, N neighbour\n\n",
-                    s(&v["vrf"]),
-                    s(&v["family"]),
-                    v["total"],
-                    if v["matched"] != v["total"] {
-                        format!(", {} matched", v["matched"])
-                    } else {
-                        String::new()
-                    }
-                );
-                let rows: Vec<Vec<String>> = v["routes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|r| {
-                        let code = match r["origin"].as_str() {
-                            Some("connected") => "C",
-                            Some("static") => "S",
-                            Some("api") => "A",
-                            Some("neighbor") => "N",
-                            Some("fpm") => "R",
-                            _ => "F",
-                        };
-                        let via = match r["kind"].as_str() {
-                            Some("forward") | Some("ecmp") => format!("via {}", list(&r["via"])),
-                            Some("connected") => format!("directly connected, {}", list(&r["via"])),
-                            Some("local") => "local (the router's address)".into(),
-                            Some("down") => format!("down ({})", list(&r["via"])),
-                            Some(k) => k.to_string(),
-                            None => "-".into(),
-                        };
-                        vec![code.into(), s(&r["prefix"]), via]
-                    })
-                    .collect();
-                let shown = rows.len();
-                out.push_str(&table(&["", "Prefix", "Next hop"], rows));
-                if let Some(m) = v["matched"].as_u64() {
-                    if m as usize > shown {
-                        out.push_str(&format!(
-                            "... {} more (use --limit 0 for all)\n",
-                            m as usize - shown
-                        ));
-                    }
-                }
-                out
-            })
+            print_view::<RoutesView>(c, &q.path(), json_out)
         }
-        ShowCmd::Neighbors => ("/v1/neighbors".into(), |v| {
-            let rows = v
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|n| {
-                    vec![
-                        s(&n["ip"]),
-                        s(&n["mac"]),
-                        s(&n["interface"]),
-                        s(&n["state"]),
-                        n["age_s"]
-                            .as_f64()
-                            .map_or("-".into(), |a| format!("{a:.1}")),
-                    ]
-                })
-                .collect();
-            table(&["Address", "MAC", "Interface", "State", "Age (s)"], rows)
-        }),
-        ShowCmd::Counters => {
-            ("/v1/counters".into(), |v| {
-                let rows = v["ports"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|p| {
-                        vec![
-                            s(&p["port"]),
-                            s(&p["rx_packets"]),
-                            s(&p["rx_bytes"]),
-                            s(&p["rx_errors"]),
-                            s(&p["tx_packets"]),
-                            s(&p["tx_bytes"]),
-                        ]
-                    })
-                    .collect();
-                let mut out = table(
-                    &[
-                        "Port",
-                        "RX frames",
-                        "RX bytes",
-                        "RX errors",
-                        "TX frames",
-                        "TX bytes",
-                    ],
-                    rows,
-                );
-                out.push_str(&format!(
-                "\ndrops {}  icmp-sent {}  icmp-rate-limited {}  echo-replies {}  slow-path {}\n",
-                v["drops"], v["icmp_sent"], v["icmp_rate_limited"], v["echo_replies"], v["slow_path"]
-            ));
-                out
-            })
-        }
-        ShowCmd::Errors => ("/v1/errors".into(), |v| {
-            let rows: Vec<Vec<String>> = v
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| {
-                    let per: Vec<String> = e["per_worker"]
-                        .as_object()
-                        .into_iter()
-                        .flatten()
-                        .map(|(w, n)| format!("w{w}:{n}"))
-                        .collect();
-                    vec![
-                        s(&e["node"]),
-                        s(&e["reason"]),
-                        s(&e["count"]),
-                        if per.is_empty() {
-                            "-".into()
-                        } else {
-                            per.join(" ")
-                        },
-                        s(&e["text"]),
-                    ]
-                })
-                .collect();
-            if rows.is_empty() {
-                return "no drops\n".into();
-            }
-            table(&["Node", "Reason", "Count", "Per worker", "Meaning"], rows)
-        }),
-        ShowCmd::Runtime => ("/v1/runtime".into(), render_runtime),
+        ShowCmd::Neighbors => print_view::<Vec<NeighborView>>(c, "/v1/neighbors", json_out),
+        ShowCmd::Counters => print_view::<CountersView>(c, "/v1/counters", json_out),
+        ShowCmd::Errors => print_view::<Vec<ErrorView>>(c, "/v1/errors", json_out),
+        ShowCmd::Runtime => print_view::<RuntimeView>(c, "/v1/runtime", json_out),
         ShowCmd::Processes {
             what: ProcessesShow::Cpu,
-        } => ("/v1/cpu".into(), render_cpu),
-        ShowCmd::Workers => ("/v1/workers".into(), |v| {
-            let rows = v
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|w| {
-                    vec![
-                        s(&w["id"]),
-                        s(&w["core"]),
-                        list(&w["rx_queues"]),
-                        s(&w["rx_packets"]),
-                        s(&w["tx_packets"]),
-                        s(&w["drops"]),
-                        s(&w["vectors"]),
-                    ]
-                })
-                .collect();
-            table(
-                &[
-                    "Worker",
-                    "Core",
-                    "RX queues",
-                    "RX frames",
-                    "TX frames",
-                    "Drops",
-                    "Vectors",
-                ],
-                rows,
-            )
-        }),
-        ShowCmd::Logging { n } => (format!("/v1/logging?n={n}"), |v| {
-            let mut out = String::new();
-            for r in v.as_array().into_iter().flatten() {
-                let ms = r["unix_ms"].as_u64().unwrap_or(0);
-                out.push_str(&format!(
-                    "{} {:<7} {:<16} {}\n",
-                    clock(ms),
-                    s(&r["severity"]),
-                    s(&r["msgid"]),
-                    s(&r["text"])
-                ));
-            }
-            out
-        }),
-        ShowCmd::System => ("/v1/system".into(), |v| {
-            let mut out = format!(
-                "linerate {}, up {} s, config commit {}{}\nworkers {}, ports {}, buffers {} ({} free)\n\n",
-                s(&v["version"]),
-                v["uptime_s"],
-                v["commit"],
-                match v["pending_confirm"].as_array() {
-                    Some(p) => format!(" (commit {} rolls back in {} s unless confirmed)", p[0], p[1]),
-                    None => String::new(),
-                },
-                v["workers"],
-                v["ports"],
-                v["buffers"],
-                v["buffers_free"]
-            );
-            let rows = v["tables"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|t| {
-                    vec![
-                        s(&t["table"]),
-                        s(&t["entries"]),
-                        s(&t["limit"]),
-                        s(&t["bytes"]),
-                    ]
-                })
-                .collect();
-            out.push_str(&table(&["Table", "Entries", "Limit", "Bytes"], rows));
-            out
-        }),
+        } => print_view::<CpuView>(c, "/v1/cpu", json_out),
+        ShowCmd::Workers => print_view::<Vec<WorkerView>>(c, "/v1/workers", json_out),
+        ShowCmd::Logging { n } => {
+            print_view::<Vec<LogView>>(c, &LogQuery { n: Some(n) }.path(), json_out)
+        }
+        ShowCmd::System => print_view::<SystemView>(c, "/v1/system", json_out),
         ShowCmd::Metrics => {
-            let r = checked(c.get("/metrics")?)?;
+            let r = c.get("/metrics")?.checked()?;
             out!("{}", String::from_utf8_lossy(&r.body));
-            return Ok(());
+            Ok(())
         }
-        ShowCmd::Acl { name } => (
-            match name {
-                Some(n) => format!("/v1/acl?name={}", enc(n)),
-                None => "/v1/acl".into(),
-            },
-            |v| {
-                let mut out = String::new();
-                for a in v.as_array().into_iter().flatten() {
-                    out.push_str(&format!(
-                        "access-list {} ({}), bound: {}, compiled: {} bytes\n",
-                        s(&a["name"]),
-                        s(&a["family"]),
-                        if a["bound"].as_array().is_some_and(|b| b.is_empty()) {
-                            "nowhere".to_string()
-                        } else {
-                            list(&a["bound"])
-                        },
-                        s(&a["compiled_bytes"])
-                    ));
-                    let mut rows: Vec<Vec<String>> = a["entries"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|e| vec![s(&e["seq"]), s(&e["text"]), s(&e["hits"])])
-                        .collect();
-                    rows.push(vec![
-                        "-".into(),
-                        "(implicit deny)".into(),
-                        s(&a["implicit_deny"]),
-                    ]);
-                    out.push_str(&table(&["Seq", "Entry", "Matches"], rows));
-                    out.push('\n');
-                }
-                out
-            },
-        ),
-        ShowCmd::Qos => ("/v1/qos".into(), |v| {
-            let mut out = String::new();
-            for q in v.as_array().into_iter().flatten() {
-                out.push_str(&format!(
-                    "{} {}: policy {}\n",
-                    s(&q["interface"]),
-                    s(&q["direction"]),
-                    s(&q["policy"])
-                ));
-                let rows = q["classes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| {
-                        let p = &c["policer"];
-                        let pol = if p.is_null() {
-                            "-".to_string()
-                        } else {
-                            format!(
-                                "conform {} B, exceed {} B, violate {} B, dropped {} pkts",
-                                s(&p["conformed_bytes"]),
-                                s(&p["exceeded_bytes"]),
-                                s(&p["violated_bytes"]),
-                                s(&p["dropped_packets"])
-                            )
-                        };
-                        vec![
-                            s(&c["class"]),
-                            s(&c["packets"]),
-                            s(&c["bytes"]),
-                            s(&c["set_dscp"]),
-                            s(&c["set_cos"]),
-                            pol,
-                        ]
-                    })
-                    .collect();
-                out.push_str(&table(
-                    &[
-                        "Class", "Packets", "Bytes", "Set DSCP", "Set CoS", "Policer",
-                    ],
-                    rows,
-                ));
-                out.push('\n');
-            }
-            if out.is_empty() {
-                out = "no QoS policy is bound\n".into();
-            }
-            out
-        }),
-        ShowCmd::Flows => ("/v1/flows".into(), |v| {
-            if v["enabled"] != json!(true) {
-                return "flow accounting is off (no flow-export section)\n".into();
-            }
-            let e = &v["export"];
-            format!(
-                "Flow export: {} to {}\nAccounting on: {}\n\n{}",
-                s(&v["version"]),
-                list(&v["collectors"]),
-                list(&v["interfaces"]),
-                table(
-                    &["Counter", "Value"],
-                    [
-                        ("cache capacity", &v["capacity"]),
-                        ("flows in cache", &v["occupancy"]),
-                        ("flows created", &v["created"]),
-                        ("expired (inactive)", &v["expired_idle"]),
-                        ("expired (active)", &v["expired_active"]),
-                        ("ended (TCP FIN/RST)", &v["ended_tcp"]),
-                        ("evicted (cache full)", &v["evicted"]),
-                        ("flushed", &v["flushed"]),
-                        ("lost (export queue full)", &v["queue_dropped"]),
-                        ("records exported", &e["records"]),
-                        ("datagrams sent", &e["datagrams"]),
-                        ("templates sent", &e["templates"]),
-                        ("send errors", &e["send_errors"]),
-                    ]
-                    .into_iter()
-                    .map(|(k, x)| vec![k.to_string(), s(x)])
-                    .collect()
-                )
-            )
-        }),
-        ShowCmd::Fpm => ("/v1/fpm".into(), |v| {
-            let rows = [
-                ("listening on", &v["listen"]),
-                ("connected", &v["connected"]),
-                ("zebra", &v["peer"]),
-                ("connections", &v["connections"]),
-                ("frames", &v["frames"]),
-                ("bytes", &v["bytes"]),
-                ("malformed (connection reset)", &v["malformed"]),
-                ("routes held", &v["routes"]),
-                ("routes installed", &v["routes_installed"]),
-                ("routes removed", &v["routes_removed"]),
-                ("next-hop sets", &v["next_hop_sets"]),
-                ("left to the config", &v["conflicts"]),
-                ("unresolved", &v["unresolved"]),
-                ("stale sweeps", &v["stale_sweeps"]),
-                ("swept", &v["swept"]),
-                ("sweep due in (s)", &v["sweep_in_s"]),
-                ("apply time (ms)", &v["apply_ms"]),
-            ];
-            table(
-                &["FPM", "Value"],
-                rows.into_iter()
-                    .map(|(k, x)| vec![k.to_string(), s(x)])
-                    .collect(),
-            )
-        }),
-        ShowCmd::Punt => ("/v1/punt".into(), |v| {
-            let classes = v["classes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|c| {
-                    vec![
-                        s(&c["class"]),
-                        s(&c["rate"]),
-                        s(&c["burst"]),
-                        s(&c["punted"]),
-                        s(&c["policed"]),
-                        s(&c["queue_full"]),
-                    ]
-                })
-                .collect();
-            let taps = v["taps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|t| {
-                    vec![
-                        s(&t["interface"]),
-                        s(&t["tap"]),
-                        s(&t["to_kernel"]),
-                        s(&t["from_kernel"]),
-                        s(&t["to_kernel_dropped"]),
-                    ]
-                })
-                .collect();
-            let head = [
-                "Class",
-                "Rate/worker",
-                "Burst",
-                "Punted",
-                "Policed",
-                "Queue full",
-            ];
-            if v["punt_path"].as_bool() != Some(true) {
-                return format!(
-                    "{}(no punt path: the slow path's classes are policed; the rest are dropped as having no service)\n",
-                    table(&head, classes)
-                );
-            }
-            format!(
-                "{}\n{}\nInjected: {}, inject drops: {}, no TAP: {}, stale (from before a commit): {}\nNeighbours: {}\n",
-                table(&head, classes),
-                table(
-                    &[
-                        "Interface",
-                        "TAP",
-                        "To kernel",
-                        "From kernel",
-                        "Kernel full"
-                    ],
-                    taps
-                ),
-                s(&v["injected"]),
-                s(&v["inject_dropped"]),
-                s(&v["no_tap"]),
-                s(&v["stale"]),
-                v["neighbor_stats"],
-            )
-        }),
-        ShowCmd::RunningConfig => {
-            let v = get(&c, "/v1/config")?;
-            if json_out {
-                print_json(&v);
-            } else {
-                out!("{}", v["text"].as_str().unwrap_or(""));
-            }
-            return Ok(());
-        }
-    };
-    let v = get(&c, &path)?;
-    if json_out {
-        print_json(&v);
-    } else {
-        out!("{}", render(&v));
+        ShowCmd::Acl { name } => print_view::<Vec<AclView>>(c, &AclQuery { name }.path(), json_out),
+        ShowCmd::Qos => print_view::<Vec<QosView>>(c, "/v1/qos", json_out),
+        ShowCmd::Flows => print_view::<FlowsView>(c, "/v1/flows", json_out),
+        ShowCmd::Fpm => print_view::<FpmStatus>(c, "/v1/fpm", json_out),
+        ShowCmd::Punt => print_view::<PuntView>(c, "/v1/punt", json_out),
+        ShowCmd::RunningConfig => print_view::<RunningConfig>(c, "/v1/config", json_out),
     }
+}
+
+/// A POST with no body whose answer is not needed beyond success.
+fn post_empty(c: &Client, path: &str) -> Result<(), String> {
+    c.post(path, &serde_json::json!({}))?.checked()?;
     Ok(())
 }
 
-/// Percent-encodes a query value (prefixes carry '/' and ':').
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// UTC wall-clock time of a Unix time in ms: `HH:MM:SS.mmm`.
-fn clock(ms: u64) -> String {
-    let secs = ms / 1000;
-    format!(
-        "{:02}:{:02}:{:02}.{:03}",
-        secs / 3600 % 24,
-        secs / 60 % 60,
-        secs % 60,
-        ms % 1000
-    )
-}
-
 pub fn clear(a: &ApiArgs, what: ClearCmd) -> Result<(), String> {
+    let c = a.client()?;
     match what {
         ClearCmd::Counters => {
-            post(&a.client()?, "/v1/counters/clear", json!({}))?;
+            post_empty(&c, "/v1/counters/clear")?;
             outln!("counters cleared");
         }
         ClearCmd::Runtime => {
-            post(&a.client()?, "/v1/runtime/clear", json!({}))?;
+            post_empty(&c, "/v1/runtime/clear")?;
             outln!("runtime counters cleared");
         }
     }
     Ok(())
-}
-
-/// `show processes cpu`: one row per thread, busy and CPU per window.
-fn render_cpu(v: &Value) -> String {
-    let pct = |x: &Value| format!("{:.1}%", x.as_f64().unwrap_or(0.0));
-    let rows = v["rows"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|r| {
-            vec![
-                s(&r["name"]),
-                s(&r["kind"]),
-                s(&r["id"]),
-                r["core"].as_u64().map_or("-".into(), |c| c.to_string()),
-                pct(&r["busy"][0]),
-                pct(&r["busy"][1]),
-                pct(&r["busy"][2]),
-                pct(&r["cpu"][0]),
-                pct(&r["cpu"][1]),
-                pct(&r["cpu"][2]),
-            ]
-        })
-        .collect();
-    let covered = |i: usize| v["covered_s"][i].as_f64().unwrap_or(0.0);
-    format!(
-        "{}(busy: work done, for a worker the vectors that carried frames; cpu: time on a CPU, \
-         polling included; % of one CPU; history: {:.0} s)\n",
-        table(
-            &["Thread", "Kind", "Id", "Core", "Busy 5s", "1m", "5m", "CPU 5s", "1m", "5m"],
-            rows
-        ),
-        covered(2)
-    )
-}
-
-/// `show runtime`: one table per worker, then the total, in the manner of VPP's.
-fn render_runtime(v: &Value) -> String {
-    let rows = |nodes: &Value| -> Vec<Vec<String>> {
-        nodes
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|n| {
-                let ns = match n["ns_per_packet"].as_f64() {
-                    Some(x) => format!("{x:.1}"),
-                    None => "-".into(),
-                };
-                vec![
-                    s(&n["node"]),
-                    s(&n["calls"]),
-                    s(&n["packets"]),
-                    format!("{:.1}", n["vector_size"].as_f64().unwrap_or(0.0)),
-                    ns,
-                ]
-            })
-            .collect()
-    };
-    let head = ["Node", "Calls", "Packets", "Vector", "ns/packet"];
-    let mut out = String::new();
-    for w in v["workers"].as_array().into_iter().flatten() {
-        let core = w["core"]
-            .as_u64()
-            .map_or("not pinned".to_string(), |c| format!("core {c}"));
-        out += &format!("worker {} ({core})\n", s(&w["worker"]));
-        out += &table(&head, rows(&w["nodes"]));
-        out += "\n";
-    }
-    out += "total\n";
-    out += &table(&head, rows(&v["total"]));
-    out += &format!(
-        "(ns/packet from one vector in {}; calls and packets from all)\n",
-        s(&v["timed_every"])
-    );
-    out
-}
-
-fn print_outcome(v: &Value) {
-    if v["changed"].as_bool() != Some(true) {
-        outln!("no changes: the running config is the same");
-        return;
-    }
-    let diff = v["diff"].as_str().unwrap_or("");
-    out!("{diff}");
-    for l in v["summary"].as_array().into_iter().flatten() {
-        outln!("{}", s(l));
-    }
-    for w in v["warnings"].as_array().into_iter().flatten() {
-        outln!("warning: {}", s(w));
-    }
-    if v["dry_run"].as_bool() == Some(true) {
-        outln!("dry run: nothing was applied");
-    } else if let Some(id) = v["commit"].as_u64() {
-        match v["confirm_deadline_s"].as_u64() {
-            Some(t) => outln!(
-                "commit {id} applied; it rolls back in {t} s unless `linerate config confirm`"
-            ),
-            None => outln!("commit {id} applied"),
-        }
-    }
 }
 
 pub fn config(a: &ApiArgs, json_out: bool, cmd: ConfigCmd) -> Result<(), String> {
@@ -1071,7 +403,7 @@ pub fn config(a: &ApiArgs, json_out: bool, cmd: ConfigCmd) -> Result<(), String>
         let abs = std::fs::canonicalize(f).map_err(|e| format!("{}: {e}", f.display()))?;
         Ok((text, abs))
     };
-    let v = match cmd {
+    let r = match cmd {
         ConfigCmd::Apply {
             file,
             dry_run,
@@ -1079,70 +411,49 @@ pub fn config(a: &ApiArgs, json_out: bool, cmd: ConfigCmd) -> Result<(), String>
             message,
         } => {
             let (text, source) = read(&file)?;
-            post(
-                &c,
-                "/v1/config/apply",
-                json!({"text": text, "source": source, "dry_run": dry_run,
-                       "confirm_seconds": confirm, "comment": message}),
-            )?
+            let req = ApplyRequest {
+                text,
+                source,
+                opts: ApplyOptions {
+                    comment: message,
+                    dry_run,
+                    confirm_seconds: confirm,
+                },
+            };
+            c.post("/v1/config/apply", &req)?
         }
         ConfigCmd::Diff { file } => {
             let (text, source) = read(&file)?;
-            post(
-                &c,
-                "/v1/config/apply",
-                json!({"text": text, "source": source, "dry_run": true}),
-            )?
+            let req = ApplyRequest {
+                text,
+                source,
+                opts: ApplyOptions {
+                    dry_run: true,
+                    ..Default::default()
+                },
+            };
+            c.post("/v1/config/apply", &req)?
         }
         ConfigCmd::History => {
-            let v = get(&c, "/v1/config/history")?;
-            if json_out {
-                print_json(&v);
-                return Ok(());
-            }
-            let rows = v
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|h| {
-                    vec![
-                        s(&h["id"]),
-                        clock(h["unix_time"].as_u64().unwrap_or(0) * 1000),
-                        s(&h["status"]),
-                        h["summary"].as_array().map_or(0, |a| a.len()).to_string(),
-                        s(&h["comment"]),
-                    ]
-                })
-                .collect();
-            out!(
-                "{}",
-                table(
-                    &["Commit", "Time (UTC)", "Status", "Changes", "Comment"],
-                    rows
-                )
-            );
-            return Ok(());
+            return print_view::<Vec<CommitView>>(&c, "/v1/config/history", json_out)
         }
         ConfigCmd::Show { id } => {
-            let v = get(&c, &format!("/v1/config/history/{id}"))?;
-            if json_out {
-                print_json(&v);
-            } else {
-                out!("{}", v["text"].as_str().unwrap_or(""));
-            }
-            return Ok(());
+            return print_view::<CommitText>(&c, &format!("/v1/config/history/{id}"), json_out)
         }
-        ConfigCmd::Rollback { id } => post(&c, &format!("/v1/config/rollback/{id}"), json!({}))?,
+        ConfigCmd::Rollback { id } => {
+            c.post(&format!("/v1/config/rollback/{id}"), &serde_json::json!({}))?
+        }
         ConfigCmd::Confirm => {
-            let v = post(&c, "/v1/config/confirm", json!({}))?;
-            outln!("commit {v} confirmed");
+            let id: u64 = c.call("/v1/config/confirm", &serde_json::json!({}))?;
+            outln!("commit {id} confirmed");
             return Ok(());
         }
     };
+    let r = r.checked()?;
     if json_out {
-        print_json(&v);
+        print_json(&r.json()?);
     } else {
-        print_outcome(&v);
+        out!("{}", r.view::<ApplyOutcome>()?.render());
     }
     Ok(())
 }
@@ -1155,26 +466,26 @@ pub fn route(a: &ApiArgs, cmd: RouteCmd) -> Result<(), String> {
             target,
             vrf,
         } => {
-            let body = match target
+            let mut req = RouteRequest {
+                vrf,
+                prefix,
+                ..Default::default()
+            };
+            match target
                 .iter()
                 .map(String::as_str)
                 .collect::<Vec<_>>()
                 .as_slice()
             {
-                ["via", list] => json!({"prefix": prefix, "vrf": vrf,
-                    "via": list.split(',').collect::<Vec<_>>()}),
-                ["blackhole"] => json!({"prefix": prefix, "vrf": vrf, "blackhole": true}),
-                ["reject"] => json!({"prefix": prefix, "vrf": vrf, "reject": true}),
+                ["via", list] => req.via = list.split(',').map(String::from).collect(),
+                ["blackhole"] => req.blackhole = true,
+                ["reject"] => req.reject = true,
                 _ => return Err("expected `via ADDR[,ADDR...]`, `blackhole` or `reject`".into()),
-            };
-            post(&c, "/v1/routes", body)?;
+            }
+            c.post("/v1/routes", &req)?.checked()?;
         }
         RouteCmd::Del { prefix, vrf } => {
-            let mut q = format!("/v1/routes?prefix={}", enc(&prefix));
-            if let Some(v) = vrf {
-                q.push_str(&format!("&vrf={}", enc(&v)));
-            }
-            checked(c.delete(&q)?)?;
+            c.delete(&RouteDelete { vrf, prefix }.path())?.checked()?;
         }
     }
     Ok(())
@@ -1186,7 +497,7 @@ pub fn port(a: &ApiArgs, cmd: PortCmd) -> Result<(), String> {
         PortCmd::Remove { name } => (name, "remove"),
         PortCmd::Insert { name } => (name, "insert"),
     };
-    post(&c, &format!("/v1/ports/{}/{what}", enc(name)), json!({}))?;
+    post_empty(&c, &format!("/v1/ports/{}/{what}", enc(name)))?;
     outln!(
         "port {name} {}",
         if what == "remove" {
@@ -1202,11 +513,11 @@ pub fn worker(a: &ApiArgs, cmd: WorkerCmd) -> Result<(), String> {
     let c = a.client()?;
     match cmd {
         WorkerCmd::Add { core } => {
-            let v = post(&c, "/v1/workers", json!({"core": core}))?;
-            outln!("worker {} started", v["worker"]);
+            let w: WorkerAdded = c.call("/v1/workers", &WorkerRequest { core })?;
+            outln!("worker {} started", w.worker);
         }
         WorkerCmd::Remove { id } => {
-            checked(c.delete(&format!("/v1/workers/{id}"))?)?;
+            c.delete(&format!("/v1/workers/{id}"))?.checked()?;
             outln!("worker {id} removed");
         }
     }
@@ -1228,12 +539,18 @@ fn capture_format(c: &CaptureArgs) -> &str {
 
 pub fn capture(a: &ApiArgs, c: CaptureArgs) -> Result<(), String> {
     let client = a.client()?;
-    let body = json!({
-        "port": c.port, "direction": c.direction, "node": c.node, "drops": c.drops,
-        "filter": c.filter.join(" "), "count": c.count, "snaplen": c.snaplen,
-        "timeout_ms": (c.timeout * 1000.0) as u64, "format": capture_format(&c),
-    });
-    let r = checked(client.post("/v1/capture", &body)?)?;
+    let req = CaptureRequest {
+        port: c.port.clone(),
+        direction: c.direction.clone(),
+        node: c.node.clone(),
+        drops: c.drops,
+        filter: c.filter.join(" "),
+        count: c.count,
+        snaplen: c.snaplen,
+        timeout_ms: (c.timeout * 1000.0) as u64,
+        format: Some(capture_format(&c).to_string()),
+    };
+    let r = client.post("/v1/capture", &req)?.checked()?;
     let mut f =
         std::fs::File::create(&c.write).map_err(|e| format!("{}: {e}", c.write.display()))?;
     f.write_all(&r.body)
@@ -1258,36 +575,17 @@ pub fn capture(a: &ApiArgs, c: CaptureArgs) -> Result<(), String> {
 
 pub fn trace(a: &ApiArgs, t: TraceArgs) -> Result<(), String> {
     let c = a.client()?;
-    let v = post(
-        &c,
-        "/v1/trace",
-        json!({"port": t.port, "filter": t.filter.join(" "), "count": t.count,
-               "timeout_ms": (t.timeout * 1000.0) as u64}),
-    )?;
+    let req = TraceRequest {
+        port: t.port,
+        filter: t.filter.join(" "),
+        count: t.count,
+        timeout_ms: (t.timeout * 1000.0) as u64,
+    };
+    let r = c.post("/v1/trace", &req)?.checked()?;
     if t.json {
-        print_json(&v);
-        return Ok(());
-    }
-    let all = v.as_array().cloned().unwrap_or_default();
-    if all.is_empty() {
-        outln!("no frame matched before the timeout");
-    }
-    for tr in all {
-        outln!(
-            "Packet {} (worker {}): {}",
-            tr["id"],
-            tr["worker"],
-            s(&tr["summary"])
-        );
-        for st in tr["steps"].as_array().into_iter().flatten() {
-            outln!(
-                "  {:<15} {} -> {}",
-                s(&st["node"]),
-                s(&st["decision"]),
-                s(&st["next"])
-            );
-        }
-        outln!();
+        print_json(&r.json()?);
+    } else {
+        out!("{}", r.view::<Vec<TraceView>>()?.render());
     }
     Ok(())
 }

@@ -174,9 +174,9 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         control::fpm::start(&core, f, twins)?;
         eprintln!("linerate: FPM on {}", f.listen);
     }
-    let server = api::serve(
+    let server = api_server::serve(
         core.clone(),
-        api::ServeOptions {
+        api_server::ServeOptions {
             socket: socket.clone(),
             tcp,
             metrics: a.metrics,

@@ -955,41 +955,28 @@ impl DutApi {
     /// Drops by reason since the router started (`linerate show errors`), under the reasons'
     /// machine names; reasons this build does not know are left out.
     pub fn drops(&self) -> Result<Vec<(&'static str, u64)>, String> {
-        let r = self.client.get("/v1/errors")?;
-        if !r.ok() {
-            return Err(format!("GET /v1/errors: status {}", r.status));
-        }
-        let v = r.json()?;
-        let list = v
-            .as_array()
-            .ok_or("GET /v1/errors: expected a list of drop counters")?;
+        let list: Vec<api::views::ErrorView> = self
+            .client
+            .view("/v1/errors")
+            .map_err(|e| format!("GET /v1/errors: {e}"))?;
         Ok(list
             .iter()
             .filter_map(|e| {
-                let reason = e.get("reason")?.as_str()?;
-                let count = e.get("count")?.as_u64()?;
                 let known = dataplane::DropReason::ALL
                     .iter()
-                    .find(|d| d.name() == reason)?;
-                Some((known.name(), count))
+                    .find(|d| d.name() == e.reason)?;
+                Some((known.name(), e.count))
             })
             .collect())
     }
 
     /// The sum of every worker's busy nanoseconds (`linerate show workers`).
     pub fn busy_ns(&self) -> Result<u64, String> {
-        let r = self.client.get("/v1/workers")?;
-        if !r.ok() {
-            return Err(format!("GET /v1/workers: status {}", r.status));
-        }
-        let v = r.json()?;
-        let list = v
-            .as_array()
-            .ok_or("GET /v1/workers: expected a list of workers")?;
-        Ok(list
-            .iter()
-            .filter_map(|w| w.get("busy_ns").and_then(|b| b.as_u64()))
-            .sum())
+        let list: Vec<api::views::WorkerView> = self
+            .client
+            .view("/v1/workers")
+            .map_err(|e| format!("GET /v1/workers: {e}"))?;
+        Ok(list.iter().map(|w| w.busy_ns).sum())
     }
 }
 

@@ -205,9 +205,9 @@ pub fn run_with(
         })
     });
     let _api = match &api_socket {
-        Some(sock) => Some(api::serve(
+        Some(sock) => Some(api_server::serve(
             core.clone(),
-            api::ServeOptions {
+            api_server::ServeOptions {
                 socket: sock.clone(),
                 tcp: None,
                 metrics: None,

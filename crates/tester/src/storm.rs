@@ -59,7 +59,7 @@ const READS: &[&str] = &[
 /// Sends `rate` requests per second until `stop`: one in ten changes a route (adds a blackhole
 /// route in 198.18.0.0/15, RFC 2544's range that no test stream uses, or removes it again).
 fn client(socket: PathBuf, rate: f64, nice: i32, stop: Arc<AtomicBool>) -> StormStats {
-    api::lower_priority(nice);
+    api_server::lower_priority(nice);
     let mut st = StormStats {
         rate,
         nice,
@@ -91,7 +91,11 @@ fn client(socket: PathBuf, rate: f64, nice: i32, stop: Arc<AtomicBool>) -> Storm
             st.route_changes += 1;
             if added.len() < 64 {
                 let p = format!("198.18.{}.0/24", (i / 10) % 256);
-                let body = serde_json::json!({"prefix": p, "blackhole": true});
+                let body = api::requests::RouteRequest {
+                    prefix: p.clone(),
+                    blackhole: true,
+                    ..Default::default()
+                };
                 let r = c.post("/v1/routes", &body);
                 if r.as_ref().is_ok_and(|r| r.ok()) {
                     added.push(p);
@@ -99,8 +103,14 @@ fn client(socket: PathBuf, rate: f64, nice: i32, stop: Arc<AtomicBool>) -> Storm
                 r.is_ok_and(|r| r.ok() || r.status == 409)
             } else {
                 let p = added.remove(0);
-                c.delete(&format!("/v1/routes?prefix={}", p.replace('/', "%2F")))
-                    .is_ok_and(|r| r.ok())
+                c.delete(
+                    &api::requests::RouteDelete {
+                        vrf: None,
+                        prefix: p,
+                    }
+                    .path(),
+                )
+                .is_ok_and(|r| r.ok())
             }
         } else {
             st.reads += 1;

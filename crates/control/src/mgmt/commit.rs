@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiResult, Core, Locked, State};
+use super::{ApiError, ApiResult, ApplyOptions, ApplyOutcome, Core, ErrorKind, Locked, State};
 use crate::config::{self, Config, Driver};
 use crate::router::Router;
 use crate::syslog::Severity;
@@ -33,6 +33,20 @@ pub struct Commit {
     pub status: String,
     #[serde(skip)]
     pub text: String,
+}
+
+impl Commit {
+    /// The entry as `config history` lists it.
+    pub fn view(&self) -> api::views::CommitView {
+        api::views::CommitView {
+            id: self.id,
+            unix_time: self.unix_time,
+            comment: self.comment.clone(),
+            source: self.source.clone(),
+            summary: self.summary.clone(),
+            status: self.status.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -151,46 +165,16 @@ pub(super) fn record_startup(core: &Core, s: &mut Locked<'_>) -> ApiResult<()> {
     Ok(())
 }
 
-/// How to apply a config.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct ApplyOptions {
-    #[serde(default)]
-    pub comment: String,
-    /// Check and compute the difference only; change nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// Roll back by itself after this many seconds unless confirmed.
-    #[serde(default)]
-    pub confirm_seconds: Option<u64>,
-}
-
-impl ApplyOptions {
-    /// When a commit made with these options rolls back unless confirmed; a time the clock
-    /// cannot reach is the client's mistake.
-    pub fn confirm_deadline(&self) -> ApiResult<Option<Instant>> {
-        self.confirm_seconds
-            .map(|secs| {
-                Instant::now()
-                    .checked_add(Duration::from_secs(secs))
-                    .ok_or_else(|| ApiError::invalid(format!("confirm_seconds {secs}: too far")))
-            })
-            .transpose()
-    }
-}
-
-/// What an apply did (or, dry, would do).
-#[derive(Clone, Debug, Serialize)]
-pub struct ApplyOutcome {
-    /// The new commit's id; None when nothing changed or on a dry run.
-    pub commit: Option<u64>,
-    pub changed: bool,
-    pub dry_run: bool,
-    pub summary: Vec<String>,
-    /// A unified diff of the config text.
-    pub diff: String,
-    /// Seconds until an automatic rollback, for a commit-confirmed.
-    pub confirm_deadline_s: Option<u64>,
-    pub warnings: Vec<String>,
+/// When a commit made with these options rolls back unless confirmed; a time the clock cannot
+/// reach is the client's mistake.
+pub fn confirm_deadline(opts: &ApplyOptions) -> ApiResult<Option<Instant>> {
+    opts.confirm_seconds
+        .map(|secs| {
+            Instant::now()
+                .checked_add(Duration::from_secs(secs))
+                .ok_or_else(|| ApiError::invalid(format!("confirm_seconds {secs}: too far")))
+        })
+        .transpose()
 }
 
 /// A unified diff of two texts (the config files).
@@ -299,7 +283,7 @@ fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
 
 fn invalid_config(e: config::ConfigErrors) -> ApiError {
     ApiError {
-        kind: "invalid",
+        kind: ErrorKind::Invalid,
         message: format!(
             "config rejected: {} error(s); nothing was changed",
             e.0.len()
@@ -316,7 +300,7 @@ impl Core {
         source: &Path,
         opts: ApplyOptions,
     ) -> ApiResult<ApplyOutcome> {
-        let confirm_at = opts.confirm_deadline()?;
+        let confirm_at = confirm_deadline(&opts)?;
         let mut s = self.lock("config.apply");
         let out = self.apply_locked(&mut s, text, source, &opts)?;
         // A commit made while another waits for confirmation confirms that one (as commit

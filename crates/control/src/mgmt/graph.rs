@@ -3,44 +3,15 @@
 //! the workers' own (see `dataplane::graph::runtime` for how they are collected and what they
 //! cost); a show subtracts what they were at the last clear, metrics never do.
 
+pub use api::views::{NodeRuntime, RuntimeView, WorkerRuntime};
 use dataplane::graph::{row_names, NodeSnapshot, NODE_ROWS, TIMED_EVERY};
-use serde::Serialize;
 
 use super::Core;
 use crate::syslog::Severity;
 
-#[derive(Serialize, Clone, Debug, PartialEq)]
-pub struct NodeRuntime {
-    pub node: &'static str,
-    pub calls: u64,
-    pub packets: u64,
-    /// Packets per call.
-    pub vector_size: f64,
-    /// Nanoseconds per packet over the timed calls (one vector in `timed_every`); None before
-    /// any call of the node was timed.
-    pub ns_per_packet: Option<f64>,
-    pub timed_calls: u64,
-}
-
-#[derive(Serialize, Clone, Debug)]
-pub struct WorkerRuntime {
-    pub worker: usize,
-    pub core: Option<usize>,
-    pub nodes: Vec<NodeRuntime>,
-}
-
-#[derive(Serialize, Clone, Debug)]
-pub struct RuntimeView {
-    /// One vector in this many is timed.
-    pub timed_every: u64,
-    pub workers: Vec<WorkerRuntime>,
-    /// The live workers' rows summed.
-    pub total: Vec<NodeRuntime>,
-}
-
 fn view(name: &'static str, s: &NodeSnapshot) -> NodeRuntime {
     NodeRuntime {
-        node: name,
+        node: name.into(),
         calls: s.calls,
         packets: s.packets,
         vector_size: (s.vector_size() * 100.0).round() / 100.0,
@@ -149,7 +120,7 @@ mod tests {
         let mut b = a;
         b[0].packets = 256;
         let v = build(vec![(0, Some(1), a), (1, None, b)]);
-        let names: Vec<_> = v.total.iter().map(|n| n.node).collect();
+        let names: Vec<_> = v.total.iter().map(|n| n.node.as_str()).collect();
         for &n in NodeId::ALL {
             assert!(names.contains(&n.name()), "{} missing", n.name());
         }

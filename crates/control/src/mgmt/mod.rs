@@ -32,81 +32,20 @@ use std::time::{Duration, Instant};
 use dataplane::counters::DROP_COUNT;
 use dataplane::Snapshot;
 use packet::ethernet::MacAddr;
-use serde::Serialize;
 
 use crate::config::{Prefix, Target};
 use crate::router::Router;
 use crate::runtime::Runtime;
 use crate::syslog::{Logger, Severity};
 
-pub use commit::{ApplyOptions, ApplyOutcome, Commit};
+pub use api::requests::ApplyOptions;
+pub use api::views::ApplyOutcome;
+pub use commit::Commit;
 
-/// A failed command: who is at fault and what to do, as the API reports it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ApiError {
-    /// `invalid` (the request is wrong: fix it), `not_found`, `conflict` (the router's state
-    /// forbids it now), `internal` (ours).
-    pub kind: &'static str,
-    pub message: String,
-    /// For configs: one line per error, `file:line:col: field: message`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-}
+/// A failed command and its result, as the API reports them (the types are the API's).
+pub use api::{ApiError, ApiResult, ErrorKind};
 
-impl ApiError {
-    pub fn invalid(m: impl Into<String>) -> Self {
-        Self {
-            kind: "invalid",
-            message: m.into(),
-            errors: Vec::new(),
-        }
-    }
-    pub fn not_found(m: impl Into<String>) -> Self {
-        Self {
-            kind: "not_found",
-            message: m.into(),
-            errors: Vec::new(),
-        }
-    }
-    pub fn conflict(m: impl Into<String>) -> Self {
-        Self {
-            kind: "conflict",
-            message: m.into(),
-            errors: Vec::new(),
-        }
-    }
-    pub fn internal(m: impl Into<String>) -> Self {
-        Self {
-            kind: "internal",
-            message: m.into(),
-            errors: Vec::new(),
-        }
-    }
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)?;
-        for e in &self.errors {
-            write!(f, "\n{e}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ApiError {}
-
-pub type ApiResult<T> = Result<T, ApiError>;
-
-/// How long commands of one kind waited for the state lock and ran.
-#[derive(Clone, Default, Debug, Serialize)]
-pub struct CommandStats {
-    pub count: u64,
-    pub wait_ns: u64,
-    pub run_ns: u64,
-    pub max_wait_ns: u64,
-    pub max_run_ns: u64,
-}
+pub use api::views::CommandStats;
 
 /// Everything the control plane owns.
 pub struct State {
@@ -387,14 +326,14 @@ impl Core {
     /// `show punt`: the punt table (each class's rate, burst, and what it passed, policed and
     /// found the queue full for, summed over every worker that ran), and where there is a punt
     /// path, its TAP twins and neighbour statistics.
-    pub fn punt_status(&self) -> ApiResult<serde_json::Value> {
+    pub fn punt_status(&self) -> ApiResult<api::views::PuntView> {
         use dataplane::punt::PuntClass;
         use std::sync::atomic::Ordering::Relaxed;
         let (limits, counters) = {
             let s = self.lock("show.punt");
             (s.router.services.punt.clone(), s.runtime.all_counters())
         };
-        let classes: Vec<serde_json::Value> = PuntClass::ALL
+        let classes = PuntClass::ALL
             .iter()
             .map(|&k| {
                 let sum = |f: fn(
@@ -406,32 +345,35 @@ impl Core {
                         .sum::<u64>()
                 };
                 let l = limits.get(k);
-                serde_json::json!({
-                    "class": k.name(),
-                    "rate": l.rate,
-                    "burst": l.burst,
-                    "punted": sum(|c| &c.punted),
-                    "policed": sum(|c| &c.policed),
-                    "queue_full": sum(|c| &c.queue_full),
-                    "text": k.text(),
-                })
+                api::views::PuntClassView {
+                    class: k.name().into(),
+                    rate: l.rate.into(),
+                    burst: l.burst.into(),
+                    punted: sum(|c| &c.punted),
+                    policed: sum(|c| &c.policed),
+                    queue_full: sum(|c| &c.queue_full),
+                    text: k.text().into(),
+                }
             })
             .collect();
         let g = self.punt.lock().unwrap_or_else(|e| e.into_inner());
         let Some(p) = g.as_ref() else {
-            return Ok(serde_json::json!({ "classes": classes, "punt_path": false }));
+            return Ok(api::views::PuntView {
+                classes,
+                ..Default::default()
+            });
         };
         let st = p.status();
-        Ok(serde_json::json!({
-            "classes": classes,
-            "punt_path": true,
-            "injected": p.hub.counters.injected.load(Relaxed),
-            "inject_dropped": st.inject_dropped,
-            "no_tap": st.no_tap,
-            "stale": st.stale,
-            "taps": st.taps,
-            "neighbor_stats": st.stats,
-        }))
+        Ok(api::views::PuntView {
+            classes,
+            punt_path: true,
+            injected: p.hub.counters.injected.load(Relaxed),
+            inject_dropped: st.inject_dropped,
+            no_tap: st.no_tap,
+            stale: st.stale,
+            taps: st.taps,
+            neighbor_stats: st.stats,
+        })
     }
 
     /// `show processes cpu`: per thread (workers, the router's own, FRR's daemons), CPU used

@@ -5,59 +5,14 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use api::requests::{CaptureRequest, RouteRequest, TraceRequest};
 use dataplane::tap::{CaptureSpec, Captured, Node, Point, TraceSpec, Traced};
 use packet::filter::Filter;
-use serde::Deserialize;
 
 use super::capture_file::{self, CaptureFormat};
 use super::{ApiError, ApiResult, Core, PrefixKey};
 use crate::config::{Prefix, Target};
 use crate::syslog::Severity;
-
-/// A route to add through the API.
-#[derive(Clone, Debug, Deserialize)]
-pub struct RouteRequest {
-    #[serde(default)]
-    pub vrf: Option<String>,
-    pub prefix: String,
-    /// Next hops (configured neighbours); more than one is ECMP.
-    #[serde(default)]
-    pub via: Vec<String>,
-    #[serde(default)]
-    pub blackhole: bool,
-    #[serde(default)]
-    pub reject: bool,
-}
-
-/// What to capture.
-#[derive(Clone, Debug, Deserialize)]
-pub struct CaptureRequest {
-    /// A port name; None: every port.
-    #[serde(default)]
-    pub port: Option<String>,
-    /// `rx`, `tx` or `both` (the default), for the port points.
-    #[serde(default)]
-    pub direction: Option<String>,
-    /// Capture a node's output instead of (or besides) the port: `ethernet-input`,
-    /// `ip4-forward`, `ip6-forward`, `slow-path`.
-    #[serde(default)]
-    pub node: Option<String>,
-    /// Capture dropped frames (with their reason).
-    #[serde(default)]
-    pub drops: bool,
-    #[serde(default)]
-    pub filter: String,
-    #[serde(default = "default_count")]
-    pub count: u64,
-    #[serde(default = "default_snaplen")]
-    pub snaplen: usize,
-    /// Give up waiting for `count` frames after this long and return what was captured.
-    #[serde(default = "default_timeout")]
-    pub timeout_ms: u64,
-    /// The file format for [`Core::capture_file`]: `pcap` (the default) or `pcapng`.
-    #[serde(default)]
-    pub format: Option<String>,
-}
 
 /// Captured frames as a file.
 pub struct CaptureFile {
@@ -66,104 +21,70 @@ pub struct CaptureFile {
     pub bytes: Vec<u8>,
 }
 
-fn default_count() -> u64 {
-    100
-}
-fn default_snaplen() -> usize {
-    65535
-}
-fn default_timeout() -> u64 {
-    10_000
+/// A route request's prefix and what it points at, or what is wrong with them.
+pub fn route_of(r: &RouteRequest) -> ApiResult<(Prefix, Target)> {
+    let p = Prefix::parse(&r.prefix).map_err(ApiError::invalid)?;
+    Ok((p, parse_target(r)?))
 }
 
-/// What to trace.
-#[derive(Clone, Debug, Deserialize)]
-pub struct TraceRequest {
-    #[serde(default)]
-    pub port: Option<String>,
-    #[serde(default)]
-    pub filter: String,
-    #[serde(default = "default_trace_count")]
-    pub count: u32,
-    #[serde(default = "default_timeout")]
-    pub timeout_ms: u64,
-}
-
-fn default_trace_count() -> u32 {
-    10
-}
-
-impl RouteRequest {
-    /// The prefix and what it points at, or what is wrong with them.
-    pub fn parse(&self) -> ApiResult<(Prefix, Target)> {
-        let p = Prefix::parse(&self.prefix).map_err(ApiError::invalid)?;
-        Ok((p, parse_target(self)?))
-    }
-}
-
-impl CaptureRequest {
-    /// The capture this request asks for on `port` (the index its name resolved to), or what
-    /// is wrong with it.
-    pub fn spec(&self, port: Option<u16>) -> ApiResult<CaptureSpec> {
-        let r = self;
-        let filter = Filter::parse(&r.filter)
-            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
-        let mut points = Vec::new();
-        let dir = r.direction.as_deref().unwrap_or("both");
-        // The port's own points unless only a node's output or the drops were asked for.
-        if r.node.is_none() && !r.drops || r.direction.is_some() {
-            match dir {
-                "rx" => points.push(Point::Rx(port)),
-                "tx" => points.push(Point::Tx(port)),
-                "both" => {
-                    points.push(Point::Rx(port));
-                    points.push(Point::Tx(port));
-                }
-                d => {
-                    return Err(ApiError::invalid(format!(
-                        "direction `{d}`: expected rx, tx or both"
-                    )))
-                }
+/// The capture a request asks for on `port` (the index its name resolved to), or what is wrong
+/// with it.
+pub fn capture_spec(r: &CaptureRequest, port: Option<u16>) -> ApiResult<CaptureSpec> {
+    let filter = Filter::parse(&r.filter)
+        .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
+    let mut points = Vec::new();
+    let dir = r.direction.as_deref().unwrap_or("both");
+    // The port's own points unless only a node's output or the drops were asked for.
+    if r.node.is_none() && !r.drops || r.direction.is_some() {
+        match dir {
+            "rx" => points.push(Point::Rx(port)),
+            "tx" => points.push(Point::Tx(port)),
+            "both" => {
+                points.push(Point::Rx(port));
+                points.push(Point::Tx(port));
+            }
+            d => {
+                return Err(ApiError::invalid(format!(
+                    "direction `{d}`: expected rx, tx or both"
+                )))
             }
         }
-        if let Some(n) = &r.node {
-            let node = Node::parse(n).ok_or_else(|| {
-                let all: Vec<&str> = Node::ALL.iter().map(|n| n.name()).collect();
-                ApiError::invalid(format!("no node `{n}` (nodes: {})", all.join(", ")))
-            })?;
-            points.push(Point::Node(node));
-        }
-        if r.drops {
-            points.push(Point::Drop);
-        }
-        if r.count == 0 {
-            return Err(ApiError::invalid("count must be at least 1"));
-        }
-        Ok(CaptureSpec {
-            points,
-            port,
-            filter,
-            count: r.count,
-            snaplen: r.snaplen.clamp(14, 65535),
-        })
     }
+    if let Some(n) = &r.node {
+        let node = Node::parse(n).ok_or_else(|| {
+            let all: Vec<&str> = Node::ALL.iter().map(|n| n.name()).collect();
+            ApiError::invalid(format!("no node `{n}` (nodes: {})", all.join(", ")))
+        })?;
+        points.push(Point::Node(node));
+    }
+    if r.drops {
+        points.push(Point::Drop);
+    }
+    if r.count == 0 {
+        return Err(ApiError::invalid("count must be at least 1"));
+    }
+    Ok(CaptureSpec {
+        points,
+        port,
+        filter,
+        count: r.count,
+        snaplen: r.snaplen.clamp(14, 65535),
+    })
 }
 
-impl TraceRequest {
-    /// The trace this request asks for on `port` (the index its name resolved to), or what is
-    /// wrong with it.
-    pub fn spec(&self, port: Option<u16>) -> ApiResult<TraceSpec> {
-        let filter = Filter::parse(&self.filter)
-            .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", self.filter)))?;
-        if self.count == 0 || self.count > 10_000 {
-            return Err(ApiError::invalid("count must be 1..=10000"));
-        }
-        Ok(TraceSpec {
-            port,
-            filter,
-            count: self.count,
-        })
+/// The trace a request asks for on `port` (the index its name resolved to), or what is wrong
+/// with it.
+pub fn trace_spec(r: &TraceRequest, port: Option<u16>) -> ApiResult<TraceSpec> {
+    let filter = Filter::parse(&r.filter)
+        .map_err(|e| ApiError::invalid(format!("filter `{}`: {e}", r.filter)))?;
+    if r.count == 0 || r.count > 10_000 {
+        return Err(ApiError::invalid("count must be 1..=10000"));
     }
+    Ok(TraceSpec {
+        port,
+        filter,
+        count: r.count,
+    })
 }
 
 /// When a capture or trace that may wait `timeout_ms` gives up; a time the clock cannot reach
@@ -210,7 +131,7 @@ impl Core {
     pub fn route_add(&self, r: &RouteRequest) -> ApiResult<()> {
         let mut s = self.lock("route.add");
         let vrf = self.vrf_index(&s, r.vrf.as_deref())?;
-        let (p, t) = r.parse()?;
+        let (p, t) = route_of(r)?;
         let key = PrefixKey::from(p);
         if s.router.is_configured(vrf, p) {
             return Err(ApiError::conflict(format!(
@@ -407,7 +328,7 @@ impl Core {
         let taps = {
             let s = self.lock("capture.start");
             let port = self.port_arg(&s, r.port.as_deref())?;
-            s.runtime.taps.start_capture(r.spec(port)?);
+            s.runtime.taps.start_capture(capture_spec(r, port)?);
             s.runtime.taps.clone()
         };
         let mut frames = Vec::new();
@@ -458,7 +379,7 @@ impl Core {
         let taps: Arc<dataplane::tap::Taps> = {
             let s = self.lock("trace.start");
             let port = self.port_arg(&s, r.port.as_deref())?;
-            s.runtime.taps.start_trace(r.spec(port)?);
+            s.runtime.taps.start_trace(trace_spec(r, port)?);
             s.runtime.taps.clone()
         };
         let mut out = Vec::new();

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use serde::Serialize;
+use api::views::{AclEntryView, AclView, FlowsView, PolicerView, QosClassView, QosView};
 
 use super::{ApiError, ApiResult, Core};
 use crate::config::entry;
@@ -11,77 +11,6 @@ use crate::config::services::AclEntryCfg;
 use crate::metrics::{Exposition, Kind};
 use crate::syslog::Severity;
 use dataplane::feature::Direction;
-
-#[derive(Serialize)]
-pub struct AclEntryView {
-    pub seq: u32,
-    pub text: String,
-    pub hits: u64,
-}
-
-#[derive(Serialize)]
-pub struct AclView {
-    pub name: String,
-    pub family: &'static str,
-    pub entries: Vec<AclEntryView>,
-    /// Packets that matched no entry (the implicit deny at the end).
-    pub implicit_deny: u64,
-    /// Where the list is bound: `interface in|out`.
-    pub bound: Vec<String>,
-    /// Memory of the compiled form of each binding that uses it, in bytes.
-    pub compiled_bytes: usize,
-}
-
-#[derive(Serialize)]
-pub struct PolicerView {
-    pub conformed_packets: u64,
-    pub conformed_bytes: u64,
-    pub exceeded_packets: u64,
-    pub exceeded_bytes: u64,
-    pub violated_packets: u64,
-    pub violated_bytes: u64,
-    pub dropped_packets: u64,
-}
-
-#[derive(Serialize)]
-pub struct QosClassView {
-    pub class: String,
-    pub packets: u64,
-    pub bytes: u64,
-    pub set_dscp: Option<u8>,
-    pub set_cos: Option<u8>,
-    pub policer: Option<PolicerView>,
-}
-
-#[derive(Serialize)]
-pub struct QosView {
-    pub interface: String,
-    pub direction: &'static str,
-    pub policy: String,
-    pub classes: Vec<QosClassView>,
-}
-
-#[derive(Serialize, Default)]
-pub struct FlowsView {
-    pub enabled: bool,
-    pub version: String,
-    pub collectors: Vec<String>,
-    pub capacity: u64,
-    pub occupancy: u64,
-    pub created: u64,
-    pub expired_idle: u64,
-    pub expired_active: u64,
-    pub ended_tcp: u64,
-    pub evicted: u64,
-    pub flushed: u64,
-    /// Records the exporter's queue had no room for.
-    pub queue_dropped: u64,
-    /// Caches a worker had to build itself (a pause in its forwarding); 0 when the control
-    /// plane built them all ahead, as it should.
-    pub caches_built_by_workers: u64,
-    pub export: crate::services::ExportCounters,
-    pub interfaces: Vec<String>,
-}
 
 impl Core {
     pub fn acls(&self, name: Option<&str>) -> ApiResult<Vec<AclView>> {
@@ -118,7 +47,7 @@ impl Core {
             }
             out.push(AclView {
                 name: a.name.clone(),
-                family: a.family.name(),
+                family: a.family.name().into(),
                 entries: a
                     .entries
                     .iter()
@@ -150,7 +79,7 @@ impl Core {
                 let Some(q) = q else { continue };
                 out.push(QosView {
                     interface: cfg.interfaces[i].name.clone(),
-                    direction: dir,
+                    direction: dir.into(),
                     policy: q.policy.clone(),
                     classes: q
                         .classes

@@ -2,194 +2,38 @@
 //! returns them (JSON). Counters in shows count from the last `clear counters`; metrics
 //! (`exposition.rs`) never reset.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::Ordering;
 
+use api::requests::{Family, RoutesQuery};
+use api::views::{
+    CountersView, ErrorView, InterfaceView, LogView, NeighborView, NextHopKind, PortCountersView,
+    PortDriver, PortView, QueueView, RouteOrigin, RouteView, RoutesView, StepView, SystemView,
+    TableView, TraceView, WorkerView,
+};
 use dataplane::counters::{DropReason, MAX_PORTS};
 use dataplane::tap::Traced;
 use fib::Key;
-use serde::Serialize;
 
-use super::{ApiError, ApiResult, CommandStats, Core, PrefixKey};
+use super::{ApiError, ApiResult, Core, PrefixKey};
 use crate::config::{Driver, Prefix};
 
-#[derive(Serialize)]
-pub struct InterfaceView {
-    pub name: String,
-    pub port: String,
-    pub vlan: Option<u16>,
-    pub mac: String,
-    pub mtu: u16,
-    pub vrf: String,
-    pub admin_up: bool,
-    pub oper_up: bool,
-    pub ipv4: Vec<String>,
-    pub ipv6: Vec<String>,
-}
-
-#[derive(Serialize)]
-pub struct QueueView {
-    pub queue: u16,
-    pub worker: usize,
-}
-
-#[derive(Serialize)]
-pub struct PortView {
-    pub name: String,
-    pub index: u16,
-    pub driver: &'static str,
-    pub in_service: bool,
-    pub queues: Vec<QueueView>,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    /// Frames that arrived but could not be taken in (capture records skipped or unreadable).
-    pub rx_errors: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-}
-
-#[derive(Serialize)]
-pub struct RouteView {
-    pub prefix: String,
-    pub origin: &'static str,
-    pub kind: &'static str,
-    pub via: Vec<String>,
-    pub next_hop_id: u32,
-}
-
-#[derive(Serialize)]
-pub struct RoutesView {
-    pub vrf: String,
-    pub family: &'static str,
-    /// Routes in the table (the whole VRF and family).
-    pub total: usize,
-    /// Routes that matched the query, of which `routes` holds the first `limit`.
-    pub matched: usize,
-    pub routes: Vec<RouteView>,
-}
-
-#[derive(Serialize)]
-pub struct NeighborView {
-    pub interface: String,
-    pub ip: String,
-    pub mac: String,
-    pub state: &'static str,
-    /// Seconds since the last confirmation (learned entries).
-    pub age_s: Option<f64>,
-    /// Packets held while it resolves.
-    pub held: usize,
-}
-
-#[derive(Serialize)]
-pub struct PortCountersView {
-    pub port: String,
-    pub rx_packets: u64,
-    pub rx_bytes: u64,
-    pub rx_errors: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-}
-
-#[derive(Serialize)]
-pub struct CountersView {
-    pub ports: Vec<PortCountersView>,
-    pub drops: u64,
-    pub icmp_sent: u64,
-    pub icmp_rate_limited: u64,
-    pub echo_replies: u64,
-    pub slow_path: u64,
-    pub vectors: u64,
-    pub busy_ns: u64,
-    pub since_clear: bool,
-}
-
-#[derive(Serialize)]
-pub struct ErrorView {
-    pub node: &'static str,
-    pub reason: &'static str,
-    pub text: &'static str,
-    pub count: u64,
-    /// Per live worker (by id); removed workers' drops count in `count` only.
-    pub per_worker: BTreeMap<usize, u64>,
-}
-
-#[derive(Serialize)]
-pub struct WorkerView {
-    pub id: usize,
-    pub core: Option<usize>,
-    /// `port/queue` pairs it polls.
-    pub rx_queues: Vec<String>,
-    pub rx_packets: u64,
-    pub tx_packets: u64,
-    pub drops: u64,
-    pub vectors: u64,
-    pub busy_ns: u64,
-}
-
-#[derive(Serialize)]
-pub struct TableView {
-    pub table: String,
-    pub entries: usize,
-    pub limit: usize,
-    pub bytes: usize,
-}
-
-#[derive(Serialize)]
-pub struct SystemView {
-    pub version: &'static str,
-    pub uptime_s: u64,
-    pub commit: u64,
-    pub pending_confirm: Option<(u64, u64)>,
-    pub workers: usize,
-    pub ports: usize,
-    pub buffers: usize,
-    pub buffers_free: usize,
-    pub tables: Vec<TableView>,
-    pub api: BTreeMap<&'static str, CommandStats>,
-}
-
-#[derive(Serialize)]
-pub struct LogView {
-    pub seq: u64,
-    pub unix_ms: u64,
-    pub severity: &'static str,
-    pub msgid: String,
-    pub params: Vec<(String, String)>,
-    pub text: String,
-}
-
-#[derive(Serialize)]
-pub struct StepView {
-    pub node: &'static str,
-    pub decision: String,
-    pub next: String,
-}
-
-#[derive(Serialize)]
-pub struct TraceView {
-    pub id: u32,
-    pub worker: u16,
-    pub summary: String,
-    pub steps: Vec<StepView>,
-}
-
-impl From<Traced> for TraceView {
-    fn from(t: Traced) -> Self {
-        TraceView {
-            id: t.id,
-            worker: t.worker,
-            summary: t.summary,
-            steps: t
-                .steps
-                .into_iter()
-                .map(|s| StepView {
-                    node: s.node,
-                    decision: s.decision,
-                    next: s.next,
-                })
-                .collect(),
-        }
+/// A traced packet as the API answers it.
+pub fn trace_view(t: Traced) -> TraceView {
+    TraceView {
+        id: t.id,
+        worker: t.worker,
+        summary: t.summary,
+        steps: t
+            .steps
+            .into_iter()
+            .map(|s| StepView {
+                node: s.node.into(),
+                decision: s.decision,
+                next: s.next,
+            })
+            .collect(),
     }
 }
 
@@ -247,33 +91,27 @@ impl Extend<(u128, u8, u32)> for Smallest {
     }
 }
 
-/// A route query: the whole table, one prefix (with `longer`: and everything inside it), or the
-/// longest match of an address.
-pub struct RouteQuery<'a> {
-    pub vrf: Option<&'a str>,
-    pub ipv6: bool,
-    pub prefix: Option<&'a str>,
-    pub longer: bool,
-    pub limit: usize,
-}
-
-impl RouteQuery<'_> {
-    /// The prefix asked for, if any, and whether it must match exactly (it was given with a
-    /// length) rather than be the longest match for an address; refused if it is not of the
-    /// family asked for.
-    pub fn wanted(&self) -> ApiResult<Option<(Prefix, bool)>> {
-        let Some(text) = self.prefix else {
-            return Ok(None);
-        };
-        let exact = text.contains('/');
-        let p = Prefix::parse(text).map_err(ApiError::invalid)?;
-        match (p, self.ipv6) {
-            (Prefix::V4(..), true) | (Prefix::V6(..), false) => Err(ApiError::invalid(format!(
+/// The prefix a route query asks for, if any, and whether it must match exactly (it was given
+/// with a length) rather than be the longest match for an address; refused if it is not of the
+/// family asked for.
+pub fn wanted(q: &RoutesQuery) -> ApiResult<Option<(Prefix, bool)>> {
+    let Some(text) = q.prefix.as_deref() else {
+        return Ok(None);
+    };
+    let exact = text.contains('/');
+    let p = Prefix::parse(text).map_err(ApiError::invalid)?;
+    match (p, q.family) {
+        (Prefix::V4(..), Family::Ipv6) | (Prefix::V6(..), Family::Ipv4) => {
+            Err(ApiError::invalid(format!(
                 "`{text}` is not an {} prefix",
-                if self.ipv6 { "IPv6" } else { "IPv4" }
-            ))),
-            _ => Ok(Some((p, exact))),
+                if q.family == Family::Ipv6 {
+                    "IPv6"
+                } else {
+                    "IPv4"
+                }
+            )))
         }
+        _ => Ok(Some((p, exact))),
     }
 }
 
@@ -315,11 +153,11 @@ impl Core {
             .map(|(i, name)| {
                 let pc = s.router.cfg.ports.iter().find(|p| &p.name == name);
                 let driver = match pc.map(|p| &p.driver) {
-                    Some(Driver::Mem) => "mem",
-                    Some(Driver::Pcap { .. }) => "pcap",
-                    Some(Driver::AfPacket { .. }) => "af_packet",
-                    Some(Driver::AfXdp { .. }) => "af_xdp",
-                    None => "?",
+                    Some(Driver::Pcap { .. }) => PortDriver::Pcap,
+                    Some(Driver::AfPacket { .. }) => PortDriver::AfPacket,
+                    Some(Driver::AfXdp { .. }) => PortDriver::AfXdp,
+                    // A port in the runtime is one of the config's.
+                    Some(Driver::Mem) | None => PortDriver::Mem,
                 };
                 let mut queues: Vec<QueueView> = workers
                     .iter()
@@ -349,10 +187,10 @@ impl Core {
             .collect()
     }
 
-    pub fn routes(&self, q: &RouteQuery<'_>) -> ApiResult<RoutesView> {
+    pub fn routes(&self, q: &RoutesQuery) -> ApiResult<RoutesView> {
         let s = self.lock("show.routes");
         let r = &s.router;
-        let vrf_name = q.vrf.unwrap_or("default");
+        let vrf_name = q.vrf.as_deref().unwrap_or("default");
         let vrf = r
             .cfg
             .vrfs
@@ -393,10 +231,11 @@ impl Core {
             .collect();
         // (key, len, next hop) of the first `limit` matching routes in prefix order: a bounded
         // heap, so listing the first hundred of millions of routes allocates a hundred.
-        let mut found = Smallest::new(q.limit);
-        let want = q.wanted()?;
+        let mut found = Smallest::new(q.limit.unwrap_or(usize::MAX));
+        let want = wanted(q)?;
+        let ipv6 = q.family == Family::Ipv6;
         let total;
-        if q.ipv6 {
+        if ipv6 {
             total = fib.v6.len();
             match want {
                 Some((Prefix::V6(a, l), false)) => {
@@ -457,7 +296,7 @@ impl Core {
             .into_sorted()
             .into_iter()
             .map(|(a, l, nh)| {
-                let (key, prefix, host) = if q.ipv6 {
+                let (key, prefix, host) = if ipv6 {
                     (
                         PrefixKey::V6(a, l),
                         v6(a, l),
@@ -470,20 +309,23 @@ impl Core {
                         (l == 32).then(|| IpAddr::V4(Ipv4Addr::from(a as u32))),
                     )
                 };
-                let (kind, via) = desc.get(nh as usize).cloned().unwrap_or(("?", Vec::new()));
-                let origin = if matches!(kind, "local" | "connected") {
-                    "connected"
+                let (kind, via) = desc
+                    .get(nh as usize)
+                    .cloned()
+                    .unwrap_or((NextHopKind::None, Vec::new()));
+                let origin = if matches!(kind, NextHopKind::Local | NextHopKind::Connected) {
+                    RouteOrigin::Connected
                 } else if s.api_routes.contains_key(&(vrf, key)) {
-                    "api"
+                    RouteOrigin::Api
                 } else if statics.contains(&key) {
-                    "static"
+                    RouteOrigin::Static
                 } else if host.is_some_and(|h| neighbors.contains(&h)) {
-                    "neighbor"
+                    RouteOrigin::Neighbor
                 } else if s.router.is_configured(vrf, Prefix::from(key)) {
-                    "file"
+                    RouteOrigin::File
                 } else {
                     // Not from the config, the API or a neighbour: FRR's, over FPM.
-                    "fpm"
+                    RouteOrigin::Fpm
                 };
                 RouteView {
                     prefix,
@@ -496,7 +338,7 @@ impl Core {
             .collect();
         Ok(RoutesView {
             vrf: vrf_name.to_string(),
-            family: if q.ipv6 { "ipv6" } else { "ipv4" },
+            family: q.family,
             total,
             matched,
             routes,
@@ -521,7 +363,7 @@ impl Core {
                 interface: n.interface.clone(),
                 ip: n.ip.to_string(),
                 mac: n.mac.to_string(),
-                state: "static",
+                state: "static".into(),
                 age_s: None,
                 held: 0,
             })
@@ -536,7 +378,7 @@ impl Core {
                     .unwrap_or_default(),
                 ip: n.ip.to_string(),
                 mac: n.mac.unwrap_or_else(|| "-".into()),
-                state: n.state,
+                state: n.state.into(),
                 age_s: Some((n.age_s * 10.0).round() / 10.0),
                 held: n.held,
             }
@@ -595,9 +437,9 @@ impl Core {
                     .filter(|x| x.1 > 0)
                     .collect();
                 ErrorView {
-                    node: d.node(),
-                    reason: d.name(),
-                    text: d.text(),
+                    node: d.node().into(),
+                    reason: d.name().into(),
+                    text: d.text().into(),
                     count: sub(&snap.drops, &s.baseline.drops, i),
                     per_worker,
                 }
@@ -684,7 +526,7 @@ impl Core {
         let api = self.command_stats();
         let s = self.lock("show.system");
         SystemView {
-            version: env!("CARGO_PKG_VERSION"),
+            version: env!("CARGO_PKG_VERSION").into(),
             uptime_s: self.uptime().as_secs(),
             commit: s.history.last_id(),
             pending_confirm: pending,
@@ -693,7 +535,7 @@ impl Core {
             buffers: s.runtime.pool.capacity(),
             buffers_free: s.runtime.pool.available(),
             tables: Self::tables(&s),
-            api,
+            api: api.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
         }
     }
 
@@ -707,7 +549,7 @@ impl Core {
                     .time
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis() as u64),
-                severity: r.severity.name(),
+                severity: r.severity.name().into(),
                 msgid: r.msgid,
                 params: r.params,
                 text: r.text,

@@ -40,19 +40,10 @@ pub trait NeighborSink: Send + 'static {
 }
 
 /// One TAP twin as `show` reports it.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct TapView {
-    pub interface: String,
-    pub tap: String,
-    pub ifindex: u32,
-    pub to_kernel: u64,
-    pub from_kernel: u64,
-    /// Frames the kernel would not take (its queue full).
-    pub to_kernel_dropped: u64,
-}
+pub use api::views::TapView;
 
 /// What the punt thread last published (every 250 ms and at each neighbour change).
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct PuntStatus {
     pub neighbors: Vec<NeighborView>,
     pub stats: NeighborStats,

@@ -73,21 +73,10 @@ impl Entry {
 }
 
 /// Counters for `show neighbors` and the metrics.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
-pub struct NeighborStats {
-    pub requests_sent: u64,
-    pub replies_sent: u64,
-    pub learned: u64,
-    pub lost: u64,
-    pub failed: u64,
-    pub held: u64,
-    pub hold_dropped: u64,
-    pub released: u64,
-    pub malformed: u64,
-}
+pub use api::views::NeighborStats;
 
 /// One neighbour as `show neighbors` lists it.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct NeighborView {
     pub ifx: u32,
     pub ip: IpAddr,

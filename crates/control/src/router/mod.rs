@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use api::views::NextHopKind;
 use arc_swap::ArcSwap;
 use dataplane::tables::{Interface, NextHop, PortMap, Rewrite, SharedTables, Tables, Vrf, NO_IF};
 use fib::{EpochDomain, LpmConfig, LpmWriter};
@@ -851,7 +852,7 @@ impl Router {
     }
 
     /// For `show`: each next hop's kind and what it points at (`192.0.2.2 on p0`), by id.
-    pub fn next_hop_descriptions(&self) -> Vec<(&'static str, Vec<String>)> {
+    pub fn next_hop_descriptions(&self) -> Vec<(NextHopKind, Vec<String>)> {
         let mut by_id: Vec<Option<&NhKey>> = vec![None; self.next_hops.len()];
         for (k, &id) in &self.nh_ids {
             by_id[id as usize] = Some(k);
@@ -877,10 +878,10 @@ impl Router {
             .iter()
             .enumerate()
             .map(|(id, k)| match (&self.next_hops[id], k) {
-                (NextHop::NoRoute, _) => ("none", vec![]),
-                (NextHop::Forward { .. }, k) => ("forward", vec![neighbor(*k)]),
+                (NextHop::NoRoute, _) => (NextHopKind::None, vec![]),
+                (NextHop::Forward { .. }, k) => (NextHopKind::Forward, vec![neighbor(*k)]),
                 (NextHop::Ecmp(m), _) if m.len() == 1 => {
-                    ("forward", vec![neighbor(by_id[m[0] as usize])])
+                    (NextHopKind::Forward, vec![neighbor(by_id[m[0] as usize])])
                 }
                 (NextHop::Ecmp(m), _) => {
                     // An uneven group repeats a member once per bucket (adjacent): one line
@@ -897,26 +898,29 @@ impl Router {
                             }
                         })
                         .collect();
-                    ("ecmp", out)
+                    (NextHopKind::Ecmp, out)
                 }
-                (NextHop::Local, _) => ("local", vec![]),
+                (NextHop::Local, _) => (NextHopKind::Local, vec![]),
                 (
                     NextHop::Glean {
                         tx_if,
                         neighbor: None,
                     },
                     _,
-                ) => ("connected", vec![ifname(*tx_if)]),
+                ) => (NextHopKind::Connected, vec![ifname(*tx_if)]),
                 (
                     NextHop::Glean {
                         tx_if,
                         neighbor: Some(ip),
                     },
                     _,
-                ) => ("incomplete", vec![format!("{ip} on {}", ifname(*tx_if))]),
-                (NextHop::Down { tx_if }, _) => ("down", vec![ifname(*tx_if)]),
-                (NextHop::Blackhole, _) => ("blackhole", vec![]),
-                (NextHop::Reject, _) => ("reject", vec![]),
+                ) => (
+                    NextHopKind::Incomplete,
+                    vec![format!("{ip} on {}", ifname(*tx_if))],
+                ),
+                (NextHop::Down { tx_if }, _) => (NextHopKind::Down, vec![ifname(*tx_if)]),
+                (NextHop::Blackhole, _) => (NextHopKind::Blackhole, vec![]),
+                (NextHop::Reject, _) => (NextHopKind::Reject, vec![]),
             })
             .collect()
     }

@@ -8,6 +8,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use api::requests::{
+    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, RouteDelete, RouteRequest,
+    RoutesQuery, TraceRequest, WorkerRequest,
+};
+use api::views::{CommitText, RunningConfig, WorkerAdded};
+use api::{ApiError, ErrorKind};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -15,10 +21,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use control::mgmt::ops::{CaptureRequest, RouteRequest, TraceRequest};
-use control::mgmt::show::{RouteQuery, TraceView};
-use control::mgmt::{ApiError, ApplyOptions, Core};
-use serde::Deserialize;
+use control::mgmt::show::trace_view;
+use control::mgmt::Core;
 use tokio::sync::oneshot;
 
 /// Where to listen.
@@ -209,22 +213,16 @@ async fn authorize(token: &str, req: Request, next: Next) -> Response {
     if ok {
         next.run(req).await
     } else {
-        error(ApiError {
-            kind: "unauthorized",
-            message: "this listener needs `Authorization: Bearer TOKEN`".into(),
-            errors: Vec::new(),
-        })
+        error(ApiError::new(
+            ErrorKind::Unauthorized,
+            "this listener needs `Authorization: Bearer TOKEN`",
+        ))
     }
 }
 
 pub(crate) fn error(e: ApiError) -> Response {
-    let status = match e.kind {
-        "invalid" => StatusCode::BAD_REQUEST,
-        "not_found" => StatusCode::NOT_FOUND,
-        "conflict" => StatusCode::CONFLICT,
-        "unauthorized" => StatusCode::UNAUTHORIZED,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
+    let status =
+        StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (status, Json(e)).into_response()
 }
 
@@ -333,20 +331,31 @@ fn routes(core: Arc<Core>) -> Router {
             get(|State(c): Shared| {
                 call(c, |c| {
                     let (text, source, commit) = c.running_config();
-                    Ok(serde_json::json!({"text": text, "source": source, "commit": commit}))
+                    Ok(RunningConfig {
+                        text,
+                        source,
+                        commit,
+                    })
                 })
             }),
         )
         .route(
             "/v1/config/history",
-            get(|State(c): Shared| call(c, |c| Ok(c.history()))),
+            get(|State(c): Shared| {
+                call(c, |c| {
+                    Ok(c.history().iter().map(|k| k.view()).collect::<Vec<_>>())
+                })
+            }),
         )
         .route(
             "/v1/config/history/{id}",
             get(|State(c): Shared, Path(id): Path<u64>| {
                 call(c, move |c| {
                     let k = c.commit_text(id)?;
-                    Ok(serde_json::json!({"commit": k, "text": k.text}))
+                    Ok(CommitText {
+                        commit: k.view(),
+                        text: k.text,
+                    })
                 })
             }),
         )
@@ -378,37 +387,8 @@ fn routes(core: Arc<Core>) -> Router {
         .with_state(core)
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RoutesParams {
-    vrf: Option<String>,
-    #[serde(default)]
-    family: Option<String>,
-    prefix: Option<String>,
-    #[serde(default)]
-    longer: bool,
-    limit: Option<usize>,
-}
-
-impl RoutesParams {
-    /// The query the core answers, or why the parameters make none.
-    pub(crate) fn query(&self) -> Result<RouteQuery<'_>, ApiError> {
-        let ipv6 = match self.family.as_deref() {
-            None | Some("ipv4") => false,
-            Some("ipv6") => true,
-            Some(f) => return Err(ApiError::invalid(format!("family `{f}`: ipv4 or ipv6"))),
-        };
-        Ok(RouteQuery {
-            vrf: self.vrf.as_deref(),
-            ipv6,
-            prefix: self.prefix.as_deref(),
-            longer: self.longer,
-            limit: self.limit.unwrap_or(usize::MAX),
-        })
-    }
-}
-
-async fn routes_get(State(c): Shared, Query(p): Query<RoutesParams>) -> Response {
-    call(c, move |c| c.routes(&p.query()?)).await
+async fn routes_get(State(c): Shared, Query(q): Query<RoutesQuery>) -> Response {
+    call(c, move |c| c.routes(&q)).await
 }
 
 async fn route_add(State(c): Shared, body: Bytes) -> Response {
@@ -419,24 +399,13 @@ async fn route_add(State(c): Shared, body: Bytes) -> Response {
     call(c, move |c| c.route_add(&r)).await
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RouteDel {
-    pub(crate) vrf: Option<String>,
-    pub(crate) prefix: String,
-}
-
-async fn route_del(State(c): Shared, Query(p): Query<RouteDel>) -> Response {
+async fn route_del(State(c): Shared, Query(p): Query<RouteDelete>) -> Response {
     call(c, move |c| c.route_del(p.vrf.as_deref(), &p.prefix)).await
 }
 
-#[derive(Deserialize, Default)]
-pub(crate) struct WorkerAdd {
-    pub(crate) core: Option<usize>,
-}
-
 async fn worker_add(State(c): Shared, body: Bytes) -> Response {
-    let w: WorkerAdd = if body.is_empty() {
-        WorkerAdd::default()
+    let w: WorkerRequest = if body.is_empty() {
+        WorkerRequest::default()
     } else {
         match parse(&body) {
             Ok(x) => x,
@@ -444,54 +413,29 @@ async fn worker_add(State(c): Shared, body: Bytes) -> Response {
         }
     };
     call(c, move |c| {
-        c.worker_add(w.core)
-            .map(|id| serde_json::json!({"worker": id}))
+        c.worker_add(w.core).map(|worker| WorkerAdded { worker })
     })
     .await
 }
 
-#[derive(Deserialize)]
-pub(crate) struct LogParams {
-    pub(crate) n: Option<usize>,
-}
-
-async fn logging(State(c): Shared, Query(p): Query<LogParams>) -> Response {
+async fn logging(State(c): Shared, Query(p): Query<LogQuery>) -> Response {
     call(c, move |c| Ok(c.logging(p.n.unwrap_or(50)))).await
 }
 
-#[derive(Deserialize)]
-pub(crate) struct AclParams {
-    pub(crate) name: Option<String>,
-}
-
-async fn acl_show(State(c): Shared, Query(p): Query<AclParams>) -> Response {
+async fn acl_show(State(c): Shared, Query(p): Query<AclQuery>) -> Response {
     call(c, move |c| c.acls(p.name.as_deref())).await
 }
 
-#[derive(Deserialize)]
-pub(crate) struct AclEntryBody {
-    pub(crate) entry: String,
-}
-
 async fn acl_add(State(c): Shared, Path(name): Path<String>, body: Bytes) -> Response {
-    let b: AclEntryBody = match parse(&body) {
+    let b: AclEntryRequest = match parse(&body) {
         Ok(x) => x,
         Err(e) => return error(e),
     };
     call(c, move |c| c.acl_entry_add(&name, &b.entry)).await
 }
 
-#[derive(Deserialize)]
-pub(crate) struct ApplyBody {
-    pub(crate) text: String,
-    /// The path the text was read from (relative paths in it resolve against its folder).
-    pub(crate) source: PathBuf,
-    #[serde(flatten)]
-    pub(crate) opts: ApplyOptions,
-}
-
 async fn config_apply(State(c): Shared, body: Bytes) -> Response {
-    let b: ApplyBody = match parse(&body) {
+    let b: ApplyRequest = match parse(&body) {
         Ok(x) => x,
         Err(e) => return error(e),
     };
@@ -525,10 +469,7 @@ async fn trace(State(c): Shared, body: Bytes) -> Response {
         Err(e) => return error(e),
     };
     call(c, move |c| {
-        Ok(c.trace(&r)?
-            .into_iter()
-            .map(TraceView::from)
-            .collect::<Vec<_>>())
+        Ok(c.trace(&r)?.into_iter().map(trace_view).collect::<Vec<_>>())
     })
     .await
 }

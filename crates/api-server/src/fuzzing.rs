@@ -7,18 +7,18 @@
 
 use std::path::Path;
 
-use control::config::{self, entry};
-use control::mgmt::ops::{self, CaptureRequest, RouteRequest, TraceRequest};
-use control::mgmt::ApiError;
-
+use api::requests::{
+    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, RouteDelete, RouteRequest,
+    RoutesQuery, TraceRequest, WorkerRequest,
+};
+use api::ApiError;
 use axum::extract::Query;
 use axum::http::Uri;
 use axum::response::IntoResponse;
-use control::config::Prefix;
+use control::config::{self, entry, Prefix};
+use control::mgmt::{commit, ops, show};
 
-use crate::server::{
-    error, parse, AclEntryBody, AclParams, ApplyBody, LogParams, RouteDel, RoutesParams, WorkerAdd,
-};
+use crate::server::{error, parse};
 
 /// The POST bodies and the query strings, in the order the first input byte picks them.
 const BODIES: [&str; 10] = [
@@ -45,9 +45,9 @@ pub fn request(data: &[u8]) {
         return;
     };
     let res = match BODIES[usize::from(which) % BODIES.len()] {
-        "GET routes?" => query::<RoutesParams>("/v1/routes", body)
-            .and_then(|p| p.map_or(Ok(()), |p| p.query()?.wanted().map(drop))),
-        "DELETE routes?" => query::<RouteDel>("/v1/routes", body).and_then(|p| {
+        "GET routes?" => query::<RoutesQuery>("/v1/routes", body)
+            .and_then(|p| p.map_or(Ok(()), |p| show::wanted(&p).map(drop))),
+        "DELETE routes?" => query::<RouteDelete>("/v1/routes", body).and_then(|p| {
             p.map_or(Ok(()), |p| {
                 let _ = p.vrf;
                 Prefix::parse(&p.prefix)
@@ -55,24 +55,24 @@ pub fn request(data: &[u8]) {
                     .map_err(ApiError::invalid)
             })
         }),
-        "GET logging?" => query::<LogParams>("/v1/logging", body).map(|p| {
+        "GET logging?" => query::<LogQuery>("/v1/logging", body).map(|p| {
             if let Some(p) = p {
                 let _ = p.n;
             }
         }),
-        "GET acl?" => query::<AclParams>("/v1/acl", body).map(|p| {
+        "GET acl?" => query::<AclQuery>("/v1/acl", body).map(|p| {
             if let Some(p) = p {
                 let _ = p.name;
             }
         }),
-        "routes" => parse::<RouteRequest>(body).and_then(|r| r.parse().map(drop)),
-        "acl" => parse::<AclEntryBody>(body).map(|b| {
+        "routes" => parse::<RouteRequest>(body).and_then(|r| ops::route_of(&r).map(drop)),
+        "acl" => parse::<AclEntryRequest>(body).map(|b| {
             for family in [entry::Family::Ipv4, entry::Family::Ipv6, entry::Family::Any] {
                 let _ = entry::parse(&b.entry, family, true);
             }
         }),
-        "config/apply" => parse::<ApplyBody>(body).and_then(|b| {
-            b.opts.confirm_deadline()?;
+        "config/apply" => parse::<ApplyRequest>(body).and_then(|b| {
+            commit::confirm_deadline(&b.opts)?;
             // Relative paths in the text resolve against a folder that does not exist.
             let source = Path::new("/nonexistent/linerate-fuzz").join(&b.source);
             config::parse(&b.text, &source)
@@ -80,17 +80,17 @@ pub fn request(data: &[u8]) {
                 .map_err(|e| ApiError::invalid(e.to_string()))
         }),
         "capture" => parse::<CaptureRequest>(body).and_then(|r| {
-            r.spec(None)?;
-            r.spec(Some(1))?;
+            ops::capture_spec(&r, None)?;
+            ops::capture_spec(&r, Some(1))?;
             ops::deadline(r.timeout_ms)?;
             Ok(())
         }),
         "trace" => parse::<TraceRequest>(body).and_then(|r| {
-            r.spec(Some(0))?;
+            ops::trace_spec(&r, Some(0))?;
             ops::deadline(r.timeout_ms)?;
             Ok(())
         }),
-        _ => parse::<WorkerAdd>(body).map(|w| {
+        _ => parse::<WorkerRequest>(body).map(|w| {
             let _ = w.core;
         }),
     };

@@ -1,0 +1,301 @@
+//! Interfaces, ports, neighbours, counters and workers: `show interfaces`, `show ports`,
+//! `show neighbors`, `show counters`, `show workers`.
+
+use serde::{Deserialize, Serialize};
+
+use super::Render;
+use crate::table::{list, opt, table};
+
+/// `GET /v1/interfaces`: one per interface or sub-interface.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterfaceView {
+    pub name: String,
+    pub port: String,
+    pub vlan: Option<u16>,
+    pub mac: String,
+    pub mtu: u16,
+    pub vrf: String,
+    pub admin_up: bool,
+    pub oper_up: bool,
+    pub ipv4: Vec<String>,
+    pub ipv6: Vec<String>,
+}
+
+impl Render for Vec<InterfaceView> {
+    fn render(&self) -> String {
+        let rows = self
+            .iter()
+            .map(|i| {
+                let state = match (i.admin_up, i.oper_up) {
+                    (true, true) => "up/up",
+                    (true, false) => "up/down",
+                    _ => "admin-down/down",
+                };
+                // IPv4 then IPv6, one list; `-` only when there are none.
+                let all: Vec<&String> = i.ipv4.iter().chain(&i.ipv6).collect();
+                vec![
+                    i.name.clone(),
+                    i.port.clone(),
+                    opt(&i.vlan),
+                    state.into(),
+                    i.vrf.clone(),
+                    i.mtu.to_string(),
+                    i.mac.clone(),
+                    list(&all),
+                ]
+            })
+            .collect();
+        table(
+            &[
+                "Interface",
+                "Port",
+                "VLAN",
+                "Admin/Oper",
+                "VRF",
+                "MTU",
+                "MAC",
+                "Addresses",
+            ],
+            rows,
+        )
+    }
+}
+
+/// How a port reaches its frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortDriver {
+    /// In-memory rings (the embedded tester).
+    #[default]
+    Mem,
+    /// Capture files.
+    Pcap,
+    AfPacket,
+    AfXdp,
+}
+
+impl PortDriver {
+    pub fn name(self) -> &'static str {
+        match self {
+            PortDriver::Mem => "mem",
+            PortDriver::Pcap => "pcap",
+            PortDriver::AfPacket => "af_packet",
+            PortDriver::AfXdp => "af_xdp",
+        }
+    }
+}
+
+/// A receive queue and the worker that polls it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueView {
+    pub queue: u16,
+    pub worker: usize,
+}
+
+/// `GET /v1/ports`: one per port.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortView {
+    pub name: String,
+    pub index: u16,
+    pub driver: PortDriver,
+    pub in_service: bool,
+    pub queues: Vec<QueueView>,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// Frames that arrived but could not be taken in (capture records skipped or unreadable).
+    pub rx_errors: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+impl Render for Vec<PortView> {
+    fn render(&self) -> String {
+        let rows = self
+            .iter()
+            .map(|p| {
+                let q: Vec<String> = p
+                    .queues
+                    .iter()
+                    .map(|q| format!("q{}:w{}", q.queue, q.worker))
+                    .collect();
+                vec![
+                    p.name.clone(),
+                    p.index.to_string(),
+                    p.driver.name().into(),
+                    if p.in_service {
+                        "in service".into()
+                    } else {
+                        "removed".into()
+                    },
+                    if q.is_empty() {
+                        "-".into()
+                    } else {
+                        q.join(" ")
+                    },
+                    p.rx_packets.to_string(),
+                    p.rx_errors.to_string(),
+                    p.tx_packets.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &[
+                "Port",
+                "Index",
+                "Driver",
+                "State",
+                "Queues",
+                "RX frames",
+                "RX errors",
+                "TX frames",
+            ],
+            rows,
+        )
+    }
+}
+
+/// `GET /v1/neighbors`: configured (`static`) and learned neighbours.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeighborView {
+    pub interface: String,
+    pub ip: String,
+    /// `-` while it resolves.
+    pub mac: String,
+    /// `static`, or the resolver's state (`incomplete`, `reachable`, `stale`, `probe`, ...).
+    pub state: String,
+    /// Seconds since the last confirmation (learned entries).
+    pub age_s: Option<f64>,
+    /// Packets held while it resolves.
+    pub held: usize,
+}
+
+impl Render for Vec<NeighborView> {
+    fn render(&self) -> String {
+        let rows = self
+            .iter()
+            .map(|n| {
+                vec![
+                    n.ip.clone(),
+                    n.mac.clone(),
+                    n.interface.clone(),
+                    n.state.clone(),
+                    n.age_s.map_or("-".into(), |a| format!("{a:.1}")),
+                ]
+            })
+            .collect();
+        table(&["Address", "MAC", "Interface", "State", "Age (s)"], rows)
+    }
+}
+
+/// One port's counters since `clear counters`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortCountersView {
+    pub port: String,
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_errors: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+/// `GET /v1/counters`: per port, and the router's own totals, since `clear counters`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountersView {
+    pub ports: Vec<PortCountersView>,
+    pub drops: u64,
+    pub icmp_sent: u64,
+    pub icmp_rate_limited: u64,
+    pub echo_replies: u64,
+    pub slow_path: u64,
+    pub vectors: u64,
+    pub busy_ns: u64,
+    /// Whether the counters were ever cleared (else they count from the start).
+    pub since_clear: bool,
+}
+
+impl Render for CountersView {
+    fn render(&self) -> String {
+        let rows = self
+            .ports
+            .iter()
+            .map(|p| {
+                vec![
+                    p.port.clone(),
+                    p.rx_packets.to_string(),
+                    p.rx_bytes.to_string(),
+                    p.rx_errors.to_string(),
+                    p.tx_packets.to_string(),
+                    p.tx_bytes.to_string(),
+                ]
+            })
+            .collect();
+        let mut out = table(
+            &[
+                "Port",
+                "RX frames",
+                "RX bytes",
+                "RX errors",
+                "TX frames",
+                "TX bytes",
+            ],
+            rows,
+        );
+        out += &format!(
+            "\ndrops {}  icmp-sent {}  icmp-rate-limited {}  echo-replies {}  slow-path {}\n",
+            self.drops, self.icmp_sent, self.icmp_rate_limited, self.echo_replies, self.slow_path
+        );
+        out
+    }
+}
+
+/// `GET /v1/workers`: one per worker, counting from its start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerView {
+    pub id: usize,
+    pub core: Option<usize>,
+    /// `port/queue` pairs it polls.
+    pub rx_queues: Vec<String>,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub drops: u64,
+    pub vectors: u64,
+    /// Time spent on vectors that carried frames, nanoseconds.
+    pub busy_ns: u64,
+}
+
+impl Render for Vec<WorkerView> {
+    fn render(&self) -> String {
+        let rows = self
+            .iter()
+            .map(|w| {
+                vec![
+                    w.id.to_string(),
+                    opt(&w.core),
+                    list(&w.rx_queues),
+                    w.rx_packets.to_string(),
+                    w.tx_packets.to_string(),
+                    w.drops.to_string(),
+                    w.vectors.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &[
+                "Worker",
+                "Core",
+                "RX queues",
+                "RX frames",
+                "TX frames",
+                "Drops",
+                "Vectors",
+            ],
+            rows,
+        )
+    }
+}
+
+/// The answer to `POST /v1/workers`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerAdded {
+    pub worker: usize,
+}

@@ -1,0 +1,37 @@
+//! Every answer of the API as a type, one module per area of the router. The server fills them
+//! (`control::mgmt::Core`'s show methods return them), the client reads them back, and each
+//! renders itself once, as `linerate show ...` prints it.
+//!
+//! Compatibility: fields are only ever added (with `#[serde(default)]` where an older router
+//! may leave them out), so a newer CLI reads an older router's answers.
+
+pub mod config;
+pub mod control_plane;
+pub mod cpu;
+pub mod graph;
+pub mod interfaces;
+pub mod routes;
+pub mod services;
+pub mod system;
+
+pub use config::{ApplyOutcome, CommitText, CommitView, RunningConfig};
+pub use control_plane::{FpmStatus, NeighborStats, PuntClassView, PuntView, TapView};
+pub use cpu::{CpuRow, CpuView, ThreadKind};
+pub use graph::{ErrorView, NodeRuntime, RuntimeView, StepView, TraceView, WorkerRuntime};
+pub use interfaces::{
+    CountersView, InterfaceView, NeighborView, PortCountersView, PortDriver, PortView, QueueView,
+    WorkerAdded, WorkerView,
+};
+pub use routes::{NextHopKind, RouteOrigin, RouteView, RoutesView};
+pub use services::{
+    AclEntryView, AclView, ExportCounters, FlowsView, PolicerView, QosClassView, QosView,
+};
+pub use system::{CommandStats, LogView, SystemView, TableView};
+
+/// A view as the CLI prints it (text for people; `--json` prints the view's JSON instead).
+pub trait Render {
+    fn render(&self) -> String;
+}
+
+#[cfg(test)]
+mod tests;
