@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the DPDK comparison harnesses: LPM/FIB (lpm_bench) and ACL (acl_bench).
+# Build the DPDK comparison harnesses: LPM/FIB (lpm_bench), ACL (acl_bench) and the hash table
+# (hash_bench: rte_hash as a MAC table), each into the same folder.
 #   benches/dpdk/build.sh            -> <repo>/target/dpdk/lpm_bench and .../acl_bench
 #   OUT=/some/path benches/dpdk/build.sh          (lpm_bench's path; acl_bench goes beside it)
 #   ACL_OUT=/other/path benches/dpdk/build.sh     (acl_bench's path)
@@ -37,3 +38,7 @@ mkdir -p "$(dirname "$ACL_OUT")"
 # shellcheck disable=SC2046
 gcc -O3 -march=native -Wall -Wextra -o "$ACL_OUT" acl_bench.c $(pkg-config --cflags --libs libdpdk)
 echo "built $ACL_OUT (DPDK $(pkg-config --modversion libdpdk))" >&2
+HASH_OUT="$(dirname "$OUT")/hash_bench"
+# shellcheck disable=SC2046
+gcc -O3 -march=native -Wall -Wextra -o "$HASH_OUT" hash_bench.c $(pkg-config --cflags --libs libdpdk)
+echo "built $HASH_OUT (DPDK $(pkg-config --modversion libdpdk))" >&2

@@ -8,6 +8,7 @@ pub mod forward;
 pub mod fpm;
 pub mod fpm_churn;
 pub mod lpm;
+pub mod mac;
 
 use std::path::PathBuf;
 

@@ -13,6 +13,7 @@ pub mod feature;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
+pub mod l2;
 pub mod node;
 pub mod port;
 pub mod punt;

@@ -157,6 +157,21 @@ enum BenchCmd {
         #[arg(long)]
         no_huge: bool,
     },
+    /// The MAC address table beside DPDK's rte_hash on the same addresses: learning new ones,
+    /// looking known ones up, refreshing sources, two workers learning at once, bytes per MAC.
+    Mac {
+        #[arg(long, default_value_t = 1_000_000)]
+        macs: usize,
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Skip rte_hash.
+        #[arg(long)]
+        no_dpdk: bool,
+        #[arg(long, default_value = "target/bench")]
+        workdir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Routes/s from zebra's FPM stream into the FIB: the XR-6 table sent over loopback TCP to
     /// Linerate's FPM server, timed from the first byte to the last route installed.
     Fpm {
@@ -480,6 +495,53 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
 
 fn bench(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
+        BenchCmd::Mac {
+            macs,
+            seconds,
+            no_dpdk,
+            workdir,
+            json,
+        } => {
+            let o = bench::mac::Opts {
+                macs,
+                seconds,
+                dpdk: !no_dpdk,
+                workdir,
+            };
+            let rows = bench::mac::run(&o)?;
+            if json {
+                for r in &rows {
+                    outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+                }
+                return Ok(());
+            }
+            outln!("MAC address table, {macs} addresses over 16 bridge domains, 1 core (M/s):");
+            let base = rows.iter().find(|r| r.engine == "rte_hash").cloned();
+            let m = |x: f64| format!("{:.2}", x / 1e6);
+            let ratio = |x: f64, y: Option<f64>| match y {
+                Some(y) if y > 0.0 => format!(" ({:.2}x)", x / y),
+                _ => String::new(),
+            };
+            for r in &rows {
+                let b = base.as_ref().filter(|_| r.engine != "rte_hash");
+                outln!(
+                    "{:<9} learn {}{}  lookup {}{}  lookup x{} {}  refresh {}  learn, 2 workers {}  learned {}/{}  {:.1} bytes/MAC",
+                    r.engine,
+                    m(r.learn_per_s),
+                    ratio(r.learn_per_s, b.map(|b| b.learn_per_s)),
+                    m(r.lookup_per_s),
+                    ratio(r.lookup_per_s, b.map(|b| b.lookup_per_s)),
+                    if r.engine == "rte_hash" { 32 } else { 256 },
+                    r.lookup_bulk_per_s.map_or("-".into(), m),
+                    r.refresh_per_s.map_or("-".into(), m),
+                    r.learn_2_workers_per_s.map_or("-".into(), m),
+                    r.learned,
+                    r.macs,
+                    r.bytes_per_mac()
+                );
+            }
+            Ok(())
+        }
         BenchCmd::Lpm {
             family,
             profile,
