@@ -100,6 +100,7 @@ fn nexthop(id: u32, gw: Option<&str>, oif: u32, group: &[u32]) -> Msg<'static> {
             Members::from_members(&m)
         },
         group_type: 0,
+        encap: false,
     })
 }
 
@@ -153,6 +154,7 @@ fn encode_table(o: &FpmOpts) -> (Vec<u8>, usize, usize, usize) {
             gateway: if o.nhg { None } else { gw.parse().ok() },
             oif: if o.nhg { 0 } else { oif },
             multipath: Paths::default(),
+            encap: false,
         })
     };
     for (i, &(a, l)) in v4.iter().enumerate() {

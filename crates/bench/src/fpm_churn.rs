@@ -173,6 +173,7 @@ fn object(op: Op, id: u32, gw: Option<Ipv4Addr>, members: &[u32]) -> Msg<'static
             Members::from_members(&m)
         },
         group_type: 0,
+        encap: false,
     })
 }
 
@@ -210,6 +211,7 @@ fn route(op: Op, (a, l): (u32, u8), via: Option<Via>) -> Msg<'static> {
         gateway,
         oif,
         multipath: Paths::default(),
+        encap: false,
     })
 }
 

@@ -119,6 +119,7 @@ impl FpmRoutes {
         }
         let c = self.rib.counters();
         self.status.routes = c.routes;
+        self.status.labelled = c.labelled;
         self.status.next_hop_sets = self.sets.iter().filter(|s| s.is_some()).count() as u64;
     }
 

@@ -60,6 +60,7 @@ fn nexthop(id: u32, gw: &str, oif: u32) -> Msg<'static> {
         gateway: Some(gateway),
         group: Members::default(),
         group_type: 0,
+        encap: false,
     })
 }
 
@@ -81,6 +82,7 @@ fn route(op: Op, prefix: &str, nh_id: u32, rtype: RouteType) -> Msg<'static> {
         gateway: None,
         oif: 0,
         multipath: Paths::default(),
+        encap: false,
     })
 }
 
@@ -275,6 +277,7 @@ fn weighted_group(id: u32, members: &[(u32, u16)]) -> Msg<'static> {
         gateway: None,
         group: Members::from_members(&m),
         group_type: 0,
+        encap: false,
     })
 }
 

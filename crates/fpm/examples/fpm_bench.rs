@@ -45,6 +45,7 @@ fn nexthop(id: u32, family: u8, gateway: Option<IpAddr>, group: &[GroupMember]) 
         gateway,
         group: Members::from_members(group),
         group_type: 0,
+        encap: false,
     })
 }
 
@@ -120,6 +121,7 @@ fn routes(n: usize, rng: &mut Rng) -> Vec<Msg<'static>> {
                 gateway: None,
                 oif: 0,
                 multipath: Paths::default(),
+                encap: false,
             })
         })
         .collect()

@@ -181,6 +181,7 @@ mod tests {
                 gateway: Some(gw.into()),
                 group: Members::default(),
                 group_type: 0,
+                encap: false,
             })
         };
         let group = Msg::Nexthop(Nexthop {
@@ -197,6 +198,7 @@ mod tests {
                 GroupMember { id: 2, weight: 3 },
             ]),
             group_type: 0,
+            encap: false,
         });
         let route = |p: &str, nh_id, mp: Vec<NextHop>| {
             let prefix: Prefix = p.parse().unwrap();
@@ -212,6 +214,7 @@ mod tests {
                 gateway: None,
                 oif: 0,
                 multipath: Paths::from_hops(prefix.is_ipv4(), &mp),
+                encap: false,
             })
         };
         let msgs = [

@@ -29,6 +29,7 @@ fn route(i: u32, nh_id: u32) -> Msg<'static> {
         gateway: None,
         oif: 0,
         multipath: Paths::default(),
+        encap: false,
     })
 }
 
@@ -48,6 +49,7 @@ fn group(id: u32, members: &[u32]) -> Msg<'static> {
         gateway: None,
         group: Members::from_members(&ms),
         group_type: 0,
+        encap: false,
     })
 }
 

@@ -25,6 +25,10 @@ pub struct FpmStatus {
     pub conflicts: u64,
     /// Routes whose next hop fits no interface, or whose table maps to no VRF.
     pub unresolved: u64,
+    /// Routes and next-hop objects with MPLS labels (zebra replays those the kernel refused
+    /// when it reconnects): not installed, as forwarding them unlabelled would be wrong.
+    #[serde(default)]
+    pub labelled: u64,
     /// Next-hop objects changed in place (each one write, whatever the routes using it).
     pub next_hop_changes: u64,
     pub stale_sweeps: u64,
@@ -59,6 +63,7 @@ impl Render for FpmStatus {
                 ("next-hop sets", self.next_hop_sets.to_string()),
                 ("left to the config", self.conflicts.to_string()),
                 ("unresolved", self.unresolved.to_string()),
+                ("labelled (not installed)", self.labelled.to_string()),
                 ("stale sweeps", self.stale_sweeps.to_string()),
                 ("swept", self.swept.to_string()),
                 (

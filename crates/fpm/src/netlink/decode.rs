@@ -207,6 +207,7 @@ fn route(t: u16, flags: u16, body: &[u8]) -> Result<Msg<'_>, DecodeError> {
         gateway: None,
         oif: 0,
         multipath: Paths::default(),
+        encap: false,
     };
     let mut dst = unspecified(family);
     for a in Attrs(&body[RTMSG_LEN..]) {
@@ -225,9 +226,10 @@ fn route(t: u16, flags: u16, body: &[u8]) -> Result<Msg<'_>, DecodeError> {
                 }
             }
             RTA_MULTIPATH => {
-                check_multipath(p, family)?;
+                r.encap |= check_multipath(p, family)?;
                 r.multipath = Paths::from_checked(p);
             }
+            RTA_ENCAP_TYPE | RTA_ENCAP => r.encap = true,
             _ => {}
         }
     }
@@ -243,8 +245,10 @@ fn unspecified(family: u8) -> IpAddr {
     }
 }
 
-/// Validates an `RTA_MULTIPATH` payload so that [`PathIter`] can read it without checks.
-pub(crate) fn check_multipath(mut rest: &[u8], family: u8) -> Result<(), DecodeError> {
+/// Validates an `RTA_MULTIPATH` payload so that [`PathIter`] can read it without checks; says
+/// whether a path carries an encapsulation.
+pub(crate) fn check_multipath(mut rest: &[u8], family: u8) -> Result<bool, DecodeError> {
+    let mut encap = false;
     while !rest.is_empty() {
         let len = if rest.len() >= RTNH_LEN {
             ne16(rest) as usize
@@ -262,12 +266,13 @@ pub(crate) fn check_multipath(mut rest: &[u8], family: u8) -> Result<(), DecodeE
                 (RTA_VIA, p) => {
                     attr_via(p)?;
                 }
+                (RTA_ENCAP_TYPE | RTA_ENCAP, _) => encap = true,
                 _ => {}
             }
         }
         rest = &rest[align4(len).min(rest.len())..];
     }
-    Ok(())
+    Ok(encap)
 }
 
 /// The next hops of a checked `RTA_MULTIPATH` payload (`weight` = `rtnh_hops` + 1).
@@ -333,6 +338,7 @@ fn nexthop(t: u16, body: &[u8]) -> Result<Msg<'_>, DecodeError> {
         gateway: None,
         group: Members::default(),
         group_type: 0,
+        encap: false,
     };
     for a in Attrs(&body[NHMSG_LEN..]) {
         let (t, p) = a?;
@@ -363,6 +369,7 @@ fn nexthop(t: u16, body: &[u8]) -> Result<Msg<'_>, DecodeError> {
             }
             NHA_BLACKHOLE => n.blackhole = true,
             NHA_OIF => n.oif = attr_u32(t, p)?,
+            NHA_ENCAP_TYPE | NHA_ENCAP => n.encap = true,
             NHA_GATEWAY => {
                 if family == AF_UNSPEC {
                     return Err(DecodeError::Conflict("gateway in an AF_UNSPEC next hop"));

@@ -122,7 +122,26 @@ pub fn route(out: &mut Vec<u8>, r: &Route<'_>, pid: u32) {
     if !r.multipath.is_empty() {
         attr(out, RTA_MULTIPATH | NLA_F_NESTED, r.multipath.raw());
     }
+    if r.encap {
+        put_mpls_encap(out, RTA_ENCAP_TYPE, RTA_ENCAP);
+    }
     finish(out, start);
+}
+
+/// An MPLS encapsulation of one label (100) as zebra gives a labelled route or next hop: the
+/// type (`LWTUNNEL_ENCAP_MPLS`) and the nested `MPLS_IPTUNNEL_DST` label stack entry.
+fn put_mpls_encap(out: &mut Vec<u8>, type_attr: u16, encap_attr: u16) {
+    const LWTUNNEL_ENCAP_MPLS: u16 = 1;
+    const MPLS_IPTUNNEL_DST: u16 = 1;
+    attr(out, type_attr, &LWTUNNEL_ENCAP_MPLS.to_ne_bytes());
+    let mut nested = Vec::new();
+    // label 100, bottom of stack
+    attr(
+        &mut nested,
+        MPLS_IPTUNNEL_DST,
+        &(100u32 << 12 | 1 << 8).to_be_bytes(),
+    );
+    attr(out, encap_attr | NLA_F_NESTED, &nested);
 }
 
 /// Appends one next-hop message.
@@ -151,6 +170,9 @@ pub fn nexthop(out: &mut Vec<u8>, n: &Nexthop<'_>, pid: u32) {
     }
     if n.oif != 0 {
         attr_u32(out, NHA_OIF, n.oif);
+    }
+    if n.encap {
+        put_mpls_encap(out, NHA_ENCAP_TYPE, NHA_ENCAP);
     }
     finish(out, start);
 }

@@ -50,6 +50,8 @@ pub const RTA_PRIORITY: u16 = 6;
 pub const RTA_MULTIPATH: u16 = 9;
 pub const RTA_TABLE: u16 = 15;
 pub const RTA_VIA: u16 = 18;
+pub const RTA_ENCAP_TYPE: u16 = 21;
+pub const RTA_ENCAP: u16 = 22;
 pub const RTA_NH_ID: u16 = 30;
 
 pub const NHA_ID: u16 = 1;
@@ -58,6 +60,8 @@ pub const NHA_GROUP_TYPE: u16 = 3;
 pub const NHA_BLACKHOLE: u16 = 4;
 pub const NHA_OIF: u16 = 5;
 pub const NHA_GATEWAY: u16 = 6;
+pub const NHA_ENCAP_TYPE: u16 = 7;
+pub const NHA_ENCAP: u16 = 8;
 
 /// Attribute types carry two flag bits (nested, network byte order) that zebra sets on
 /// `RTA_MULTIPATH`; the type proper is the rest.
@@ -228,6 +232,10 @@ pub struct Route<'a> {
     pub oif: u32,
     /// `RTA_MULTIPATH`, empty if absent.
     pub multipath: Paths<'a>,
+    /// The route (or one of its paths) carries an encapsulation (`RTA_ENCAP`): from zebra, MPLS
+    /// labels to push. Zebra sends such routes when it replays its table on a (re)connect, even
+    /// ones the kernel refused; forwarding one without its labels would be wrong.
+    pub encap: bool,
 }
 
 /// `RTM_NEWNEXTHOP` / `RTM_DELNEXTHOP`.
@@ -248,6 +256,9 @@ pub struct Nexthop<'a> {
     pub group: Members<'a>,
     /// `NHA_GROUP_TYPE` (0 = multipath, 1 = resilient).
     pub group_type: u16,
+    /// It carries an encapsulation (`NHA_ENCAP`: from zebra, MPLS labels), as on a replay of
+    /// labelled routes the kernel refused.
+    pub encap: bool,
 }
 
 /// A decoded netlink message.

@@ -19,6 +19,7 @@ fn route(p: &str) -> Route<'static> {
         gateway: None,
         oif: 0,
         multipath: Paths::default(),
+        encap: false,
     }
 }
 
@@ -34,6 +35,7 @@ fn nh(id: u32) -> Nexthop<'static> {
         gateway: Some(ip("10.0.0.2")),
         group: Members::default(),
         group_type: 0,
+        encap: false,
     }
 }
 

@@ -108,6 +108,9 @@ pub struct Counters {
     pub coalesced: u64,
     /// Messages that do not concern forwarding: other types, other route types.
     pub ignored: u64,
+    /// Routes and next-hop objects with MPLS labels (an encapsulation): not installed, and what
+    /// they replace removed, until Linerate pushes labels itself.
+    pub labelled: u64,
     pub swept_routes: u64,
     pub swept_nexthops: u64,
 }
@@ -368,6 +371,15 @@ impl Rib {
             table: r.table,
             prefix: r.prefix,
         };
+        // A labelled route cannot be forwarded without its labels: it replaces (removes) what
+        // the prefix had and is not installed.
+        if r.op == Op::New && r.encap {
+            self.c.labelled += 1;
+            if let Some(i) = self.index.get(&self.routes, &key) {
+                self.remove_route(i, out);
+            }
+            return;
+        }
         if r.op == Op::Del {
             match self.index.get(&self.routes, &key) {
                 Some(i) => {

@@ -38,7 +38,7 @@ fn forward(mut hops: Vec<NextHop>) -> Option<NhSet> {
 impl Model {
     fn apply(&mut self, m: &Msg<'_>) {
         match m {
-            Msg::Route(r) if r.op == Op::Del => {
+            Msg::Route(r) if r.op == Op::Del || r.encap => {
                 self.routes.remove(&RouteKey {
                     table: r.table,
                     prefix: r.prefix,
@@ -65,7 +65,7 @@ impl Model {
                 };
                 self.routes.insert(k, (v, true));
             }
-            Msg::Nexthop(n) if n.op == Op::Del => self.delete(n.id),
+            Msg::Nexthop(n) if n.op == Op::Del || n.encap => self.delete(n.id),
             Msg::Nexthop(n) => {
                 let def = if !n.group.is_empty() {
                     MDef::Group(n.group.iter().collect())
@@ -215,8 +215,20 @@ fn a_msg() -> impl Strategy<Value = Msg<'static>> {
                 nh_group(i, &ms)
             }
         ),
-        1 => id.prop_map(nh_del),
+        1 => id.clone().prop_map(nh_del),
+        // Labelled, as zebra replays routes the kernel refused: never installed.
+        1 => (a_key(), id.clone()).prop_map(|(k, i)| labelled(rt_nh(k, i))),
+        1 => (id, 1..3u32).prop_map(|(i, oif)| labelled(nh_single(i, Some(ip("10.9.0.1")), oif))),
     ]
+}
+
+fn labelled(mut m: Msg<'static>) -> Msg<'static> {
+    match &mut m {
+        Msg::Route(r) => r.encap = true,
+        Msg::Nexthop(n) => n.encap = true,
+        Msg::Other { .. } => {}
+    }
+    m
 }
 
 fn a_step() -> impl Strategy<Value = Step> {

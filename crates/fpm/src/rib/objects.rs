@@ -5,6 +5,15 @@ use super::*;
 
 impl Rib {
     pub(super) fn nexthop_msg(&mut self, n: &Nexthop<'_>, out: &mut Vec<Change>) {
+        // A labelled object cannot be forwarded through as given: it is as if deleted, so the
+        // routes through it go (Linux's semantics), and a later unlabelled one defines it again.
+        if n.op == Op::New && n.encap {
+            self.c.labelled += 1;
+            if self.nhs.get(&n.id).is_some_and(|o| o.def.is_some()) {
+                self.delete_nh(n.id, out);
+            }
+            return;
+        }
         if n.op == Op::Del {
             if self.nhs.get(&n.id).is_some_and(|o| o.def.is_some()) {
                 self.c.nh_dels += 1;

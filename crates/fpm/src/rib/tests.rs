@@ -27,6 +27,7 @@ fn nexthop(id: u32) -> Nexthop<'static> {
         gateway: None,
         group: Members::default(),
         group_type: 0,
+        encap: false,
     }
 }
 
@@ -78,6 +79,7 @@ fn route(k: RouteKey) -> Route<'static> {
         gateway: None,
         oif: 0,
         multipath: Paths::default(),
+        encap: false,
     }
 }
 
@@ -495,4 +497,37 @@ fn tables_are_separate() {
     f.batch(&[rt_del(main)]);
     assert_eq!(f.hops(&other), Some(NhSet::Prohibit));
     assert_eq!(f.rib.len(), 1);
+}
+
+#[test]
+fn labelled_routes_and_objects_are_never_installed_and_remove_what_they_replace() {
+    let mut f = Fixture::new();
+    let (a, b) = (key("192.0.2.0/24"), key("198.51.100.0/24"));
+    f.batch(&[
+        nh_single(1, Some(ip("10.0.0.2")), 3),
+        nh_single(2, Some(ip("10.0.0.3")), 3),
+        rt_nh(a, 1),
+        rt_nh(b, 2),
+    ]);
+    assert!(f.hops(&a).is_some() && f.hops(&b).is_some());
+    // zebra's replay after a reconnect: route a again, now with its BGP label.
+    let mut labelled = rt_nh(a, 1);
+    if let Msg::Route(r) = &mut labelled {
+        r.encap = true;
+    }
+    let c = f.batch(&[labelled]);
+    assert_eq!(route_changes(&c), [&Change::Removed { key: a }]);
+    assert!(f.rib.route(&a).is_none());
+    // Object 2 redefined with a label: as if deleted, so route b goes too.
+    let mut obj = nh_single(2, Some(ip("10.0.0.3")), 3);
+    if let Msg::Nexthop(n) = &mut obj {
+        n.encap = true;
+    }
+    let c = f.batch(&[obj]);
+    assert_eq!(route_changes(&c), [&Change::Removed { key: b }]);
+    let n = f.rib.counters();
+    assert_eq!((n.labelled, n.routes, n.nexthops), (2, 0, 1));
+    // Unlabelled again: installed again.
+    f.batch(&[rt_nh(a, 1)]);
+    assert!(f.hops(&a).is_some());
 }
