@@ -159,6 +159,25 @@ pub enum RouteShow {
     },
 }
 
+impl RouteShow {
+    /// The API's query for this `show ip[v6] route`.
+    fn query(self, family: Family) -> RoutesQuery {
+        let RouteShow::Route {
+            prefix,
+            vrf,
+            longer,
+            limit,
+        } = self;
+        RoutesQuery {
+            vrf,
+            family,
+            prefix,
+            longer,
+            limit: (limit > 0).then_some(limit),
+        }
+    }
+}
+
 #[derive(Subcommand)]
 pub enum ProcessesShow {
     /// CPU per thread.
@@ -313,41 +332,11 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
     match what {
         ShowCmd::Interfaces => print_view::<Vec<InterfaceView>>(c, "/v1/interfaces", json_out),
         ShowCmd::Ports => print_view::<Vec<PortView>>(c, "/v1/ports", json_out),
-        ShowCmd::Ip {
-            what:
-                RouteShow::Route {
-                    prefix,
-                    vrf,
-                    longer,
-                    limit,
-                },
-        } => {
-            let q = RoutesQuery {
-                vrf,
-                family: Family::Ipv4,
-                prefix,
-                longer,
-                limit: (limit > 0).then_some(limit),
-            };
-            print_view::<RoutesView>(c, &q.path(), json_out)
+        ShowCmd::Ip { what } => {
+            print_view::<RoutesView>(c, &what.query(Family::Ipv4).path(), json_out)
         }
-        ShowCmd::Ipv6 {
-            what:
-                RouteShow::Route {
-                    prefix,
-                    vrf,
-                    longer,
-                    limit,
-                },
-        } => {
-            let q = RoutesQuery {
-                vrf,
-                family: Family::Ipv6,
-                prefix,
-                longer,
-                limit: (limit > 0).then_some(limit),
-            };
-            print_view::<RoutesView>(c, &q.path(), json_out)
+        ShowCmd::Ipv6 { what } => {
+            print_view::<RoutesView>(c, &what.query(Family::Ipv6).path(), json_out)
         }
         ShowCmd::Neighbors => print_view::<Vec<NeighborView>>(c, "/v1/neighbors", json_out),
         ShowCmd::Counters => print_view::<CountersView>(c, "/v1/counters", json_out),
