@@ -18,12 +18,15 @@
 //!
 //! Writes. A refresh (the same member, a new second) and a move (another member) are one
 //! compare-and-swap on the value; a frame from a known MAC within the same second writes nothing,
-//! so steady traffic does not bounce cache lines between workers. New keys are inserted under
-//! one insert lock (only inserts take it), so no key is ever in two slots and moves never cross.
-//! A slot is claimed with a reserved key, the value written, then the key published (release); a
-//! reader checks the key again after reading the value. A move copies an entry to its other
-//! bucket before freeing the old slot, inside a window a change counter marks (odd while a move
-//! is under way): a lookup that misses while a move may have crossed its scan looks again, so a
+//! so steady traffic does not bounce cache lines between workers. A new key is inserted under
+//! the locks of its two buckets (4,096 lock stripes, taken in order; only inserts and moves
+//! take them), so inserts of the same key are serialised and no key is ever in two slots, while
+//! workers learning different keys do not wait for one another. A slot is claimed with a
+//! reserved key, the value written, then the key published (release); a reader checks the key
+//! again after reading the value. When both buckets are full, room is made under the table's
+//! one move lock: each move holds the moved key's two bucket locks, copies the entry to its other
+//! bucket, then frees the old slot, inside a window a change counter marks (odd while a move is
+//! under way): a lookup that misses while a move may have crossed its scan looks again, so a
 //! learned address is never missed because it was moving.
 //!
 //! Full. When both buckets of a key are full, or its bridge domain is at its learn limit, the
@@ -106,6 +109,7 @@ fn age(now: u32, stamp: u32) -> u32 {
 }
 
 const SLOTS: usize = 4;
+const LOCK_STRIPES: usize = 4096;
 /// Buckets aged or cleared per hold of the insert lock.
 const CHUNK: usize = 256;
 
@@ -185,7 +189,11 @@ pub struct MacEntry {
 
 pub struct MacTable {
     buckets: Box<[Bucket]>,
-    /// Taken by inserts (and the moves they make).
+    /// Lock stripes: bucket `b`'s lock is `b % LOCK_STRIPES`. An insert holds its key's two
+    /// buckets', a move the moved key's two. Few enough to stay in the cache (a lock per
+    /// bucket would be one more miss per new key), many enough that workers rarely meet.
+    bucket_locks: Box<[AtomicBool]>,
+    /// Taken to move entries (one mover at a time), and by aging and clears.
     insert_lock: AtomicBool,
     /// Odd while a move is under way; counts moves started and ended.
     moving: AtomicU64,
@@ -205,6 +213,7 @@ impl MacTable {
         let n = (capacity.max(SLOTS) * 10 / 9).div_ceil(SLOTS).max(2);
         MacTable {
             buckets: (0..n).map(|_| Bucket::default()).collect(),
+            bucket_locks: (0..LOCK_STRIPES).map(|_| AtomicBool::new(false)).collect(),
             insert_lock: AtomicBool::new(false),
             moving: AtomicU64::new(0),
             per_bridge: (0..BRIDGES).map(|_| AtomicU32::new(0)).collect(),
@@ -221,7 +230,7 @@ impl MacTable {
 
     /// Bytes the table takes (buckets, locks, per bridge domain counts and limits).
     pub fn bytes(&self) -> usize {
-        self.buckets.len() * std::mem::size_of::<Bucket>() + BRIDGES * 8
+        self.buckets.len() * std::mem::size_of::<Bucket>() + LOCK_STRIPES + BRIDGES * 8
     }
 
     pub fn len(&self) -> usize {
@@ -302,16 +311,7 @@ impl MacTable {
     /// Hints the cache to fetch a bucket.
     #[inline(always)]
     fn prefetch(&self, b: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p: *const i8 = self.buckets.as_ptr().wrapping_add(b).cast();
-            // SAFETY: a prefetch only hints the cache: it never faults, whatever the address,
-            // and reads nothing we see (`b` is a bucket index anyway).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = b;
+        prefetch(self.buckets.as_ptr().wrapping_add(b).cast());
     }
 
     /// How far ahead a batch prefetches: enough misses in flight to hide memory's latency.
@@ -403,12 +403,57 @@ impl MacTable {
         if !fixed && limit != 0 && self.per_bridge[bridge].load(Ordering::Relaxed) >= limit {
             return Learn::NotLearned(NotLearned::Limit);
         }
-        // Another worker may have inserted it while this one waited (and under the lock no
-        // move is under way, so a miss is a miss).
-        self.locked(|| match self.update(k, b1, b2, check, member, now, fixed) {
-            Some(r) => r,
-            None => self.insert(k, b1, b2, pack(member, fixed, now, check), bridge),
-        })
+        let value = pack(member, fixed, now, check);
+        loop {
+            // Another worker may have inserted it meanwhile; under the two locks no other insert
+            // of this key and no move of it is under way, so a miss is a miss.
+            let done = self.with_buckets(b1, b2, || {
+                match self.update(k, b1, b2, check, member, now, fixed) {
+                    Some(r) => Some(r),
+                    None => self.claim(k, b1, b2, value, bridge),
+                }
+            });
+            if let Some(r) = done {
+                return r;
+            }
+            // Both buckets full: make room, then try again (another insert may take the room
+            // first; then the search runs again).
+            let made = self.locked(|| match self.cuckoo_path(b1, b2) {
+                Some(path) => {
+                    self.shift(&path);
+                    true
+                }
+                None => false,
+            });
+            if !made {
+                return Learn::NotLearned(NotLearned::TableFull);
+            }
+        }
+    }
+
+    /// Runs `f` holding the locks of buckets `a` and `b` (taken in stripe order; one if they
+    /// share a stripe).
+    fn with_buckets<T>(&self, a: usize, b: usize, f: impl FnOnce() -> T) -> T {
+        let (a, b) = (a % LOCK_STRIPES, b % LOCK_STRIPES);
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        let take = |i: usize| {
+            while self.bucket_locks[i]
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                std::hint::spin_loop();
+            }
+        };
+        take(lo);
+        if hi != lo {
+            take(hi);
+        }
+        let r = f();
+        if hi != lo {
+            self.bucket_locks[hi].store(false, Ordering::Release);
+        }
+        self.bucket_locks[lo].store(false, Ordering::Release);
+        r
     }
 
     /// Refreshes or moves `k` if present.
@@ -462,32 +507,29 @@ impl MacTable {
         }
     }
 
-    /// Puts `k` in a free slot of one of its buckets, moving others to their other bucket to
-    /// make room if need be (called with the insert lock).
-    fn insert(&self, k: u64, b1: usize, b2: usize, value: u64, bridge: usize) -> Learn {
-        loop {
-            if let Some((b, i)) = self.free_slot(b1).or_else(|| self.free_slot(b2)) {
-                let bucket = &self.buckets[b];
-                // Claim with BUSY (a slot aging just freed is claimed by no one else: inserts
-                // hold the lock), fill, publish.
-                if bucket.keys[i]
-                    .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
+    /// Puts `k` in a free slot of one of its buckets, if one has one (called with both
+    /// buckets' locks).
+    fn claim(&self, k: u64, b1: usize, b2: usize, value: u64, bridge: usize) -> Option<Learn> {
+        for b in [b1, b2] {
+            let bucket = &self.buckets[b];
+            for i in 0..SLOTS {
+                // Claim with BUSY (an insert of another key sharing one bucket, or a move, may
+                // race for the slot), fill, publish.
+                if bucket.keys[i].load(Ordering::Relaxed) == EMPTY
+                    && bucket.keys[i]
+                        .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
                 {
                     bucket.values[i].store(value, Ordering::Release);
                     bucket.keys[i].store(k, Ordering::Release);
                     self.per_bridge[bridge].fetch_add(1, Ordering::Relaxed);
                     self.entries.fetch_add(1, Ordering::Relaxed);
                     self.counters.learned.fetch_add(1, Ordering::Relaxed);
-                    return Learn::Learned;
+                    return Some(Learn::Learned);
                 }
-                continue;
-            }
-            match self.cuckoo_path(b1, b2) {
-                Some(path) => self.shift(&path),
-                None => return Learn::NotLearned(NotLearned::TableFull),
             }
         }
+        None
     }
 
     fn free_slot(&self, b: usize) -> Option<(usize, usize)> {
@@ -534,28 +576,32 @@ impl MacTable {
     }
 
     /// Moves the entries of a cuckoo path along it, last first, so each lands in a free slot and
-    /// the first slot of the path ends free.
+    /// the first slot of the path ends free (called with the move lock; each move holds the moved
+    /// key's two bucket locks, so no insert of that key runs meanwhile). Stops early if an
+    /// insert took the free slot a move needed; the caller searches again.
     fn shift(&self, path: &[(usize, usize)]) {
         for w in path.windows(2).rev() {
             let (from, i) = w[0];
             let to = w[1].0;
-            let Some((_, j)) = self.free_slot(to) else {
-                return; // cannot happen under the lock; the caller would search again
-            };
-            let (src, dst) = (&self.buckets[from], &self.buckets[to]);
-            let k = src.keys[i].load(Ordering::Acquire);
-            if k == EMPTY || k == BUSY {
-                continue; // free already
-            }
-            self.moving.fetch_add(1, Ordering::AcqRel);
-            if dst.keys[j]
-                .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
+            let moved = self.with_buckets(from, to, || {
+                let (src, dst) = (&self.buckets[from], &self.buckets[to]);
+                let k = src.keys[i].load(Ordering::Acquire);
+                if k == EMPTY || k == BUSY {
+                    return true; // free already
+                }
+                let Some(j) = (0..SLOTS).find(|&j| {
+                    dst.keys[j].load(Ordering::Relaxed) == EMPTY
+                        && dst.keys[j]
+                            .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Relaxed)
+                            .is_ok()
+                }) else {
+                    return false;
+                };
+                self.moving.fetch_add(1, Ordering::AcqRel);
                 let v = src.values[i].load(Ordering::Acquire);
                 dst.values[j].store(v, Ordering::Release);
                 dst.keys[j].store(k, Ordering::Release);
-                // Only inserts, aging and clears free or claim slots, and they hold the lock.
+                // Only aging and clears free slots, and they hold the move lock.
                 src.keys[i].store(EMPTY, Ordering::Release);
                 // A refresh or move that landed on the old slot after the copy carries over.
                 let last = src.values[i].load(Ordering::Acquire);
@@ -567,12 +613,16 @@ impl MacTable {
                         Ordering::Relaxed,
                     );
                 }
+                self.moving.fetch_add(1, Ordering::Release);
+                true
+            });
+            if !moved {
+                return;
             }
-            self.moving.fetch_add(1, Ordering::Release);
         }
     }
 
-    /// Runs `f` with the insert lock, so no move crosses what it does.
+    /// Runs `f` with the move lock, so no move crosses what it does.
     fn locked<T>(&self, f: impl FnOnce() -> T) -> T {
         while self
             .insert_lock
@@ -683,6 +733,20 @@ impl MacTable {
         }
         out
     }
+}
+
+/// Hints the cache to fetch the line at `p`.
+#[inline(always)]
+fn prefetch(p: *const i8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: a prefetch only hints the cache: it never faults, whatever the address, and
+        // reads nothing we see (callers pass addresses inside the table anyway).
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 fn entry(k: u64, v: u64, now: u32) -> MacEntry {

@@ -326,3 +326,55 @@ fn a_vector_learns_and_looks_up_as_one_frame_at_a_time_does() {
     assert_eq!(out, want);
     assert_eq!(out.iter().filter(|x| x.is_some()).count(), 500);
 }
+
+#[test]
+fn learning_into_a_nearly_full_table_from_two_workers_moves_entries_without_losing_any() {
+    // Sized so that the last inserts need cuckoo moves, while two workers insert and a third
+    // looks up addresses learned before: none may be missed while it moves.
+    let cap = 40_000u32;
+    let t = Arc::new(MacTable::new(cap as usize));
+    let early = 2_000u32;
+    for i in 0..early {
+        t.learn(key(9, i), 5, 1);
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (t, stop) = (t.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut rounds = 0;
+            while !stop.load(Ordering::Relaxed) {
+                for i in 0..early {
+                    assert_eq!(t.lookup(key(9, i)), Some(5), "{i} missed while moving");
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let writers: Vec<_> = (0..2u32)
+        .map(|w| {
+            let t = t.clone();
+            std::thread::spawn(move || {
+                let mut learned = 0;
+                for i in 0..(cap - early) / 2 {
+                    if t.learn(key(1, i * 2 + w), w, 1) == Learn::Learned {
+                        learned += 1;
+                    }
+                }
+                learned
+            })
+        })
+        .collect();
+    let learned: u32 = writers.into_iter().map(|h| h.join().unwrap()).sum();
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    assert_eq!(learned, cap - early, "the capacity holds");
+    let entries = t.entries(1);
+    let mut keys: Vec<_> = entries.iter().map(|e| e.key).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!((keys.len(), t.len()), (entries.len(), cap as usize));
+    for i in 0..cap - early {
+        assert_eq!(t.lookup(key(1, i)), Some(i % 2));
+    }
+}
