@@ -342,6 +342,7 @@ impl MacTable {
     /// [`learn`](Self::learn) for a vector of sources (`members[i]` is where `keys[i]` came
     /// from), with the buckets prefetched `AHEAD` keys on.
     pub fn learn_batch(&self, keys: &[MacKey], members: &[u32], now: u32, out: &mut [Learn]) {
+        let mut learned = 0;
         let places: Vec<(usize, usize, u16)> = keys.iter().map(|k| self.place(k.0)).collect();
         for &(b1, b2, _) in places.iter().take(Self::AHEAD) {
             self.prefetch(b1);
@@ -353,18 +354,28 @@ impl MacTable {
                 self.prefetch(b2);
             }
             let r = self.learn_at(*k, m, now, false, places[i]);
-            if let Learn::NotLearned(why) = r {
-                self.counters.count(why);
+            match r {
+                Learn::NotLearned(why) => self.counters.count(why),
+                Learn::Learned => learned += 1,
+                _ => {}
             }
             *o = r;
+        }
+        // Once a vector: the counter's line is shared by every learning worker.
+        if learned > 0 {
+            self.counters.learned.fetch_add(learned, Ordering::Relaxed);
         }
     }
 
     /// Learns or refreshes a frame's source on `member` at second `now`.
     pub fn learn(&self, key: MacKey, member: u32, now: u32) -> Learn {
         let r = self.learn_inner(key, member, now, false);
-        if let Learn::NotLearned(why) = r {
-            self.counters.count(why);
+        match r {
+            Learn::NotLearned(why) => self.counters.count(why),
+            Learn::Learned => {
+                self.counters.learned.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
         }
         r
     }
@@ -513,18 +524,16 @@ impl MacTable {
         for b in [b1, b2] {
             let bucket = &self.buckets[b];
             for i in 0..SLOTS {
-                // Claim with BUSY (an insert of another key sharing one bucket, or a move, may
-                // race for the slot), fill, publish.
-                if bucket.keys[i].load(Ordering::Relaxed) == EMPTY
-                    && bucket.keys[i]
-                        .compare_exchange(EMPTY, BUSY, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                {
+                // Whoever claims a slot of a bucket holds that bucket's stripe (inserts hold
+                // both of their key's, a move its destination's), and aging only frees slots:
+                // a free slot seen here stays free, so no compare-and-swap is needed. BUSY
+                // marks it while the value is written; the key is published last.
+                if bucket.keys[i].load(Ordering::Relaxed) == EMPTY {
+                    bucket.keys[i].store(BUSY, Ordering::Relaxed);
                     bucket.values[i].store(value, Ordering::Release);
                     bucket.keys[i].store(k, Ordering::Release);
                     self.per_bridge[bridge].fetch_add(1, Ordering::Relaxed);
                     self.entries.fetch_add(1, Ordering::Relaxed);
-                    self.counters.learned.fetch_add(1, Ordering::Relaxed);
                     return Some(Learn::Learned);
                 }
             }
