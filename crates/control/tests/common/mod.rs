@@ -102,6 +102,12 @@ pub fn core_with(
         StartOptions {
             exit_when_drained: false,
             punt: None,
+            // Transmit rings towards the test's peers larger than any buffer pool here: a peer
+            // thread the busy test machine starves for a few milliseconds then holds the
+            // router's output in its ring instead of seeing it dropped as `TxQueueFull`, and a
+            // sender out of buffers waits (the pool is the back-pressure). What the tests count
+            // as lost is then the router's doing, not the test machine's.
+            tx_ring_size: Some(1 << 16),
             ..Default::default()
         },
     )
