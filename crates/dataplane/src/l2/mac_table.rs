@@ -317,50 +317,56 @@ impl MacTable {
     /// How far ahead a batch prefetches: enough misses in flight to hide memory's latency.
     const AHEAD: usize = 8;
 
-    /// [`lookup`](Self::lookup) for a vector of keys, with the buckets of the keys `AHEAD` on
-    /// prefetched, so a cold table costs overlapping misses instead of one at a time.
-    pub fn lookup_batch(&self, keys: &[MacKey], out: &mut [Option<u32>]) {
-        let places: Vec<(usize, usize, u16)> = keys.iter().map(|k| self.place(k.0)).collect();
-        for &(b1, b2, _) in places.iter().take(Self::AHEAD) {
-            self.prefetch(b1);
-            self.prefetch(b2);
+    /// Calls `f(i, place)` for each key in order, with the buckets of the key `AHEAD` on
+    /// prefetched, so a cold table costs overlapping misses instead of one at a time. Places
+    /// are kept in a ring on the stack: no allocation per vector.
+    #[inline(always)]
+    fn each_prefetched(&self, keys: &[MacKey], mut f: impl FnMut(usize, (usize, usize, u16))) {
+        let mut ring = [(0usize, 0usize, 0u16); Self::AHEAD];
+        for (i, k) in keys.iter().enumerate().take(Self::AHEAD) {
+            ring[i] = self.place(k.0);
+            self.prefetch(ring[i].0);
+            self.prefetch(ring[i].1);
         }
-        for (i, (k, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(&(b1, b2, _)) = places.get(i + Self::AHEAD) {
-                self.prefetch(b1);
-                self.prefetch(b2);
+        for i in 0..keys.len() {
+            let here = ring[i % Self::AHEAD];
+            if let Some(k) = keys.get(i + Self::AHEAD) {
+                let p = self.place(k.0);
+                self.prefetch(p.0);
+                self.prefetch(p.1);
+                ring[i % Self::AHEAD] = p;
             }
-            let (b1, b2, check) = places[i];
-            *o = match self.find(k.0, b1, b2, check) {
-                Some((_, v)) => Some(member_of(v)),
-                // Rare: a miss, checked against moves as a single lookup does.
-                None => self.lookup(*k),
-            };
+            f(i, here);
         }
     }
 
+    /// [`lookup`](Self::lookup) for a vector of keys, prefetched `AHEAD` keys on.
+    pub fn lookup_batch(&self, keys: &[MacKey], out: &mut [Option<u32>]) {
+        let n = keys.len().min(out.len());
+        self.each_prefetched(&keys[..n], |i, (b1, b2, check)| {
+            let k = keys[i];
+            out[i] = match self.find(k.0, b1, b2, check) {
+                Some((_, v)) => Some(member_of(v)),
+                // Rare: a miss, checked against moves as a single lookup does.
+                None => self.lookup(k),
+            };
+        });
+    }
+
     /// [`learn`](Self::learn) for a vector of sources (`members[i]` is where `keys[i]` came
-    /// from), with the buckets prefetched `AHEAD` keys on.
+    /// from), prefetched `AHEAD` keys on.
     pub fn learn_batch(&self, keys: &[MacKey], members: &[u32], now: u32, out: &mut [Learn]) {
+        let n = keys.len().min(members.len()).min(out.len());
         let mut learned = 0;
-        let places: Vec<(usize, usize, u16)> = keys.iter().map(|k| self.place(k.0)).collect();
-        for &(b1, b2, _) in places.iter().take(Self::AHEAD) {
-            self.prefetch(b1);
-            self.prefetch(b2);
-        }
-        for (i, ((k, &m), o)) in keys.iter().zip(members).zip(out.iter_mut()).enumerate() {
-            if let Some(&(b1, b2, _)) = places.get(i + Self::AHEAD) {
-                self.prefetch(b1);
-                self.prefetch(b2);
-            }
-            let r = self.learn_at(*k, m, now, false, places[i]);
+        self.each_prefetched(&keys[..n], |i, place| {
+            let r = self.learn_at(keys[i], members[i], now, false, place);
             match r {
                 Learn::NotLearned(why) => self.counters.count(why),
                 Learn::Learned => learned += 1,
                 _ => {}
             }
-            *o = r;
-        }
+            out[i] = r;
+        });
         // Once a vector: the counter's line is shared by every learning worker.
         if learned > 0 {
             self.counters.learned.fetch_add(learned, Ordering::Relaxed);
