@@ -74,15 +74,33 @@ fn a_clean_device_loses_nothing() {
         Faults::default(),
         vec![stream("a", 0, 1), stream("b", 1, 0)],
     );
-    let r = one_trial(&mut t, 0.5, 0.5);
-    assert!(r.tx > 60_000, "{r:?}");
-    assert_eq!((r.rx, r.lost, r.duplicated, r.reordered), (r.tx, 0, 0, 0));
-    assert_eq!((r.misdelivered, r.corrupted, r.foreign), (0, 0, 0));
-    // 50% of 148,810 on each of two ports.
-    assert!((r.tx_fps / 148_809.5 - 1.0).abs() < 0.01, "{}", r.tx_fps);
-    assert!(!r.tester_limited);
-    assert_eq!(r.streams.len(), 2);
-    assert_eq!(dut.stop().received, r.tx);
+    // A host that takes the tester's core away for tens of milliseconds makes the tester fall
+    // behind its schedule. It must then say so (tester_limited, with the frames it skipped in
+    // `behind`), and the rate is measured again: up to three trials, one on schedule.
+    let mut sent = 0;
+    let mut on_schedule = None;
+    for _ in 0..3 {
+        let r = one_trial(&mut t, 0.5, 0.5);
+        assert!(r.tx > 60_000, "{r:?}");
+        assert_eq!((r.rx, r.lost, r.duplicated, r.reordered), (r.tx, 0, 0, 0));
+        assert_eq!((r.misdelivered, r.corrupted, r.foreign), (0, 0, 0));
+        assert_eq!(r.streams.len(), 2);
+        sent += r.tx;
+        // 50% of 148,810 on each of two ports.
+        let short = 1.0 - r.tx_fps / 148_809.5;
+        assert!(short > -0.01, "faster than offered: {}", r.tx_fps);
+        if !r.tester_limited {
+            assert!(short < 0.01, "short by {short} but not tester-limited");
+            on_schedule = Some(r);
+            break;
+        }
+        // Short by more than 0.5%: the frames the schedule asked for and never got are counted.
+        let owed = (148_809.5 * 0.5) as u64;
+        assert!(r.tx + r.behind + 2 >= owed, "short by {short}: {r:?}");
+        eprintln!("tester fell behind by {:.1}% (host stall); again", short * 100.0);
+    }
+    assert!(on_schedule.is_some(), "three trials in a row fell behind");
+    assert_eq!(dut.stop().received, sent);
 }
 
 #[test]
