@@ -3,6 +3,7 @@
 //! management core ([`mgmt`]: the one typed API every adapter calls, with config commits and
 //! history), syslog and metrics. Later: FPM, neighbours.
 
+pub mod bridges;
 pub mod config;
 pub mod cpu;
 pub mod fpm;

@@ -52,6 +52,10 @@ reasons! {
     PuntPoliced => "punt to the control plane over its class's rate",
     PuntQueueFull => "punt queue to the control plane full",
     MulticastNotRouted => "multicast beyond the link scope (no multicast routing)",
+    L2SameInterface => "bridged to the interface it came in on (filtered)",
+    L2UnknownUnicast => "unknown unicast destination; the bridge domain does not flood",
+    L2BpduDropped => "spanning-tree BPDU; the bridge domain drops them",
+    L2NoFloodMember => "flooded with no other member up in the bridge domain",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

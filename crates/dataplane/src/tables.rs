@@ -30,6 +30,8 @@ pub struct Interface {
     /// Traffic for the router arriving here goes up the punt path (the interface has a TAP twin
     /// in the kernel); otherwise the data plane answers echo requests and drops the rest.
     pub punt_local: bool,
+    /// A member of a bridge domain: its frames are switched (`l2-input`), not routed.
+    pub l2: Option<crate::l2::L2Port>,
 }
 
 /// How a port's frames map to interfaces.
@@ -135,6 +137,12 @@ pub struct Tables {
     /// whose interface and next-hop indexes may differ. Punted frames carry it, so the control
     /// plane reads a frame's `rx_if` against the interface list the worker used.
     pub generation: u64,
+    /// Bridge domains (indexed by `L2Port::bridge`), the interface each MAC table member id
+    /// is today (`NO_IF` for a member removed), and the MAC table they share (None without
+    /// bridges). The table outlives commits: learned addresses stay.
+    pub bridges: Box<[crate::l2::Bridge]>,
+    pub l2_members: Box<[u32]>,
+    pub macs: Option<Arc<crate::l2::MacTable>>,
 }
 
 impl Tables {
@@ -153,6 +161,9 @@ impl Tables {
             route_class_e: false,
             punt: Default::default(),
             generation: 0,
+            bridges: Box::new([]),
+            l2_members: Box::new([]),
+            macs: None,
         }
     }
 }

@@ -97,7 +97,10 @@ fn a_clean_device_loses_nothing() {
         // Short by more than 0.5%: the frames the schedule asked for and never got are counted.
         let owed = (148_809.5 * 0.5) as u64;
         assert!(r.tx + r.behind + 2 >= owed, "short by {short}: {r:?}");
-        eprintln!("tester fell behind by {:.1}% (host stall); again", short * 100.0);
+        eprintln!(
+            "tester fell behind by {:.1}% (host stall); again",
+            short * 100.0
+        );
     }
     assert!(on_schedule.is_some(), "three trials in a row fell behind");
     assert_eq!(dut.stop().received, sent);

@@ -10,6 +10,7 @@ use super::{services, Config, InterfaceCfg, NeighborCfg, Prefix, RouteCfg, Targe
 /// sit on a subnet of their interface, routes point at known neighbours.
 pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
     services::cross_check(cfg, e);
+    super::bridges::cross_check(cfg, e);
     for (i, ifc) in cfg.interfaces.iter().enumerate() {
         if !cfg.ports.iter().any(|p| p.name == ifc.port) {
             e.origin(

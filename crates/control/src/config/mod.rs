@@ -50,6 +50,7 @@ use packet::ethernet::MacAddr;
 
 use crate::yaml::{self, Value};
 
+pub mod bridges;
 mod check;
 pub mod control_plane;
 pub mod entry;
@@ -60,6 +61,7 @@ mod router;
 mod routes;
 pub mod services;
 
+pub use bridges::{BridgeCfg, MemberCfg, StaticMacCfg};
 pub use check::{find_connected, find_neighbor, on_subnet};
 pub use control_plane::{ControlPlane, FpmCfg, NeighborTimers};
 use fields::{Errs, Fields};
@@ -143,9 +145,13 @@ pub struct Config {
     pub buffers: usize,
     pub max_v4_routes: usize,
     pub max_v6_routes: usize,
+    /// The MAC table's size (`limits.macs`), fixed at start.
+    pub max_macs: usize,
     pub vrfs: Vec<String>,
     pub ports: Vec<PortCfg>,
     pub interfaces: Vec<InterfaceCfg>,
+    /// Bridge domains (see [`bridges`]).
+    pub bridges: Vec<BridgeCfg>,
     pub neighbors: Vec<NeighborCfg>,
     pub routes: Vec<RouteCfg>,
     pub route_files: Vec<RouteFileCfg>,
@@ -406,9 +412,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         buffers: 16384,
         max_v4_routes: 4_000_000,
         max_v6_routes: 1_000_000,
+        max_macs: bridges::DEFAULT_MACS,
         vrfs: vec!["default".into()],
         ports: Vec::new(),
         interfaces: Vec::new(),
+        bridges: Vec::new(),
         neighbors: Vec::new(),
         routes: Vec::new(),
         route_files: Vec::new(),
@@ -437,6 +445,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     router::parse_vrfs(&mut top, &mut e, &mut cfg);
     interfaces::parse_ports(&mut top, &dir, &mut e, &mut cfg);
     interfaces::parse_interfaces(&mut top, &mut e, &mut cfg);
+    bridges::parse_bridges(&mut top, &mut e, &mut cfg);
     routes::parse_neighbors(&mut top, &mut e, &mut cfg);
     routes::parse_routes(&mut top, &mut e, &mut cfg);
     routes::parse_route_files(&mut top, &dir, &mut e, &mut cfg);

@@ -62,6 +62,17 @@ pub(super) fn parse_limits(top: &mut Fields<'_>, e: &mut Errs, cfg: &mut Config)
             if let Some(v) = f.parse("ipv6-routes", "a route count", e) {
                 cfg.max_v6_routes = v;
             }
+            if let Some(v) = f.parse::<usize>("macs", "an address count", e) {
+                if !(1..=1 << 28).contains(&v) {
+                    let at = f.node("macs").unwrap_or(n);
+                    e.at(
+                        at,
+                        "limits.macs",
+                        format!("{v}: the MAC table holds 1..=268435456"),
+                    );
+                }
+                cfg.max_macs = v.max(1);
+            }
             f.finish(e);
         }
     }

@@ -388,6 +388,15 @@ impl Core {
                 source.display()
             )));
         }
+        if s.router.bridges.table.is_some() {
+            if new_cfg.max_macs != old_cfg.max_macs {
+                return Err(ApiError::invalid(format!(
+                    "{}: limits.macs: the MAC table ({} entries, made when the first bridge was configured) cannot be resized at run time; change it and restart",
+                    source.display(),
+                    old_cfg.max_macs
+                )));
+            }
+        }
         let mut warnings = Vec::new();
         // Build everything off to the side: route files are read and every route resolved now.
         let mut new = Router::build_unpublished_from(
@@ -396,6 +405,7 @@ impl Core {
             s.router.epoch.clone(),
             s.router.shared.clone(),
             Some(&s.router.services),
+            Some(&s.router.bridges),
         )
         .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
         new.ports_down = s

@@ -516,6 +516,7 @@ mod tests {
             v4: vec![(0xC000_0201, 24)],
             v6: vec![],
             punt_local: true,
+            l2: None,
         }]
         .into_boxed_slice();
         t
@@ -533,6 +534,7 @@ mod tests {
             v4: vec![(addr, 24)],
             v6: vec![],
             punt_local: true,
+            l2: None,
         }
     }
 

@@ -588,6 +588,7 @@ mod tests {
             v4: vec![(0xC000_0201, 24)],
             v6: vec![(0x2001_0db8_0000_0000_0000_0000_0000_0001, 64)],
             punt_local: true,
+            l2: None,
         }]
         .into_boxed_slice();
         t.next_hops = vec![

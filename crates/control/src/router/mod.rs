@@ -57,6 +57,8 @@ pub struct Router {
     pub shared: SharedTables,
     /// Compiled ACLs and QoS policies, policers, flow accounting (see `services`).
     pub services: crate::services::ServicesState,
+    /// Bridge domains and the MAC table (see `bridges`).
+    pub bridges: crate::bridges::BridgesState,
     /// Neighbours learned by ARP and ND (the configured ones are in `cfg.neighbors`).
     pub learned: HashMap<(u32, IpAddr), MacAddr>,
     /// The prefixes the config built (connected, local, static, neighbours, route files) and
@@ -163,19 +165,22 @@ impl Router {
         epoch: Arc<EpochDomain>,
         shared: SharedTables,
     ) -> Result<Router, BuildError> {
-        Self::build_unpublished_from(cfg, slots, epoch, shared, None)
+        Self::build_unpublished_from(cfg, slots, epoch, shared, None, None)
     }
 
     /// As [`Router::build_unpublished`], reusing from `prev` the compiled services (and their
-    /// counters) that the new config leaves unchanged.
+    /// counters) that the new config leaves unchanged, and from `prev_bridges` the MAC table
+    /// and the member ids of members that stay.
     pub fn build_unpublished_from(
         cfg: Config,
         slots: &[Option<String>],
         epoch: Arc<EpochDomain>,
         shared: SharedTables,
         prev: Option<&crate::services::ServicesState>,
+        prev_bridges: Option<&crate::bridges::BridgesState>,
     ) -> Result<Router, BuildError> {
         let services = crate::services::ServicesState::build(&cfg, prev);
+        let bridges = crate::bridges::BridgesState::build(&cfg, prev_bridges);
         let fibs: Vec<Fibs> = cfg
             .vrfs
             .iter()
@@ -221,6 +226,7 @@ impl Router {
                 v4: ic.ipv4.clone(),
                 v6: ic.ipv6.clone(),
                 punt_local: cfg.control_plane.taps,
+                l2: bridges.ports.get(&ic.name).copied(),
             });
         }
         let generation = shared.load().generation + 1;
@@ -237,6 +243,7 @@ impl Router {
             links_down: Default::default(),
             shared,
             services,
+            bridges,
             learned: HashMap::new(),
             configured: Default::default(),
             route_file_names: Vec::new(),
@@ -272,6 +279,14 @@ impl Router {
         self.paths.publishes += 1;
         self.shared.store(Arc::new(self.tables()));
         self.services.publish_plan(&self.cfg);
+        self.apply_bridges();
+    }
+
+    /// The MAC table changes of this build, once its tables are live (the first call does them).
+    fn apply_bridges(&self) {
+        for w in self.bridges.apply() {
+            eprintln!("linerate: {w}");
+        }
     }
 
     fn nh(&mut self, key: NhKey, make: impl FnOnce(&Self) -> NextHop) -> u32 {
@@ -804,6 +819,9 @@ impl Router {
             acl_log: self.services.acl_log.clone(),
             punt: self.services.punt.clone(),
             generation: self.generation,
+            l2_members: self.bridges.l2_members(&self.ifs),
+            bridges: self.bridges.bridges.clone().into_boxed_slice(),
+            macs: self.bridges.table.clone(),
         }
     }
 
@@ -813,6 +831,7 @@ impl Router {
         self.paths.publishes += 1;
         self.shared.store(Arc::new(self.tables()));
         self.services.publish_plan(&self.cfg);
+        self.apply_bridges();
         self.publish_fibs()
     }
 

@@ -65,6 +65,7 @@ fn ifc(name: &str, port: u16, vlan: Option<u16>, mac: [u8; 6], v4: u32, v6: u128
         v4: vec![(v4, 24)],
         v6: vec![(v6, 64)],
         punt_local: false,
+        l2: None,
     }
 }
 

@@ -3,9 +3,11 @@
 //!
 //! ```text
 //! ethernet-input --> ip4-forward --+--> output-features --+--> interface-output (per port)
-//!        |      \--> ip6-forward --+----------------------+
-//!        |                  \--> slow-path --> (ip4/ip6 rewrite again) --/
-//!        \--> l2-control (LLC, LACP, LLDP) --> punt
+//!     |  |      \--> ip6-forward --+----------------------+
+//!     |  |                  \--> slow-path --> (ip4/ip6 rewrite again) --/
+//!     |  \--> l2-control (LLC, LACP, LLDP) --> punt        |
+//!     \--> l2-input (bridge members) --------------------->+
+//!               \--> l2-flood (copies per member) -------->/
 //! ```
 //!
 //! A node is a type implementing [`Node`], in a file of its own: its name, its next edges (a
@@ -125,6 +127,8 @@ macro_rules! graph {
 
 graph! {
     EthernetInput => crate::node::ethernet::EthernetInput;
+    L2Input => crate::node::l2_input::L2Input;
+    L2Flood => crate::node::l2_flood::L2Flood;
     Ip4Forward => crate::node::ip4::Ip4Forward;
     Ip6Forward => crate::node::ip6::Ip6Forward;
     L2Control => crate::node::l2_control::L2Control;

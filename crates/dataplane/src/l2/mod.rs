@@ -1,6 +1,9 @@
-//! Layer 2: what bridging needs in the data plane. Today the MAC address table
-//! ([`mac_table`]); the bridge-domain nodes, flooding and the members' tag rewrites build on it.
+//! Layer 2: bridging in the data plane. The MAC address table ([`mac_table`]), the bridge
+//! domains as the workers see them ([`bridge`]); the nodes that switch frames are
+//! `node::l2_input` (learn, look up, forward) and `node::l2_flood` (copies to every member).
 
+pub mod bridge;
 pub mod mac_table;
 
+pub use bridge::{Bridge, BridgeCounters, L2Port};
 pub use mac_table::{Learn, MacCounters, MacEntry, MacKey, MacTable, NotLearned};

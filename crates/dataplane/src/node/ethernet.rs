@@ -3,7 +3,8 @@
 //! Reads: the Ethernet and 802.1Q headers, the receive port. Sets: `meta.rx_if`, `meta.rx_port`,
 //! `meta.l3_off`, `meta.l2_group` (sent to a group address). Next: ip4-forward (EtherType
 //! 0x0800), ip6-forward (0x86dd), the punt path (ARP, 0x0806), l2-control (802.3 LLC frames,
-//! LACP, LLDP); everything else is dropped with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
+//! LACP, LLDP), l2-input (every frame of a bridge-domain member); everything else is dropped
+//! with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
 //! not promiscuous); broadcast and multicast frames pass to L3, which
 //! decides: only IP multicast and broadcast may arrive in them (RFC 1812 5.3.4).
 //!
@@ -22,6 +23,7 @@ const TO_IP4: u8 = u8::MAX;
 const TO_IP6: u8 = u8::MAX - 1;
 const TO_ARP: u8 = u8::MAX - 2;
 const TO_L2: u8 = u8::MAX - 3;
+const TO_BRIDGE: u8 = u8::MAX - 4;
 
 pub struct EthernetInput;
 
@@ -31,16 +33,19 @@ pub enum Next {
     Ip6,
     /// Non-IP control frames: LLC/SNAP (IS-IS, BPDUs), LACP, LLDP.
     L2Control,
+    /// Every frame of a bridge-domain member.
+    L2Input,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Ip4, Next::Ip6, Next::L2Control];
+    const ALL: &'static [Self] = &[Next::Ip4, Next::Ip6, Next::L2Control, Next::L2Input];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
             Next::Ip4 => NodeId::Ip4Forward,
             Next::Ip6 => NodeId::Ip6Forward,
             Next::L2Control => NodeId::L2Control,
+            Next::L2Input => NodeId::L2Input,
         }
     }
 }
@@ -96,6 +101,7 @@ fn ethernet_input(ctx: &mut Ctx, t: &Tables, port: u16, pkts: &mut Vec<PktBuf>) 
             TO_IP6 => ip6.push(b),
             TO_ARP => ctx.punt(b, crate::punt::PuntClass::Arp, NO_IF),
             TO_L2 => ctx.to(Next::L2Control, b),
+            TO_BRIDGE => ctx.to(Next::L2Input, b),
             r => ctx.drop(b, DropReason::ALL[r as usize]),
         }
     }
@@ -130,6 +136,15 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
         return DropReason::InterfaceDown as usize;
     }
     let group = d[0] & 1 != 0;
+    if ifc.l2.is_some() {
+        // A bridge member: switched whatever its addresses and EtherType.
+        let m = b.meta_mut();
+        m.l2_group = group;
+        m.rx_if = ifx;
+        m.rx_port = port;
+        m.l3_off = l3;
+        return TO_BRIDGE as usize;
+    }
     if !group && d[0..6] != ifc.mac.0 {
         return DropReason::NotForUs as usize;
     }

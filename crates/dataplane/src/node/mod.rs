@@ -8,6 +8,8 @@ pub mod ethernet;
 pub mod ip4;
 pub mod ip6;
 pub mod l2_control;
+pub mod l2_flood;
+pub mod l2_input;
 pub mod slow;
 
 use crate::buffer::{BufCache, PktBuf};

@@ -1,0 +1,313 @@
+//! Bridge domains on the control side: the MAC table the workers share, the member ids it
+//! stores, and what a config commit changes in it.
+//!
+//! Reads: the config's `bridges` (see `config::bridges`) and the interfaces' order. Sets: each
+//! member interface's `L2Port`, the workers' `Tables::{bridges, l2_members, macs}`; in the MAC
+//! table, learn limits, static entries, and the entries a commit makes stale (those of members
+//! and bridges removed, statics no longer configured), once the new tables are live
+//! ([`BridgesState::apply`]). An ager thread removes entries unseen for their bridge's aging
+//! time, sweeping the whole table once a second in ten slices.
+//!
+//! Member ids are handed out by interface name and kept while the interface stays in the same
+//! bridge; ids are never reused, so an entry left by a removed member can only point at no
+//! interface (its frames flood), never at a new member.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use dataplane::l2::{Bridge, BridgeCounters, L2Port, MacKey, MacTable};
+use dataplane::tables::NO_IF;
+
+use crate::config::Config;
+
+/// Per bridge id, its aging time in seconds (0: never), read by the ager thread.
+type AgingTimes = Arc<Box<[AtomicU32]>>;
+
+pub struct BridgesState {
+    /// Made when the first bridge is configured (its size is fixed at start), then kept.
+    pub table: Option<Arc<MacTable>>,
+    /// The bridges as the workers see them, in config order.
+    pub bridges: Vec<Bridge>,
+    /// Each member interface's place, by interface name.
+    pub ports: HashMap<String, L2Port>,
+    /// Member id -> interface name (ids of removed members are absent).
+    pub member_names: HashMap<u32, String>,
+    next_member: u32,
+    /// Each member's bridge id, by interface name: a member that changes bridge gets a new id.
+    member_bridge: HashMap<String, u16>,
+    /// Static entries: (bridge id, MAC) -> member id.
+    statics: HashMap<MacKey, u32>,
+    aging: Option<AgingTimes>,
+    /// The table changes this build makes when it goes live (taken by the first `apply`).
+    pending: Mutex<Option<Pending>>,
+}
+
+#[derive(Default)]
+struct Pending {
+    clear_members: HashSet<u32>,
+    clear_bridges: HashSet<u16>,
+    clear_statics: Vec<MacKey>,
+    limits: Vec<(u16, u32)>,
+    set_statics: Vec<(MacKey, u32)>,
+    aging: Vec<(u16, u32)>,
+}
+
+impl BridgesState {
+    /// The bridges of `cfg`, keeping from `prev` the table, the member ids of members that stay
+    /// in their bridge, and the counters of bridges that stay.
+    pub fn build(cfg: &Config, prev: Option<&BridgesState>) -> BridgesState {
+        let table = prev
+            .and_then(|p| p.table.clone())
+            .or_else(|| (!cfg.bridges.is_empty()).then(|| Arc::new(MacTable::new(cfg.max_macs))));
+        let aging = prev.and_then(|p| p.aging.clone()).or_else(|| {
+            table.as_ref().map(|t| {
+                let a: AgingTimes = Arc::new((0..1 << 16).map(|_| AtomicU32::new(0)).collect());
+                spawn_ager(Arc::downgrade(t), a.clone());
+                a
+            })
+        });
+        let mut st = BridgesState {
+            table,
+            bridges: Vec::new(),
+            ports: HashMap::new(),
+            member_names: HashMap::new(),
+            next_member: prev.map_or(1, |p| p.next_member),
+            member_bridge: HashMap::new(),
+            statics: HashMap::new(),
+            aging,
+            pending: Mutex::new(None),
+        };
+        let mut pending = Pending::default();
+        let index = |name: &str| {
+            cfg.interfaces
+                .iter()
+                .position(|i| i.name == name)
+                .expect("checked") as u32
+        };
+        for (bi, b) in cfg.bridges.iter().enumerate() {
+            let counters = prev
+                .and_then(|p| p.bridges.iter().find(|o| o.name == b.name && o.id == b.id))
+                .map(|o| o.counters.clone())
+                .unwrap_or_else(|| Arc::new(BridgeCounters::default()));
+            let mut members = Vec::new();
+            for m in &b.members {
+                let kept = prev.and_then(|p| {
+                    (p.member_bridge.get(&m.interface) == Some(&b.id))
+                        .then(|| p.ports.get(&m.interface).map(|x| x.member))
+                        .flatten()
+                });
+                let member = kept.unwrap_or_else(|| {
+                    let id = st.next_member;
+                    st.next_member += 1;
+                    id
+                });
+                st.ports.insert(
+                    m.interface.clone(),
+                    L2Port {
+                        bridge: bi as u16,
+                        member,
+                        learn: b.learning && m.learning,
+                    },
+                );
+                st.member_names.insert(member, m.interface.clone());
+                st.member_bridge.insert(m.interface.clone(), b.id);
+                members.push(index(&m.interface));
+            }
+            for s in &b.statics {
+                let member = st.ports[&s.interface].member;
+                st.statics.insert(MacKey::new(b.id, s.mac.0), member);
+            }
+            pending.limits.push((b.id, b.mac_limit));
+            pending.aging.push((b.id, b.aging_s));
+            st.bridges.push(Bridge {
+                name: b.name.clone(),
+                id: b.id,
+                members: members.into_boxed_slice(),
+                flood_unknown: b.flood_unknown,
+                bpdu: b.bpdu,
+                counters,
+            });
+        }
+        if let Some(p) = prev {
+            for (id, name) in &p.member_names {
+                if st.ports.get(name).map(|x| x.member) != Some(*id) {
+                    pending.clear_members.insert(*id);
+                }
+            }
+            for b in &p.bridges {
+                if !st.bridges.iter().any(|x| x.id == b.id) {
+                    pending.clear_bridges.insert(b.id);
+                    pending.limits.push((b.id, 0));
+                    pending.aging.push((b.id, 0));
+                }
+            }
+            for (k, m) in &p.statics {
+                if st.statics.get(k) != Some(m) {
+                    pending.clear_statics.push(*k);
+                }
+            }
+        }
+        pending.set_statics = st.statics.iter().map(|(k, m)| (*k, *m)).collect();
+        pending.set_statics.sort();
+        st.pending = Mutex::new(Some(pending));
+        st
+    }
+
+    /// Member id -> interface index, for `Tables::l2_members`.
+    pub fn l2_members(&self, ifs: &[dataplane::tables::Interface]) -> Box<[u32]> {
+        let mut v = vec![NO_IF; self.next_member as usize];
+        for (i, ifc) in ifs.iter().enumerate() {
+            if let Some(l2) = ifc.l2 {
+                v[l2.member as usize] = i as u32;
+            }
+        }
+        v.into_boxed_slice()
+    }
+
+    /// Makes the MAC table agree with this build, once its tables are live: removes what it
+    /// made stale, sets limits, aging times and static entries. Returns the static entries that
+    /// did not fit (their buckets full), as messages.
+    pub fn apply(&self) -> Vec<String> {
+        let Some(p) = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return Vec::new();
+        };
+        let Some(table) = &self.table else {
+            return Vec::new();
+        };
+        if !p.clear_members.is_empty() || !p.clear_bridges.is_empty() {
+            table.clear(true, |e| {
+                p.clear_members.contains(&e.member) || p.clear_bridges.contains(&e.key.bridge())
+            });
+        }
+        if !p.clear_statics.is_empty() {
+            let gone: HashSet<MacKey> = p.clear_statics.iter().copied().collect();
+            table.clear(true, |e| e.fixed && gone.contains(&e.key));
+        }
+        for (id, limit) in p.limits {
+            table.set_limit(id, limit);
+        }
+        if let Some(a) = &self.aging {
+            for (id, s) in p.aging {
+                a[id as usize].store(s, Ordering::Relaxed);
+            }
+        }
+        let mut failed = Vec::new();
+        for (k, m) in p.set_statics {
+            if let Err(why) = table.set_static(k, m) {
+                let mac = packet::ethernet::MacAddr(k.mac());
+                failed.push(format!(
+                    "static MAC {mac} in bridge id {} not installed: {why:?}",
+                    k.bridge()
+                ));
+            }
+        }
+        failed
+    }
+
+    /// The name of the bridge with id `id`.
+    pub fn bridge_name(&self, id: u16) -> Option<&str> {
+        self.bridges
+            .iter()
+            .find(|b| b.id == id)
+            .map(|b| b.name.as_str())
+    }
+}
+
+/// Seconds on the clock the workers stamp entries with.
+pub fn now_s() -> u32 {
+    (dataplane::feature::clock_ns() / 1_000_000_000) as u32
+}
+
+/// Ages the table while it exists: every 100 ms a tenth of it.
+fn spawn_ager(table: Weak<MacTable>, aging: AgingTimes) {
+    let _ = std::thread::Builder::new()
+        .name("mac-ager".into())
+        .spawn(move || {
+            let mut slice = 0usize;
+            loop {
+                std::thread::sleep(Duration::from_millis(100));
+                let Some(t) = table.upgrade() else {
+                    return;
+                };
+                let n = t.buckets();
+                let (from, to) = (n * slice / 10, n * (slice + 1) / 10);
+                t.age(from..to, now_s(), |b| {
+                    aging[b as usize].load(Ordering::Relaxed)
+                });
+                slice = (slice + 1) % 10;
+            }
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn cfg(bridges: &str) -> Config {
+        let text = format!(
+            "ports:\n  - {{ name: p1, driver: mem }}\n  - {{ name: p2, driver: mem }}\n  - {{ name: p3, driver: mem }}\ninterfaces:\n  - {{ name: p1, port: p1, mac: 02:00:00:00:00:01 }}\n  - {{ name: p2, port: p2, mac: 02:00:00:00:00:02 }}\n  - {{ name: p3, port: p3, mac: 02:00:00:00:00:03 }}\nbridges:\n{bridges}"
+        );
+        crate::config::parse(&text, Path::new("lab.yaml")).unwrap()
+    }
+
+    #[test]
+    fn a_commit_keeps_the_members_that_stay_and_clears_what_went() {
+        let a = cfg("  - { name: a, id: 5, members: [p1, p2], mac-limit: 100, static-macs: [{ mac: 02:00:00:00:00:99, interface: p2 }] }\n");
+        let s1 = BridgesState::build(&a, None);
+        assert!(s1.apply().is_empty());
+        let t = s1.table.clone().unwrap();
+        let (m1, m2) = (s1.ports["p1"].member, s1.ports["p2"].member);
+        assert_ne!(m1, m2);
+        let k99 = MacKey::new(5, [2, 0, 0, 0, 0, 0x99]);
+        assert_eq!(t.lookup(k99), Some(m2));
+        let learned = MacKey::new(5, [2, 0, 0, 0, 1, 1]);
+        t.learn(MacKey::new(5, [2, 0, 0, 0, 2, 2]), m1, now_s());
+        t.learn(learned, m2, now_s());
+        // p2 leaves (and its static with it), p3 joins: p1 keeps its id and its entry.
+        let b = cfg("  - { name: a, id: 5, members: [p1, p3] }\n");
+        let s2 = BridgesState::build(&b, Some(&s1));
+        assert_eq!(s2.ports["p1"].member, m1);
+        assert!(s2.ports["p3"].member > m2, "ids are never reused");
+        assert_eq!(t.len(), 3, "nothing changes before the new tables are live");
+        s2.apply();
+        assert_eq!(t.lookup(learned), None);
+        assert_eq!(t.lookup(k99), None);
+        assert_eq!(t.lookup(MacKey::new(5, [2, 0, 0, 0, 2, 2])), Some(m1));
+        assert!(Arc::ptr_eq(
+            &s2.bridges[0].counters,
+            &s1.bridges[0].counters
+        ));
+        let ifs: Vec<_> = ["p1", "p2", "p3"]
+            .iter()
+            .map(|n| dataplane::tables::Interface {
+                name: n.to_string(),
+                port: 0,
+                vlan: None,
+                mac: packet::ethernet::MacAddr([2, 0, 0, 0, 0, 1]),
+                mtu: 1500,
+                vrf: 0,
+                up: true,
+                v4: vec![],
+                v6: vec![],
+                punt_local: false,
+                l2: s2.ports.get(*n).copied(),
+            })
+            .collect();
+        let map = s2.l2_members(&ifs);
+        assert_eq!((map[m1 as usize], map[m2 as usize]), (0, NO_IF));
+        assert_eq!(map[s2.ports["p3"].member as usize], 2);
+        // The bridge goes: its entries go too.
+        let none = cfg("  - { name: other, id: 6, members: [p2] }\n");
+        let s3 = BridgesState::build(&none, Some(&s2));
+        s3.apply();
+        assert_eq!(t.bridge_len(5), 0);
+    }
+}

@@ -1,0 +1,218 @@
+//! Bridge domains as the workers see them: which interfaces are members, what each domain does
+//! with sources (learn or not) and unknown destinations (flood or drop), and the counters the
+//! L2 nodes keep for `show bridge` and the metrics.
+//!
+//! An interface in a bridge domain carries an [`L2Port`]: its domain (an index into
+//! `Tables::bridges`) and its member id in the MAC table. Member ids are stable across config
+//! commits (the control plane hands them out by interface name and never reuses one while an
+//! entry may name it), while interface indexes are not: `Tables::l2_members` maps a member id to
+//! the interface it is today, so a learned address stays right across a commit that renumbers
+//! interfaces, and an address learned on a removed member is flooded, never sent to the wrong
+//! interface.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::buffer::PktBuf;
+
+/// A bridge member's place: its domain and its member id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct L2Port {
+    /// Index into `Tables::bridges`.
+    pub bridge: u16,
+    /// The member id the MAC table stores for addresses learned here.
+    pub member: u32,
+    /// Sources arriving here are learned (the domain's `learning` and the member's own).
+    pub learn: bool,
+}
+
+/// One bridge domain.
+#[derive(Clone, Debug)]
+pub struct Bridge {
+    pub name: String,
+    /// The domain's number: the MAC table's keys carry it, so it is stable across commits.
+    pub id: u16,
+    /// Interface indexes of the members, in config order (the flood list).
+    pub members: Box<[u32]>,
+    /// Frames to unknown unicast destinations are flooded (else dropped and counted).
+    pub flood_unknown: bool,
+    /// What becomes of spanning-tree BPDUs (Linerate runs no STP: `show bridge` says so).
+    pub bpdu: Bpdu,
+    pub counters: std::sync::Arc<BridgeCounters>,
+}
+
+/// What a bridge domain does with spanning-tree BPDUs (to 01:80:C2:00:00:00).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Bpdu {
+    /// Handed to the control plane with the other L2 control frames (`bpdu` punt class), so
+    /// the member's TAP twin sees them; not forwarded.
+    #[default]
+    Punt,
+    /// Flooded like a multicast frame: the domain is transparent to an outside spanning tree,
+    /// which can then see (and break) a loop through it.
+    Flood,
+    /// Dropped and counted.
+    Drop,
+}
+
+impl Bpdu {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bpdu::Punt => "punt",
+            Bpdu::Flood => "flood",
+            Bpdu::Drop => "drop",
+        }
+    }
+}
+
+/// Counters of one bridge domain, written once per vector by each worker that switched frames
+/// in it (so one shared line per domain, touched a few times a vector, not per frame).
+#[derive(Debug, Default)]
+pub struct BridgeCounters {
+    /// Frames sent to the member their destination is learned on.
+    pub forwarded: AtomicU64,
+    /// Frames flooded (broadcast, multicast, unknown unicast), and the copies that went out.
+    pub flooded: AtomicU64,
+    pub flood_copies: AtomicU64,
+    /// Of the frames flooded, those to a unicast address nobody had learned.
+    pub unknown_unicast: AtomicU64,
+    /// Sources learned anew, moved from another member, not learned at the domain's limit,
+    /// not learned because the table was full, and moves refused as flaps.
+    pub learned: AtomicU64,
+    pub moved: AtomicU64,
+    pub limit: AtomicU64,
+    pub table_full: AtomicU64,
+    pub flaps: AtomicU64,
+}
+
+impl BridgeCounters {
+    /// Adds one vector's counts.
+    pub fn add(&self, v: &VectorCounts) {
+        let add = |c: &AtomicU64, n: u64| {
+            if n > 0 {
+                c.fetch_add(n, Ordering::Relaxed);
+            }
+        };
+        add(&self.forwarded, v.forwarded);
+        add(&self.flooded, v.flooded);
+        add(&self.flood_copies, v.flood_copies);
+        add(&self.unknown_unicast, v.unknown_unicast);
+        add(&self.learned, v.learned);
+        add(&self.moved, v.moved);
+        add(&self.limit, v.limit);
+        add(&self.table_full, v.table_full);
+        add(&self.flaps, v.flaps);
+    }
+
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+}
+
+/// One vector's counts for one domain, kept in locals by the nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VectorCounts {
+    pub forwarded: u64,
+    pub flooded: u64,
+    pub flood_copies: u64,
+    pub unknown_unicast: u64,
+    pub learned: u64,
+    pub moved: u64,
+    pub limit: u64,
+    pub table_full: u64,
+    pub flaps: u64,
+}
+
+impl VectorCounts {
+    pub fn is_zero(&self) -> bool {
+        *self == VectorCounts::default()
+    }
+}
+
+/// The 802.1D reserved group addresses (01:80:C2:00:00:00 to 0F: STP BPDUs, pause, LACP, LLDP,
+/// 802.1X): a bridge never forwards them.
+#[inline(always)]
+pub fn reserved_group(dst: &[u8]) -> bool {
+    dst[..5] == [0x01, 0x80, 0xc2, 0, 0] && dst[5] & 0xf0 == 0
+}
+
+/// Rewrites a bridged frame's tag for the member it leaves by: `vlan` Some(v) sends it tagged
+/// with v (keeping the priority bits it came with), None untagged. Reads and sets
+/// `meta.l3_off` (14 untagged, 18 tagged: just past the EtherType). False when the buffer has
+/// no headroom for a tag.
+#[inline(always)]
+pub fn retag(b: &mut PktBuf, vlan: Option<u16>) -> bool {
+    let l3 = b.meta().l3_off as usize;
+    match (l3, vlan) {
+        (18, Some(v)) => {
+            let d = b.data_mut();
+            let tci = u16::from_be_bytes([d[14], d[15]]) & 0xf000 | v;
+            d[14..16].copy_from_slice(&tci.to_be_bytes());
+        }
+        (14, None) => {}
+        (14, Some(v)) => {
+            if !b.push_front(4) {
+                return false;
+            }
+            let d = b.data_mut();
+            d.copy_within(4..16, 0);
+            d[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+            d[14..16].copy_from_slice(&v.to_be_bytes());
+            b.meta_mut().l3_off = 18;
+        }
+        (18, None) => {
+            b.data_mut().copy_within(0..12, 4);
+            b.pull_front(4);
+            b.meta_mut().l3_off = 14;
+        }
+        // Other offsets are not made by ethernet-input.
+        _ => return false,
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buffer::{BufCache, Pool};
+
+    fn frame(c: &mut BufCache, bytes: &[u8], l3: u16) -> PktBuf {
+        let mut b = c.alloc().unwrap();
+        assert!(b.fill(bytes));
+        b.meta_mut().l3_off = l3;
+        b
+    }
+
+    #[test]
+    fn tags_are_pushed_popped_and_translated_keeping_the_priority() {
+        let mut c = BufCache::new(Pool::new(8));
+        let macs: Vec<u8> = (1..=12).collect();
+        let mut untagged = macs.clone();
+        untagged.extend_from_slice(&[0x08, 0x00, 0xaa, 0xbb]);
+        let mut tagged = macs.clone();
+        tagged.extend_from_slice(&[0x81, 0x00, 0xa0, 0x64, 0x08, 0x00, 0xaa, 0xbb]);
+
+        let mut b = frame(&mut c, &untagged, 14);
+        assert!(retag(&mut b, Some(100)));
+        let mut want = macs.clone();
+        want.extend_from_slice(&[0x81, 0x00, 0x00, 0x64, 0x08, 0x00, 0xaa, 0xbb]);
+        assert_eq!((b.data(), b.meta().l3_off), (&want[..], 18));
+        assert!(retag(&mut b, None));
+        assert_eq!((b.data(), b.meta().l3_off), (&untagged[..], 14));
+
+        // Translated: VLAN 100 to 200, PCP 5 kept.
+        let mut b = frame(&mut c, &tagged, 18);
+        assert!(retag(&mut b, Some(200)));
+        assert_eq!(&b.data()[12..16], &[0x81, 0x00, 0xa0, 0xc8]);
+        assert!(retag(&mut b, Some(200)));
+        assert_eq!(&b.data()[12..16], &[0x81, 0x00, 0xa0, 0xc8]);
+    }
+
+    #[test]
+    fn reserved_group_addresses_are_the_802_1d_block() {
+        assert!(reserved_group(&[0x01, 0x80, 0xc2, 0, 0, 0]));
+        assert!(reserved_group(&[0x01, 0x80, 0xc2, 0, 0, 0x0e]));
+        assert!(!reserved_group(&[0x01, 0x80, 0xc2, 0, 0, 0x10]));
+        assert!(!reserved_group(&[0xff; 6]));
+        assert!(!reserved_group(&[0x01, 0x00, 0x5e, 0, 0, 1]));
+    }
+}

@@ -1,0 +1,213 @@
+//! l2-input: switches the frames of bridge-domain members: learns each source, looks up each
+//! destination, and sends the frame to the member its destination is on.
+//!
+//! Reads: `meta.rx_if` (a member: its `L2Port`), `meta.l3_off` (14 or 18: past the EtherType),
+//! the frame's MACs; the MAC table (`Tables::macs`). Writes: the MAC table (sources learned,
+//! refreshed or moved, once per vector as a batch), the frame's tag for the member it leaves by
+//! (`l2::bridge::retag`), the domain's counters. Next: a member's transmit vector (known
+//! unicast); l2-flood (broadcast, multicast, unknown unicast where the domain floods it);
+//! l2-control (the 802.1D reserved addresses: LACP, LLDP, and BPDUs where the domain punts
+//! them). Dropped: a destination on the member the frame came from, an unknown destination in a
+//! domain that does not flood, BPDUs where the domain drops them, a member that is down.
+//!
+//! Both table passes are batched over the vector (`MacTable::learn_batch`, `lookup_batch`),
+//! prefetching buckets ahead, so a table of a million addresses costs overlapping misses, not
+//! one at a time. Learning writes nothing for a source already known on its member this second,
+//! so steady traffic does not bounce the table's lines between workers.
+
+use super::{Ctx, VECTOR};
+use crate::buffer::PktBuf;
+use crate::counters::DropReason;
+use crate::graph::{Edge, Node, NodeId, To};
+use crate::l2::bridge::{reserved_group, retag, Bpdu, VectorCounts};
+use crate::l2::{Learn, MacKey, NotLearned};
+use crate::tables::{Tables, NO_IF};
+
+pub struct L2Input;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Flood,
+    Control,
+}
+
+impl Edge for Next {
+    const ALL: &'static [Self] = &[Next::Flood, Next::Control];
+    #[inline(always)]
+    fn node(self) -> NodeId {
+        match self {
+            Next::Flood => NodeId::L2Flood,
+            Next::Control => NodeId::L2Control,
+        }
+    }
+}
+
+impl Node for L2Input {
+    const NAME: &'static str = "l2-input";
+    type Next = Next;
+    const TRANSMITS: bool = true;
+    const DROPS: &'static [DropReason] = &[
+        DropReason::L2SameInterface,
+        DropReason::L2UnknownUnicast,
+        DropReason::L2BpduDropped,
+    ];
+    const CONSUMED: &'static str = "";
+
+    fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+        l2_input(ctx, t, pkts);
+    }
+
+    fn trace(t: &Tables, b: &PktBuf, to: To) -> String {
+        let m = b.meta();
+        let Some(l2) = t.ifs[m.rx_if as usize].l2 else {
+            return String::new();
+        };
+        let bridge = &t.bridges[l2.bridge as usize];
+        match to {
+            To::Tx(_) => {
+                let d = b.data();
+                let out = t
+                    .macs
+                    .as_ref()
+                    .and_then(|macs| macs.lookup(MacKey::new(bridge.id, mac6(d, 0))))
+                    .and_then(|member| t.l2_members.get(member as usize))
+                    .and_then(|&ifx| t.ifs.get(ifx as usize))
+                    .map_or("?", |i| i.name.as_str());
+                format!("bridge {}: to {} on {out}", bridge.name, fmt_mac(&d[..6]))
+            }
+            To::Node(NodeId::L2Flood) => format!("bridge {}: flood", bridge.name),
+            _ => format!("bridge {}: L2 control frame", bridge.name),
+        }
+    }
+}
+
+#[inline(always)]
+fn mac6(d: &[u8], at: usize) -> [u8; 6] {
+    [d[at], d[at + 1], d[at + 2], d[at + 3], d[at + 4], d[at + 5]]
+}
+
+fn fmt_mac(m: &[u8]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Where one frame goes.
+#[derive(Clone, Copy)]
+enum Verdict {
+    Tx(u32),
+    Flood,
+    Control,
+    Drop(DropReason),
+}
+
+fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
+    let Some(macs) = t.macs.as_deref() else {
+        // Members without a table are a control-plane bug; flooding stays correct.
+        for b in pkts.drain(..) {
+            ctx.to(Next::Flood, b);
+        }
+        return;
+    };
+    let n = pkts.len();
+    let now = (ctx.clock_ns / 1_000_000_000) as u32;
+    let mut dst = [MacKey::new(0, [0; 6]); VECTOR];
+    let mut src = [MacKey::new(0, [0; 6]); VECTOR];
+    let mut member = [0u32; VECTOR];
+    // The frames whose source is learned: their index in the vector.
+    let mut learners = [0u8; VECTOR];
+    let mut k = 0;
+    for (i, b) in pkts.iter().enumerate() {
+        let l2 = t.ifs[b.meta().rx_if as usize]
+            .l2
+            .expect("ethernet-input sends only members here");
+        let id = t.bridges[l2.bridge as usize].id;
+        let d = b.data();
+        dst[i] = MacKey::new(id, mac6(d, 0));
+        if l2.learn {
+            src[k] = MacKey::new(id, mac6(d, 6));
+            member[k] = l2.member;
+            learners[k] = i as u8;
+            k += 1;
+        }
+    }
+    let mut learned = [Learn::Known; VECTOR];
+    macs.learn_batch(&src[..k], &member[..k], now, &mut learned[..k]);
+    let mut found = [None; VECTOR];
+    macs.lookup_batch(&dst[..n], &mut found[..n]);
+
+    // Counts per domain: a vector nearly always holds one, so a run is flushed when it changes.
+    let mut run = (u16::MAX, VectorCounts::default());
+    let flush = |run: &mut (u16, VectorCounts)| {
+        if run.0 != u16::MAX && !run.1.is_zero() {
+            t.bridges[run.0 as usize].counters.add(&run.1);
+        }
+        run.1 = VectorCounts::default();
+    };
+    let mut li = 0;
+    for (i, mut b) in pkts.drain(..).enumerate() {
+        let rx_if = b.meta().rx_if;
+        let l2 = t.ifs[rx_if as usize].l2.expect("checked above");
+        if run.0 != l2.bridge {
+            flush(&mut run);
+            run.0 = l2.bridge;
+        }
+        let c = &mut run.1;
+        if li < k && learners[li] as usize == i {
+            match learned[li] {
+                Learn::Learned => c.learned += 1,
+                Learn::Moved { .. } => c.moved += 1,
+                Learn::NotLearned(NotLearned::Limit) => c.limit += 1,
+                Learn::NotLearned(NotLearned::TableFull) => c.table_full += 1,
+                Learn::NotLearned(NotLearned::Flap) => c.flaps += 1,
+                _ => {}
+            }
+            li += 1;
+        }
+        let bridge = &t.bridges[l2.bridge as usize];
+        let d = b.data();
+        let verdict = if d[0] & 1 != 0 {
+            if reserved_group(d) {
+                match bridge.bpdu {
+                    Bpdu::Flood if d[5] == 0 => Verdict::Flood,
+                    Bpdu::Drop if d[5] == 0 => Verdict::Drop(DropReason::L2BpduDropped),
+                    _ => Verdict::Control,
+                }
+            } else {
+                Verdict::Flood
+            }
+        } else {
+            match found[i].map(|m| t.l2_members.get(m as usize).copied().unwrap_or(NO_IF)) {
+                Some(ifx) if ifx == rx_if => Verdict::Drop(DropReason::L2SameInterface),
+                Some(ifx) if ifx != NO_IF => Verdict::Tx(ifx),
+                // Unknown, or learned on a member since removed.
+                _ if bridge.flood_unknown => {
+                    c.unknown_unicast += 1;
+                    Verdict::Flood
+                }
+                _ => Verdict::Drop(DropReason::L2UnknownUnicast),
+            }
+        };
+        match verdict {
+            Verdict::Tx(ifx) => {
+                let out = &t.ifs[ifx as usize];
+                if !out.up {
+                    ctx.drop(b, DropReason::InterfaceDown);
+                } else if !retag(&mut b, out.vlan) {
+                    ctx.drop(b, DropReason::NoBuffer);
+                } else {
+                    c.forwarded += 1;
+                    ctx.tx(out.port, b);
+                }
+            }
+            Verdict::Flood => ctx.to(Next::Flood, b),
+            Verdict::Control => ctx.to(Next::Control, b),
+            Verdict::Drop(why) => ctx.drop(b, why),
+        }
+    }
+    flush(&mut run);
+}
+
+#[cfg(test)]
+mod tests;

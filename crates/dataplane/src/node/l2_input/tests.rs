@@ -1,0 +1,217 @@
+//! l2-input and l2-flood on a bridge domain of three members: `eth0` and `eth1` untagged on
+//! ports 0 and 1, `eth2.100` tagged with VLAN 100 on port 2.
+
+use std::sync::Arc;
+
+use packet::ethernet::MacAddr;
+
+use crate::counters::DropReason;
+use crate::graph::harness::{Harness, Out};
+use crate::graph::{NodeId, To};
+use crate::l2::bridge::{Bpdu, Bridge, BridgeCounters};
+use crate::l2::{L2Port, MacKey, MacTable};
+use crate::node::Ctx;
+use crate::tables::{Interface, PortMap, Tables, NO_IF};
+
+const A: [u8; 6] = [2, 0, 0, 0, 0xa, 1];
+const B: [u8; 6] = [2, 0, 0, 0, 0xb, 1];
+const C: [u8; 6] = [2, 0, 0, 0, 0xc, 1];
+const BROADCAST: [u8; 6] = [0xff; 6];
+const BRIDGE_ID: u16 = 10;
+
+fn member(name: &str, port: u16, vlan: Option<u16>, member: u32, learn: bool) -> Interface {
+    Interface {
+        name: name.into(),
+        port,
+        vlan,
+        mac: MacAddr([2, 0, 0, 0, 0, port as u8]),
+        mtu: 1500,
+        vrf: 0,
+        up: true,
+        v4: vec![],
+        v6: vec![],
+        punt_local: false,
+        l2: Some(L2Port {
+            bridge: 0,
+            member,
+            learn,
+        }),
+    }
+}
+
+fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
+    let mut h = Harness::new();
+    let mut vlans = vec![NO_IF; 4096];
+    vlans[100] = 2;
+    let mut t = Tables::empty(1000);
+    t.ifs = vec![
+        member("eth0", 0, None, 7, true),
+        member("eth1", 1, None, 8, true),
+        member("eth2.100", 2, Some(100), 9, true),
+    ]
+    .into_boxed_slice();
+    t.ports = vec![
+        PortMap {
+            untagged: 0,
+            vlans: Box::new([]),
+        },
+        PortMap {
+            untagged: 1,
+            vlans: Box::new([]),
+        },
+        PortMap {
+            untagged: NO_IF,
+            vlans: vlans.into_boxed_slice(),
+        },
+    ]
+    .into_boxed_slice();
+    t.bridges = vec![Bridge {
+        name: "office".into(),
+        id: BRIDGE_ID,
+        members: vec![0, 1, 2].into_boxed_slice(),
+        flood_unknown,
+        bpdu,
+        counters: Arc::new(BridgeCounters::default()),
+    }]
+    .into_boxed_slice();
+    // Member ids 7, 8, 9 are interfaces 0, 1, 2; id 3 was a member since removed.
+    let mut members = vec![NO_IF; 10];
+    members[7] = 0;
+    members[8] = 1;
+    members[9] = 2;
+    t.l2_members = members.into_boxed_slice();
+    t.macs = Some(Arc::new(MacTable::new(1024)));
+    h.t = t;
+    let cache = std::mem::replace(
+        &mut h.ctx.cache,
+        crate::buffer::BufCache::new(crate::buffer::Pool::new(1)),
+    );
+    h.ctx = Ctx::new(cache, 3, 1000);
+    h
+}
+
+fn frame(dst: [u8; 6], src: [u8; 6], vlan: Option<u16>) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    if let Some(v) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&v.to_be_bytes());
+    }
+    f.extend_from_slice(&[0x08, 0x00]);
+    f.extend_from_slice(&[0xee; 46]);
+    f
+}
+
+/// Runs frames received on `port` through ethernet-input, then the L2 nodes.
+fn switch(h: &mut Harness, port: u16, frames: &[Vec<u8>]) -> (Out, Out) {
+    let out = h.push(NodeId::EthernetInput, port, frames);
+    let v = out.to.into_values().next().unwrap_or_default();
+    assert!(
+        v.len() == frames.len(),
+        "ethernet-input sends members' frames to l2-input"
+    );
+    let mut l2 = h.run_bufs(NodeId::L2Input, v);
+    let flood = match l2.to.remove("l2-flood") {
+        Some(v) => h.run_bufs(NodeId::L2Flood, v),
+        None => Out::default(),
+    };
+    (l2, flood)
+}
+
+fn tx(out: &Out, port: u16) -> Vec<Vec<u8>> {
+    out.to
+        .get(&format!("tx {port}"))
+        .map(|v| v.iter().map(|b| b.data().to_vec()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn unknown_destinations_flood_to_every_other_member_tagged_for_each() {
+    let mut h = bridged(true, Bpdu::Punt);
+    let f = frame(B, A, None);
+    let (l2, flood) = switch(&mut h, 0, &[f.clone()]);
+    assert!(l2.to.is_empty(), "nothing known yet");
+    // Split horizon: nothing back out of port 0; port 1 as it came, port 2 tagged 100.
+    assert_eq!(tx(&flood, 0).len(), 0);
+    assert_eq!(tx(&flood, 1), vec![f.clone()]);
+    assert_eq!(tx(&flood, 2), vec![frame(B, A, Some(100))]);
+    let c = &h.t.bridges[0].counters;
+    assert_eq!(BridgeCounters::get(&c.flooded), 1);
+    assert_eq!(BridgeCounters::get(&c.flood_copies), 2);
+    assert_eq!(BridgeCounters::get(&c.unknown_unicast), 1);
+    assert_eq!(BridgeCounters::get(&c.learned), 1);
+    // A was learned on member 7 (eth0).
+    let macs = h.t.macs.clone().unwrap();
+    assert_eq!(macs.lookup(MacKey::new(BRIDGE_ID, A)), Some(7));
+}
+
+#[test]
+fn a_learned_destination_gets_the_frame_alone_with_its_tag_rewritten() {
+    let mut h = bridged(true, Bpdu::Punt);
+    // B speaks from eth2.100 (tagged), then A answers from eth0 (untagged).
+    switch(&mut h, 2, &[frame(BROADCAST, B, Some(100))]);
+    let (l2, flood) = switch(&mut h, 0, &[frame(B, A, None), frame(B, A, None)]);
+    assert!(flood.to.is_empty(), "known: not flooded");
+    let sent = tx(&l2, 2);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(&sent[0][12..16], &[0x81, 0x00, 0x00, 0x64], "tag pushed");
+    // And back: the tag popped on the way to eth0.
+    let (l2, _) = switch(&mut h, 2, &[frame(A, B, Some(100))]);
+    assert_eq!(tx(&l2, 0), vec![frame(A, B, None)]);
+    let c = &h.t.bridges[0].counters;
+    assert_eq!(BridgeCounters::get(&c.forwarded), 3);
+    let line = h.trace(NodeId::L2Input, &l2.to["tx 0"][0], To::Tx(0));
+    assert_eq!(line, "bridge office: to 02:00:00:00:0a:01 on eth0");
+}
+
+#[test]
+fn filtered_unknown_reserved_and_moved_frames_each_get_their_fate() {
+    let mut h = bridged(false, Bpdu::Drop);
+    switch(&mut h, 0, &[frame(BROADCAST, A, None)]);
+    // To A from A's own member: filtered. To C (unknown) with flooding off: dropped.
+    let mut bpdu = frame([0x01, 0x80, 0xc2, 0, 0, 0], B, None);
+    bpdu[12..14].copy_from_slice(&38u16.to_be_bytes());
+    let mut lldp = frame([0x01, 0x80, 0xc2, 0, 0, 0x0e], B, None);
+    lldp[12..14].copy_from_slice(&0x88ccu16.to_be_bytes());
+    let (l2, flood) = switch(
+        &mut h,
+        0,
+        &[frame(A, B, None), frame(C, B, None), bpdu, lldp],
+    );
+    assert!(flood.to.is_empty());
+    assert_eq!(l2.dropped(DropReason::L2SameInterface), 1);
+    assert_eq!(l2.dropped(DropReason::L2UnknownUnicast), 1);
+    assert_eq!(l2.dropped(DropReason::L2BpduDropped), 1);
+    assert_eq!(l2.count("l2-control"), 1, "LLDP goes to the control plane");
+    // B came from eth0; now it speaks from eth1: moved (after its first second: a move within
+    // the second it was learned is refused as a flap).
+    let macs = h.t.macs.clone().unwrap();
+    assert_eq!(macs.lookup(MacKey::new(BRIDGE_ID, B)), Some(7));
+    h.ctx.clock_ns += 2_000_000_000;
+    switch(&mut h, 1, &[frame(BROADCAST, B, None)]);
+    assert_eq!(macs.lookup(MacKey::new(BRIDGE_ID, B)), Some(8));
+    assert_eq!(BridgeCounters::get(&h.t.bridges[0].counters.moved), 1);
+}
+
+#[test]
+fn an_address_on_a_removed_member_is_flooded_not_sent_astray() {
+    let mut h = bridged(true, Bpdu::Punt);
+    let macs = h.t.macs.clone().unwrap();
+    macs.set_static(MacKey::new(BRIDGE_ID, C), 3).unwrap();
+    let (l2, flood) = switch(&mut h, 0, &[frame(C, A, None)]);
+    assert!(l2.to.is_empty());
+    assert_eq!(tx(&flood, 1).len() + tx(&flood, 2).len(), 2);
+}
+
+#[test]
+fn a_member_that_does_not_learn_leaves_the_table_alone() {
+    let mut h = bridged(true, Bpdu::Punt);
+    h.t.ifs[0].l2.as_mut().unwrap().learn = false;
+    switch(&mut h, 0, &[frame(BROADCAST, A, None)]);
+    assert_eq!(h.t.macs.as_ref().unwrap().len(), 0);
+    // With no other member up, a flood has nowhere to go.
+    h.t.ifs[1].up = false;
+    h.t.ifs[2].up = false;
+    let (_, flood) = switch(&mut h, 0, &[frame(BROADCAST, A, None)]);
+    assert_eq!(flood.dropped(DropReason::L2NoFloodMember), 1);
+}
