@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use api::requests::{
-    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, RouteDelete, RouteRequest,
-    RoutesQuery, TraceRequest, WorkerRequest,
+    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, MacQuery, RouteDelete,
+    RouteRequest, RoutesQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{CommitText, RunningConfig, WorkerAdded};
 use api::{ApiError, ErrorKind};
@@ -299,6 +299,12 @@ fn routes(core: Arc<Core>) -> Router {
         )
         .route("/v1/cpu", get(|State(c): Shared| call(c, |c| c.cpu())))
         .route(
+            "/v1/bridges",
+            get(|State(c): Shared| call(c, |c| Ok(c.bridges()))),
+        )
+        .route("/v1/mac-table", get(mac_table))
+        .route("/v1/mac-table/clear", post(mac_clear))
+        .route(
             "/v1/runtime",
             get(|State(c): Shared| call(c, |c| Ok(c.runtime()))),
         )
@@ -420,6 +426,18 @@ async fn worker_add(State(c): Shared, body: Bytes) -> Response {
 
 async fn logging(State(c): Shared, Query(p): Query<LogQuery>) -> Response {
     call(c, move |c| Ok(c.logging(p.n.unwrap_or(50)))).await
+}
+
+async fn mac_table(State(c): Shared, Query(q): Query<MacQuery>) -> Response {
+    call(c, move |c| c.mac_table(&q)).await
+}
+
+async fn mac_clear(State(c): Shared, body: Bytes) -> Response {
+    let q: MacQuery = match parse(&body) {
+        Ok(x) => x,
+        Err(e) => return error(e),
+    };
+    call(c, move |c| c.mac_clear(&q)).await
 }
 
 async fn acl_show(State(c): Shared, Query(p): Query<AclQuery>) -> Response {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use api::requests::{
-    AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, Family, LogQuery, RouteDelete,
+    AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, Family, LogQuery, MacQuery, RouteDelete,
     RouteRequest, RoutesQuery, TraceRequest, WorkerRequest,
 };
 use api::views::*;
@@ -18,9 +18,15 @@ router: { workers: 1, buffers: 8192 }
 ports:
   - { name: p0, driver: mem }
   - { name: p1, driver: mem }
+  - { name: p2, driver: mem }
+  - { name: p3, driver: mem }
 interfaces:
   - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24], acl-in: [EDGE], qos-in: mark }
   - { name: p1, port: p1, mac: "02:00:00:00:01:01", ipv4: [198.51.100.1/24], ipv6: [2001:db8:1::1/64] }
+  - { name: p2, port: p2, mac: "02:00:00:00:02:01" }
+  - { name: p3, port: p3, mac: "02:00:00:00:03:01" }
+bridges:
+  - { name: lan, members: [p2, p3], static-macs: [{ mac: "02:00:00:00:0f:01", interface: p3 }] }
 neighbors:
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
 routes:
@@ -80,7 +86,8 @@ fn every_answer_reads_back_as_its_view() {
     let c = Client::new(Endpoint::Unix(socket)).unwrap();
 
     let ifs: Vec<InterfaceView> = c.view("/v1/interfaces").unwrap();
-    assert_eq!(ifs.len(), 2);
+    assert_eq!(ifs.len(), 4);
+    assert_eq!(ifs[3].bridge.as_deref(), Some("lan"));
     assert_eq!(ifs[1].ipv6, vec!["2001:db8:1::1/64".to_string()]);
     let ports: Vec<PortView> = c.view("/v1/ports").unwrap();
     assert!(ports
@@ -98,8 +105,12 @@ fn every_answer_reads_back_as_its_view() {
     let rt: RuntimeView = c.view("/v1/runtime").unwrap();
     assert!(rt.total.iter().any(|n| n.node == "ethernet-input"));
     let sys: SystemView = c.view("/v1/system").unwrap();
-    assert_eq!((sys.workers, sys.ports, sys.commit), (1, 2, 1));
+    assert_eq!((sys.workers, sys.ports, sys.commit), (1, 4, 1));
     assert!(sys.tables.iter().any(|t| t.table == "next hops"));
+    assert!(sys
+        .tables
+        .iter()
+        .any(|t| t.table == "mac addresses" && t.entries == 1));
     let logs: Vec<LogView> = c.view(&LogQuery { n: Some(5) }.path()).unwrap();
     assert!(logs.len() <= 5);
     let acls: Vec<AclView> = c
@@ -125,6 +136,28 @@ fn every_answer_reads_back_as_its_view() {
     assert_eq!(one.text, CONFIG);
     let cpu: CpuView = c.view("/v1/cpu").unwrap();
     assert!(cpu.rows.iter().any(|r| r.kind == ThreadKind::Worker));
+    let bridges: Vec<BridgeView> = c.view("/v1/bridges").unwrap();
+    assert_eq!(
+        (bridges[0].name.as_str(), bridges[0].static_macs),
+        ("lan", 1)
+    );
+    assert!(bridges.render().contains("spanning tree not run"));
+    let q = MacQuery {
+        bridge: Some("lan".into()),
+        ..Default::default()
+    };
+    let macs: MacTableView = c.view(&q.path()).unwrap();
+    assert_eq!(macs.entries[0].interface, "p3");
+    assert!(macs.entries[0].fixed && macs.table.capacity == 1 << 20);
+    // Clearing removes learned entries only: the static one is the config's.
+    let cleared: MacCleared = c.post("/v1/mac-table/clear", &q).unwrap().view().unwrap();
+    assert_eq!(cleared.removed, 0);
+    let none = MacQuery {
+        bridge: Some("wan".into()),
+        ..Default::default()
+    };
+    let (status, e) = refusal(c.get(&none.path()).unwrap());
+    assert_eq!((status, e.kind), (404, ErrorKind::NotFound));
 
     // A route through the typed request, seen with its origin, then removed.
     let add = RouteRequest {

@@ -110,6 +110,39 @@ impl LogQuery {
     }
 }
 
+/// `GET /v1/mac-table?bridge=B&interface=I&limit=N`: the entries of one bridge and/or one
+/// member (all when neither is given), at most `limit` of them (None: 1,000; 0: all). The same
+/// fields are `POST /v1/mac-table/clear`'s body: the dynamic entries it removes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MacQuery {
+    #[serde(default)]
+    pub bridge: Option<String>,
+    #[serde(default)]
+    pub interface: Option<String>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+impl MacQuery {
+    pub fn path(&self) -> String {
+        let mut q = Vec::new();
+        if let Some(b) = &self.bridge {
+            q.push(format!("bridge={}", enc(b)));
+        }
+        if let Some(i) = &self.interface {
+            q.push(format!("interface={}", enc(i)));
+        }
+        if let Some(n) = self.limit {
+            q.push(format!("limit={n}"));
+        }
+        if q.is_empty() {
+            "/v1/mac-table".into()
+        } else {
+            format!("/v1/mac-table?{}", q.join("&"))
+        }
+    }
+}
+
 /// `GET /v1/acl[?name=NAME]`: every list, or one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AclQuery {

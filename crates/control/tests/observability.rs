@@ -26,6 +26,12 @@ interfaces:
   - { name: p0.9, port: p0, vlan: 9, mac: "02:00:00:00:00:01", ipv4: [192.0.9.1/24], state: down }
   - { name: p1, port: p1, mac: "02:00:00:00:01:01", ipv4: [198.51.100.1/24], mtu: 1280, acl-out: NO-DNS }
   - { name: p2, port: p2, mac: "02:00:00:00:02:01", ipv4: [198.18.0.1/24], qos-out: tiny }
+  - { name: p0.20, port: p0, vlan: 20, mac: "02:00:00:00:00:01" }
+  - { name: p0.21, port: p0, vlan: 21, mac: "02:00:00:00:00:01" }
+  - { name: p0.22, port: p0, vlan: 22, mac: "02:00:00:00:00:01" }
+bridges:
+  - { name: b1, members: [p0.20, p0.21], flood-unknown-unicast: false, bpdu: drop }
+  - { name: b2, members: [p0.22] }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
@@ -95,6 +101,15 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
     bcast[0..6].copy_from_slice(&[0xff; 6]);
     let mut v6_bad = ip6_frame(v6("2001:db8:2::5"), 64, 16);
     v6_bad[14] = 0x40;
+    // Bridged on VLANs 20 and 21 of p0 (b1), and 22 (b2, a member alone).
+    let bridged = |vid: u16, dst: [u8; 6], src: [u8; 6], f: Vec<u8>| {
+        let mut t = dst.to_vec();
+        t.extend_from_slice(&src);
+        t.extend_from_slice(&[0x81, 0x00, 0, vid as u8]);
+        t.extend_from_slice(&f[12..]);
+        t
+    };
+    let (host_a, host_b) = ([2, 0, 0, 0, 0x20, 1], [2, 0, 0, 0, 0x20, 2]);
     vec![
         (None, udp([10, 1, 0, 1])),
         (Some(NotForUs), not_us),
@@ -143,6 +158,26 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
             udp_from([10, 5, 0, 1], [10, 1, 0, 1], 64, 32, 5000),
         ),
         (Some(MulticastNotRouted), udp([239, 1, 1, 1])),
+        // Flooded from VLAN 20 to 21 (host_a learned on p0.20); then to host_a from its own
+        // member; to an unknown host where b1 does not flood; a BPDU b1 drops; a broadcast in
+        // b2, which has no other member.
+        (None, bridged(20, [0xff; 6], host_a, udp([10, 1, 0, 1]))),
+        (
+            Some(L2SameInterface),
+            bridged(20, host_a, host_b, udp([10, 1, 0, 1])),
+        ),
+        (
+            Some(L2UnknownUnicast),
+            bridged(21, [2, 0, 0, 0, 0x20, 9], host_b, udp([10, 1, 0, 1])),
+        ),
+        (
+            Some(L2BpduDropped),
+            bridged(20, bpdu()[..6].try_into().unwrap(), host_b, bpdu()),
+        ),
+        (
+            Some(L2NoFloodMember),
+            bridged(22, [0xff; 6], host_b, udp([10, 1, 0, 1])),
+        ),
     ]
 }
 
@@ -209,16 +244,15 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
         match why {
             None => {
                 let nodes: Vec<_> = t.steps.iter().map(|s| s.node).collect();
-                assert_eq!(
-                    nodes,
-                    [
-                        "rx",
-                        "ethernet-input",
-                        "ip4-forward",
-                        "output-features",
-                        "tx"
-                    ]
-                );
+                let routed = [
+                    "rx",
+                    "ethernet-input",
+                    "ip4-forward",
+                    "output-features",
+                    "tx",
+                ];
+                let flooded = ["rx", "ethernet-input", "l2-input", "l2-flood", "tx"];
+                assert!(nodes == routed || nodes == flooded, "{nodes:?}");
             }
             Some(d) => {
                 assert_eq!(last.decision, format!("dropped: {}", d.text()), "{t:?}");
@@ -263,6 +297,8 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
         "ip6-forward",
         "slow-path",
         "output-features",
+        "l2-input",
+        "l2-flood",
         TX_NODE_NAME,
     ] {
         assert!(rows[n].packets > 0, "{n}: {:?}", rows[n]);

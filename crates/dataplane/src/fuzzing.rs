@@ -7,7 +7,7 @@
 /// `data` as frames received by the packet graph: a byte for the port (even: 0, odd: 1), two
 /// for the length, then the frame; and so on. Every frame goes through the whole graph of the
 /// two-port harness router (forwarding, the slow path with its ICMP errors, l2-control, output
-/// features on one interface). Asserted: nothing panics, and every buffer taken comes back to
+/// features on one interface, bridging between two VLANs of port 1 with learning and flooding). Asserted: nothing panics, and every buffer taken comes back to
 /// the pool once what was transmitted is freed (no frame is lost or freed twice).
 pub fn graph(data: &[u8]) {
     use crate::graph::harness::Harness;

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 
 use api::requests::{
     enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, CaptureRequest, Family, LogQuery,
-    RouteDelete, RouteRequest, RoutesQuery, TraceRequest, WorkerRequest,
+    MacQuery, RouteDelete, RouteRequest, RoutesQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{
-    AclView, ApplyOutcome, CommitText, CommitView, CountersView, CpuView, ErrorView, FlowsView,
-    FpmStatus, InterfaceView, LogView, NeighborView, PortView, PuntView, QosView, RoutesView,
-    RunningConfig, RuntimeView, SystemView, TraceView, WorkerAdded, WorkerView,
+    AclView, ApplyOutcome, BridgeView, CommitText, CommitView, CountersView, CpuView, ErrorView,
+    FlowsView, FpmStatus, InterfaceView, LogView, MacCleared, MacTableView, NeighborView, PortView,
+    PuntView, QosView, RoutesView, RunningConfig, RuntimeView, SystemView, TraceView, WorkerAdded,
+    WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -108,6 +109,42 @@ pub enum ShowCmd {
     Fpm,
     /// The punt path: per-class punts and policer drops, TAP twins, neighbour statistics.
     Punt,
+    /// Bridge domains: members, settings, addresses and switching counters.
+    Bridge,
+    /// `show mac address-table [--bridge B] [--interface I]`: learned and static addresses.
+    Mac {
+        #[command(subcommand)]
+        what: MacShow,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum MacShow {
+    /// The MAC address table.
+    AddressTable(MacArgs),
+}
+
+#[derive(Args)]
+pub struct MacArgs {
+    /// One bridge domain's entries.
+    #[arg(long)]
+    bridge: Option<String>,
+    /// One member interface's entries.
+    #[arg(long)]
+    interface: Option<String>,
+    /// List at most this many (0: all; shows only).
+    #[arg(long, default_value_t = 1000)]
+    limit: usize,
+}
+
+impl MacArgs {
+    fn query(self) -> MacQuery {
+        MacQuery {
+            bridge: self.bridge,
+            interface: self.interface,
+            limit: Some(self.limit),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -190,6 +227,12 @@ pub enum ClearCmd {
     Counters,
     /// `show runtime` counts from zero again.
     Runtime,
+    /// `clear mac address-table [--bridge B] [--interface I]`: removes learned addresses
+    /// (static ones stay: they are the config's).
+    Mac {
+        #[command(subcommand)]
+        what: MacShow,
+    },
 }
 
 #[derive(Subcommand)]
@@ -360,6 +403,10 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
         ShowCmd::Flows => print_view::<FlowsView>(c, "/v1/flows", json_out),
         ShowCmd::Fpm => print_view::<FpmStatus>(c, "/v1/fpm", json_out),
         ShowCmd::Punt => print_view::<PuntView>(c, "/v1/punt", json_out),
+        ShowCmd::Bridge => print_view::<Vec<BridgeView>>(c, "/v1/bridges", json_out),
+        ShowCmd::Mac {
+            what: MacShow::AddressTable(a),
+        } => print_view::<MacTableView>(c, &a.query().path(), json_out),
         ShowCmd::RunningConfig => print_view::<RunningConfig>(c, "/v1/config", json_out),
     }
 }
@@ -380,6 +427,16 @@ pub fn clear(a: &ApiArgs, what: ClearCmd) -> Result<(), String> {
         ClearCmd::Runtime => {
             post_empty(&c, "/v1/runtime/clear")?;
             outln!("runtime counters cleared");
+        }
+        ClearCmd::Mac {
+            what: MacShow::AddressTable(a),
+        } => {
+            let q = MacQuery {
+                limit: None,
+                ..a.query()
+            };
+            let r: MacCleared = c.post("/v1/mac-table/clear", &q)?.view()?;
+            outln!("{} address(es) removed", r.removed);
         }
     }
     Ok(())

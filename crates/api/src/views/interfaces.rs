@@ -19,6 +19,9 @@ pub struct InterfaceView {
     pub oper_up: bool,
     pub ipv4: Vec<String>,
     pub ipv6: Vec<String>,
+    /// The bridge domain it is a member of (its frames are switched, not routed).
+    #[serde(default)]
+    pub bridge: Option<String>,
 }
 
 impl Render for Vec<InterfaceView> {
@@ -31,8 +34,12 @@ impl Render for Vec<InterfaceView> {
                     (true, false) => "up/down",
                     _ => "admin-down/down",
                 };
-                // IPv4 then IPv6, one list; `-` only when there are none.
-                let all: Vec<&String> = i.ipv4.iter().chain(&i.ipv6).collect();
+                // IPv4 then IPv6, one list; a bridge member shows its bridge instead; `-` only
+                // when there are none.
+                let mut all: Vec<String> = i.ipv4.iter().chain(&i.ipv6).cloned().collect();
+                if let Some(b) = &i.bridge {
+                    all.push(format!("bridge {b}"));
+                }
                 vec![
                     i.name.clone(),
                     i.port.clone(),

@@ -5,6 +5,7 @@
 //! Compatibility: fields are only ever added (with `#[serde(default)]` where an older router
 //! may leave them out), so a newer CLI reads an older router's answers.
 
+pub mod bridges;
 pub mod config;
 pub mod control_plane;
 pub mod cpu;
@@ -14,6 +15,9 @@ pub mod routes;
 pub mod services;
 pub mod system;
 
+pub use bridges::{
+    BridgeMemberView, BridgeView, MacCleared, MacEntryView, MacTableStats, MacTableView,
+};
 pub use config::{ApplyOutcome, CommitText, CommitView, RunningConfig};
 pub use control_plane::{FpmStatus, NeighborStats, PuntClassView, PuntView, TapView};
 pub use cpu::{CpuRow, CpuView, ThreadKind};

@@ -87,6 +87,7 @@ fn interfaces_ports_neighbors_workers_and_counters() {
         oper_up: false,
         ipv4: vec!["10.0.0.1/24".into()],
         ipv6: vec!["2001:db8::1/64".into()],
+        bridge: None,
     }];
     round_trip(&i);
     let t = words(&i.render());

@@ -388,14 +388,12 @@ impl Core {
                 source.display()
             )));
         }
-        if s.router.bridges.table.is_some() {
-            if new_cfg.max_macs != old_cfg.max_macs {
-                return Err(ApiError::invalid(format!(
-                    "{}: limits.macs: the MAC table ({} entries, made when the first bridge was configured) cannot be resized at run time; change it and restart",
-                    source.display(),
-                    old_cfg.max_macs
-                )));
-            }
+        if s.router.bridges.table.is_some() && new_cfg.max_macs != old_cfg.max_macs {
+            return Err(ApiError::invalid(format!(
+                "{}: limits.macs: the MAC table ({} entries, made when the first bridge was configured) cannot be resized at run time; change it and restart",
+                source.display(),
+                old_cfg.max_macs
+            )));
         }
         let mut warnings = Vec::new();
         // Build everything off to the side: route files are read and every route resolved now.

@@ -134,6 +134,9 @@ impl Core {
                     oper_up: i.up && in_service && !r.links_down.contains(&port),
                     ipv4: i.v4.iter().map(|&(a, l)| v4(a, l)).collect(),
                     ipv6: i.v6.iter().map(|&(a, l)| v6(a, l)).collect(),
+                    bridge: i
+                        .l2
+                        .map(|l2| r.bridges.bridges[l2.bridge as usize].name.clone()),
                     port,
                 }
             })
@@ -518,6 +521,14 @@ impl Core {
             limit: fib::lpm::MAX_NEXT_HOP as usize,
             bytes: 0,
         });
+        if let Some(m) = &s.router.bridges.table {
+            t.push(TableView {
+                table: "mac addresses".into(),
+                entries: m.len(),
+                limit: s.router.cfg.max_macs,
+                bytes: m.bytes(),
+            });
+        }
         t
     }
 

@@ -41,6 +41,12 @@ impl Bed {
     /// Sends frames into port `p`, waits until the router has handled them, returns what came
     /// out of each port.
     pub fn send(&mut self, p: usize, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
+        self.send_on(p, 0, frames)
+    }
+
+    /// As [`Bed::send`], on receive queue `q` of port `p` (with several workers, each polls
+    /// its own queue of every mem port).
+    pub fn send_on(&mut self, p: usize, q: usize, frames: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
         let before = self.snapshot().rx_packets[p];
         let mut v: Vec<_> = frames
             .iter()
@@ -51,7 +57,7 @@ impl Bed {
             })
             .collect();
         while !v.is_empty() {
-            self.peers[p].to_router[0].push_burst(&mut v);
+            self.peers[p].to_router[q].push_burst(&mut v);
         }
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.snapshot().rx_packets[p] < before + frames.len() as u64 {

@@ -5,7 +5,8 @@
 //! Its router: port 0 is `eth0` (10.0.0.1/24, 2001:db8::1/64), port 1 is `eth1` (10.1.0.1/24,
 //! 2001:db8:1::1/64) with VLAN 100 as `eth1.100`; routes 10.1.0.0/24 and 2001:db8:1::/64 go out
 //! of `eth1` to a known neighbour, 192.0.2.0/24 is a null route, 198.51.100.0/24 waits for its
-//! neighbour's MAC, and the router's addresses are local.
+//! neighbour's MAC, and the router's addresses are local. VLANs 200 and 300 of port 1
+//! (`eth1.200`, `eth1.300`) are the members of bridge domain `lab` (id 7).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -99,6 +100,18 @@ impl Harness {
         let rw = |et| Rewrite::ethernet(MacAddr(PEER1), MacAddr(MAC1), None, et);
         let mut vlans = vec![NO_IF; 4096];
         vlans[100] = 2;
+        vlans[200] = 3;
+        vlans[300] = 4;
+        let member = |name: &str, vlan: u16, member: u32| Interface {
+            l2: Some(crate::l2::L2Port {
+                bridge: 0,
+                member,
+                learn: true,
+            }),
+            v4: vec![],
+            v6: vec![],
+            ..ifc(name, 1, Some(vlan), MAC1, 0, 0)
+        };
         let t = Tables {
             ifs: vec![
                 ifc(
@@ -125,8 +138,21 @@ impl Harness {
                     ip4([10, 2, 0, 1]),
                     0x2001_0db8_0002 << 80 | 1,
                 ),
+                member("eth1.200", 200, 1),
+                member("eth1.300", 300, 2),
             ]
             .into_boxed_slice(),
+            bridges: vec![crate::l2::Bridge {
+                name: "lab".into(),
+                id: 7,
+                members: vec![3, 4].into_boxed_slice(),
+                flood_unknown: true,
+                bpdu: Default::default(),
+                counters: Default::default(),
+            }]
+            .into_boxed_slice(),
+            l2_members: vec![NO_IF, 3, 4].into_boxed_slice(),
+            macs: Some(Arc::new(crate::l2::MacTable::new(4096))),
             ports: vec![
                 PortMap {
                     untagged: 0,

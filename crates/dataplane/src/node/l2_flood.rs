@@ -63,7 +63,7 @@ fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut VectorCounts
     let rx_if = b.meta().rx_if;
     let bridge = &t.bridges[bridge as usize];
     let up = |&&ifx: &&u32| ifx != rx_if && t.ifs[ifx as usize].up;
-    let Some(&last) = bridge.members.iter().filter(up).last() else {
+    let Some(&last) = bridge.members.iter().rev().find(up) else {
         return ctx.drop(b, DropReason::L2NoFloodMember);
     };
     v.flooded += 1;

@@ -129,7 +129,7 @@ fn tx(out: &Out, port: u16) -> Vec<Vec<u8>> {
 fn unknown_destinations_flood_to_every_other_member_tagged_for_each() {
     let mut h = bridged(true, Bpdu::Punt);
     let f = frame(B, A, None);
-    let (l2, flood) = switch(&mut h, 0, &[f.clone()]);
+    let (l2, flood) = switch(&mut h, 0, std::slice::from_ref(&f));
     assert!(l2.to.is_empty(), "nothing known yet");
     // Split horizon: nothing back out of port 0; port 1 as it came, port 2 tagged 100.
     assert_eq!(tx(&flood, 0).len(), 0);

@@ -1,0 +1,256 @@
+//! Bridges as the management plane sees them: `show bridge`, `show mac address-table`,
+//! `clear mac address-table`, and their metrics.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use api::requests::MacQuery;
+use api::views::{
+    BridgeMemberView, BridgeView, MacCleared, MacEntryView, MacTableStats, MacTableView,
+};
+use dataplane::l2::{BridgeCounters, MacEntry, MacTable};
+use packet::ethernet::MacAddr;
+
+use super::{ApiError, ApiResult, Core};
+use crate::bridges::{now_s, BridgesState};
+use crate::metrics::{Exposition, Kind};
+
+/// Entries listed when the query gives no limit.
+const DEFAULT_LIMIT: usize = 1000;
+
+impl Core {
+    pub fn bridges(&self) -> Vec<BridgeView> {
+        let s = self.lock("show.bridge");
+        let st = &s.router.bridges;
+        let live = s.router.shared.load();
+        // Entries per member and statics per bridge: one pass over the table.
+        let mut per_member: HashMap<u32, u64> = HashMap::new();
+        let mut statics: HashMap<u16, u64> = HashMap::new();
+        if let Some(t) = &st.table {
+            for e in t.entries(now_s()) {
+                *per_member.entry(e.member).or_default() += 1;
+                if e.fixed {
+                    *statics.entry(e.key.bridge()).or_default() += 1;
+                }
+            }
+        }
+        let get = BridgeCounters::get;
+        s.router
+            .cfg
+            .bridges
+            .iter()
+            .zip(&st.bridges)
+            .map(|(cfg, b)| {
+                let c = &b.counters;
+                BridgeView {
+                    name: b.name.clone(),
+                    id: b.id,
+                    members: cfg
+                        .members
+                        .iter()
+                        .zip(b.members.iter())
+                        .map(|(m, &ifx)| {
+                            let ifc = &live.ifs[ifx as usize];
+                            let port = st.ports[&m.interface];
+                            BridgeMemberView {
+                                interface: m.interface.clone(),
+                                vlan: ifc.vlan,
+                                learning: port.learn,
+                                up: ifc.up,
+                                macs: per_member.get(&port.member).copied().unwrap_or(0),
+                            }
+                        })
+                        .collect(),
+                    learning: cfg.learning,
+                    mac_limit: cfg.mac_limit,
+                    aging_s: cfg.aging_s,
+                    flood_unknown_unicast: b.flood_unknown,
+                    bpdu: b.bpdu.name().into(),
+                    stp: false,
+                    macs: st.table.as_ref().map_or(0, |t| t.bridge_len(b.id).into()),
+                    static_macs: statics.get(&b.id).copied().unwrap_or(0),
+                    forwarded: get(&c.forwarded),
+                    flooded: get(&c.flooded),
+                    flood_copies: get(&c.flood_copies),
+                    unknown_unicast: get(&c.unknown_unicast),
+                    learned: get(&c.learned),
+                    moved: get(&c.moved),
+                    not_learned_limit: get(&c.limit),
+                    not_learned_table_full: get(&c.table_full),
+                    flaps: get(&c.flaps),
+                }
+            })
+            .collect()
+    }
+
+    pub fn mac_table(&self, q: &MacQuery) -> ApiResult<MacTableView> {
+        let s = self.lock("show.mac");
+        let st = &s.router.bridges;
+        let which = Filter::new(st, q)?;
+        let mut view = MacTableView {
+            table: stats(st.table.as_deref(), s.router.cfg.max_macs),
+            ..Default::default()
+        };
+        let Some(t) = &st.table else {
+            return Ok(view);
+        };
+        let limit = match q.limit {
+            Some(0) => usize::MAX,
+            Some(n) => n,
+            None => DEFAULT_LIMIT,
+        };
+        let mut rows: Vec<MacEntry> = t
+            .entries(now_s())
+            .into_iter()
+            .filter(|e| which.matches(e))
+            .collect();
+        view.matched = rows.len() as u64;
+        rows.sort_by_key(|e| e.key);
+        view.entries = rows
+            .iter()
+            .take(limit)
+            .map(|e| MacEntryView {
+                bridge: st
+                    .bridge_name(e.key.bridge())
+                    .map_or_else(|| format!("id {}", e.key.bridge()), str::to_string),
+                mac: MacAddr(e.key.mac()).to_string(),
+                interface: st
+                    .member_names
+                    .get(&e.member)
+                    .cloned()
+                    .unwrap_or_else(|| "-".into()),
+                fixed: e.fixed,
+                age_s: e.age_s,
+            })
+            .collect();
+        Ok(view)
+    }
+
+    /// Removes the dynamic entries `q` picks (static ones are the config's).
+    pub fn mac_clear(&self, q: &MacQuery) -> ApiResult<MacCleared> {
+        let s = self.lock("clear.mac");
+        let st = &s.router.bridges;
+        let which = Filter::new(st, q)?;
+        let removed = st
+            .table
+            .as_ref()
+            .map_or(0, |t| t.clear(false, |e| which.matches(e)));
+        Ok(MacCleared {
+            removed: removed as u64,
+        })
+    }
+
+    /// The bridges' and the MAC table's metrics.
+    pub(super) fn bridge_metrics(&self, s: &super::State, e: &mut Exposition) {
+        let st = &s.router.bridges;
+        let Some(t) = &st.table else {
+            return;
+        };
+        e.family(
+            "linerate_mac_table_entries",
+            Kind::Gauge,
+            "Addresses in the MAC table",
+        );
+        e.sample(&[], t.len() as f64);
+        let c = &t.counters;
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
+        e.family(
+            "linerate_mac_table_events_total",
+            Kind::Counter,
+            "MAC table events: learned, moved, aged, cleared, and sources not learned by why",
+        );
+        for (what, v) in [
+            ("learned", &c.learned),
+            ("moved", &c.moved),
+            ("aged", &c.aged),
+            ("cleared", &c.cleared),
+            ("not_learned_limit", &c.limit),
+            ("not_learned_table_full", &c.table_full),
+            ("not_learned_not_unicast", &c.not_unicast),
+            ("flap", &c.flaps),
+        ] {
+            e.sample(&[("event", what)], r(v));
+        }
+        e.family(
+            "linerate_bridge_frames_total",
+            Kind::Counter,
+            "Frames switched per bridge domain: forwarded to a learned member, flooded, flood copies sent, unknown unicast",
+        );
+        for b in &st.bridges {
+            let c = &b.counters;
+            for (what, v) in [
+                ("forwarded", &c.forwarded),
+                ("flooded", &c.flooded),
+                ("flood_copies", &c.flood_copies),
+                ("unknown_unicast", &c.unknown_unicast),
+            ] {
+                e.sample(&[("bridge", &b.name), ("kind", what)], r(v));
+            }
+        }
+        e.family(
+            "linerate_bridge_macs",
+            Kind::Gauge,
+            "Addresses learned per bridge domain",
+        );
+        for b in &st.bridges {
+            e.sample(&[("bridge", &b.name)], t.bridge_len(b.id) as f64);
+        }
+    }
+}
+
+/// Which entries a query names: a bridge, a member, both or all.
+struct Filter {
+    bridge: Option<u16>,
+    member: Option<u32>,
+}
+
+impl Filter {
+    fn new(st: &BridgesState, q: &MacQuery) -> ApiResult<Filter> {
+        let bridge = match &q.bridge {
+            Some(n) => Some(
+                st.bridges
+                    .iter()
+                    .find(|b| &b.name == n)
+                    .map(|b| b.id)
+                    .ok_or_else(|| ApiError::not_found(format!("no bridge named `{n}`")))?,
+            ),
+            None => None,
+        };
+        let member = match &q.interface {
+            Some(i) => Some(st.ports.get(i).map(|p| p.member).ok_or_else(|| {
+                ApiError::not_found(format!("`{i}` is not a member of any bridge"))
+            })?),
+            None => None,
+        };
+        Ok(Filter { bridge, member })
+    }
+
+    fn matches(&self, e: &MacEntry) -> bool {
+        self.bridge.is_none_or(|b| e.key.bridge() == b) && self.member.is_none_or(|m| e.member == m)
+    }
+}
+
+fn stats(t: Option<&MacTable>, capacity: usize) -> MacTableStats {
+    let Some(t) = t else {
+        return MacTableStats {
+            capacity: capacity as u64,
+            ..Default::default()
+        };
+    };
+    let c = &t.counters;
+    let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    MacTableStats {
+        capacity: capacity as u64,
+        slots: t.slots() as u64,
+        bytes: t.bytes() as u64,
+        entries: t.len() as u64,
+        learned: r(&c.learned),
+        moved: r(&c.moved),
+        aged: r(&c.aged),
+        cleared: r(&c.cleared),
+        not_unicast: r(&c.not_unicast),
+        limit: r(&c.limit),
+        table_full: r(&c.table_full),
+        flaps: r(&c.flaps),
+    }
+}

@@ -1,0 +1,85 @@
+//! Bridging through the whole router on mem ports, with two workers: each polls its own queue
+//! of every port, and the frames that learn go in on one worker's queue while the frames to the
+//! learned addresses go in on the other's, so an address one learns must be known to the other
+//! at once.
+
+mod common;
+
+use common::Bed;
+use dataplane::l2::BridgeCounters;
+
+const CONFIG: &str = r#"
+router: { workers: 2 }
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+  - { name: p2, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01" }
+  - { name: p1, port: p1, mac: "02:00:00:00:00:02" }
+  - { name: p2.100, port: p2, vlan: 100, mac: "02:00:00:00:00:03" }
+bridges:
+  - { name: office, id: 10, members: [p0, p1, p2.100] }
+"#;
+
+fn frame(dst: [u8; 6], src: [u8; 6], vlan: Option<u16>) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    if let Some(v) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&v.to_be_bytes());
+    }
+    f.extend_from_slice(&[0x08, 0x00]);
+    f.extend_from_slice(&[0x45; 46]);
+    f
+}
+
+fn host(i: u32) -> [u8; 6] {
+    let b = i.to_be_bytes();
+    [2, 0x10, b[0], b[1], b[2], b[3]]
+}
+
+fn counter(bed: &Bed, which: fn(&BridgeCounters) -> &std::sync::atomic::AtomicU64) -> u64 {
+    BridgeCounters::get(which(&bed.router.bridges.bridges[0].counters))
+}
+
+#[test]
+fn two_workers_share_what_either_learns_and_nothing_learned_is_flooded() {
+    let mut bed = Bed::from_text(CONFIG);
+    let workers = bed.running.as_ref().unwrap().workers();
+    let on = |p: u16, q: u16| {
+        workers
+            .iter()
+            .find(|w| w.rx.contains(&(p, q)))
+            .map(|w| w.id)
+    };
+    assert_ne!(on(0, 0), on(1, 1), "two workers: {workers:?}");
+
+    // 1,000 hosts speak from port 0 (broadcast: flooded to p1 and, tagged, to p2.100).
+    let hosts: Vec<Vec<u8>> = (0..1000).map(|i| frame([0xff; 6], host(i), None)).collect();
+    let out = bed.send_on(0, 0, &hosts);
+    assert_eq!((out[0].len(), out[1].len(), out[2].len()), (0, 1000, 1000));
+    assert_eq!(&out[2][0][12..16], &[0x81, 0x00, 0x00, 100]);
+    assert_eq!(counter(&bed, |c| &c.flooded), 1000);
+    let macs = bed.router.bridges.table.clone().unwrap();
+    assert_eq!(macs.bridge_len(10), 1000);
+
+    // Frames to every one of them from the other worker's port: each to port 0 alone.
+    let to_hosts: Vec<Vec<u8>> = (0..1000)
+        .map(|i| frame(host(i), [2, 0x20, 0, 0, 0, 1], None))
+        .collect();
+    let out = bed.send_on(1, 1, &to_hosts);
+    assert_eq!((out[0].len(), out[1].len(), out[2].len()), (1000, 0, 0));
+    assert_eq!(out[0][7], to_hosts[7]);
+    assert_eq!(
+        counter(&bed, |c| &c.flooded),
+        1000,
+        "not one flooded after learning"
+    );
+    assert_eq!(counter(&bed, |c| &c.forwarded), 1000);
+
+    // From the tagged member to a host: the tag comes off on the way to port 0.
+    let out = bed.send(2, &[frame(host(5), [2, 0x30, 0, 0, 0, 1], Some(100))]);
+    assert_eq!(out[0], vec![frame(host(5), [2, 0x30, 0, 0, 0, 1], None)]);
+    assert_eq!(counter(&bed, |c| &c.learned), 1002);
+}

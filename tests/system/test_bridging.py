@@ -1,0 +1,111 @@
+"""Linerate as a switch: one bridge domain over real ports, three hosts' kernels on it.
+
+h1 and h2 are untagged members (p1, p2); h3 is a member through VLAN 100 on p3 (p3.100): its
+frames arrive tagged and leave tagged, while h1 and h2 see them untagged. The hosts' own
+kernels speak ARP and ICMP across the bridge. What is checked:
+
+- ping between every pair of hosts: broadcasts (ARP) flood, replies and echoes are switched to
+  the learned member alone;
+- `show mac address-table` lists each host's MAC on its member; `show bridge` counts;
+  `clear mac address-table` empties it and traffic learns it again;
+- tshark decodes what left by the tagged member: 802.1Q with VID 100, no malformed frames;
+- the metrics carry the table's and the bridge's counters.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from test_real_ports import Router
+from testbed.vlan import VlanShim
+
+pytestmark = pytest.mark.usefixtures("testbed_session")
+
+HOSTS = {"h1": "192.0.2.11", "h2": "192.0.2.12", "h3": "192.0.2.13"}
+
+
+def topology(testbed, tmp_path):
+    dut = testbed.netns("dut")
+    hosts = {}
+    for i, name in enumerate(HOSTS, start=1):
+        h = testbed.netns(name)
+        testbed.veth(h, "eth0", dut, f"d{i}")
+        dut.sysctl({f"net.ipv6.conf.d{i}.disable_ipv6": 1})
+        dut.up(f"d{i}")
+        hosts[name] = h
+    # h3 is on VLAN 100: the kernel here has no 802.1Q devices, so a shim tags and untags
+    # between eth0 and a veth whose other end (v100) holds h3's address.
+    h3 = hosts["h3"]
+    h3.ip("link", "add", "v100", "type", "veth", "peer", "name", "v100-shim")
+    h3.ip("link", "set", "v100-shim", "up")
+    h3.sysctl({"net.ipv6.conf.v100.disable_ipv6": 1, "net.ipv6.conf.eth0.disable_ipv6": 1})
+    testbed.add(VlanShim(h3, "eth0", "v100-shim", 100, tmp_path / "vlan-shim.log")).start()
+    for name, h in hosts.items():
+        h.sysctl({"net.ipv6.conf.eth0.disable_ipv6": 1})
+        h.addr("v100" if name == "h3" else "eth0", f"{HOSTS[name]}/24")
+    cfg = """\
+router: { workers: 1 }
+ports:
+  - { name: p1, driver: af_packet, device: d1 }
+  - { name: p2, driver: af_packet, device: d2 }
+  - { name: p3, driver: af_packet, device: d3 }
+interfaces:
+  - { name: p1, port: p1, mac: "02:00:00:00:0c:01" }
+  - { name: p2, port: p2, mac: "02:00:00:00:0c:02" }
+  - { name: p3.100, port: p3, vlan: 100, mac: "02:00:00:00:0c:03" }
+bridges:
+  - { name: lan, id: 100, members: [p1, p2, p3.100], aging: 300 }
+"""
+    return dut, hosts, cfg
+
+
+def mac_of(h, dev="eth0") -> str:
+    return h.ip_json("link", "show", dev)[0]["address"]
+
+
+def test_three_hosts_switched_tagged_and_untagged(linerate_bin, testbed, tmp_path):
+    dut, hosts, cfg = topology(testbed, tmp_path)
+    # On h3's side of the wire: the router's own packet socket bypasses the taps of its end.
+    cap = testbed.capture(hosts["h3"], "eth0", "bridge-h3.pcap")
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        for a in HOSTS:
+            for b, ip in HOSTS.items():
+                if a != b:
+                    assert hosts[a].ping(ip, count=2, timeout=3), (a, b, r.log.read_text())
+        macs = {e["mac"]: e for e in r.json("show", "mac", "address-table")["entries"]}
+        want = {mac_of(hosts["h1"]): "p1", mac_of(hosts["h2"]): "p2",
+                mac_of(hosts["h3"], "v100"): "p3.100"}
+        for mac, member in want.items():
+            assert macs[mac]["interface"] == member and macs[mac]["bridge"] == "lan", macs
+            assert not macs[mac]["static"] and macs[mac]["age_s"] < 30
+        (b,) = r.json("show", "bridge")
+        assert b["macs"] >= 3 and b["learned"] >= 3, b
+        # The ARP requests flooded; every echo and reply went to its host alone.
+        assert b["flooded"] >= 3 and b["forwarded"] >= 2 * 6 * 2 - 6, b
+        assert {m["interface"]: m["macs"] for m in b["members"]}["p2"] >= 1
+        text = r.cli("show", "bridge")
+        assert "spanning tree not run" in text, text
+        # One member's entries, then cleared: traffic learns them again.
+        only = r.json("show", "mac", "address-table", "--interface", "p2")["entries"]
+        assert [e["mac"] for e in only] == [mac_of(hosts["h2"])], only
+        out = r.cli("clear", "mac", "address-table", "--bridge", "lan")
+        assert re.search(r"^[3-9]\d* address\(es\) removed", out), out
+        assert r.json("show", "mac", "address-table")["table"]["entries"] == 0
+        assert hosts["h1"].ping(HOSTS["h3"], count=1, timeout=3)
+        assert r.json("show", "mac", "address-table")["table"]["entries"] >= 2
+        metrics = r.cli("show", "metrics")
+        assert re.search(r'^linerate_bridge_frames_total\{bridge="lan",kind="flooded"\} [1-9]',
+                         metrics, re.M), metrics
+        assert re.search(r'^linerate_mac_table_events_total\{event="cleared"\} [3-9]',
+                         metrics, re.M)
+    finally:
+        r.stop()
+    cap.stop()
+    # What left by p3 towards h3 is tagged 100, and tshark finds nothing malformed in it.
+    out = cap.fields(["vlan.id", "eth.src"], "eth.src != " + mac_of(hosts["h3"], "v100"))
+    assert out, "frames out of the tagged member"
+    assert all(row[0] == "100" for row in out), out
+    assert not cap.fields(["frame.number"], "_ws.malformed || _ws.expert.severity >= warning")
