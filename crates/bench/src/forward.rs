@@ -36,6 +36,10 @@ pub struct Opts {
     pub services: bool,
     /// Distinct flows (5-tuples) in the traffic; a flow cache sized for them with `services`.
     pub flows: usize,
+    /// Switch instead of routing (0: route): p0 and p1 are the members of one bridge domain
+    /// with this many hosts learned behind p1 (and as many senders behind p0), and the frames
+    /// go to them, each destination in turn: known unicast at this table size.
+    pub bridge_macs: usize,
     pub workdir: PathBuf,
 }
 
@@ -115,6 +119,32 @@ neighbors:
 route-files:
   - { path: bench.routes }
 "#;
+
+const BRIDGE_CONFIG: &str = r#"
+router: { workers: WORKERS, cores: [CORES], buffers: 65536 }
+limits: { macs: MACS }
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", mtu: 9198 }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", mtu: 9198 }
+bridges:
+  - { name: bench, id: 1, members: [p0, p1] }
+"#;
+
+/// Host `i` of the switching benchmark: behind p1 (destinations) or p0 (senders).
+fn bench_host(i: usize, behind_p1: bool) -> [u8; 6] {
+    let b = (i as u32).to_be_bytes();
+    [
+        2,
+        if behind_p1 { 0x11 } else { 0x10 },
+        b[0],
+        b[1],
+        b[2],
+        b[3],
+    ]
+}
 
 /// A test frame of `size` bytes on the wire: RFC 2544 sizes count the 4-byte FCS, which a
 /// buffer does not hold, so a 64-byte frame is 60 bytes here.
@@ -225,6 +255,59 @@ flow-export: {{ version: 9, collectors: ["127.0.0.1:9"], cache-size: {cache} }}
     ))
 }
 
+/// The switching run (`bridge_macs` > 0): known unicast to a table of that many hosts,
+/// replayed by each worker to itself.
+fn switch(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String> {
+    if !o.replay {
+        return Err("switching is measured with --replay (each worker feeds itself)".into());
+    }
+    let n = o.bridge_macs;
+    let cores: Vec<String> = (0..o.workers).map(|i| i.to_string()).collect();
+    let text = BRIDGE_CONFIG
+        .replace("WORKERS", &o.workers.to_string())
+        .replace("CORES", &cores.join(", "))
+        .replace("MACS", &(n * 2 + 1024).to_string());
+    let cfg_path = dir.join("bench.yaml");
+    std::fs::write(&cfg_path, &text).map_err(|e| e.to_string())?;
+    let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let router = Router::build(cfg).map_err(|e| e.to_string())?;
+    // The hosts learned as traffic would learn them: destinations on p1, senders on p0.
+    let st = &router.bridges;
+    let table = st.table.clone().ok_or("no MAC table")?;
+    let (on_p0, on_p1) = (st.ports["p0"].member, st.ports["p1"].member);
+    let now = control::bridges::now_s();
+    for i in 0..n {
+        table.learn(
+            dataplane::l2::MacKey::new(1, bench_host(i, true)),
+            on_p1,
+            now,
+        );
+        table.learn(
+            dataplane::l2::MacKey::new(1, bench_host(i, false)),
+            on_p0,
+            now,
+        );
+    }
+    if table.len() != 2 * n {
+        return Err(format!("{} of {} hosts learned", table.len(), 2 * n));
+    }
+    let build_s = t0.elapsed().as_secs_f64();
+    // Destinations in a random order, so each frame's bucket is a cold line at 1M hosts.
+    let mut rng = SmallRng::seed_from_u64(3);
+    let templates: Vec<Vec<u8>> = (0..n)
+        .map(|_| {
+            let i = rng.gen_range(0..n);
+            let mut f = frame(0x0a00_0001, o.frame_size, i as u16);
+            f[0..6].copy_from_slice(&bench_host(i, true));
+            f[6..12].copy_from_slice(&bench_host(i, false));
+            f
+        })
+        .collect();
+    let pool = Pool::new(65536);
+    replay(o, router, pool, templates, n, build_s)
+}
+
 const RING: usize = 16384;
 const IN_FLIGHT: usize = 1024;
 
@@ -238,6 +321,9 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
 }
 
 fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String> {
+    if o.bridge_macs > 0 {
+        return switch(o, dir);
+    }
     let spec = Spec {
         profile: o.profile,
         seed: 1,

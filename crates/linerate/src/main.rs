@@ -290,6 +290,10 @@ enum BenchCmd {
         /// Distinct flows (5-tuples) in the traffic.
         #[arg(long, default_value_t = 4096)]
         flows: usize,
+        /// Switch instead of route: two ports in a bridge domain, N hosts learned behind the
+        /// far one (and N senders behind the near one), frames to each in turn (with --replay).
+        #[arg(long, default_value_t = 0)]
+        bridge: usize,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         /// Print `show runtime` for each run: per graph node, calls, packets, vector size and
@@ -810,11 +814,18 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             replay,
             services,
             flows,
+            bridge,
             workdir,
             runtime,
             json,
         } => {
-            outln!(
+            if bridge > 0 {
+                outln!(
+                    "Switching with each worker replaying frames to itself: known unicast to {bridge} hosts learned behind one port (the MAC table holds {}), {workers} worker(s)",
+                    2 * bridge
+                );
+            } else {
+                outln!(
                 "Forwarding {}: {} table x{scale}, {workers} worker(s){}",
                 if replay {
                     "with each worker replaying frames to itself (the path's cost; frames arrive warm)"
@@ -829,10 +840,11 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     (false, false) => "",
                 }
             );
+            }
             outln!(
                 "{:>6} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>6}",
                 "frame",
-                "routes",
+                if bridge > 0 { "macs" } else { "routes" },
                 "Mpps",
                 "Gbit/s",
                 "ns/pkt",
@@ -852,6 +864,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     replay,
                     services,
                     flows,
+                    bridge_macs: bridge,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;

@@ -271,7 +271,7 @@ impl MacTable {
     }
 
     /// The slot holding `k` and its value, if any.
-    #[inline]
+    #[inline(always)]
     fn find(&self, k: u64, b1: usize, b2: usize, check: u16) -> Option<(&AtomicU64, u64)> {
         for b in [b1, b2] {
             let bucket = &self.buckets[b];
