@@ -1217,6 +1217,7 @@ pub fn run(
         flows,
         streams: nstreams,
         ports: nports,
+        port_names: (0..nports).map(|i| format!("port {i}")).collect(),
         workers: 0,
         worker_cores: vec![],
         tester_core,
@@ -1234,6 +1235,7 @@ pub fn run(
         storm: vec![],
         hot_swap: None,
         services: None,
+        learning: None,
         notes: vec![
             "No DUT probe: an external device's drops are unknown, so loss is frames sent minus \
              frames received, whatever the cause (the device, its queues, the link)."

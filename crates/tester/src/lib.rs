@@ -20,9 +20,11 @@
 //! - [`run`]: a scenario in embedded mode, from config to report rows.
 //! - [`scenario`]: the seed reports' tests (ME-1, ME-2, XR-3, XR-4, GR-1..3) as runnable profiles.
 //! - [`services`]: the procedures of the scenarios with services on (XR-5, ME-1S, QOS-1).
+//! - [`bridging`]: the switching scenarios' address learning (ME-7, ME-8, ME-9).
 //! - [`report`] and [`chart`]: seed-shaped tables, JSON, SVG charts, progress lines.
 
 pub mod analyzer;
+pub mod bridging;
 pub mod capacity;
 pub mod chart;
 pub mod cpu;

@@ -287,6 +287,9 @@ pub fn table(r: &ScenarioReport) -> String {
     if let Some(sv) = &r.services {
         s += &crate::services::table(sv);
     }
+    if let Some(l) = &r.learning {
+        s += &crate::bridging::table(l, &r.port_names);
+    }
     if !drops.is_empty() {
         s += &format!(
             "Router drops over all trials (failed ones included): {}\n",
@@ -719,6 +722,9 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
             pass: sv.passed(),
         });
     }
+    if let Some(l) = &r.learning {
+        c.extend(l.checks.iter().cloned());
+    }
     for sk in &r.soak {
         let t = &sk.trial;
         let ignored = if sk.ignored.is_empty() {
@@ -791,6 +797,11 @@ pub fn json(r: &ScenarioReport) -> Value {
             "trial": trial_json(&h.trial), "port": h.port, "changes": h.changes,
             "others": h.others, "involved": h.involved, "syslog": h.syslog, "passed": h.passed(),
         })),
+        "learning": r.learning.as_ref().map(|l| {
+            let mut v = serde_json::to_value(l).unwrap_or(Value::Null);
+            v["passed"] = json!(l.passed());
+            v
+        }),
         "services": r.services.as_ref().map(|sv| {
             let mut v = serde_json::to_value(sv).unwrap_or(Value::Null);
             v["passed"] = json!(sv.passed());
@@ -816,6 +827,9 @@ pub fn json(r: &ScenarioReport) -> Value {
 }
 
 pub fn svg(r: &ScenarioReport) -> String {
+    if let Some(l) = &r.learning {
+        return crate::bridging::svg(&r.id, l, &r.port_names);
+    }
     let cats: Vec<String> = r.rows.iter().map(|row| row.key.clone()).collect();
     let who = format!(
         "Linerate ({} worker{})",

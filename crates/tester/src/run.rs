@@ -84,6 +84,8 @@ pub struct ScenarioReport {
     pub flows: u64,
     pub streams: usize,
     pub ports: usize,
+    /// The tester ports' names, in order.
+    pub port_names: Vec<String>,
     pub workers: usize,
     pub worker_cores: Vec<usize>,
     pub tester_core: Option<usize>,
@@ -108,6 +110,8 @@ pub struct ScenarioReport {
     pub hot_swap: Option<crate::hotswap::HotSwapReport>,
     /// XR-5, ME-1S, QOS-1: what the services procedure checked.
     pub services: Option<crate::services::ServicesReport>,
+    /// ME-7..ME-9: what the address learning procedure found.
+    pub learning: Option<crate::bridging::LearningReport>,
     pub notes: Vec<String>,
     /// External mode: the device, the cabling, neighbour resolution, priming.
     pub external: Option<crate::external::ExternalInfo>,
@@ -238,6 +242,7 @@ pub fn run_with(
     let mut rows = Vec::new();
     let mut hot_swap = None;
     let mut services = None;
+    let mut learning = None;
     let mut collector = None;
     let mut fixed_load = ro.fixed_load;
     match &s.procedure {
@@ -275,6 +280,16 @@ pub fn run_with(
             let rep = crate::services::run_policer(&mut tester, &core, plan, &sizes[0], ro, obs);
             fixed_load = Some(rep.load);
             services = Some(crate::services::ServicesReport::Policer(rep));
+        }
+        Procedure::Learning(plan) => {
+            learning = Some(crate::bridging::run_learning(
+                &mut tester,
+                &core,
+                plan,
+                &sizes[0],
+                &ro.trial,
+                obs,
+            ));
         }
         Procedure::HotSwap { load, port } => {
             let sz = &sizes[0];
@@ -431,6 +446,7 @@ pub fn run_with(
         flows: s.flows,
         streams: s.streams.len(),
         ports: s.ports.len(),
+        port_names: s.ports.iter().map(|p| p.0.clone()).collect(),
         workers,
         worker_cores,
         tester_core,
@@ -446,6 +462,7 @@ pub fn run_with(
         back_to_back: b2b,
         hot_swap,
         services,
+        learning,
         storm,
         fixed_load,
         notes: s.notes,

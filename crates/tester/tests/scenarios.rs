@@ -112,3 +112,50 @@ fn gr1_scales_streams_and_ipv6_me2_forwards() {
     assert_eq!((best.lost, best.misdelivered), (0, 0));
     assert!(best.rx > 10_000);
 }
+
+/// ME-7, ME-8 and ME-9 at a tenth of the seed's addresses: learned addresses take their frames
+/// to their port alone, a domain that does not learn floods every frame, and a learn limit
+/// floods what is beyond it, counted per tester port.
+#[test]
+fn the_switching_scenarios_learn_flood_and_limit_as_the_seed_did() {
+    let o = ScenarioOpts {
+        scale: 0.1,
+        ..Default::default()
+    };
+    for (id, n) in [("ME-7", 9_000u64), ("ME-8", 9_000), ("ME-9", 3_000)] {
+        let s = scenario::build(id, &o).unwrap();
+        let ports: Vec<String> = s.ports.iter().map(|p| p.0.clone()).collect();
+        let r = run::run(s, &opts(0.2), &mut Quiet).unwrap();
+        let js = report::json(&r);
+        assert_eq!(js["verdict"], "pass", "{id}: {}", js["checks"]);
+        let l = r.learning.as_ref().expect("a learning report");
+        let rx = |pass: usize, port: &str| {
+            l.passes[pass].port_rx[ports.iter().position(|p| p == port).unwrap()]
+        };
+        match id {
+            "ME-7" => {
+                assert_eq!(l.passes.len(), 2, "30 kfps and line rate");
+                for k in 0..2 {
+                    assert_eq!(rx(k, "monitor"), 0);
+                    assert_eq!(rx(k, "learn0") + rx(k, "learn1") + rx(k, "learn2"), n);
+                }
+            }
+            "ME-8" => {
+                for p in ["learn0", "learn1", "learn2", "monitor"] {
+                    assert_eq!(rx(0, p), n, "{p}");
+                }
+            }
+            _ => {
+                // 1,500 allowed, one of them the test port's own host.
+                assert_eq!(l.passes[0].macs_after_learning, 1_500);
+                assert_eq!(rx(0, "monitor"), n - 1_499);
+            }
+        }
+        let md = report::table(&r);
+        assert!(
+            md.contains("Address learning") && md.contains("Verdict: PASS"),
+            "{md}"
+        );
+        assert!(report::svg(&r).contains(id));
+    }
+}

@@ -687,9 +687,13 @@ impl MacTable {
                         }
                         let v = self.buckets[b].values[i].load(Ordering::Acquire);
                         let limit = aging(MacKey(k).bridge()).min(MAX_AGING_S);
+                        // An age of MAX_AGING_S or more is a stamp ahead of `now`: a worker
+                        // refreshed the entry in the second after this sweep read the clock.
+                        let a = age(now, stamp_of(v));
                         if v & FLAG_STATIC == 0
                             && limit != 0
-                            && age(now, stamp_of(v)) >= limit
+                            && a >= limit
+                            && a < MAX_AGING_S
                             && self.remove_slot(b, i, k)
                         {
                             n += 1;

@@ -317,6 +317,8 @@ impl Tester {
         let mut turn = vec![0usize; nports];
         let mut sent = vec![0u64; nports];
         let mut behind = 0u64;
+        // Per port, frames the schedule was moved back by (fixed-count trials that fell behind).
+        let mut late = vec![0u64; nports];
         // Frames built but not sent as they left the generators: taken off the streams' counts
         // where a tester ring refused or kept them.
         let mut settled = Settled {
@@ -384,14 +386,21 @@ impl Tester {
                     continue;
                 }
                 all_done = false;
-                let due = ((el_s * rate[p]) as u64 + 1).min(limit);
+                let due = ((el_s * rate[p]) as u64 + 1)
+                    .saturating_sub(late[p])
+                    .min(limit);
                 let mut want = due.saturating_sub(sent[p]);
                 if want < min_batch[p] && due < limit {
                     continue;
                 }
                 if want > MAX_DEBT {
                     behind += want - MAX_DEBT;
-                    sent[p] += want - MAX_DEBT;
+                    if spec.frames_per_port.is_some() {
+                        // A fixed count is sent whole: the schedule moves later instead.
+                        late[p] += want - MAX_DEBT;
+                    } else {
+                        sent[p] += want - MAX_DEBT;
+                    }
                     want = MAX_DEBT;
                 }
                 // What the port owes, in bursts: a fast port on a slow turn may owe several.
@@ -743,6 +752,7 @@ impl Tester {
                 ),
             });
         }
+        r.port_rx = a.ports.iter().map(|p| p.frames).collect();
         for p in &a.ports {
             r.foreign += p.foreign;
             r.stale += p.stale;
@@ -753,7 +763,12 @@ impl Tester {
         r.rx_fps = r.rx as f64 / elapsed;
         // Short of the schedule by over 0.5%: the tester, not the device, set the rate (a few
         // frames skipped after the tester thread lost its core are within that).
-        r.tester_limited = spec.frames_per_port.is_none() && r.tx_fps < offered_fps * 0.995;
+        // A fixed-count trial sends every frame; if the generators fell behind, they sent them
+        // later than scheduled.
+        r.tester_limited = match spec.frames_per_port {
+            None => r.tx_fps < offered_fps * 0.995,
+            Some(_) => behind > 0,
+        };
         r
     }
 }

@@ -190,6 +190,9 @@ pub struct TrialResult {
     /// What the trial cost in CPU, when a meter measured it (external mode).
     pub cpu: Option<crate::cpu::CpuUsage>,
     pub streams: Vec<StreamResult>,
+    /// Frames each tester port received in the trial, whatever their stream or fate (flooded
+    /// copies included): what a switch test counts per port.
+    pub port_rx: Vec<u64>,
     /// Why the trial could not run (streams that do not fit its frame sizes); nothing was sent.
     pub error: Option<String>,
 }

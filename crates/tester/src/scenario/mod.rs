@@ -13,6 +13,7 @@
 mod grf;
 mod metro;
 mod services;
+mod switching;
 mod xr;
 
 use packet::ethernet::MacAddr;
@@ -36,6 +37,8 @@ pub enum Procedure {
     ServicesOnOff(crate::services::OnOffPlan),
     /// QOS-1: one trial at a load above PIR, policer counters against the offered load.
     Policer(crate::services::PolicerPlan),
+    /// ME-7..ME-9: address learning through a bridge domain: see [`crate::bridging`].
+    Learning(crate::bridging::LearningPlan),
 }
 
 /// A seed figure for one row of the table.
@@ -104,6 +107,18 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 IPv6: 118,000 OSPFv3 routes, 24 access + 8 uplinks, backbone, 78..9216 B",
     ),
     (
+        "ME-7",
+        "ME 6524 MAC learning: 90,000 addresses from 3 ports, test frames from 3 others, a monitor port, 30 kfps and line rate",
+    ),
+    (
+        "ME-8",
+        "ME 6524 MAC learning disabled on the VLAN: 90,000 test frames flooded to 4 ports",
+    ),
+    (
+        "ME-9",
+        "ME 6524 MAC learning limited to 15,000 on the VLAN: 30,000 offered, 15,000 flooded",
+    ),
+    (
         "ME-15",
         "ME 6524 hot swap: under ME-2's IPv6 traffic, a port, a worker and the config changed",
     ),
@@ -152,6 +167,12 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "ME-1" => Ok(metro::metro(o, false)),
         "ME-2" => Ok(metro::metro(o, true)),
         "ME-15" => Ok(metro::hot_swap(o)),
+        "ME-7" => Ok(switching::switching(o, crate::bridging::Learning::On)),
+        "ME-8" => Ok(switching::switching(o, crate::bridging::Learning::Off)),
+        "ME-9" => Ok(switching::switching(
+            o,
+            crate::bridging::Learning::Limited(15_000),
+        )),
         "XR-3" => Ok(xr::xr(o, false)),
         "XR-4" => Ok(xr::xr(o, true)),
         "XR-5" => Ok(services::xr5(o)),

@@ -84,6 +84,11 @@ fn aging_per_bridge_domain_and_the_wrap_of_seconds() {
     let aging = |b: u16| if b == 3 { 20 } else { 0 };
     assert_eq!(t.age(0..t.buckets(), w + 19, aging), 0);
     assert_eq!(t.age(0..t.buckets(), w + 20, aging), 1);
+    // A sweep that read the clock just before a worker stamped an entry in the next second
+    // sees the stamp ahead of its `now`: that entry is fresh, not 2^24 - 1 seconds old.
+    t.learn(key(3, 2), 1, 501);
+    assert_eq!(t.age(0..t.buckets(), 500, aging), 0);
+    assert_eq!(t.lookup(key(3, 2)), Some(1));
 }
 
 #[test]

@@ -1,0 +1,181 @@
+//! The Cisco ME 6524's Layer 2 tests: ME-7 (MAC learning), ME-8 (learning disabled on the VLAN),
+//! ME-9 (a learn limit on the VLAN). One bridge domain over every port; the procedure is
+//! [`crate::bridging`].
+
+use super::*;
+use crate::bridging::{Learning, LearningPlan};
+use crate::stream::{Field, FieldKind, Vary};
+
+/// The frame size of every switching test (the seed's).
+const FRAME: u16 = 64;
+/// A gigabit port's nominal rate at 64 B.
+const LINE_FPS: f64 = 1_488_095.2;
+
+/// Tester host `i`'s first learned address behind learning pair `k` (a block of addresses each).
+fn learned_base(k: usize) -> [u8; 6] {
+    [2, 0xa0 + k as u8, 0, 0, 0, 0]
+}
+
+pub(super) fn switching(o: &ScenarioOpts, learning: Learning) -> Scenario {
+    // ME-7 and ME-8: three learning ports, three test ports and a monitor; 90,000 addresses.
+    // ME-9: one of each and 30,000 addresses, 15,000 of them allowed.
+    let (pairs, total, limit) = match learning {
+        Learning::Limited(l) => (1usize, 30_000u32, Some(l)),
+        _ => (3, 90_000, None),
+    };
+    let per_port = ((f64::from(total / pairs as u32) * o.scale).round() as u32).max(10);
+    let limit = limit.map(|l| ((f64::from(l) * o.scale).round() as u32).max(5));
+    let learning = match (learning, limit) {
+        (Learning::Limited(_), Some(l)) => Learning::Limited(l),
+        (x, _) => x,
+    };
+    let n = 2 * pairs + 1;
+    let monitor = n - 1;
+    let mut ports: Vec<(String, f64)> = Vec::new();
+    for k in 0..pairs {
+        ports.push((format!("learn{k}"), 1e9));
+    }
+    for k in 0..pairs {
+        ports.push((format!("test{k}"), 1e9));
+    }
+    ports.push(("monitor".into(), 1e9));
+    let pair_ports: Vec<(usize, usize)> = (0..pairs).map(|k| (k, pairs + k)).collect();
+
+    let mut streams = Vec::new();
+    for (k, &(l, t)) in pair_ports.iter().enumerate() {
+        // Learning: one frame from each of `per_port` addresses, to the test port's host.
+        let mut learn = base_stream(format!("learn{k}"), l, t);
+        learn.src_mac = learned_base(k);
+        learn.dst_mac = host_mac(t);
+        learn.fields = vec![Field {
+            kind: FieldKind::SrcMac,
+            vary: Vary::Step {
+                count: per_port,
+                step: 1,
+            },
+            nested: false,
+        }];
+        // Test: from the test port's host to each of them.
+        let mut test = base_stream(format!("test{k}"), t, l);
+        test.src_mac = host_mac(t);
+        test.dst_mac = learned_base(k);
+        test.fields = vec![Field {
+            kind: FieldKind::DstMac,
+            vary: Vary::Step {
+                count: per_port,
+                step: 1,
+            },
+            nested: false,
+        }];
+        streams.push(learn);
+        streams.push(test);
+    }
+
+    let mut y = String::new();
+    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
+    y += &format!(
+        "router: {{ workers: {}, cores: [{}], buffers: 1024 }}\n",
+        o.workers,
+        cores.join(", ")
+    );
+    y += "ports:\n";
+    for (name, _) in &ports {
+        y += &format!("  - {{ name: {name}, driver: mem }}\n");
+    }
+    y += "interfaces:\n";
+    for (i, (name, _)) in ports.iter().enumerate() {
+        y += &format!(
+            "  - {{ name: {name}, port: {name}, mac: \"{}\" }}\n",
+            MacAddr(router_mac(i))
+        );
+    }
+    let members: Vec<&str> = ports.iter().map(|p| p.0.as_str()).collect();
+    let settings = match learning {
+        Learning::On => String::new(),
+        Learning::Off => ", learning: false".into(),
+        Learning::Limited(l) => format!(", mac-limit: {l}"),
+    };
+    y += &format!(
+        "bridges:\n  - {{ name: vlan10, id: 10, members: [{}]{settings} }}\n",
+        members.join(", ")
+    );
+
+    let addresses = pairs as u64 * u64::from(per_port);
+    let (id, title, seed_title, passes, seed_note): (&str, String, &str, Vec<f64>, String) =
+        match learning {
+            Learning::On => (
+                "ME-7",
+                format!(
+                    "MAC learning: {addresses} addresses from 3 ports, then frames to them from 3 other ports; a monitor port must receive nothing; at 30,000 fps per port, then at line rate"
+                ),
+                "Cisco ME 6524, MAC learning: 90,000 addresses (96,000 claimed) learned from 3 ports; 30,000 frames from each of 3 other ports arrive at their port, none at the monitor port; again at line rate (1,488,095 fps)",
+                vec![30_000.0, LINE_FPS],
+                "every test frame at its port, 0 at the monitor, at 30 kfps and at line rate".into(),
+            ),
+            Learning::Off => (
+                "ME-8",
+                format!(
+                    "MAC learning disabled on the VLAN: {addresses} test frames flooded to every learning port and the monitor"
+                ),
+                "Cisco ME 6524, MAC learning disabled on the VLAN: each of the 4 receiving ports, monitor included, gets all 90,000 frames",
+                vec![30_000.0],
+                "each of the 4 receiving ports gets all 90,000".into(),
+            ),
+            Learning::Limited(l) => (
+                "ME-9",
+                format!(
+                    "MAC learning limited to {l} on the VLAN: {addresses} addresses offered, {l} learned, the rest flooded"
+                ),
+                "Cisco ME 6524, MAC learning limited to 15,000 on a VLAN: of 30,000 addresses offered, 15,000 learned and 15,000 flooded",
+                vec![30_000.0],
+                "15,000 learned, 15,000 flooded".into(),
+            ),
+        };
+    let plan = LearningPlan {
+        learning,
+        pairs: pair_ports,
+        monitor,
+        per_port,
+        bridge: "vlan10".into(),
+        passes_fps: passes,
+        line_fps: LINE_FPS,
+    };
+    let flows = streams.iter().map(|s| s.flows()).sum();
+    Scenario {
+        id,
+        title,
+        seed_title,
+        config_yaml: y,
+        route_lines: vec![],
+        files: vec![],
+        load_scale: vec![1.0; ports.len()],
+        ports,
+        streams,
+        sizes: vec![FrameSizes::Fixed(FRAME)],
+        procedure: Procedure::Learning(plan),
+        loss_tolerance: 0.0,
+        seed_seconds: 0.0,
+        seed: vec![SeedRow {
+            key: FRAME.to_string(),
+            fps: None,
+            note: seed_note,
+        }],
+        notes: {
+            let mut n = vec![
+                "One frame per address in each trial (RFC 2889 5.7), after each test port has \
+                 announced its own host with one frame; the table is cleared between passes \
+                 where the seed waited for the entries to age out."
+                    .into(),
+            ];
+            if let Learning::Limited(_) = learning {
+                n.push(
+                    "The test port's own host is learned first and holds one place under the \
+                     limit: one address fewer of those offered is learned, one more flooded."
+                        .into(),
+                );
+            }
+            n
+        },
+        flows,
+    }
+}
