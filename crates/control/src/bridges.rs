@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use dataplane::l2::bridge::StormControl;
 use dataplane::l2::{Bridge, BridgeCounters, L2Port, MacKey, MacTable};
 use dataplane::tables::NO_IF;
 
@@ -39,6 +40,11 @@ pub struct BridgesState {
     member_bridge: HashMap<String, u16>,
     /// Static entries: (bridge id, MAC) -> member id.
     statics: HashMap<MacKey, u32>,
+    /// Storm control by member id, with the rates it was made for (kept, with its buckets and
+    /// counts, while they do not change).
+    pub storms: HashMap<u32, ([Option<u32>; 3], Arc<StormControl>)>,
+    /// Members in dot1q-tunnel mode, by interface name.
+    pub tunnels: HashSet<String>,
     aging: Option<AgingTimes>,
     /// The table changes this build makes when it goes live (taken by the first `apply`).
     pending: Mutex<Option<Pending>>,
@@ -76,6 +82,8 @@ impl BridgesState {
             next_member: prev.map_or(1, |p| p.next_member),
             member_bridge: HashMap::new(),
             statics: HashMap::new(),
+            storms: HashMap::new(),
+            tunnels: HashSet::new(),
             aging,
             pending: Mutex::new(None),
         };
@@ -112,6 +120,17 @@ impl BridgesState {
                     },
                 );
                 st.member_names.insert(member, m.interface.clone());
+                if m.tunnel {
+                    st.tunnels.insert(m.interface.clone());
+                }
+                if b.storm.iter().any(Option::is_some) {
+                    let sc = prev
+                        .and_then(|p| p.storms.get(&member))
+                        .filter(|(rates, _)| *rates == b.storm)
+                        .map(|(_, sc)| sc.clone())
+                        .unwrap_or_else(|| Arc::new(StormControl::new(b.storm)));
+                    st.storms.insert(member, (b.storm, sc));
+                }
                 st.member_bridge.insert(m.interface.clone(), b.id);
                 members.push(index(&m.interface));
             }
@@ -162,6 +181,15 @@ impl BridgesState {
             if let Some(l2) = ifc.l2 {
                 v[l2.member as usize] = i as u32;
             }
+        }
+        v.into_boxed_slice()
+    }
+
+    /// Member id -> its storm control, for `Tables::l2_storm`.
+    pub fn l2_storm(&self) -> Box<[Option<Arc<StormControl>>]> {
+        let mut v = vec![None; self.next_member as usize];
+        for (&m, (_, sc)) in &self.storms {
+            v[m as usize] = Some(sc.clone());
         }
         v.into_boxed_slice()
     }

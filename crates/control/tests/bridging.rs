@@ -83,3 +83,52 @@ fn two_workers_share_what_either_learns_and_nothing_learned_is_flooded() {
     assert_eq!(out[0], vec![frame(host(5), [2, 0x30, 0, 0, 0, 1], None)]);
     assert_eq!(counter(&bed, |c| &c.learned), 1002);
 }
+
+/// A bridge at its learn limit floods what it cannot learn, counts it, and says so in syslog:
+/// one record for the burst, not one per frame.
+#[test]
+fn a_learn_limit_floods_the_rest_and_logs_it_once() {
+    let dir = std::env::temp_dir().join(format!("linerate-l2-limit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = CONFIG
+        .replace("router: { workers: 2 }", "router: { workers: 1 }")
+        .replace(
+            "members: [p0, p1, p2.100] }",
+            "members: [p0, p1, p2.100], mac-limit: 10 }",
+        );
+    let (core, mut peers) = common::core_with(&dir, &text);
+    let pool = core.lock("test").runtime.pool.clone();
+    let mut cache = dataplane::BufCache::new(pool);
+    let mut v: Vec<_> = (0..100)
+        .map(|i| {
+            let mut b = cache.alloc().unwrap();
+            assert!(b.fill(&frame([0xff; 6], host(i), None)));
+            b
+        })
+        .collect();
+    while !v.is_empty() {
+        peers[0].to_router[0].push_burst(&mut v);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let records = loop {
+        let r: Vec<_> = core
+            .logging(100)
+            .into_iter()
+            .filter(|l| l.msgid == "MAC_LIMIT")
+            .collect();
+        if !r.is_empty() || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(records.len(), 1, "one record for the burst");
+    assert!(
+        records[0].text.contains("bridge office"),
+        "{:?}",
+        records[0]
+    );
+    let b = &core.bridges()[0];
+    assert_eq!((b.macs, b.not_learned_limit), (10, 90));
+    core.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -31,7 +31,7 @@ interfaces:
   - { name: p0.22, port: p0, vlan: 22, mac: "02:00:00:00:00:01" }
 bridges:
   - { name: b1, members: [p0.20, p0.21], flood-unknown-unicast: false, bpdu: drop }
-  - { name: b2, members: [p0.22] }
+  - { name: b2, members: [p0.22], storm-control: { broadcast: 1 } }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
@@ -176,6 +176,11 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
         ),
         (
             Some(L2NoFloodMember),
+            bridged(22, [0xff; 6], host_b, udp([10, 1, 0, 1])),
+        ),
+        // b2's storm control passes one broadcast a second (that one above).
+        (
+            Some(L2StormControl),
             bridged(22, [0xff; 6], host_b, udp([10, 1, 0, 1])),
         ),
     ]

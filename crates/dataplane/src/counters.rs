@@ -56,6 +56,7 @@ reasons! {
     L2UnknownUnicast => "unknown unicast destination; the bridge domain does not flood",
     L2BpduDropped => "spanning-tree BPDU; the bridge domain drops them",
     L2NoFloodMember => "flooded with no other member up in the bridge domain",
+    L2StormControl => "flooded frame over its member's storm-control rate",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

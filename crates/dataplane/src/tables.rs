@@ -38,6 +38,9 @@ pub struct Interface {
 #[derive(Clone, Debug)]
 pub struct PortMap {
     pub untagged: u32,
+    /// Every frame, tagged or not, belongs to the untagged interface: a bridge member in
+    /// dot1q-tunnel mode (a customer's tags are payload, carried inside the provider's tag).
+    pub tunnel: bool,
     /// Indexed by VLAN id; empty when the port has no sub-interfaces.
     pub vlans: Box<[u32]>,
 }
@@ -143,6 +146,8 @@ pub struct Tables {
     pub bridges: Box<[crate::l2::Bridge]>,
     pub l2_members: Box<[u32]>,
     pub macs: Option<Arc<crate::l2::MacTable>>,
+    /// Storm control per member id (None: none on that member).
+    pub l2_storm: Box<[Option<Arc<crate::l2::bridge::StormControl>>]>,
 }
 
 impl Tables {
@@ -164,6 +169,7 @@ impl Tables {
             bridges: Box::new([]),
             l2_members: Box::new([]),
             macs: None,
+            l2_storm: Box::new([]),
         }
     }
 }

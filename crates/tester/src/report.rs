@@ -121,7 +121,11 @@ pub fn table(r: &ScenarioReport) -> String {
         thousands(r.ring as f64),
         thousands(crate::embedded::TX_RING as f64)
     );
-    if r.rows.is_empty() || r.fixed_load.is_some() {
+    if r.learning.is_some() {
+        s += "Method: RFC 2889 address learning: per pass, each test port announces its host, \
+              then one learning frame per address, then one test frame to each address; \
+              frames counted per tester port\n\n";
+    } else if r.rows.is_empty() || r.fixed_load.is_some() {
         s += &format!(
             "Method: one {} s trial{} per row (seed: {} s), no search\n\n",
             r.trial_seconds,

@@ -16,6 +16,13 @@ pub struct BridgeMemberView {
     pub up: bool,
     /// Addresses learned here now.
     pub macs: u64,
+    /// dot1q-tunnel: every frame of its port is the member's, customer tags and all.
+    #[serde(default)]
+    pub tunnel: bool,
+    /// Frames to be flooded that storm control dropped here: broadcast, multicast, unknown
+    /// unicast (absent: no storm control on the member).
+    #[serde(default)]
+    pub storm_dropped: Option<[u64; 3]>,
 }
 
 /// `GET /v1/bridges`: one bridge domain.
@@ -46,6 +53,12 @@ pub struct BridgeView {
     pub not_learned_limit: u64,
     pub not_learned_table_full: u64,
     pub flaps: u64,
+    /// Storm control's limits per member, frames a second: broadcast, multicast, unknown
+    /// unicast (None: not policed); and what it dropped in all.
+    #[serde(default)]
+    pub storm_control: [Option<u32>; 3],
+    #[serde(default)]
+    pub storm_dropped: u64,
 }
 
 impl Render for Vec<BridgeView> {
@@ -77,15 +90,28 @@ impl Render for Vec<BridgeView> {
                 .map(|m| {
                     vec![
                         m.interface.clone(),
-                        m.vlan.map_or("-".into(), |v| v.to_string()),
+                        if m.tunnel {
+                            "dot1q-tunnel".into()
+                        } else {
+                            m.vlan.map_or("-".into(), |v| v.to_string())
+                        },
                         if m.up { "up" } else { "down" }.into(),
                         if m.learning { "on" } else { "off" }.into(),
                         m.macs.to_string(),
+                        m.storm_dropped
+                            .map_or("-".into(), |d| format!("{}/{}/{}", d[0], d[1], d[2])),
                     ]
                 })
                 .collect();
             out.push_str(&table(
-                &["Member", "VLAN", "State", "Learning", "MACs"],
+                &[
+                    "Member",
+                    "VLAN",
+                    "State",
+                    "Learning",
+                    "MACs",
+                    "Storm drops (bcast/mcast/unknown)",
+                ],
                 rows,
             ));
             out.push_str(&pairs(
@@ -103,6 +129,15 @@ impl Render for Vec<BridgeView> {
                         b.not_learned_table_full.to_string(),
                     ),
                     ("flaps (moves refused)", b.flaps.to_string()),
+                    (
+                        "storm control (frames/s per member: bcast/mcast/unknown)",
+                        b.storm_control
+                            .iter()
+                            .map(|r| r.map_or("-".into(), |x| x.to_string()))
+                            .collect::<Vec<_>>()
+                            .join("/"),
+                    ),
+                    ("storm control drops", b.storm_dropped.to_string()),
                 ],
             ));
             out.push('\n');

@@ -5,21 +5,28 @@
 //! bridges:
 //!   - name: office
 //!     id: 10                         # 1..=65534: the MAC table keys on it; default: position + 1
-//!     members: [p1, p2.100, { interface: p3, learning: false }]
+//!     members: [p1, p2.100, { interface: p3, learning: false }, { interface: p4, mode: dot1q-tunnel }]
 //!     learning: true                 # learn sources (default); false floods every unicast frame
 //!     mac-limit: 15000               # addresses learned at most (0: none); beyond it, flooded
 //!     aging: 300                     # seconds an address lives unseen (0: never ages)
 //!     flood-unknown-unicast: true    # false drops frames to unknown addresses
 //!     bpdu: punt                     # punt (to the control plane, the default), flood or drop
 //!     static-macs: [{ mac: "02:00:00:00:00:99", interface: p1 }]
+//!     storm-control: { broadcast: 1000, multicast: 5000, unknown-unicast: 10000 }  # frames/s per member
 //! ```
 //!
 //! A member is an interface (a port's untagged interface, or an 802.1Q sub-interface: its frames
 //! leave tagged with its VLAN and arrive with the tag removed, so members of different VLANs
-//! translate). Besides each value's range, the checks refuse: a member that is not an
+//! translate). A member in `dot1q-tunnel` mode is a port's untagged interface that takes every
+//! frame of the port, tagged or not: a customer's tags ride inside the tag of the member they
+//! leave by (Q-in-Q with the 0x8100 outer tag, as the ME 6524's dot1q tunnels), and come off
+//! again on the way back. Storm control polices, per member and per kind, the frames the domain
+//! would flood (broadcast, multicast, unknown unicast) in frames a second, with a burst of a
+//! tenth of a second's worth. Besides each value's range, the checks refuse: a member that is not an
 //! interface, an interface in two bridges or twice in one, a member with IP addresses (its
 //! frames are switched: the addresses could never be reached), a static MAC on an interface
-//! that is not a member of its bridge or twice in one bridge, and two bridges with one name or id.
+//! that is not a member of its bridge or twice in one bridge, two bridges with one name or id,
+//! and a dot1q-tunnel member that is a VLAN sub-interface or shares its port with one.
 
 use super::fields::{mac, seq, Errs, Fields};
 use super::{Config, Origin};
@@ -45,6 +52,8 @@ pub struct BridgeCfg {
     pub flood_unknown: bool,
     pub bpdu: Bpdu,
     pub statics: Vec<StaticMacCfg>,
+    /// Frames a second each member may flood: broadcast, multicast, unknown unicast.
+    pub storm: [Option<u32>; 3],
     pub origin: Origin,
 }
 
@@ -52,6 +61,8 @@ pub struct BridgeCfg {
 pub struct MemberCfg {
     pub interface: String,
     pub learning: bool,
+    /// dot1q-tunnel: every frame of the port, tagged or not, is this member's.
+    pub tunnel: bool,
     pub origin: Origin,
 }
 
@@ -84,6 +95,7 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                 Value::Scalar(s) => members.push(MemberCfg {
                     interface: s.clone(),
                     learning: true,
+                    tunnel: false,
                     origin: Origin {
                         line: m.line,
                         col: m.col,
@@ -97,11 +109,25 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                     let origin = mf.origin();
                     let interface = mf.required("interface", e);
                     let learning = mf.parse("learning", "true or false", e).unwrap_or(true);
+                    let tunnel = match mf.str("mode", e).as_deref() {
+                        None | Some("access") => false,
+                        Some("dot1q-tunnel") => true,
+                        Some(x) => {
+                            let at = mf.node("mode").unwrap_or(m);
+                            e.at(
+                                at,
+                                &mf.field("mode"),
+                                format!("`{x}`: mode is access (the default) or dot1q-tunnel"),
+                            );
+                            false
+                        }
+                    };
                     mf.finish(e);
                     if let Some(interface) = interface {
                         members.push(MemberCfg {
                             interface,
                             learning,
+                            tunnel,
                             origin,
                         });
                     }
@@ -161,6 +187,27 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                 });
             }
         }
+        let mut storm = [None; 3];
+        if let Some(sn) = f.get("storm-control") {
+            let path = f.field("storm-control");
+            if let Some(mut sf) = Fields::new(path, sn, e) {
+                for (k, key) in ["broadcast", "multicast", "unknown-unicast"]
+                    .iter()
+                    .enumerate()
+                {
+                    storm[k] = sf.parse::<u32>(key, "frames a second", e);
+                    if storm[k] == Some(0) {
+                        let at = sf.node(key).unwrap_or(sn);
+                        e.at(
+                            at,
+                            &sf.field(key),
+                            "0 frames a second would flood nothing; leave the key out for no limit",
+                        );
+                    }
+                }
+                sf.finish(e);
+            }
+        }
         f.finish(e);
         if let Some(name) = name {
             cfg.bridges.push(BridgeCfg {
@@ -173,6 +220,7 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                 flood_unknown,
                 bpdu,
                 statics,
+                storm,
                 origin,
             });
         }
@@ -225,6 +273,29 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
                     )
                 };
                 e.origin(&m.origin, msg);
+            }
+            if m.tunnel {
+                if ifc.vlan.is_some() {
+                    e.origin(
+                        &m.origin,
+                        format!(
+                            "`{}` is a VLAN sub-interface: a dot1q-tunnel member is a port's untagged interface",
+                            m.interface
+                        ),
+                    );
+                } else if let Some(o) = cfg
+                    .interfaces
+                    .iter()
+                    .find(|o| o.port == ifc.port && o.name != ifc.name)
+                {
+                    e.origin(
+                        &m.origin,
+                        format!(
+                            "`{}` is a dot1q-tunnel member, which takes every frame of port `{}`; `{}` is on that port too",
+                            m.interface, ifc.port, o.name
+                        ),
+                    );
+                }
             }
             if !ifc.ipv4.is_empty() || !ifc.ipv6.is_empty() {
                 e.origin(
@@ -293,6 +364,13 @@ interfaces:
         assert!(!b.members[1].learning && b.members[0].learning);
         assert_eq!(b.bpdu, dataplane::l2::bridge::Bpdu::Drop);
         assert_eq!(b.statics[0].interface, "p1");
+        assert_eq!(b.storm, [None; 3]);
+        let text = format!(
+            "{BASE}bridges:\n  - {{ name: t, members: [{{ interface: p1, mode: dot1q-tunnel }}], storm-control: {{ broadcast: 100, unknown-unicast: 5000 }} }}\n"
+        );
+        let c = parse(&text, Path::new("lab.yaml")).unwrap();
+        assert!(c.bridges[0].members[0].tunnel);
+        assert_eq!(c.bridges[0].storm, [Some(100), None, Some(5000)]);
         assert_eq!(c.max_macs, super::DEFAULT_MACS);
     }
 
@@ -334,6 +412,18 @@ interfaces:
         );
         let e = errors("bridges:\n  - { name: a, members: [p1], static-macs: [{ mac: 01:00:5e:00:00:09, interface: p1 }] }\n");
         assert!(e.iter().any(|x| x.contains("not a unicast MAC")), "{e:?}");
+        let e =
+            errors("bridges:\n  - { name: a, members: [{ interface: p2, mode: dot1q-tunnel }] }\n");
+        assert!(
+            e.iter().any(|x| x.contains("`p2.100` is on that port too")),
+            "{e:?}"
+        );
+        let e = errors("bridges:\n  - { name: a, members: [{ interface: p2.100, mode: tunnel }], storm-control: { broadcast: 0 } }\n");
+        assert!(e.iter().any(|x| x.contains("members[0].mode")), "{e:?}");
+        assert!(
+            e.iter().any(|x| x.contains("storm-control.broadcast")),
+            "{e:?}"
+        );
     }
 
     #[test]

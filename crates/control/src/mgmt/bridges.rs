@@ -1,8 +1,11 @@
 //! Bridges as the management plane sees them: `show bridge`, `show mac address-table`,
-//! `clear mac address-table`, and their metrics.
+//! `clear mac address-table`, their metrics, and the syslog records of learning refused (a
+//! limit, a full table) and of flapping addresses.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Weak;
+use std::time::{Duration, Instant};
 
 use api::requests::MacQuery;
 use api::views::{
@@ -14,6 +17,7 @@ use packet::ethernet::MacAddr;
 use super::{ApiError, ApiResult, Core};
 use crate::bridges::{now_s, BridgesState};
 use crate::metrics::{Exposition, Kind};
+use crate::syslog::Severity;
 
 /// Entries listed when the query gives no limit.
 const DEFAULT_LIMIT: usize = 1000;
@@ -58,6 +62,10 @@ impl Core {
                                 learning: port.learn,
                                 up: ifc.up,
                                 macs: per_member.get(&port.member).copied().unwrap_or(0),
+                                tunnel: m.tunnel,
+                                storm_dropped: st.storms.get(&port.member).map(|(_, sc)| {
+                                    sc.dropped.each_ref().map(|d| d.load(Ordering::Relaxed))
+                                }),
                             }
                         })
                         .collect(),
@@ -78,6 +86,8 @@ impl Core {
                     not_learned_limit: get(&c.limit),
                     not_learned_table_full: get(&c.table_full),
                     flaps: get(&c.flaps),
+                    storm_control: cfg.storm,
+                    storm_dropped: get(&c.storm_dropped),
                 }
             })
             .collect()
@@ -174,7 +184,7 @@ impl Core {
         e.family(
             "linerate_bridge_frames_total",
             Kind::Counter,
-            "Frames switched per bridge domain: forwarded to a learned member, flooded, flood copies sent, unknown unicast",
+            "Frames switched per bridge domain: forwarded to a learned member, flooded, flood copies sent, unknown unicast, dropped by storm control",
         );
         for b in &st.bridges {
             let c = &b.counters;
@@ -183,6 +193,7 @@ impl Core {
                 ("flooded", &c.flooded),
                 ("flood_copies", &c.flood_copies),
                 ("unknown_unicast", &c.unknown_unicast),
+                ("storm_dropped", &c.storm_dropped),
             ] {
                 e.sample(&[("bridge", &b.name), ("kind", what)], r(v));
             }
@@ -253,4 +264,89 @@ fn stats(t: Option<&MacTable>, capacity: usize) -> MacTableStats {
         table_full: r(&c.table_full),
         flaps: r(&c.flaps),
     }
+}
+
+/// How often a bridge's learning trouble is logged again while it goes on.
+const EVENT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What is logged: per counter, its msgid, severity and text.
+const EVENTS: &[(&str, Severity, &str)] = &[
+    (
+        "MAC_LIMIT",
+        Severity::Warning,
+        "learn limit reached: addresses beyond it are flooded, not learned",
+    ),
+    (
+        "MAC_TABLE_FULL",
+        Severity::Error,
+        "MAC table full: new addresses are flooded, not learned",
+    ),
+    (
+        "MAC_FLAP",
+        Severity::Warning,
+        "addresses flapping between members: moves refused",
+    ),
+];
+
+fn event_counts(c: &BridgeCounters) -> [u64; 3] {
+    [
+        BridgeCounters::get(&c.limit),
+        BridgeCounters::get(&c.table_full),
+        BridgeCounters::get(&c.flaps),
+    ]
+}
+
+/// Logs, once a second at most and then once per [`EVENT_INTERVAL`] while it goes on, each
+/// bridge whose learning is refused (its limit, a full table) or whose addresses flap: one
+/// record per kind with the count since the last one, never one per frame.
+pub(super) fn spawn_events(core: Weak<Core>) {
+    let _ = std::thread::Builder::new()
+        .name("bridge-events".into())
+        .spawn(move || {
+            // Per (bridge name, kind): the count last logged and when.
+            let mut last: HashMap<(String, usize), (u64, Option<Instant>)> = HashMap::new();
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let Some(core) = core.upgrade() else {
+                    return;
+                };
+                let now: Vec<(String, [u64; 3], u32)> = {
+                    // Not `lock`: a look a second is not an API command to time.
+                    let s = core.state.lock().unwrap_or_else(|e| e.into_inner());
+                    s.router
+                        .bridges
+                        .bridges
+                        .iter()
+                        .zip(&s.router.cfg.bridges)
+                        .map(|(b, c)| (b.name.clone(), event_counts(&b.counters), c.mac_limit))
+                        .collect()
+                };
+                for (name, counts, limit) in now {
+                    for (k, &(msgid, severity, text)) in EVENTS.iter().enumerate() {
+                        // A bridge first seen counts from zero: its counters are new (a
+                        // bridge a commit keeps keeps its entry here).
+                        let e = last.entry((name.clone(), k)).or_insert((0, None));
+                        let due = e.1.is_none_or(|t| t.elapsed() >= EVENT_INTERVAL);
+                        if counts[k] > e.0 && due {
+                            let n = counts[k] - e.0;
+                            let mut params =
+                                vec![("bridge", name.clone()), ("count", n.to_string())];
+                            if k == 0 {
+                                params.push(("limit", limit.to_string()));
+                            }
+                            core.logger.log(
+                                severity,
+                                msgid,
+                                &params,
+                                format!("bridge {name}: {text} ({n} since the last record)"),
+                            );
+                            *e = (counts[k], Some(Instant::now()));
+                        } else if counts[k] < e.0 {
+                            // The bridge was replaced by a commit: its counters start again.
+                            *e = (counts[k], None);
+                        }
+                    }
+                }
+            }
+        });
 }

@@ -238,6 +238,7 @@ impl Core {
             )
         }));
         *core.cpu.lock().unwrap_or_else(|e| e.into_inner()) = Some(monitor);
+        bridges::spawn_events(Arc::downgrade(&core));
         core.logger.log(
             Severity::Notice,
             "SYSTEM_START",

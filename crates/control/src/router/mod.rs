@@ -195,6 +195,7 @@ impl Router {
             .iter()
             .map(|_| PortMap {
                 untagged: NO_IF,
+                tunnel: false,
                 vlans: Box::new([]),
             })
             .collect();
@@ -207,7 +208,10 @@ impl Router {
                 .expect("checked");
             let pm = &mut ports[port];
             match ic.vlan {
-                None => pm.untagged = i as u32,
+                None => {
+                    pm.untagged = i as u32;
+                    pm.tunnel = bridges.tunnels.contains(&ic.name);
+                }
                 Some(v) => {
                     if pm.vlans.is_empty() {
                         pm.vlans = vec![NO_IF; 4096].into_boxed_slice();
@@ -820,6 +824,7 @@ impl Router {
             punt: self.services.punt.clone(),
             generation: self.generation,
             l2_members: self.bridges.l2_members(&self.ifs),
+            l2_storm: self.bridges.l2_storm(),
             bridges: self.bridges.bridges.clone().into_boxed_slice(),
             macs: self.bridges.table.clone(),
         }

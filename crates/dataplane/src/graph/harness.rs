@@ -156,10 +156,12 @@ impl Harness {
             ports: vec![
                 PortMap {
                     untagged: 0,
+                    tunnel: false,
                     vlans: Box::new([]),
                 },
                 PortMap {
                     untagged: 1,
+                    tunnel: false,
                     vlans: vlans.into_boxed_slice(),
                 },
             ]

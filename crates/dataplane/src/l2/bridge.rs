@@ -82,6 +82,8 @@ pub struct BridgeCounters {
     pub limit: AtomicU64,
     pub table_full: AtomicU64,
     pub flaps: AtomicU64,
+    /// Flooded frames storm control dropped.
+    pub storm_dropped: AtomicU64,
 }
 
 impl BridgeCounters {
@@ -101,10 +103,68 @@ impl BridgeCounters {
         add(&self.limit, v.limit);
         add(&self.table_full, v.table_full);
         add(&self.flaps, v.flaps);
+        add(&self.storm_dropped, v.storm_dropped);
     }
 
     pub fn get(c: &AtomicU64) -> u64 {
         c.load(Ordering::Relaxed)
+    }
+}
+
+/// Storm control of one member: per kind of flooded frame (broadcast, multicast, unknown
+/// unicast), a policer shared by every worker receiving on the member, in frames a second.
+/// A frame over its kind's rate is dropped (`L2StormControl`) and counted here.
+#[derive(Debug)]
+pub struct StormControl {
+    pub policers: [Option<crate::feature::police::Policer>; 3],
+    pub dropped: [AtomicU64; 3],
+}
+
+/// The kinds storm control polices, in [`StormControl`]'s order.
+pub const STORM_KINDS: [&str; 3] = ["broadcast", "multicast", "unknown-unicast"];
+
+impl StormControl {
+    /// `rates[k]`: frames a second of kind k (None: not policed), with a burst of a tenth of
+    /// a second's worth (at least one frame).
+    pub fn new(rates: [Option<u32>; 3]) -> StormControl {
+        use crate::feature::police::{Meter, Policer, PolicerConfig, Verdict};
+        let policer = |fps: u32| {
+            // The meter counts bytes at a bit rate: one "byte" a frame at 8 bit/s per frame/s
+            // makes it a frame meter.
+            let burst = (fps / 10).max(1);
+            Policer::new(PolicerConfig {
+                meter: Meter::SrTcm {
+                    cir_bps: u64::from(fps) * 8,
+                    cbs: burst,
+                    ebs: 0,
+                },
+                color_aware: false,
+                conform: Verdict::Transmit,
+                exceed: Verdict::Drop,
+                violate: Verdict::Drop,
+            })
+        };
+        StormControl {
+            policers: rates.map(|r| r.map(policer)),
+            dropped: Default::default(),
+        }
+    }
+
+    /// Whether a flooded frame of kind `k` (0 broadcast, 1 multicast, 2 unknown unicast) may
+    /// go, at `now_ns` of the workers' shared clock.
+    #[inline]
+    pub fn admit(&self, k: usize, now_ns: u64) -> bool {
+        use crate::feature::police::{Color, Verdict};
+        let Some(p) = &self.policers[k] else {
+            return true;
+        };
+        let (_, v) = p.police(now_ns, 1, Color::Green);
+        if v == Verdict::Drop {
+            self.dropped[k].fetch_add(1, Ordering::Relaxed);
+            false
+        } else {
+            true
+        }
     }
 }
 
@@ -120,6 +180,7 @@ pub struct VectorCounts {
     pub limit: u64,
     pub table_full: u64,
     pub flaps: u64,
+    pub storm_dropped: u64,
 }
 
 impl VectorCounts {

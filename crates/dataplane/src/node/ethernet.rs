@@ -120,7 +120,7 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
     let mut et = be16(d, 12);
     let mut l3 = 14u16;
     let mut ifx = pm.untagged;
-    if et == 0x8100 {
+    if et == 0x8100 && !pm.tunnel {
         if d.len() < 18 {
             return DropReason::BadLength as usize;
         }

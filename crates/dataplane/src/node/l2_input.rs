@@ -8,7 +8,8 @@
 //! unicast); l2-flood (broadcast, multicast, unknown unicast where the domain floods it);
 //! l2-control (the 802.1D reserved addresses: LACP, LLDP, and BPDUs where the domain punts
 //! them). Dropped: a destination on the member the frame came from, an unknown destination in a
-//! domain that does not flood, BPDUs where the domain drops them, a member that is down.
+//! domain that does not flood, BPDUs where the domain drops them, a member that is down, and a
+//! frame to be flooded over its member's storm-control rate (`l2::bridge::StormControl`).
 //!
 //! Both table passes are batched over the vector (`MacTable::learn_batch`, `lookup_batch`),
 //! prefetching buckets ahead, so a table of a million addresses costs overlapping misses, not
@@ -50,6 +51,7 @@ impl Node for L2Input {
         DropReason::L2SameInterface,
         DropReason::L2UnknownUnicast,
         DropReason::L2BpduDropped,
+        DropReason::L2StormControl,
     ];
     const CONSUMED: &'static str = "";
 
@@ -78,6 +80,18 @@ impl Node for L2Input {
             To::Node(NodeId::L2Flood) => format!("bridge {}: flood", bridge.name),
             _ => format!("bridge {}: L2 control frame", bridge.name),
         }
+    }
+}
+
+/// Storm control's kind of a flooded frame: 0 broadcast, 1 multicast, 2 unknown unicast.
+#[inline(always)]
+fn flood_kind(d: &[u8]) -> usize {
+    if d[..6] == [0xff; 6] {
+        0
+    } else if d[0] & 1 != 0 {
+        1
+    } else {
+        2
     }
 }
 
@@ -201,7 +215,20 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
                     ctx.tx(out.port, b);
                 }
             }
-            Verdict::Flood => ctx.to(Next::Flood, b),
+            Verdict::Flood => {
+                // Storm control: broadcast, multicast or unknown unicast, per member.
+                let storm = t
+                    .l2_storm
+                    .get(l2.member as usize)
+                    .and_then(|s| s.as_deref());
+                match storm {
+                    Some(sc) if !sc.admit(flood_kind(b.data()), ctx.clock_ns) => {
+                        c.storm_dropped += 1;
+                        ctx.drop(b, DropReason::L2StormControl);
+                    }
+                    _ => ctx.to(Next::Flood, b),
+                }
+            }
             Verdict::Control => ctx.to(Next::Control, b),
             Verdict::Drop(why) => ctx.drop(b, why),
         }

@@ -53,14 +53,17 @@ fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
     t.ports = vec![
         PortMap {
             untagged: 0,
+            tunnel: false,
             vlans: Box::new([]),
         },
         PortMap {
             untagged: 1,
+            tunnel: false,
             vlans: Box::new([]),
         },
         PortMap {
             untagged: NO_IF,
+            tunnel: false,
             vlans: vlans.into_boxed_slice(),
         },
     ]
@@ -214,4 +217,58 @@ fn a_member_that_does_not_learn_leaves_the_table_alone() {
     h.t.ifs[2].up = false;
     let (_, flood) = switch(&mut h, 0, &[frame(BROADCAST, A, None)]);
     assert_eq!(flood.dropped(DropReason::L2NoFloodMember), 1);
+}
+
+#[test]
+fn a_dot1q_tunnel_member_carries_customer_tags_inside_the_members_tag() {
+    let mut h = bridged(true, Bpdu::Punt);
+    h.t.ports[0].tunnel = true;
+    // A customer frame tagged 55 on the tunnel port: the whole frame is eth0's.
+    let customer = frame(BROADCAST, A, Some(55));
+    let (_, flood) = switch(&mut h, 0, std::slice::from_ref(&customer));
+    assert_eq!(
+        tx(&flood, 1),
+        vec![customer.clone()],
+        "untagged member: as it came"
+    );
+    let out = &tx(&flood, 2)[0];
+    assert_eq!(
+        &out[12..20],
+        &[0x81, 0x00, 0, 100, 0x81, 0x00, 0, 55],
+        "Q-in-Q"
+    );
+    // And back from the provider side: the outer tag comes off, the customer's stays.
+    let mut provider = frame(A, B, Some(55));
+    provider.splice(12..12, [0x81, 0x00, 0, 100]);
+    let (l2, _) = switch(&mut h, 2, &[provider]);
+    let back = &tx(&l2, 0)[0];
+    assert_eq!(&back[12..16], &[0x81, 0x00, 0, 55]);
+}
+
+#[test]
+fn storm_control_polices_each_kind_of_flooded_frame_per_member() {
+    use crate::l2::bridge::StormControl;
+    let mut h = bridged(true, Bpdu::Punt);
+    // Member 7 (eth0): 160 broadcasts a second (a burst of 16), multicast not policed.
+    let sc = Arc::new(StormControl::new([Some(160), None, Some(160)]));
+    let mut storms = vec![None; 10];
+    storms[7] = Some(sc.clone());
+    h.t.l2_storm = storms.into_boxed_slice();
+    let bcast: Vec<_> = (0..40).map(|_| frame(BROADCAST, A, None)).collect();
+    let mcast: Vec<_> = (0..40)
+        .map(|_| frame([1, 0, 0x5e, 0, 0, 1], A, None))
+        .collect();
+    let (l2, flood) = switch(&mut h, 0, &bcast);
+    assert_eq!(l2.dropped(DropReason::L2StormControl), 24);
+    assert_eq!(tx(&flood, 1).len(), 16);
+    let (l2, _) = switch(&mut h, 0, &mcast);
+    assert_eq!(l2.dropped(DropReason::L2StormControl), 0);
+    assert_eq!(sc.dropped[0].load(std::sync::atomic::Ordering::Relaxed), 24);
+    assert_eq!(
+        BridgeCounters::get(&h.t.bridges[0].counters.storm_dropped),
+        24
+    );
+    // Another member is not policed by eth0's buckets.
+    let (l2, _) = switch(&mut h, 1, &bcast[..20]);
+    assert_eq!(l2.dropped(DropReason::L2StormControl), 0);
 }
