@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dataplane::l2::bridge::StormControl;
 use dataplane::l2::{Bridge, BridgeCounters, L2Port, MacKey, MacTable};
@@ -45,6 +45,8 @@ pub struct BridgesState {
     pub storms: HashMap<u32, ([Option<u32>; 3], Arc<StormControl>)>,
     /// Members in dot1q-tunnel mode, by interface name.
     pub tunnels: HashSet<String>,
+    /// Flexlink pairs.
+    pub flexlinks: Vec<Flexlink>,
     aging: Option<AgingTimes>,
     /// The table changes this build makes when it goes live (taken by the first `apply`).
     pending: Mutex<Option<Pending>>,
@@ -84,6 +86,7 @@ impl BridgesState {
             statics: HashMap::new(),
             storms: HashMap::new(),
             tunnels: HashSet::new(),
+            flexlinks: Vec::new(),
             aging,
             pending: Mutex::new(None),
         };
@@ -115,6 +118,7 @@ impl BridgesState {
                     m.interface.clone(),
                     L2Port {
                         bridge: bi as u16,
+                        blocked: false,
                         member,
                         learn: b.learning && m.learning,
                     },
@@ -133,6 +137,30 @@ impl BridgesState {
                 }
                 st.member_bridge.insert(m.interface.clone(), b.id);
                 members.push(index(&m.interface));
+                if let Some(bk) = &m.backup {
+                    // The backup shares the primary's member id: the addresses learned on the
+                    // pair lead to whichever is active.
+                    let port = st.ports[&m.interface];
+                    st.ports.insert(bk.clone(), port);
+                    st.member_bridge.insert(bk.clone(), b.id);
+                    members.push(index(bk));
+                    let state = prev
+                        .and_then(|p| {
+                            p.flexlinks
+                                .iter()
+                                .find(|f| f.primary == m.interface && f.backup == *bk)
+                        })
+                        .map(|f| f.state.clone())
+                        .unwrap_or_default();
+                    st.flexlinks.push(Flexlink {
+                        bridge: b.name.clone(),
+                        member: port.member,
+                        primary: m.interface.clone(),
+                        backup: bk.clone(),
+                        preempt_s: m.preempt_s,
+                        state,
+                    });
+                }
             }
             for s in &b.statics {
                 let member = st.ports[&s.interface].member;
@@ -174,15 +202,82 @@ impl BridgesState {
         st
     }
 
-    /// Member id -> interface index, for `Tables::l2_members`.
+    /// Member id -> interface index, for `Tables::l2_members` (a Flexlink pair's id leads to
+    /// its active member: call [`BridgesState::flexlink_apply`] first).
     pub fn l2_members(&self, ifs: &[dataplane::tables::Interface]) -> Box<[u32]> {
         let mut v = vec![NO_IF; self.next_member as usize];
         for (i, ifc) in ifs.iter().enumerate() {
-            if let Some(l2) = ifc.l2 {
+            if let Some(l2) = ifc.l2.filter(|l2| !l2.blocked) {
                 v[l2.member as usize] = i as u32;
             }
         }
         v.into_boxed_slice()
+    }
+
+    /// Decides each Flexlink pair's active member from its members' state in `ifs` (as the
+    /// workers will see them) and blocks the other. The backup takes over when the primary is
+    /// down and it is up; the primary takes over again when the backup fails, or `preempt_s`
+    /// after its own link returned. A switchover is counted and queued for the log.
+    pub fn flexlink_apply(&self, ifs: &mut [dataplane::tables::Interface]) {
+        for f in &self.flexlinks {
+            let at = |name: &str| ifs.iter().position(|i| i.name == name);
+            let (Some(p), Some(b)) = (at(&f.primary), at(&f.backup)) else {
+                continue;
+            };
+            let (p_up, b_up) = (ifs[p].up, ifs[b].up);
+            let mut st = f.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.primary_up_since = match (p_up, st.primary_up_since) {
+                (true, None) => Some(Instant::now()),
+                (true, t) => t,
+                (false, _) => None,
+            };
+            let to_backup = !st.backup_active && !p_up && b_up;
+            let preempted = st.backup_active
+                && p_up
+                && f.preempt_s.is_some_and(|d| {
+                    st.primary_up_since
+                        .is_some_and(|t| t.elapsed() >= Duration::from_secs(d.into()))
+                });
+            let to_primary = st.backup_active && p_up && (!b_up || preempted);
+            if to_backup || to_primary {
+                st.backup_active = to_backup;
+                st.switchovers += 1;
+                let (from, to) = if to_backup {
+                    (&f.primary, &f.backup)
+                } else {
+                    (&f.backup, &f.primary)
+                };
+                let why = if to_backup || !b_up {
+                    format!("{from} down")
+                } else {
+                    format!(
+                        "preempted {}s after {to} came back",
+                        f.preempt_s.unwrap_or(0)
+                    )
+                };
+                st.events.push(format!(
+                    "bridge {}: Flexlink {from} -> {to} ({why})",
+                    f.bridge
+                ));
+            }
+            let standby = if st.backup_active { p } else { b };
+            if let Some(l2) = ifs[standby].l2.as_mut() {
+                l2.blocked = true;
+            }
+        }
+    }
+
+    /// Whether a pair waits for its preemption delay (the tables must be made again when it
+    /// ends).
+    pub fn preemption_due(&self) -> bool {
+        self.flexlinks.iter().any(|f| {
+            let st = f.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.backup_active
+                && f.preempt_s.is_some_and(|d| {
+                    st.primary_up_since
+                        .is_some_and(|t| t.elapsed() >= Duration::from_secs(d.into()))
+                })
+        })
     }
 
     /// Member id -> its storm control, for `Tables::l2_storm`.
@@ -246,6 +341,26 @@ impl BridgesState {
             .find(|b| b.id == id)
             .map(|b| b.name.as_str())
     }
+}
+
+/// A Flexlink pair: a primary member and its backup, sharing one member id.
+pub struct Flexlink {
+    pub bridge: String,
+    pub member: u32,
+    pub primary: String,
+    pub backup: String,
+    pub preempt_s: Option<u32>,
+    /// Kept across commits that keep the pair.
+    pub state: Arc<Mutex<FlexState>>,
+}
+
+#[derive(Default, Debug)]
+pub struct FlexState {
+    pub backup_active: bool,
+    primary_up_since: Option<std::time::Instant>,
+    pub switchovers: u64,
+    /// Switchovers not yet logged.
+    pub events: Vec<String>,
 }
 
 /// Seconds on the clock the workers stamp entries with.

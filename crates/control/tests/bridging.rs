@@ -132,3 +132,101 @@ fn a_learn_limit_floods_the_rest_and_logs_it_once() {
     core.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Flexlink: p1 primary, p2 its backup. The backup blocks while p1 is up; when p1's link goes,
+/// every address learned on p1 leads to p2 in one step (nothing flooded), it is logged, and
+/// without preemption p2 stays active when p1 returns.
+#[test]
+fn a_flexlink_backup_takes_over_every_address_at_once() {
+    let dir = std::env::temp_dir().join(format!("linerate-l2-flex-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = CONFIG
+        .replace("router: { workers: 2 }", "router: { workers: 1 }")
+        .replace("name: p2.100, port: p2, vlan: 100,", "name: p2, port: p2,")
+        .replace(
+            "members: [p0, p1, p2.100] }",
+            "members: [p0, { interface: p1, backup: p2 }] }",
+        );
+    let (core, mut peers) = common::core_with(&dir, &text);
+    let pool = core.lock("test").runtime.pool.clone();
+    let mut cache = dataplane::BufCache::new(pool);
+    let mut send = |port: usize, frames: Vec<Vec<u8>>| -> Vec<usize> {
+        let mut v: Vec<_> = frames
+            .iter()
+            .map(|f| {
+                let mut b = cache.alloc().unwrap();
+                assert!(b.fill(f));
+                b
+            })
+            .collect();
+        while !v.is_empty() {
+            peers[port].to_router[0].push_burst(&mut v);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        peers
+            .iter_mut()
+            .map(|p| {
+                let mut got = Vec::new();
+                p.from_router.pop_burst(&mut got, usize::MAX);
+                let n = got.len();
+                cache.free_all(&mut got);
+                n
+            })
+            .collect()
+    };
+    let upstream: Vec<Vec<u8>> = (0..500).map(|i| frame([0xff; 6], host(i), None)).collect();
+    let to_upstream: Vec<Vec<u8>> = (0..500)
+        .map(|i| frame(host(i), [2, 0x20, 0, 0, 0, 1], None))
+        .collect();
+    // 500 hosts behind the primary; the broadcasts reach p0 only (p2 blocks).
+    assert_eq!(send(1, upstream.clone()), vec![500, 0, 0]);
+    assert_eq!(send(0, to_upstream.clone()), vec![0, 500, 0]);
+    // What arrives on the standby is dropped, not learned or flooded.
+    assert_eq!(
+        send(2, vec![frame([0xff; 6], [2, 0x30, 0, 0, 0, 1], None)]),
+        vec![0, 0, 0]
+    );
+    let flooded = core.bridges()[0].flooded;
+    let roles: Vec<_> = core.bridges()[0]
+        .members
+        .iter()
+        .map(|m| (m.interface.clone(), m.flexlink.clone(), m.blocked))
+        .collect();
+    assert_eq!(
+        roles[2],
+        ("p2".into(), Some("backup (standby)".into()), true)
+    );
+
+    // The primary's link goes: all 500 addresses lead to p2 at once, none flooded.
+    core.link_changed("p1", false);
+    assert_eq!(send(0, to_upstream.clone()), vec![0, 0, 500]);
+    assert_eq!(core.bridges()[0].flooded, flooded);
+    let macs = core.mac_table(&Default::default()).unwrap();
+    assert!(macs.entries.iter().filter(|e| e.interface == "p2").count() >= 500);
+    // Its link returns: no preemption configured, p2 stays active.
+    core.link_changed("p1", true);
+    assert_eq!(send(0, to_upstream), vec![0, 0, 500]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let logged = loop {
+        let l: Vec<_> = core
+            .logging(100)
+            .into_iter()
+            .filter(|l| l.msgid == "FLEXLINK_SWITCHOVER")
+            .collect();
+        if !l.is_empty() || std::time::Instant::now() > deadline {
+            break l;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert!(
+        logged[0].text.contains("p1 -> p2 (p1 down)"),
+        "{:?}",
+        logged[0]
+    );
+    assert!(core
+        .metrics()
+        .contains("linerate_flexlink_switchovers_total{bridge=\"office\",primary=\"p1\"} 1"));
+    core.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}

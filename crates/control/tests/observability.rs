@@ -29,8 +29,10 @@ interfaces:
   - { name: p0.20, port: p0, vlan: 20, mac: "02:00:00:00:00:01" }
   - { name: p0.21, port: p0, vlan: 21, mac: "02:00:00:00:00:01" }
   - { name: p0.22, port: p0, vlan: 22, mac: "02:00:00:00:00:01" }
+  - { name: p0.23, port: p0, vlan: 23, mac: "02:00:00:00:00:01" }
+  - { name: p0.24, port: p0, vlan: 24, mac: "02:00:00:00:00:01" }
 bridges:
-  - { name: b1, members: [p0.20, p0.21], flood-unknown-unicast: false, bpdu: drop }
+  - { name: b1, members: [p0.20, p0.21, { interface: p0.23, backup: p0.24 }], flood-unknown-unicast: false, bpdu: drop }
   - { name: b2, members: [p0.22], storm-control: { broadcast: 1 } }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
@@ -177,6 +179,11 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
         (
             Some(L2NoFloodMember),
             bridged(22, [0xff; 6], host_b, udp([10, 1, 0, 1])),
+        ),
+        // p0.24 is p0.23's Flexlink backup, on standby.
+        (
+            Some(L2Blocked),
+            bridged(24, [0xff; 6], host_b, udp([10, 1, 0, 1])),
         ),
         // b2's storm control passes one broadcast a second (that one above).
         (

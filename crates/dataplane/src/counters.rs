@@ -57,6 +57,7 @@ reasons! {
     L2BpduDropped => "spanning-tree BPDU; the bridge domain drops them",
     L2NoFloodMember => "flooded with no other member up in the bridge domain",
     L2StormControl => "flooded frame over its member's storm-control rate",
+    L2Blocked => "received on a Flexlink member on standby (blocking)",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

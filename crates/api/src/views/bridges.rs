@@ -19,6 +19,12 @@ pub struct BridgeMemberView {
     /// dot1q-tunnel: every frame of its port is the member's, customer tags and all.
     #[serde(default)]
     pub tunnel: bool,
+    /// Flexlink: "primary (active)", "backup (standby)", ...
+    #[serde(default)]
+    pub flexlink: Option<String>,
+    /// On standby (a Flexlink member): no frame in or out.
+    #[serde(default)]
+    pub blocked: bool,
     /// Frames to be flooded that storm control dropped here: broadcast, multicast, unknown
     /// unicast (absent: no storm control on the member).
     #[serde(default)]
@@ -95,11 +101,17 @@ impl Render for Vec<BridgeView> {
                         } else {
                             m.vlan.map_or("-".into(), |v| v.to_string())
                         },
-                        if m.up { "up" } else { "down" }.into(),
+                        match (m.up, m.blocked) {
+                            (false, _) => "down",
+                            (true, true) => "blocking",
+                            (true, false) => "up",
+                        }
+                        .into(),
                         if m.learning { "on" } else { "off" }.into(),
                         m.macs.to_string(),
                         m.storm_dropped
                             .map_or("-".into(), |d| format!("{}/{}/{}", d[0], d[1], d[2])),
+                        m.flexlink.clone().unwrap_or_else(|| "-".into()),
                     ]
                 })
                 .collect();
@@ -111,6 +123,7 @@ impl Render for Vec<BridgeView> {
                     "Learning",
                     "MACs",
                     "Storm drops (bcast/mcast/unknown)",
+                    "Flexlink",
                 ],
                 rows,
             ));

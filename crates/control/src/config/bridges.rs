@@ -5,7 +5,8 @@
 //! bridges:
 //!   - name: office
 //!     id: 10                         # 1..=65534: the MAC table keys on it; default: position + 1
-//!     members: [p1, p2.100, { interface: p3, learning: false }, { interface: p4, mode: dot1q-tunnel }]
+//!     members: [p1, p2.100, { interface: p3, learning: false }, { interface: p4, mode: dot1q-tunnel },
+//!               { interface: up1, backup: up2, preempt-delay: 30 }]   # Flexlink
 //!     learning: true                 # learn sources (default); false floods every unicast frame
 //!     mac-limit: 15000               # addresses learned at most (0: none); beyond it, flooded
 //!     aging: 300                     # seconds an address lives unseen (0: never ages)
@@ -17,7 +18,10 @@
 //!
 //! A member is an interface (a port's untagged interface, or an 802.1Q sub-interface: its frames
 //! leave tagged with its VLAN and arrive with the tag removed, so members of different VLANs
-//! translate). A member in `dot1q-tunnel` mode is a port's untagged interface that takes every
+//! translate). A Flexlink primary names its `backup`: the backup is a member too, blocking (no
+//! frame in or out) while the primary's link is up; when it goes, the backup takes over every
+//! address learned on the primary in one step (both share one member id in the MAC table), and
+//! with `preempt-delay` the primary takes over again that long after its link returns. A member in `dot1q-tunnel` mode is a port's untagged interface that takes every
 //! frame of the port, tagged or not: a customer's tags ride inside the tag of the member they
 //! leave by (Q-in-Q with the 0x8100 outer tag, as the ME 6524's dot1q tunnels), and come off
 //! again on the way back. Storm control polices, per member and per kind, the frames the domain
@@ -63,6 +67,12 @@ pub struct MemberCfg {
     pub learning: bool,
     /// dot1q-tunnel: every frame of the port, tagged or not, is this member's.
     pub tunnel: bool,
+    /// Flexlink: the backup of this (primary) member, blocking while the primary is up; when
+    /// the primary's link goes, every address learned on it moves to the backup at once.
+    pub backup: Option<String>,
+    /// Flexlink preemption: back to the primary this many seconds after its link returns
+    /// (None: the backup stays active until it fails itself).
+    pub preempt_s: Option<u32>,
     pub origin: Origin,
 }
 
@@ -96,6 +106,8 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                     interface: s.clone(),
                     learning: true,
                     tunnel: false,
+                    backup: None,
+                    preempt_s: None,
                     origin: Origin {
                         line: m.line,
                         col: m.col,
@@ -122,12 +134,23 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                             false
                         }
                     };
+                    let backup = mf.str("backup", e);
+                    let preempt_s = mf.parse::<u32>("preempt-delay", "a number of seconds", e);
+                    if preempt_s.is_some() && backup.is_none() {
+                        e.at(
+                            mf.node("preempt-delay").unwrap_or(m),
+                            &mf.field("preempt-delay"),
+                            "preempt-delay is for a Flexlink primary: give its `backup`",
+                        );
+                    }
                     mf.finish(e);
                     if let Some(interface) = interface {
                         members.push(MemberCfg {
                             interface,
                             learning,
                             tunnel,
+                            backup,
+                            preempt_s,
                             origin,
                         });
                     }
@@ -273,6 +296,31 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
                     )
                 };
                 e.origin(&m.origin, msg);
+            }
+            if let Some(bk) = &m.backup {
+                match cfg.interfaces.iter().find(|x| &x.name == bk) {
+                    None => e.origin(
+                        &m.origin,
+                        format!("bridge `{}`: no interface named `{bk}` (backup)", b.name),
+                    ),
+                    Some(bi) => {
+                        if let Some(other) = owner.insert(bk, &b.name) {
+                            e.origin(
+                                &m.origin,
+                                format!("backup `{bk}` is already a member of bridge `{other}`"),
+                            );
+                        }
+                        if bk == &m.interface {
+                            e.origin(&m.origin, format!("`{bk}` cannot back itself up"));
+                        }
+                        if !bi.ipv4.is_empty() || !bi.ipv6.is_empty() {
+                            e.origin(
+                                &m.origin,
+                                format!("backup `{bk}` has IP addresses, but its frames are switched: remove them"),
+                            );
+                        }
+                    }
+                }
             }
             if m.tunnel {
                 if ifc.vlan.is_some() {

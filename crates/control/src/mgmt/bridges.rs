@@ -49,20 +49,23 @@ impl Core {
                 BridgeView {
                     name: b.name.clone(),
                     id: b.id,
-                    members: cfg
+                    members: b
                         .members
                         .iter()
-                        .zip(b.members.iter())
-                        .map(|(m, &ifx)| {
+                        .map(|&ifx| {
                             let ifc = &live.ifs[ifx as usize];
-                            let port = st.ports[&m.interface];
+                            let name = &ifc.name;
+                            let port = st.ports[name];
+                            let m = cfg.members.iter().find(|m| &m.interface == name);
                             BridgeMemberView {
-                                interface: m.interface.clone(),
+                                interface: name.clone(),
                                 vlan: ifc.vlan,
                                 learning: port.learn,
+                                blocked: ifc.l2.is_some_and(|l2| l2.blocked),
                                 up: ifc.up,
                                 macs: per_member.get(&port.member).copied().unwrap_or(0),
-                                tunnel: m.tunnel,
+                                tunnel: m.is_some_and(|m| m.tunnel),
+                                flexlink: flexlink_role(st, name),
                                 storm_dropped: st.storms.get(&port.member).map(|(_, sc)| {
                                     sc.dropped.each_ref().map(|d| d.load(Ordering::Relaxed))
                                 }),
@@ -97,6 +100,7 @@ impl Core {
         let s = self.lock("show.mac");
         let st = &s.router.bridges;
         let which = Filter::new(st, q)?;
+        let live = s.router.shared.load();
         let mut view = MacTableView {
             table: stats(st.table.as_deref(), s.router.cfg.max_macs),
             ..Default::default()
@@ -124,11 +128,11 @@ impl Core {
                     .bridge_name(e.key.bridge())
                     .map_or_else(|| format!("id {}", e.key.bridge()), str::to_string),
                 mac: MacAddr(e.key.mac()).to_string(),
-                interface: st
-                    .member_names
-                    .get(&e.member)
-                    .cloned()
-                    .unwrap_or_else(|| "-".into()),
+                interface: live
+                    .l2_members
+                    .get(e.member as usize)
+                    .and_then(|&ifx| live.ifs.get(ifx as usize))
+                    .map_or_else(|| "-".into(), |i| i.name.clone()),
                 fixed: e.fixed,
                 age_s: e.age_s,
             })
@@ -199,6 +203,19 @@ impl Core {
             }
         }
         e.family(
+            "linerate_flexlink_switchovers_total",
+            Kind::Counter,
+            "Flexlink switchovers per pair (named by its primary)",
+        );
+        for f in &st.flexlinks {
+            let n = f
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .switchovers;
+            e.sample(&[("bridge", &f.bridge), ("primary", &f.primary)], n as f64);
+        }
+        e.family(
             "linerate_bridge_macs",
             Kind::Gauge,
             "Addresses learned per bridge domain",
@@ -207,6 +224,29 @@ impl Core {
             e.sample(&[("bridge", &b.name)], t.bridge_len(b.id) as f64);
         }
     }
+}
+
+/// A member's Flexlink role: "primary" or "backup", and whether it is the active one.
+fn flexlink_role(st: &BridgesState, name: &str) -> Option<String> {
+    st.flexlinks.iter().find_map(|f| {
+        let active = f
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .backup_active;
+        let role = if f.primary == name {
+            ("primary", !active)
+        } else if f.backup == name {
+            ("backup", active)
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{} ({})",
+            role.0,
+            if role.1 { "active" } else { "standby" }
+        ))
+    })
 }
 
 /// Which entries a query names: a bridge, a member, both or all.
@@ -310,9 +350,19 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                 let Some(core) = core.upgrade() else {
                     return;
                 };
+                let mut switchovers = Vec::new();
                 let now: Vec<(String, [u64; 3], u32)> = {
                     // Not `lock`: a look a second is not an API command to time.
-                    let s = core.state.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut s = core.state.lock().unwrap_or_else(|e| e.into_inner());
+                    // Flexlink: a pair whose preemption delay has passed switches back (the
+                    // tables are made again), and switchovers are logged.
+                    if s.router.bridges.preemption_due() {
+                        let _ = s.router.publish();
+                    }
+                    for f in &s.router.bridges.flexlinks {
+                        let mut st = f.state.lock().unwrap_or_else(|e| e.into_inner());
+                        switchovers.extend(st.events.drain(..).map(|e| (f.bridge.clone(), e)));
+                    }
                     s.router
                         .bridges
                         .bridges
@@ -321,6 +371,14 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                         .map(|(b, c)| (b.name.clone(), event_counts(&b.counters), c.mac_limit))
                         .collect()
                 };
+                for (bridge, text) in switchovers {
+                    core.logger.log(
+                        Severity::Warning,
+                        "FLEXLINK_SWITCHOVER",
+                        &[("bridge", bridge)],
+                        text,
+                    );
+                }
                 for (name, counts, limit) in now {
                     for (k, &(msgid, severity, text)) in EVENTS.iter().enumerate() {
                         // A bridge first seen counts from zero: its counters are new (a

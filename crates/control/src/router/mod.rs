@@ -773,6 +773,9 @@ impl Router {
             let port = self.port_slots[i.port as usize].as_deref().unwrap_or("");
             i.up &= !self.ports_down.contains(port) && !self.links_down.contains(port);
         }
+        // Flexlink: each pair's active member from its members' state; the other blocks.
+        self.bridges.flexlink_apply(&mut ifs);
+        let l2_members = self.bridges.l2_members(&ifs);
         let down = |nh: u32| match &self.next_hops[nh as usize] {
             NextHop::Forward { tx_if, .. } => !ifs[*tx_if as usize].up,
             _ => false,
@@ -823,7 +826,7 @@ impl Router {
             acl_log: self.services.acl_log.clone(),
             punt: self.services.punt.clone(),
             generation: self.generation,
-            l2_members: self.bridges.l2_members(&self.ifs),
+            l2_members,
             l2_storm: self.bridges.l2_storm(),
             bridges: self.bridges.bridges.clone().into_boxed_slice(),
             macs: self.bridges.table.clone(),

@@ -105,6 +105,7 @@ impl Harness {
         let member = |name: &str, vlan: u16, member: u32| Interface {
             l2: Some(crate::l2::L2Port {
                 bridge: 0,
+                blocked: false,
                 member,
                 learn: true,
             }),

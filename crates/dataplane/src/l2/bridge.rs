@@ -23,6 +23,9 @@ pub struct L2Port {
     pub member: u32,
     /// Sources arriving here are learned (the domain's `learning` and the member's own).
     pub learn: bool,
+    /// A Flexlink member on standby: no frame in (dropped, not learned) or out (not flooded
+    /// to; its member id leads to the active member).
+    pub blocked: bool,
 }
 
 /// One bridge domain.

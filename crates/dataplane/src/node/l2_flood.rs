@@ -62,7 +62,10 @@ fn flush(t: &Tables, run: &mut (u16, VectorCounts)) {
 fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut VectorCounts) {
     let rx_if = b.meta().rx_if;
     let bridge = &t.bridges[bridge as usize];
-    let up = |&&ifx: &&u32| ifx != rx_if && t.ifs[ifx as usize].up;
+    let up = |&&ifx: &&u32| {
+        let out = &t.ifs[ifx as usize];
+        ifx != rx_if && out.up && !out.l2.is_some_and(|l2| l2.blocked)
+    };
     let Some(&last) = bridge.members.iter().rev().find(up) else {
         return ctx.drop(b, DropReason::L2NoFloodMember);
     };

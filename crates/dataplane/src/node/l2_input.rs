@@ -52,6 +52,7 @@ impl Node for L2Input {
         DropReason::L2UnknownUnicast,
         DropReason::L2BpduDropped,
         DropReason::L2StormControl,
+        DropReason::L2Blocked,
     ];
     const CONSUMED: &'static str = "";
 
@@ -139,7 +140,7 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let id = t.bridges[l2.bridge as usize].id;
         let d = b.data();
         dst[i] = MacKey::new(id, mac6(d, 0));
-        if l2.learn {
+        if l2.learn && !l2.blocked {
             src[k] = MacKey::new(id, mac6(d, 6));
             member[k] = l2.member;
             learners[k] = i as u8;
@@ -181,7 +182,9 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         }
         let bridge = &t.bridges[l2.bridge as usize];
         let d = b.data();
-        let verdict = if d[0] & 1 != 0 {
+        let verdict = if l2.blocked {
+            Verdict::Drop(DropReason::L2Blocked)
+        } else if d[0] & 1 != 0 {
             if reserved_group(d) {
                 match bridge.bpdu {
                     Bpdu::Flood if d[5] == 0 => Verdict::Flood,

@@ -33,6 +33,7 @@ fn member(name: &str, port: u16, vlan: Option<u16>, member: u32, learn: bool) ->
         punt_local: false,
         l2: Some(L2Port {
             bridge: 0,
+            blocked: false,
             member,
             learn,
         }),
