@@ -9,16 +9,19 @@ kernels speak ARP and ICMP across the bridge. What is checked:
 - `show mac address-table` lists each host's MAC on its member; `show bridge` counts;
   `clear mac address-table` empties it and traffic learns it again;
 - tshark decodes what left by the tagged member: 802.1Q with VID 100, no malformed frames;
-- the metrics carry the table's and the bridge's counters.
+- the metrics carry the table's and the bridge's counters;
+- a Flexlink pair fails over to its backup when the primary's cable is pulled.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
 from test_real_ports import Router
+from testbed.netns import wait_until
 from testbed.vlan import VlanShim
 
 pytestmark = pytest.mark.usefixtures("testbed_session")
@@ -109,3 +112,66 @@ def test_three_hosts_switched_tagged_and_untagged(linerate_bin, testbed, tmp_pat
     assert out, "frames out of the tagged member"
     assert all(row[0] == "100" for row in out), out
     assert not cap.fields(["frame.number"], "_ws.malformed || _ws.expert.severity >= warning")
+
+
+def test_a_flexlink_fails_over_when_the_primarys_cable_is_pulled(linerate_bin, testbed, tmp_path):
+    """h -- [p0] linerate [p1 primary, p2 backup] == up (a Linux bridge over u1 and u2, no STP:
+    the backup's blocking is what keeps the loop open). The far end of p1's wire goes down, as
+    the seed pulled a cable: the link monitor sees it, p2 takes over, pings go on."""
+    dut, h, up = testbed.netns("dut"), testbed.netns("h"), testbed.netns("up")
+    testbed.veth(h, "eth0", dut, "d0")
+    testbed.veth(up, "u1", dut, "d1")
+    testbed.veth(up, "u2", dut, "d2")
+    for d in ("d0", "d1", "d2"):
+        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+        dut.up(d)
+    h.sysctl({"net.ipv6.conf.eth0.disable_ipv6": 1})
+    h.addr("eth0", "192.0.2.10/24")
+    up.ip("link", "add", "br0", "type", "bridge")
+    for d in ("u1", "u2"):
+        up.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+        up.ip("link", "set", d, "master", "br0")
+        up.up(d)
+    up.sysctl({"net.ipv6.conf.br0.disable_ipv6": 1})
+    up.up("br0")
+    up.addr("br0", "192.0.2.20/24")
+    cfg = """\
+router: { workers: 1 }
+ports:
+  - { name: p0, driver: af_packet, device: d0 }
+  - { name: p1, driver: af_packet, device: d1 }
+  - { name: p2, driver: af_packet, device: d2 }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:0d:01" }
+  - { name: p1, port: p1, mac: "02:00:00:00:0d:02" }
+  - { name: p2, port: p2, mac: "02:00:00:00:0d:03" }
+bridges:
+  - { name: lan, members: [p0, { interface: p1, backup: p2 }] }
+"""
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        assert h.ping("192.0.2.20", count=2, timeout=3), r.log.read_text()
+        roles = {m["interface"]: m for m in r.json("show", "bridge")[0]["members"]}
+        assert roles["p2"]["blocked"] and roles["p2"]["flexlink"] == "backup (standby)", roles
+        # 400 pings 10 ms apart; the cable goes 1 s in.
+        pinger = h.popen(["ping", "-n", "-i", "0.01", "-c", "400", "-W", "1", "192.0.2.20"],
+                         log=tmp_path / "ping.log", name="ping")
+        time.sleep(1.0)
+        up.ip("link", "set", "u1", "down")
+        wait_until(lambda: not pinger.running, 20, what="the pings")
+        out = (tmp_path / "ping.log").read_text()
+        m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+        assert m, out
+        sent, got = int(m.group(1)), int(m.group(2))
+        lost = sent - got
+        roles = {m["interface"]: m for m in r.json("show", "bridge")[0]["members"]}
+        assert roles["p2"]["flexlink"] == "backup (active)" and not roles["p2"]["blocked"], roles
+        assert roles["p1"]["blocked"], roles
+        logs = r.cli("show", "logging")
+        assert "FLEXLINK_SWITCHOVER" in logs and "p1 -> p2 (p1 down)" in logs, logs
+        # Detection (the link monitor) and the switch: some pings, not many, are lost.
+        assert got >= sent - 50, out
+        print(f"Flexlink failover on veth, cable pulled: {lost} of {sent} pings lost "
+              f"(10 ms apart: about {lost * 10} ms from the pull to traffic on the backup)")
+    finally:
+        r.stop()
