@@ -218,7 +218,12 @@ def test_the_search_finds_a_tbf_limiter_and_its_loss_is_what_tbf_dropped(linerat
     per_port = row["throughput_fps"] / 2
     # Within the search's 1% resolution either way, plus what tbf's 5 KB burst and its 20 ms
     # queue let through above the rate in a 1 s trial (about 0.2% and 2%): seen 1.007x-1.017x.
-    assert 0.95 * limit_fps <= per_port <= 1.04 * limit_fps, (per_port, limit_fps)
+    # On failure, every trial of the search and the device's own drop counts: a low answer
+    # means a trial under the limit lost frames, and these say where.
+    why = (per_port, limit_fps, [(round(x["load"], 4), x["tx"], x["rx"], x["lost"],
+                                  x["tester_limited"], x.get("behind")) for x in row["trials"]],
+           {d: link_stats(dut, d)["tx"]["dropped"] for d in ("d0", "d1")})
+    assert 0.95 * limit_fps <= per_port <= 1.04 * limit_fps, why
     assert not row["tester_limited"], row
     qd = json.loads(dut.run(["tc", "-s", "-j", "qdisc", "show", "dev", "d1"]).stdout)
     tbf_drops = sum(q.get("drops", 0) for q in qd if q.get("kind") == "tbf")
