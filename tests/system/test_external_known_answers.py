@@ -206,18 +206,21 @@ def test_nft_duplicating_every_tenth_frame_is_counted_as_duplicates_not_loss(lin
 def test_the_search_finds_a_tbf_limiter_and_its_loss_is_what_tbf_dropped(linerate_bin, testbed,
                                                                        tmp_path):
     tst, dut = kernel_device(testbed)
-    # 20 Mbit/s of 60-byte frames (64 on the wire with the FCS the veth does not carry):
-    # 41,667 frames/s out of d1; the other direction is not limited.
-    dut.run(["tc", "qdisc", "add", "dev", "d1", "root", "tbf", "rate", "20mbit", "burst",
+    # 5 Mbit/s of 60-byte frames (64 on the wire with the FCS the veth does not carry):
+    # 10,417 frames/s out of d1; the other direction is not limited. (At 20 Mbit/s the kernel
+    # device, forwarding both directions on the same two vCPUs as the tester, itself dropped
+    # frames below the tbf rate now and then, in its veths' backlogs: the search then rightly
+    # found a lower rate, and tbf was no longer the only limit the test assumes.)
+    dut.run(["tc", "qdisc", "add", "dev", "d1", "root", "tbf", "rate", "5mbit", "burst",
              "5kb", "latency", "20ms"])
     rep = run_external(linerate_bin, tst, tmp_path, "tbf", "--speed", "1g", "--seconds", "1",
                        "--resolution", "1")
-    limit_fps = 20e6 / (60 * 8)
+    limit_fps = 5e6 / (60 * 8)
     (row,) = rep["rows"]
     # The same load on both ports: the answer's per-port rate is the limited direction's.
     per_port = row["throughput_fps"] / 2
     # Within the search's 1% resolution either way, plus what tbf's 5 KB burst and its 20 ms
-    # queue let through above the rate in a 1 s trial (about 0.2% and 2%): seen 1.007x-1.017x.
+    # queue let through above the rate in a 1 s trial (about 0.8% and 2%).
     # On failure, every trial of the search and the device's own drop counts: a low answer
     # means a trial under the limit lost frames, and these say where.
     why = (per_port, limit_fps, [(round(x["load"], 4), x["tx"], x["rx"], x["lost"],
@@ -235,7 +238,7 @@ def test_the_search_finds_a_tbf_limiter_and_its_loss_is_what_tbf_dropped(linerat
     out_drops = sum(link_stats(dut, d)["tx"]["dropped"] for d in ("d0", "d1"))
     lost = sum(x["lost"] for x in row["trials"]) + priming_lost(rep)
     assert tbf_drops > 0 and lost == tbf_drops + out_drops, (lost, tbf_drops, out_drops)
-    print(f"tbf 20 Mbit/s ({limit_fps:,.0f} fps): search answer {per_port:,.0f} fps per port in "
+    print(f"tbf 5 Mbit/s ({limit_fps:,.0f} fps): search answer {per_port:,.0f} fps per port in "
           f"{len(row['trials'])} trials; tester lost {lost:,} in all, tbf dropped {tbf_drops:,} "
           f"+ the veths' transmit drops {out_drops:,}")
 
