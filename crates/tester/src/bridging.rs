@@ -20,7 +20,7 @@ use std::sync::Arc;
 use control::mgmt::Core;
 use serde::Serialize;
 
-use crate::engine::{Tester, TrialResult};
+use crate::engine::Tester;
 use crate::load::FrameSizes;
 use crate::procedures::{Observer, TrialOpts};
 use crate::report::{thousands, Check};
@@ -59,10 +59,6 @@ pub struct Pass {
     pub attempts: u32,
     pub macs_after_learning: u64,
     pub not_learned_limit: u64,
-    #[serde(skip)]
-    pub learn: TrialResult,
-    #[serde(skip)]
-    pub test: TrialResult,
     pub test_tx: u64,
     pub test_rx: u64,
     pub test_lost: u64,
@@ -142,11 +138,9 @@ fn one_pass(
         test_tx: test.tx,
         test_rx: test.rx,
         test_lost: test.lost,
-        port_rx: test.port_rx.clone(),
+        port_rx: test.port_rx,
         learn_tester_limited: learn.tester_limited,
         test_tester_limited: test.tester_limited,
-        learn,
-        test,
     }
 }
 
