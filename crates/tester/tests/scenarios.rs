@@ -2,11 +2,20 @@
 //! core, the search per row, and the reports. Figures are not asserted (CI machines vary); what
 //! is asserted is that the pipeline measures: frames went through with no loss at the passing
 //! load, every stream was received at its own port, and the reports carry the rows.
+//!
+//! Each test runs a router's workers and the tester's thread on the machine's cores, so the tests
+//! take a lock and run one at a time: run side by side on two cores, a line-rate trial of a few
+//! milliseconds is starved past its schedule in every try, and the scenario rightly fails it as
+//! tester-limited.
+
+use std::sync::Mutex;
 
 use tester::procedures::{Quiet, TrialOpts};
 use tester::run::{self, RunOpts};
 use tester::scenario::{self, ScenarioOpts};
 use tester::{report, FrameSizes};
+
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn opts(seconds: f64) -> RunOpts {
     RunOpts {
@@ -21,6 +30,7 @@ fn opts(seconds: f64) -> RunOpts {
 
 #[test]
 fn me1_at_ci_scale_passes_every_size_with_no_misdelivery() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let s = scenario::build(
         "ME-1",
         &ScenarioOpts {
@@ -80,6 +90,7 @@ fn me1_at_ci_scale_passes_every_size_with_no_misdelivery() {
 
 #[test]
 fn gr1_scales_streams_and_ipv6_me2_forwards() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let s = scenario::build(
         "GR-1",
         &ScenarioOpts {
@@ -118,6 +129,7 @@ fn gr1_scales_streams_and_ipv6_me2_forwards() {
 /// floods what is beyond it, counted per tester port.
 #[test]
 fn the_switching_scenarios_learn_flood_and_limit_as_the_seed_did() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let o = ScenarioOpts {
         scale: 0.1,
         ..Default::default()
