@@ -64,6 +64,17 @@ bridges:
     return dut, hosts, cfg
 
 
+# Sends one broadcast frame from each of N source MACs (02:00:00:aa:HH:LL) out of a device.
+SEND_FROM_MANY = """
+import socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((sys.argv[1], 0))
+for i in range(int(sys.argv[2])):
+    src = bytes([2, 0, 0, 0xaa, i >> 8, i & 0xff])
+    s.send(b"\\xff" * 6 + src + b"\\x88\\xb5" + bytes(46))
+"""
+
+
 def mac_of(h, dev="eth0") -> str:
     return h.ip_json("link", "show", dev)[0]["address"]
 
@@ -148,11 +159,20 @@ interfaces:
 bridges:
   - { name: lan, members: [p0, { interface: p1, backup: p2 }] }
 """
+    # The backup's far end: the MAC-move updates must come out here after the switchover.
+    cap = testbed.capture(up, "u2", "flexlink-u2.pcap")
     r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
     try:
         assert h.ping("192.0.2.20", count=2, timeout=3), r.log.read_text()
         roles = {m["interface"]: m for m in r.json("show", "bridge")[0]["members"]}
         assert roles["p2"]["blocked"] and roles["p2"]["flexlink"] == "backup (standby)", roles
+        # 200 more hosts upstream: one broadcast from each, learned behind the primary.
+        up.run(["python3", "-c", SEND_FROM_MANY, "br0", "200"])
+        behind = wait_until(
+            lambda: (lambda e: e if len(e) >= 201 else None)(
+                r.json("show", "mac", "address-table", "--interface", "p1")["entries"]),
+            10, what="201 addresses behind the primary")
+        behind = {e["mac"] for e in behind}
         # 400 pings 10 ms apart; the cable goes 1 s in.
         pinger = h.popen(["ping", "-n", "-i", "0.01", "-c", "400", "-W", "1", "192.0.2.20"],
                          log=tmp_path / "ping.log", name="ping")
@@ -173,5 +193,19 @@ bridges:
         assert got >= sent - 50, out
         print(f"Flexlink failover on veth, cable pulled: {lost} of {sent} pings lost "
               f"(10 ms apart: about {lost * 10} ms from the pull to traffic on the backup)")
+        metrics = r.cli("show", "metrics")
+        m = re.search(r'^linerate_flexlink_move_updates_total\{[^}]*\} (\d+)', metrics, re.M)
+        assert m and int(m.group(1)) >= len(behind), metrics
     finally:
         r.stop()
+    cap.stop()
+    # One RARP broadcast (a MAC-move update) from every address learned behind the primary
+    # went out of the backup, and tshark decodes each cleanly.
+    rows = cap.fields(["eth.src", "eth.dst", "arp.opcode", "arp.src.hw_mac"],
+                      "eth.type == 0x8035")
+    announced = {row[0] for row in rows}
+    assert behind <= announced, sorted(behind - announced)[:5]
+    assert all(row[1] == "ff:ff:ff:ff:ff:ff" and row[2] == "3" and row[3] == row[0]
+               for row in rows), rows[:5]
+    assert not cap.fields(["frame.number"],
+                          "eth.type == 0x8035 && (_ws.malformed || _ws.expert.severity >= warning)")

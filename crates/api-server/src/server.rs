@@ -265,6 +265,16 @@ fn routes(core: Arc<Core>) -> Router {
             post(|State(c): Shared, Path(n): Path<String>| call(c, move |c| c.port_remove(&n))),
         )
         .route(
+            "/v1/ports/{name}/link-down",
+            post(|State(c): Shared, Path(n): Path<String>| {
+                call(c, move |c| c.port_link(&n, false))
+            }),
+        )
+        .route(
+            "/v1/ports/{name}/link-up",
+            post(|State(c): Shared, Path(n): Path<String>| call(c, move |c| c.port_link(&n, true))),
+        )
+        .route(
             "/v1/ports/{name}/insert",
             post(|State(c): Shared, Path(n): Path<String>| call(c, move |c| c.port_insert(&n))),
         )

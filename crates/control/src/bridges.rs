@@ -259,6 +259,7 @@ impl BridgesState {
                     "bridge {}: Flexlink {from} -> {to} ({why})",
                     f.bridge
                 ));
+                st.move_update_owed = Some(to.clone());
             }
             let standby = if st.backup_active { p } else { b };
             if let Some(l2) = ifs[standby].l2.as_mut() {
@@ -361,6 +362,35 @@ pub struct FlexState {
     pub switchovers: u64,
     /// Switchovers not yet logged.
     pub events: Vec<String>,
+    /// The interface that took over at the last switchover, until its MAC-move updates are
+    /// sent (`Core::send_flexlink_updates`).
+    pub move_update_owed: Option<String>,
+    /// MAC-move update frames sent, all switchovers together.
+    pub move_updates: u64,
+}
+
+/// A MAC-move update: a RARP broadcast from `mac` (as Open vSwitch announces the addresses
+/// behind an active-backup bond that failed over), tagged with `vlan` if the link that took
+/// over is a sub-interface. Upstream switches learn `mac` on the new path from it at once,
+/// instead of flooding toward the dead link until the host speaks again.
+pub fn move_update_frame(mac: [u8; 6], vlan: Option<u16>) -> Vec<u8> {
+    let mut f = Vec::with_capacity(64);
+    f.extend_from_slice(&[0xff; 6]);
+    f.extend_from_slice(&mac);
+    if let Some(v) = vlan {
+        f.extend_from_slice(&[0x81, 0x00]);
+        f.extend_from_slice(&(v & 0x0fff).to_be_bytes());
+    }
+    // RARP (RFC 903): Ethernet, IPv4, lengths 6 and 4, opcode 3 (request reverse), sender and
+    // target hardware address the host's own, protocol addresses unknown (zero).
+    f.extend_from_slice(&[0x80, 0x35, 0, 1, 0x08, 0x00, 6, 4, 0, 3]);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0; 4]);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0; 4]);
+    // Padded to the 60-byte minimum (the FCS is the port's).
+    f.resize(f.len().max(60), 0);
+    f
 }
 
 /// Seconds on the clock the workers stamp entries with.
@@ -399,6 +429,24 @@ mod tests {
             "ports:\n  - {{ name: p1, driver: mem }}\n  - {{ name: p2, driver: mem }}\n  - {{ name: p3, driver: mem }}\ninterfaces:\n  - {{ name: p1, port: p1, mac: 02:00:00:00:00:01 }}\n  - {{ name: p2, port: p2, mac: 02:00:00:00:00:02 }}\n  - {{ name: p3, port: p3, mac: 02:00:00:00:00:03 }}\nbridges:\n{bridges}"
         );
         crate::config::parse(&text, Path::new("lab.yaml")).unwrap()
+    }
+
+    #[test]
+    fn a_move_update_is_a_rarp_broadcast_from_the_address_tagged_as_its_link() {
+        let mac = [2, 0, 0, 0xaa, 0, 7];
+        let f = move_update_frame(mac, None);
+        assert_eq!(f.len(), 60);
+        assert_eq!(
+            (&f[..6], &f[6..12], &f[12..14]),
+            (&[0xff; 6][..], &mac[..], &[0x80, 0x35][..])
+        );
+        // Hardware type 1, IPv4, 6/4, opcode 3, sender and target hardware = the address.
+        assert_eq!(&f[14..22], &[0, 1, 8, 0, 6, 4, 0, 3]);
+        assert_eq!((&f[22..28], &f[32..38]), (&mac[..], &mac[..]));
+        let t = move_update_frame(mac, Some(100));
+        assert_eq!(t.len(), 60);
+        assert_eq!(&t[12..18], &[0x81, 0, 0, 100, 0x80, 0x35]);
+        assert_eq!(&t[18..], &f[14..56]);
     }
 
     #[test]

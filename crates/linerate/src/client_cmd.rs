@@ -287,6 +287,10 @@ pub enum PortCmd {
     Remove { name: String },
     /// Put a port back in service.
     Insert { name: String },
+    /// Set a mem port's link down, as a cable pulled (kernel ports: set the device down).
+    LinkDown { name: String },
+    /// Set a mem port's link back up.
+    LinkUp { name: String },
 }
 
 #[derive(Subcommand)]
@@ -542,14 +546,17 @@ pub fn port(a: &ApiArgs, cmd: PortCmd) -> Result<(), String> {
     let (name, what) = match &cmd {
         PortCmd::Remove { name } => (name, "remove"),
         PortCmd::Insert { name } => (name, "insert"),
+        PortCmd::LinkDown { name } => (name, "link-down"),
+        PortCmd::LinkUp { name } => (name, "link-up"),
     };
     post_empty(&c, &format!("/v1/ports/{}/{what}", enc(name)))?;
     outln!(
         "port {name} {}",
-        if what == "remove" {
-            "out of service"
-        } else {
-            "in service"
+        match what {
+            "remove" => "out of service",
+            "insert" => "in service",
+            "link-down" => "link down",
+            _ => "link up",
         }
     );
     Ok(())

@@ -216,6 +216,19 @@ impl Core {
             e.sample(&[("bridge", &f.bridge), ("primary", &f.primary)], n as f64);
         }
         e.family(
+            "linerate_flexlink_move_updates_total",
+            Kind::Counter,
+            "MAC-move update frames sent out of the link that took over, one per address",
+        );
+        for f in &st.flexlinks {
+            let n = f
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .move_updates;
+            e.sample(&[("bridge", &f.bridge), ("primary", &f.primary)], n as f64);
+        }
+        e.family(
             "linerate_bridge_macs",
             Kind::Gauge,
             "Addresses learned per bridge domain",
@@ -223,6 +236,54 @@ impl Core {
         for b in &st.bridges {
             e.sample(&[("bridge", &b.name)], t.bridge_len(b.id) as f64);
         }
+    }
+}
+
+impl Core {
+    /// Sends the MAC-move updates owed by Flexlink switchovers: for each pair that switched
+    /// since the last call, one frame per address learned behind it (the pair's shared member),
+    /// out of the link that took over (see [`crate::bridges::move_update_frame`]). They go
+    /// through the punt thread's outbox, paced; without a punt path (the tester's embedded
+    /// router) there is no way out and nothing is sent. Returns the frames queued.
+    pub fn send_flexlink_updates(&self) -> usize {
+        let frames: Vec<(u16, Vec<u8>)> = {
+            let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let st = &s.router.bridges;
+            let live = s.router.shared.load();
+            let mut frames = Vec::new();
+            for f in &st.flexlinks {
+                let mut fs = f.state.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(to) = fs.move_update_owed.take() else {
+                    continue;
+                };
+                let (Some(b), Some(ifc), Some(t)) = (
+                    st.bridges.iter().find(|b| b.name == f.bridge),
+                    live.ifs.iter().find(|i| i.name == to),
+                    st.table.as_ref(),
+                ) else {
+                    continue;
+                };
+                let before = frames.len();
+                frames.extend(
+                    t.entries(now_s())
+                        .into_iter()
+                        .filter(|e| e.key.bridge() == b.id && e.member == f.member && !e.fixed)
+                        .map(|e| {
+                            (
+                                ifc.port,
+                                crate::bridges::move_update_frame(e.key.mac(), ifc.vlan),
+                            )
+                        }),
+                );
+                fs.move_updates += (frames.len() - before) as u64;
+            }
+            frames
+        };
+        let n = frames.len();
+        if n > 0 {
+            self.with_punt_plane(|p| p.send(frames));
+        }
+        n
     }
 }
 
@@ -371,6 +432,7 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                         .map(|(b, c)| (b.name.clone(), event_counts(&b.counters), c.mac_limit))
                         .collect()
                 };
+                core.send_flexlink_updates();
                 for (bridge, text) in switchovers {
                     core.logger.log(
                         Severity::Warning,

@@ -297,6 +297,10 @@ impl Core {
             self.logger
                 .log(Severity::Error, "LINK", &[], format!("publishing: {e}"));
         }
+        drop(s);
+        // A Flexlink pair this change switched announces its addresses on the new link now,
+        // not at the next once-a-second look.
+        self.send_flexlink_updates();
         let (id, sev, what) = if up {
             ("LINK_UP", Severity::Notice, "up")
         } else {

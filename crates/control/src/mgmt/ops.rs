@@ -250,6 +250,32 @@ impl Core {
         Ok(())
     }
 
+    /// Sets the link of a mem port down or up, as a cable pulled and plugged back: the port's
+    /// interfaces go down (routes and Flexlink pairs move off it) exactly as when the kernel
+    /// reports a link change on a real port. Kernel-backed ports are refused: their link is the
+    /// kernel's to report (`ip link set DEV down` on the far end is the cable pull there).
+    pub fn port_link(&self, name: &str, up: bool) -> ApiResult<()> {
+        {
+            let s = self.lock("port.link");
+            s.router
+                .port_index(name)
+                .ok_or_else(|| ApiError::not_found(format!("no port `{name}`")))?;
+            let mem = s
+                .router
+                .cfg
+                .ports
+                .iter()
+                .any(|p| p.name == name && matches!(p.driver, crate::config::Driver::Mem));
+            if !mem {
+                return Err(ApiError::conflict(format!(
+                    "port {name} is on a kernel device: its link state is the kernel's (set the device or its peer down)"
+                )));
+            }
+        }
+        self.link_changed(name, up);
+        Ok(())
+    }
+
     /// Starts one more worker (pinned to `core` if given); returns its id.
     pub fn worker_add(&self, core: Option<usize>) -> ApiResult<usize> {
         let mut s = self.lock("worker.add");

@@ -64,7 +64,16 @@ pub struct PuntPlane {
     pub status: Arc<Mutex<PuntStatus>>,
     pub hub: Arc<PuntHub>,
     plans: Plans,
+    outbox: Outbox,
 }
+
+/// Frames the control plane originates in bulk (a Flexlink's MAC-move updates: one per
+/// address), each with the port to leave by. The punt thread sends them a few hundred at a
+/// time, while the inject rings have room, so a burst of 100,000 is paced, not dropped.
+type Outbox = Arc<Mutex<std::collections::VecDeque<(u16, Vec<u8>)>>>;
+
+/// Frames of the outbox sent per round of the punt thread.
+const OUTBOX_BUDGET: usize = 256;
 
 impl PuntPlane {
     /// Starts the punt thread. `taps` is indexed by interface index (None: no twin).
@@ -79,7 +88,9 @@ impl PuntPlane {
         let stop = Arc::new(AtomicBool::new(false));
         let status = Arc::new(Mutex::new(PuntStatus::default()));
         let plans = Plans::default();
+        let outbox = Outbox::default();
         let mut th = PuntThread {
+            outbox: outbox.clone(),
             hub: hub.clone(),
             cache: BufCache::new(pool),
             cur: shared.load_full(),
@@ -107,7 +118,21 @@ impl PuntPlane {
             status,
             hub,
             plans,
+            outbox,
         })
+    }
+
+    /// Queues frames to send as they are, each out of its port (in order, paced: see [`Outbox`]).
+    pub fn send(&self, frames: impl IntoIterator<Item = (u16, Vec<u8>)>) {
+        self.outbox
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(frames);
+    }
+
+    /// Frames queued by [`PuntPlane::send`] and not yet handed to a worker.
+    pub fn outbox_len(&self) -> usize {
+        self.outbox.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Hands over the twins of a commit's tables, before they go live: the thread applies the
@@ -158,6 +183,7 @@ struct PuntThread {
     inject_dropped: u64,
     stale: u64,
     next_link: usize,
+    outbox: Outbox,
 }
 
 /// Generations of the tables kept to read frames punted under them: a frame waits in a ring
@@ -203,6 +229,7 @@ impl PuntThread {
             self.links
                 .retain(|l| !(l.is_abandoned() && l.from_worker.is_empty()));
             did += self.read_taps(&t, &mut frame);
+            did += self.send_outbox();
             if now.duration_since(last_tick) >= Duration::from_millis(20) {
                 self.nb.tick(&t, now, &mut out);
                 self.nb.scan_next_hops(&t, now, &mut out);
@@ -383,6 +410,43 @@ impl PuntThread {
             }
         }
         did
+    }
+
+    /// Sends up to [`OUTBOX_BUDGET`] frames of the outbox, leaving each inject ring half free
+    /// for the frames the kernel and the neighbour manager send.
+    fn send_outbox(&mut self) -> usize {
+        let room: usize = self
+            .links
+            .iter()
+            .map(|l| {
+                l.to_worker
+                    .slots()
+                    .saturating_sub(l.to_worker.buffer().capacity() / 2)
+            })
+            .sum();
+        let mut n = 0;
+        while n < OUTBOX_BUDGET.min(room) {
+            let Some((port, frame)) = self
+                .outbox
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+            else {
+                break;
+            };
+            n += 1;
+            let Some(mut b) = self.cache.alloc() else {
+                self.inject_dropped += 1;
+                continue;
+            };
+            if b.fill(&frame) {
+                self.inject(b, port);
+            } else {
+                self.cache.free(b);
+                self.inject_dropped += 1;
+            }
+        }
+        n
     }
 
     fn inject(&mut self, b: PktBuf, port: u16) {
