@@ -253,7 +253,7 @@ enum BenchCmd {
         #[arg(long, default_value = "target/bench")]
         out: PathBuf,
     },
-    /// Run a seed report's test as a scenario (ME-1, ME-2, XR-3, XR-4, GR-1, GR-2, GR-3).
+    /// Run a seed report's test as a scenario (`--list` shows them all).
     Scenario(tester_cmd::ScenarioArgs),
     /// RFC 2544 against a router config of your own: streams from a YAML file (--streams) or a
     /// pattern (--pattern pair|mesh|backbone) between the neighbours on its mem ports.

@@ -17,6 +17,9 @@ use crate::stream::pattern;
 #[repr(align(64))]
 pub struct RxStream {
     pub expect_port: u16,
+    /// A second port the stream may arrive at ([`NO_PORT`]: none): a Flexlink pair's backup,
+    /// which takes the stream over when the primary fails.
+    pub also_port: u16,
     /// Next sequence number expected.
     next: u32,
     /// Bit k: sequence number `next - 1 - k` has arrived.
@@ -31,10 +34,16 @@ pub struct RxStream {
     pub lat_sum: u64,
 }
 
+/// No second port for a stream.
+pub const NO_PORT: u16 = u16::MAX;
+
 /// Frames a port received that belong to no stream of this trial.
 #[derive(Clone, Debug, Default)]
 pub struct PortRx {
     pub frames: u64,
+    /// Frames that came while the port's cable was cut ([`Analyzer::cut_mask`]): lost on the
+    /// wire, not counted as received.
+    pub cut: u64,
     pub foreign: u64,
     pub stale: u64,
     /// Corrupted frames whose stream id is itself out of range.
@@ -48,6 +57,9 @@ pub struct Analyzer {
     pub ports: Vec<PortRx>,
     /// Check every payload byte against the pattern (reads the whole frame: off by default).
     pub verify_payload: bool,
+    /// Bit p: port p's cable is cut (a failover procedure pulled it): what the device sent
+    /// there is lost on the wire.
+    pub cut_mask: u64,
 }
 
 impl Analyzer {
@@ -58,6 +70,7 @@ impl Analyzer {
                 .iter()
                 .map(|&p| RxStream {
                     expect_port: p as u16,
+                    also_port: NO_PORT,
                     lat_min: u32::MAX,
                     ..Default::default()
                 })
@@ -65,6 +78,7 @@ impl Analyzer {
             hist: expect_ports.iter().map(|_| Histogram::new()).collect(),
             ports: vec![PortRx::default(); ports],
             verify_payload: false,
+            cut_mask: 0,
         }
     }
 
@@ -74,6 +88,7 @@ impl Analyzer {
         for s in &mut self.streams {
             *s = RxStream {
                 expect_port: s.expect_port,
+                also_port: s.also_port,
                 lat_min: u32::MAX,
                 ..Default::default()
             };
@@ -93,6 +108,10 @@ impl Analyzer {
     #[inline(always)]
     pub fn frame(&mut self, port: usize, frame: &[u8], rx_ns: u32) -> bool {
         let pr = &mut self.ports[port];
+        if self.cut_mask >> (port & 63) & 1 == 1 {
+            pr.cut += 1;
+            return true;
+        }
         pr.frames += 1;
         let Some((l3, end, v)) = signature::locate(frame) else {
             pr.foreign += 1;
@@ -140,7 +159,7 @@ impl Analyzer {
                 return false;
             }
         }
-        if s.expect_port as usize != port {
+        if s.expect_port as usize != port && s.also_port as usize != port {
             s.misdelivered += 1;
             return true;
         }

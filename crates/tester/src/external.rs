@@ -1236,6 +1236,7 @@ pub fn run(
         hot_swap: None,
         services: None,
         learning: None,
+        failover: None,
         notes: vec![
             "No DUT probe: an external device's drops are unknown, so loss is frames sent minus \
              frames received, whatever the cause (the device, its queues, the link)."

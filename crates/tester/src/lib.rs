@@ -21,6 +21,7 @@
 //! - [`scenario`]: the seed reports' tests (ME-1, ME-2, XR-3, XR-4, GR-1..3) as runnable profiles.
 //! - [`services`]: the procedures of the scenarios with services on (XR-5, ME-1S, QOS-1).
 //! - [`bridging`]: the switching scenarios' address learning (ME-7, ME-8, ME-9).
+//! - [`failover`]: ME-10, a Flexlink pair's primary cut under traffic.
 //! - [`report`] and [`chart`]: seed-shaped tables, JSON, SVG charts, progress lines.
 
 pub mod analyzer;
@@ -31,6 +32,7 @@ pub mod cpu;
 pub mod embedded;
 pub mod engine;
 pub mod external;
+pub mod failover;
 pub mod fake_dut;
 pub mod floor;
 #[doc(hidden)]

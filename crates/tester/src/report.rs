@@ -121,7 +121,11 @@ pub fn table(r: &ScenarioReport) -> String {
         thousands(r.ring as f64),
         thousands(crate::embedded::TX_RING as f64)
     );
-    if r.learning.is_some() {
+    if r.failover.is_some() {
+        s += "Method: addresses learned behind the primary (one frame each), then one trial of \
+              test frames to all of them; the primary's cable cut mid-trial; failover time = \
+              frames lost / offered rate, as the seed derived it\n\n";
+    } else if r.learning.is_some() {
         s += "Method: RFC 2889 address learning: per pass, each test port announces its host, \
               then one learning frame per address, then one test frame to each address; \
               frames counted per tester port\n\n";
@@ -293,6 +297,9 @@ pub fn table(r: &ScenarioReport) -> String {
     }
     if let Some(l) = &r.learning {
         s += &crate::bridging::table(l, &r.port_names);
+    }
+    if let Some(f) = &r.failover {
+        s += &crate::failover::table(f);
     }
     if !drops.is_empty() {
         s += &format!(
@@ -729,6 +736,9 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
     if let Some(l) = &r.learning {
         c.extend(l.checks.iter().cloned());
     }
+    if let Some(f) = &r.failover {
+        c.extend(f.checks.iter().cloned());
+    }
     for sk in &r.soak {
         let t = &sk.trial;
         let ignored = if sk.ignored.is_empty() {
@@ -806,6 +816,11 @@ pub fn json(r: &ScenarioReport) -> Value {
             v["passed"] = json!(l.passed());
             v
         }),
+        "failover": r.failover.as_ref().map(|f| {
+            let mut v = serde_json::to_value(f).unwrap_or(Value::Null);
+            v["passed"] = json!(f.passed());
+            v
+        }),
         "services": r.services.as_ref().map(|sv| {
             let mut v = serde_json::to_value(sv).unwrap_or(Value::Null);
             v["passed"] = json!(sv.passed());
@@ -833,6 +848,9 @@ pub fn json(r: &ScenarioReport) -> Value {
 pub fn svg(r: &ScenarioReport) -> String {
     if let Some(l) = &r.learning {
         return crate::bridging::svg(&r.id, l, &r.port_names);
+    }
+    if let Some(f) = &r.failover {
+        return crate::failover::svg(&r.id, f);
     }
     let cats: Vec<String> = r.rows.iter().map(|row| row.key.clone()).collect();
     let who = format!(

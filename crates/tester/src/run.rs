@@ -112,6 +112,8 @@ pub struct ScenarioReport {
     pub services: Option<crate::services::ServicesReport>,
     /// ME-7..ME-9: what the address learning procedure found.
     pub learning: Option<crate::bridging::LearningReport>,
+    /// ME-10: what the failover procedure found.
+    pub failover: Option<crate::failover::FailoverReport>,
     pub notes: Vec<String>,
     /// External mode: the device, the cabling, neighbour resolution, priming.
     pub external: Option<crate::external::ExternalInfo>,
@@ -243,6 +245,7 @@ pub fn run_with(
     let mut hot_swap = None;
     let mut services = None;
     let mut learning = None;
+    let mut failover = None;
     let mut collector = None;
     let mut fixed_load = ro.fixed_load;
     match &s.procedure {
@@ -283,6 +286,16 @@ pub fn run_with(
         }
         Procedure::Learning(plan) => {
             learning = Some(crate::bridging::run_learning(
+                &mut tester,
+                &core,
+                plan,
+                &sizes[0],
+                &ro.trial,
+                obs,
+            ));
+        }
+        Procedure::Failover(plan) => {
+            failover = Some(crate::failover::run_failover(
                 &mut tester,
                 &core,
                 plan,
@@ -463,6 +476,7 @@ pub fn run_with(
         hot_swap,
         services,
         learning,
+        failover,
         storm,
         fixed_load,
         notes: s.notes,

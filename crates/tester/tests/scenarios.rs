@@ -171,3 +171,36 @@ fn the_switching_scenarios_learn_flood_and_limit_as_the_seed_did() {
         assert!(report::svg(&r).contains(id));
     }
 }
+
+/// ME-10 at a tenth of the seed's addresses: every address learned behind the primary, the
+/// primary's cable cut under traffic, the stream carried on by the backup with nothing flooded,
+/// the loss counted on the cut cable and turned into a failover time.
+#[test]
+fn me10_fails_over_to_the_backup_with_every_address() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario::build(
+        "ME-10",
+        &ScenarioOpts {
+            scale: 0.1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let r = run::run(s, &opts(1.0), &mut Quiet).unwrap();
+    let js = report::json(&r);
+    assert_eq!(js["verdict"], "pass", "{}", js["checks"]);
+    let f = r.failover.as_ref().expect("a failover report");
+    assert!(f.learned >= 9_000, "{f:?}");
+    assert!(f.rx_primary > 0 && f.rx_backup > 0, "{f:?}");
+    // Everything sent is received at one of the two ports or was lost on the cut cable.
+    assert_eq!(f.tx, f.rx_primary + f.rx_backup + f.lost, "{f:?}");
+    assert!(f.lost_on_the_cut_cable <= f.lost, "{f:?}");
+    assert_eq!(f.flooded, 0);
+    assert!(f.failover_ms < f.seed_ms);
+    let md = report::table(&r);
+    assert!(
+        md.contains("Flexlink failover") && md.contains("Verdict: PASS"),
+        "{md}"
+    );
+    assert!(report::svg(&r).contains("ME-10"));
+}

@@ -246,6 +246,17 @@ impl Core {
     /// through the punt thread's outbox, paced; without a punt path (the tester's embedded
     /// router) there is no way out and nothing is sent. Returns the frames queued.
     pub fn send_flexlink_updates(&self) -> usize {
+        if !self.has_punt_plane() {
+            // Nowhere to send them: forget what is owed, so a later switchover starts afresh.
+            let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            for f in &s.router.bridges.flexlinks {
+                f.state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .move_update_owed = None;
+            }
+            return 0;
+        }
         let frames: Vec<(u16, Vec<u8>)> = {
             let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let st = &s.router.bridges;

@@ -142,6 +142,8 @@ pub struct Tester {
     sweep_next: usize,
     sweep_ends: Vec<(u16, u32)>,
     last_sweep_ns: u64,
+    /// Bit p: tester port p's cable is cut (see [`Tester::cables`]).
+    cables: Arc<std::sync::atomic::AtomicU64>,
     /// `CLOCK_REALTIME` at `clock`'s zero, in ns: turns a receive queue's own timestamp
     /// (`Meta::rx_ns`, the kernel's) into the tester's clock. Measured at each trial's start.
     realtime_at_zero_ns: u64,
@@ -168,6 +170,24 @@ impl Tester {
             sweep_ends: Vec::new(),
             last_sweep_ns: 0,
             realtime_at_zero_ns: 0,
+            cables: Default::default(),
+        }
+    }
+
+    /// The tester's cables, as a mask a procedure may change from any thread or trial event:
+    /// bit p set cuts port p's cable, so what the device sends there from then on is lost on
+    /// the wire (`TrialResult::cable_cut`), as when a tester pulls a cable. The procedure mends
+    /// what it cut.
+    pub fn cables(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.cables.clone()
+    }
+
+    /// Lets stream `stream` arrive at `port` as well as its own (a Flexlink backup that takes
+    /// the traffic over): frames there are received, not misdelivered. Until the streams are
+    /// replaced.
+    pub fn accept_also(&mut self, stream: usize, port: usize) {
+        if let Some(s) = self.analyzer.streams.get_mut(stream) {
+            s.also_port = port as u16;
         }
     }
 
@@ -629,6 +649,7 @@ impl Tester {
         // even if the thread loses its core mid-sweep).
         // Sweeps start where the last one stopped, so no port waits behind busier ones.
         let nports = self.ports.len();
+        self.analyzer.cut_mask = self.cables.load(std::sync::atomic::Ordering::Relaxed);
         let mut ends: Vec<(u16, u32)> = std::mem::take(&mut self.sweep_ends);
         ends.clear();
         let mut visited = 0;
@@ -754,6 +775,7 @@ impl Tester {
         }
         r.port_rx = a.ports.iter().map(|p| p.frames).collect();
         for p in &a.ports {
+            r.cable_cut += p.cut;
             r.foreign += p.foreign;
             r.stale += p.stale;
             r.corrupted += p.corrupted_unknown;

@@ -39,6 +39,8 @@ pub enum Procedure {
     Policer(crate::services::PolicerPlan),
     /// ME-7..ME-9: address learning through a bridge domain: see [`crate::bridging`].
     Learning(crate::bridging::LearningPlan),
+    /// ME-10: a Flexlink pair's primary cut under traffic: see [`crate::failover`].
+    Failover(crate::failover::FailoverPlan),
 }
 
 /// A seed figure for one row of the table.
@@ -119,6 +121,10 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 MAC learning limited to 15,000 on the VLAN: 30,000 offered, 15,000 flooded",
     ),
     (
+        "ME-10",
+        "ME 6524 Flexlink: 90,000 addresses behind a primary/backup pair, 64 B at 176,190 fps, the primary cut",
+    ),
+    (
         "ME-15",
         "ME 6524 hot swap: under ME-2's IPv6 traffic, a port, a worker and the config changed",
     ),
@@ -173,6 +179,7 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
             o,
             crate::bridging::Learning::Limited(15_000),
         )),
+        "ME-10" => Ok(switching::flexlink(o)),
         "XR-3" => Ok(xr::xr(o, false)),
         "XR-4" => Ok(xr::xr(o, true)),
         "XR-5" => Ok(services::xr5(o)),

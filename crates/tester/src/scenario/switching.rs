@@ -179,3 +179,112 @@ pub(super) fn switching(o: &ScenarioOpts, learning: Learning) -> Scenario {
         flows,
     }
 }
+
+/// The seed's ME-10 rate: 64 B frames at 176,190 fps.
+const FLEXLINK_FPS: f64 = 176_190.0;
+
+/// ME-10: an access port and a Flexlink pair (primary, backup) in one bridge domain; 90,000
+/// addresses behind the primary; the primary's cable cut under traffic. See
+/// [`crate::failover`].
+pub(super) fn flexlink(o: &ScenarioOpts) -> Scenario {
+    let addresses = ((90_000.0 * o.scale).round() as u32).max(10);
+    let (access, primary, backup) = (0usize, 1usize, 2usize);
+    let ports: Vec<(String, f64)> = ["access", "primary", "backup"]
+        .iter()
+        .map(|n| (n.to_string(), 1e9))
+        .collect();
+    let base = [2, 0xb0, 0, 0, 0, 0];
+    // 0: one frame from each address, from the primary's side to the access host.
+    let mut learn = base_stream("learn".into(), primary, access);
+    learn.src_mac = base;
+    learn.dst_mac = host_mac(access);
+    learn.fields = vec![Field {
+        kind: FieldKind::SrcMac,
+        vary: Vary::Step {
+            count: addresses,
+            step: 1,
+        },
+        nested: false,
+    }];
+    // 1: the access host to every address.
+    let mut test = base_stream("test".into(), access, primary);
+    test.src_mac = host_mac(access);
+    test.dst_mac = base;
+    test.fields = vec![Field {
+        kind: FieldKind::DstMac,
+        vary: Vary::Step {
+            count: addresses,
+            step: 1,
+        },
+        nested: false,
+    }];
+    let streams = vec![learn, test];
+    debug_assert_eq!(
+        (crate::failover::LEARN, crate::failover::TEST),
+        (0, 1),
+        "the plan names the streams by these indexes"
+    );
+    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
+    let mut y = format!(
+        "router: {{ workers: {}, cores: [{}], buffers: 1024 }}\nports:\n",
+        o.workers,
+        cores.join(", ")
+    );
+    for (name, _) in &ports {
+        y += &format!("  - {{ name: {name}, driver: mem }}\n");
+    }
+    y += "interfaces:\n";
+    for (i, (name, _)) in ports.iter().enumerate() {
+        y += &format!(
+            "  - {{ name: {name}, port: {name}, mac: \"{}\" }}\n",
+            MacAddr(router_mac(i))
+        );
+    }
+    y += "bridges:\n  - { name: vlan10, id: 10, members: [access, { interface: primary, backup: backup, preempt-delay: 0 }] }\n";
+    let plan = crate::failover::FailoverPlan {
+        access,
+        primary,
+        backup,
+        primary_port: "primary".into(),
+        bridge: "vlan10".into(),
+        addresses,
+        fps: FLEXLINK_FPS,
+        line_fps: LINE_FPS,
+        cut_at: 0.4,
+        seed_ms: 336.2,
+    };
+    let flows = streams.iter().map(|s| s.flows()).sum();
+    Scenario {
+        id: "ME-10",
+        title: format!(
+            "Flexlink failover: {addresses} addresses behind a primary/backup pair, 64 B at 176,190 fps to all of them, the primary's cable cut"
+        ),
+        seed_title: "Cisco ME 6524, Flexlink failover: 90,000 MAC addresses behind the primary, 64-byte frames at 176,190 fps to all of them, a cable of the primary link pulled: 59,250 frames lost, 336.2 ms",
+        config_yaml: y,
+        route_lines: vec![],
+        files: vec![],
+        load_scale: vec![1.0; ports.len()],
+        ports,
+        streams,
+        sizes: vec![FrameSizes::Fixed(FRAME)],
+        procedure: Procedure::Failover(plan),
+        loss_tolerance: 0.0,
+        seed_seconds: 3_674_061.0 / FLEXLINK_FPS,
+        seed: vec![SeedRow {
+            key: FRAME.to_string(),
+            fps: Some(FLEXLINK_FPS),
+            note: "336.2 ms failover (59,250 of 3,674,061 frames lost)".into(),
+        }],
+        notes: vec![
+            "The pair preempts at once (`preempt-delay: 0`), so that a try made again starts \
+             on the primary like the first; the seed cut the cable once."
+                .into(),
+            "Embedded mode: the cable is the tester's (frames the router sends to the cut port \
+             are lost) and the link-down is the API's `port link-down`, as a link monitor \
+             reports it; detection is that call, so the figure is the switchover itself. The \
+             real-port system test pulls a veth's far end and includes detection."
+                .into(),
+        ],
+        flows,
+    }
+}
