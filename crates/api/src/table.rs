@@ -41,6 +41,16 @@ pub fn pairs(head: [&str; 2], rows: Vec<(&str, String)>) -> String {
 }
 
 /// An optional value, `-` when absent.
+/// An interface's VLAN tags: `100` (802.1Q), `S10/C20` (802.1ad S-tag and C-tag), `S11` (an
+/// S-tag's every frame), `-` for none.
+pub fn vlan_tags(s_vlan: Option<u16>, vlan: Option<u16>) -> String {
+    match (s_vlan, vlan) {
+        (Some(s), Some(c)) => format!("S{s}/C{c}"),
+        (Some(s), None) => format!("S{s}"),
+        (None, v) => opt(&v),
+    }
+}
+
 pub fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
     v.as_ref().map_or("-".into(), |x| x.to_string())
 }

@@ -370,16 +370,18 @@ pub struct FlexState {
 }
 
 /// A MAC-move update: a RARP broadcast from `mac` (as Open vSwitch announces the addresses
-/// behind an active-backup bond that failed over), tagged with `vlan` if the link that took
-/// over is a sub-interface. Upstream switches learn `mac` on the new path from it at once,
+/// behind an active-backup bond that failed over), tagged as the link that took over is: an
+/// 802.1ad S-tag `s_vlan`, an 802.1Q tag `vlan` (inside the S-tag if both). Upstream switches learn `mac` on the new path from it at once,
 /// instead of flooding toward the dead link until the host speaks again.
-pub fn move_update_frame(mac: [u8; 6], vlan: Option<u16>) -> Vec<u8> {
-    let mut f = Vec::with_capacity(64);
+pub fn move_update_frame(mac: [u8; 6], s_vlan: Option<u16>, vlan: Option<u16>) -> Vec<u8> {
+    let mut f = Vec::with_capacity(68);
     f.extend_from_slice(&[0xff; 6]);
     f.extend_from_slice(&mac);
-    if let Some(v) = vlan {
-        f.extend_from_slice(&[0x81, 0x00]);
-        f.extend_from_slice(&(v & 0x0fff).to_be_bytes());
+    for (tpid, v) in [(0x88a8u16, s_vlan), (0x8100, vlan)] {
+        if let Some(v) = v {
+            f.extend_from_slice(&tpid.to_be_bytes());
+            f.extend_from_slice(&(v & 0x0fff).to_be_bytes());
+        }
     }
     // RARP (RFC 903): Ethernet, IPv4, lengths 6 and 4, opcode 3 (request reverse), sender and
     // target hardware address the host's own, protocol addresses unknown (zero).
@@ -434,7 +436,7 @@ mod tests {
     #[test]
     fn a_move_update_is_a_rarp_broadcast_from_the_address_tagged_as_its_link() {
         let mac = [2, 0, 0, 0xaa, 0, 7];
-        let f = move_update_frame(mac, None);
+        let f = move_update_frame(mac, None, None);
         assert_eq!(f.len(), 60);
         assert_eq!(
             (&f[..6], &f[6..12], &f[12..14]),
@@ -443,10 +445,13 @@ mod tests {
         // Hardware type 1, IPv4, 6/4, opcode 3, sender and target hardware = the address.
         assert_eq!(&f[14..22], &[0, 1, 8, 0, 6, 4, 0, 3]);
         assert_eq!((&f[22..28], &f[32..38]), (&mac[..], &mac[..]));
-        let t = move_update_frame(mac, Some(100));
+        let t = move_update_frame(mac, None, Some(100));
         assert_eq!(t.len(), 60);
         assert_eq!(&t[12..18], &[0x81, 0, 0, 100, 0x80, 0x35]);
         assert_eq!(&t[18..], &f[14..56]);
+        let q = move_update_frame(mac, Some(10), Some(20));
+        assert_eq!(&q[12..22], &[0x88, 0xa8, 0, 10, 0x81, 0, 0, 20, 0x80, 0x35]);
+        assert_eq!(&q[22..50], &f[14..42]);
     }
 
     #[test]
@@ -482,6 +487,7 @@ mod tests {
                 name: n.to_string(),
                 port: 0,
                 vlan: None,
+                s_vlan: None,
                 mac: packet::ethernet::MacAddr([2, 0, 0, 0, 0, 1]),
                 mtu: 1500,
                 vrf: 0,

@@ -230,3 +230,57 @@ fn a_flexlink_backup_takes_over_every_address_at_once() {
     core.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An 802.1ad provider edge: customer frames from a dot1q-tunnel port cross the provider's
+/// port with an S-tag (0x88a8) pushed, customer tags inside untouched; a second customer's
+/// VLAN 20 arrives as S-tag 10 + C-tag 20 on the same port and leaves untagged.
+#[test]
+fn q_in_q_members_push_and_pop_service_tags() {
+    let config = r#"
+router: { workers: 1 }
+ports:
+  - { name: cust, driver: mem }
+  - { name: nni, driver: mem }
+  - { name: edge, driver: mem }
+interfaces:
+  - { name: cust, port: cust, mac: "02:00:00:00:00:01" }
+  - { name: nni.s11, port: nni, s-vlan: 11, mac: "02:00:00:00:00:02" }
+  - { name: nni.s10.c20, port: nni, s-vlan: 10, vlan: 20, mac: "02:00:00:00:00:02" }
+  - { name: edge, port: edge, mac: "02:00:00:00:00:03" }
+bridges:
+  - { name: customer-a, id: 11, members: [{ interface: cust, mode: dot1q-tunnel }, nni.s11] }
+  - { name: customer-b, id: 20, members: [nni.s10.c20, edge] }
+"#;
+    let mut bed = Bed::from_text(config);
+    // Customer A's frame with its own VLAN 99: across the provider port as S11 + C99.
+    let a = frame([0xff; 6], host(1), Some(99));
+    let out = bed.send_on(0, 0, std::slice::from_ref(&a));
+    assert_eq!((out[1].len(), out[2].len()), (1, 0));
+    let mut want = a[..12].to_vec();
+    want.extend_from_slice(&[0x88, 0xa8, 0x00, 11]);
+    want.extend_from_slice(&a[12..]);
+    assert_eq!(
+        out[1][0], want,
+        "S-tag 11 pushed, the customer's tag inside kept"
+    );
+    // And back: the S-tag popped, the customer's own tag delivered as it was.
+    let back: Vec<u8> = {
+        let f = frame(host(1), host(2), Some(99));
+        let mut g = f[..12].to_vec();
+        g.extend_from_slice(&[0x88, 0xa8, 0x00, 11]);
+        g.extend_from_slice(&f[12..]);
+        g
+    };
+    let out = bed.send_on(1, 0, &[back]);
+    assert_eq!(out[0], vec![frame(host(1), host(2), Some(99))]);
+    // Customer B: S10/C20 in, untagged out of edge, and the reverse.
+    let mut b = frame([0xff; 6], host(3), Some(20));
+    b.splice(12..12, [0x88, 0xa8, 0x00, 10]);
+    let out = bed.send_on(1, 0, &[b]);
+    assert_eq!((out[0].len(), out[2].len()), (0, 1));
+    assert_eq!(out[2][0], frame([0xff; 6], host(3), None));
+    let out = bed.send_on(2, 0, &[frame(host(3), host(4), None)]);
+    let mut want = frame(host(3), host(4), Some(20));
+    want.splice(12..12, [0x88, 0xa8, 0x00, 10]);
+    assert_eq!(out[1], vec![want]);
+}

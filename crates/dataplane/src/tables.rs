@@ -17,8 +17,13 @@ pub const NO_IF: u32 = u32::MAX;
 pub struct Interface {
     pub name: String,
     pub port: u16,
-    /// 802.1Q VLAN id of a sub-interface; None for the port's untagged interface.
+    /// 802.1Q VLAN id of a sub-interface; None for the port's untagged interface. With `s_vlan`
+    /// it is the inner (customer) tag.
     pub vlan: Option<u16>,
+    /// 802.1ad service tag (TPID 0x88a8) of a Q-in-Q sub-interface: with `vlan`, frames with
+    /// exactly this S-tag and C-tag; alone, every frame with this S-tag (what is inside it,
+    /// customer tag included, is payload). Such interfaces are bridge members only.
+    pub s_vlan: Option<u16>,
     pub mac: MacAddr,
     /// IP MTU: the largest L3 packet sent out of this interface.
     pub mtu: u16,
@@ -43,12 +48,30 @@ pub struct PortMap {
     pub tunnel: bool,
     /// Indexed by VLAN id; empty when the port has no sub-interfaces.
     pub vlans: Box<[u32]>,
+    /// 802.1ad sub-interfaces: (key, interface) sorted by key, [`PortMap::qinq_key`].
+    pub qinq: Box<[(u32, u32)]>,
 }
+
+/// A Q-in-Q key's inner tag meaning "any C-tag, or none".
+pub const ANY_C_TAG: u16 = 0xffff;
 
 impl PortMap {
     #[inline]
     pub fn by_vlan(&self, vid: u16) -> u32 {
         self.vlans.get(vid as usize).copied().unwrap_or(NO_IF)
+    }
+
+    pub fn qinq_key(s: u16, c: u16) -> u32 {
+        u32::from(s) << 16 | u32::from(c)
+    }
+
+    /// The 802.1ad sub-interface of S-tag `s` and C-tag `c` ([`ANY_C_TAG`]: the S-tag's own).
+    #[inline]
+    pub fn by_qinq(&self, s: u16, c: u16) -> u32 {
+        let k = Self::qinq_key(s, c);
+        self.qinq
+            .binary_search_by_key(&k, |e| e.0)
+            .map_or(NO_IF, |i| self.qinq[i].1)
     }
 }
 

@@ -11,6 +11,9 @@ use crate::table::{list, pairs, table};
 pub struct BridgeMemberView {
     pub interface: String,
     pub vlan: Option<u16>,
+    /// 802.1ad S-tag of a Q-in-Q member (`vlan` is then its C-tag, if any).
+    #[serde(default)]
+    pub s_vlan: Option<u16>,
     /// Learns the sources of frames arriving here.
     pub learning: bool,
     pub up: bool,
@@ -99,7 +102,7 @@ impl Render for Vec<BridgeView> {
                         if m.tunnel {
                             "dot1q-tunnel".into()
                         } else {
-                            m.vlan.map_or("-".into(), |v| v.to_string())
+                            crate::table::vlan_tags(m.s_vlan, m.vlan)
                         },
                         match (m.up, m.blocked) {
                             (false, _) => "down",

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Render;
-use crate::table::{list, opt, table};
+use crate::table::{list, opt, table, vlan_tags};
 
 /// `GET /v1/interfaces`: one per interface or sub-interface.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -12,6 +12,9 @@ pub struct InterfaceView {
     pub name: String,
     pub port: String,
     pub vlan: Option<u16>,
+    /// 802.1ad S-tag of a Q-in-Q sub-interface (`vlan` is then its C-tag, if any).
+    #[serde(default)]
+    pub s_vlan: Option<u16>,
     pub mac: String,
     pub mtu: u16,
     pub vrf: String,
@@ -43,7 +46,7 @@ impl Render for Vec<InterfaceView> {
                 vec![
                     i.name.clone(),
                     i.port.clone(),
-                    opt(&i.vlan),
+                    vlan_tags(i.s_vlan, i.vlan),
                     state.into(),
                     i.vrf.clone(),
                     i.mtu.to_string(),

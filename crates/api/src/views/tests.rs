@@ -76,10 +76,11 @@ fn routes_keep_their_wire_names_and_render_with_codes() {
 
 #[test]
 fn interfaces_ports_neighbors_workers_and_counters() {
-    let i = vec![InterfaceView {
+    let mut i = vec![InterfaceView {
         name: "p0.7".into(),
         port: "p0".into(),
         vlan: Some(7),
+        s_vlan: None,
         mac: "02:00:00:00:00:01".into(),
         mtu: 1500,
         vrf: "default".into(),
@@ -89,8 +90,18 @@ fn interfaces_ports_neighbors_workers_and_counters() {
         ipv6: vec!["2001:db8::1/64".into()],
         bridge: None,
     }];
+    i.push(InterfaceView {
+        name: "p0.10.20".into(),
+        vlan: Some(20),
+        s_vlan: Some(10),
+        ipv4: vec![],
+        ipv6: vec![],
+        bridge: Some("metro".into()),
+        ..i[0].clone()
+    });
     round_trip(&i);
     let t = words(&i.render());
+    assert!(t.contains("p0.10.20 p0 S10/C20"), "{t}");
     assert!(t.contains("up/down"), "{t}");
     assert!(t.contains("10.0.0.1/24, 2001:db8::1/64"), "{t}");
 

@@ -486,4 +486,36 @@ interfaces:
         let e = parse(&text, Path::new("lab.yaml")).unwrap_err();
         assert!(e.to_string().contains("switched, not routed"), "{e}");
     }
+
+    #[test]
+    fn a_q_in_q_sub_interface_is_a_member_or_refused() {
+        let qinq = "  - { name: p2.10.20, port: p2, s-vlan: 10, vlan: 20, mac: 02:00:00:00:00:02 }\n  - { name: p2.11, port: p2, s-vlan: 11, mac: 02:00:00:00:00:02 }\n";
+        let ok =
+            format!("{BASE}{qinq}bridges:\n  - {{ name: a, members: [p1, p2.10.20, p2.11] }}\n");
+        let cfg = parse(&ok, Path::new("lab.yaml")).unwrap();
+        let i = cfg
+            .interfaces
+            .iter()
+            .find(|i| i.name == "p2.10.20")
+            .unwrap();
+        assert_eq!((i.s_vlan, i.vlan), (Some(10), Some(20)));
+        // Not a member: refused at its line, saying why.
+        let text = format!("{BASE}{qinq}bridges:\n  - {{ name: a, members: [p1, p2.11] }}\n");
+        let e = parse(&text, Path::new("lab.yaml")).unwrap_err().to_string();
+        assert!(
+            e.contains("lab.yaml:8:5: interfaces[3]") && e.contains("`p2.10.20` has an 802.1ad"),
+            "{e}"
+        );
+        // Twice the same tags on a port; a tag out of range.
+        let dup = format!("{BASE}{qinq}  - {{ name: again, port: p2, s-vlan: 11, mac: 02:00:00:00:00:02 }}\nbridges:\n  - {{ name: a, members: [p2.10.20, p2.11, again] }}\n");
+        let e = parse(&dup, Path::new("lab.yaml")).unwrap_err().to_string();
+        assert!(e.contains("duplicates another"), "{e}");
+        let bad =
+            format!("{BASE}  - {{ name: x, port: p1, s-vlan: 4095, mac: 02:00:00:00:00:01 }}\n");
+        let e = parse(&bad, Path::new("lab.yaml")).unwrap_err().to_string();
+        assert!(
+            e.contains("interfaces[3].s-vlan") && e.contains("1..=4094"),
+            "{e}"
+        );
+    }
 }

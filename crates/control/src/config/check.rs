@@ -24,14 +24,30 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
                 format!("VRF `{}` is not defined under `vrfs`", ifc.vrf),
             );
         }
-        let dup = cfg.interfaces[..i]
-            .iter()
-            .any(|o| o.name == ifc.name || (o.port == ifc.port && o.vlan == ifc.vlan));
+        let member = || {
+            cfg.bridges
+                .iter()
+                .flat_map(|b| &b.members)
+                .any(|m| m.interface == ifc.name || m.backup.as_ref() == Some(&ifc.name))
+        };
+        if ifc.s_vlan.is_some() && !member() {
+            e.origin(
+                &ifc.origin,
+                format!(
+                    "interface `{}` has an 802.1ad S-tag (`s-vlan`): such sub-interfaces are bridge members only (routing on them is not built); add it to a bridge",
+                    ifc.name
+                ),
+            );
+        }
+        let dup = cfg.interfaces[..i].iter().any(|o| {
+            o.name == ifc.name
+                || (o.port == ifc.port && o.vlan == ifc.vlan && o.s_vlan == ifc.s_vlan)
+        });
         if dup {
             e.origin(
                 &ifc.origin,
                 format!(
-                    "interface `{}` duplicates another (name, or port and VLAN)",
+                    "interface `{}` duplicates another (name, or port and VLAN tags)",
                     ifc.name
                 ),
             );

@@ -116,13 +116,16 @@ pub(super) fn parse_interfaces<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut
         let name = f.required("name", e);
         let port = f.required("port", e);
         let vlan: Option<u16> = f.parse("vlan", "a VLAN id", e);
-        if let Some(v) = vlan {
-            if !(1..=4094).contains(&v) {
-                e.at(
-                    f.node("vlan").unwrap_or(n),
-                    &format!("{path}.vlan"),
-                    format!("{v}: VLAN id must be 1..=4094"),
-                );
+        let s_vlan: Option<u16> = f.parse("s-vlan", "an 802.1ad S-VLAN id", e);
+        for (key, v) in [("vlan", vlan), ("s-vlan", s_vlan)] {
+            if let Some(v) = v {
+                if !(1..=4094).contains(&v) {
+                    e.at(
+                        f.node(key).unwrap_or(n),
+                        &format!("{path}.{key}"),
+                        format!("{v}: VLAN id must be 1..=4094"),
+                    );
+                }
             }
         }
         let mac_s = f.required("mac", e);
@@ -232,6 +235,7 @@ pub(super) fn parse_interfaces<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut
                 name,
                 port,
                 vlan,
+                s_vlan,
                 mac,
                 mtu,
                 vrf,

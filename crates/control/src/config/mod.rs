@@ -9,6 +9,9 @@
 //! interfaces:
 //!   - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24], ipv6: ["2001:db8:1::1/64"] }
 //!   - { name: p0.100, port: p0, vlan: 100, mac: "02:00:00:00:00:01", ipv4: [198.51.100.1/24] }
+//!   # 802.1ad Q-in-Q: S-tag 10 (TPID 0x88a8) and C-tag 20; without `vlan`, every frame of the
+//!   # S-tag. Bridge members only (see bridges.rs).
+//!   - { name: p0.10.20, port: p0, s-vlan: 10, vlan: 20, mac: "02:00:00:00:00:01" }
 //! neighbors:
 //!   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
 //! routes:
@@ -35,6 +38,8 @@
 //!   silently win) or not (an edit of one copy would make them differ): ECMP is one route with
 //!   several next hops in `via`;
 //! - a neighbour or next hop at an interface's own address;
+//! - an 802.1ad (`s-vlan`) sub-interface that is not a bridge member (routing on them is not
+//!   built), or two interfaces on one port with the same tags;
 //! - `router.buffers` whose pool (9,408 bytes a buffer) exceeds 3/4 of the machine's memory.
 //!
 //! Every error names the file, line, column and field; values are echoed as written, cut to 40
@@ -199,6 +204,9 @@ pub struct InterfaceCfg {
     pub name: String,
     pub port: String,
     pub vlan: Option<u16>,
+    /// 802.1ad S-tag of a Q-in-Q sub-interface (`s-vlan`): with `vlan`, the S-tag and C-tag
+    /// pair; alone, every frame of the S-tag. Bridge members only.
+    pub s_vlan: Option<u16>,
     pub mac: MacAddr,
     pub mtu: u16,
     pub vrf: String,

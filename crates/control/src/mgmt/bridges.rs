@@ -60,6 +60,7 @@ impl Core {
                             BridgeMemberView {
                                 interface: name.clone(),
                                 vlan: ifc.vlan,
+                                s_vlan: ifc.s_vlan,
                                 learning: port.learn,
                                 blocked: ifc.l2.is_some_and(|l2| l2.blocked),
                                 up: ifc.up,
@@ -282,7 +283,11 @@ impl Core {
                         .map(|e| {
                             (
                                 ifc.port,
-                                crate::bridges::move_update_frame(e.key.mac(), ifc.vlan),
+                                crate::bridges::move_update_frame(
+                                    e.key.mac(),
+                                    ifc.s_vlan,
+                                    ifc.vlan,
+                                ),
                             )
                         }),
                 );

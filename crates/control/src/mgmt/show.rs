@@ -127,6 +127,7 @@ impl Core {
                 InterfaceView {
                     name: i.name.clone(),
                     vlan: i.vlan,
+                    s_vlan: i.s_vlan,
                     mac: i.mac.to_string(),
                     mtu: i.mtu,
                     vrf: r.cfg.vrfs[i.vrf as usize].clone(),

@@ -581,6 +581,7 @@ mod tests {
             name: "p0".into(),
             port: 3,
             vlan: Some(100),
+            s_vlan: None,
             mac: MAC,
             mtu: 1500,
             vrf: 0,

@@ -197,8 +197,10 @@ impl Router {
                 untagged: NO_IF,
                 tunnel: false,
                 vlans: Box::new([]),
+                qinq: Box::new([]),
             })
             .collect();
+        let mut qinq: Vec<Vec<(u32, u32)>> = vec![Vec::new(); port_slots.len()];
         let vrf_idx = |name: &str| cfg.vrfs.iter().position(|v| v == name).expect("checked") as u32;
         let mut ifs = Vec::new();
         for (i, ic) in cfg.interfaces.iter().enumerate() {
@@ -207,12 +209,16 @@ impl Router {
                 .position(|p| p.as_deref() == Some(ic.port.as_str()))
                 .expect("checked");
             let pm = &mut ports[port];
-            match ic.vlan {
-                None => {
+            match (ic.s_vlan, ic.vlan) {
+                (Some(s), c) => qinq[port].push((
+                    PortMap::qinq_key(s, c.unwrap_or(dataplane::tables::ANY_C_TAG)),
+                    i as u32,
+                )),
+                (None, None) => {
                     pm.untagged = i as u32;
                     pm.tunnel = bridges.tunnels.contains(&ic.name);
                 }
-                Some(v) => {
+                (None, Some(v)) => {
                     if pm.vlans.is_empty() {
                         pm.vlans = vec![NO_IF; 4096].into_boxed_slice();
                     }
@@ -223,6 +229,7 @@ impl Router {
                 name: ic.name.clone(),
                 port: port as u16,
                 vlan: ic.vlan,
+                s_vlan: ic.s_vlan,
                 mac: ic.mac,
                 mtu: ic.mtu,
                 vrf: vrf_idx(&ic.vrf),
@@ -232,6 +239,10 @@ impl Router {
                 punt_local: cfg.control_plane.taps,
                 l2: bridges.ports.get(&ic.name).copied(),
             });
+        }
+        for (pm, mut q) in ports.iter_mut().zip(qinq) {
+            q.sort_unstable();
+            pm.qinq = q.into_boxed_slice();
         }
         let generation = shared.load().generation + 1;
         let mut r = Router {

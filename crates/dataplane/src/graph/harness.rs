@@ -59,6 +59,7 @@ fn ifc(name: &str, port: u16, vlan: Option<u16>, mac: [u8; 6], v4: u32, v6: u128
         name: name.into(),
         port,
         vlan,
+        s_vlan: None,
         mac: MacAddr(mac),
         mtu: 1500,
         vrf: 0,
@@ -141,29 +142,44 @@ impl Harness {
                 ),
                 member("eth1.200", 200, 1),
                 member("eth1.300", 300, 2),
+                // 802.1ad: S-tag 10 with C-tag 20, and every frame of S-tag 11.
+                Interface {
+                    s_vlan: Some(10),
+                    ..member("eth1.10.20", 20, 3)
+                },
+                Interface {
+                    s_vlan: Some(11),
+                    vlan: None,
+                    ..member("eth1.11", 0, 4)
+                },
             ]
             .into_boxed_slice(),
             bridges: vec![crate::l2::Bridge {
                 name: "lab".into(),
                 id: 7,
-                members: vec![3, 4].into_boxed_slice(),
+                members: vec![3, 4, 5, 6].into_boxed_slice(),
                 flood_unknown: true,
                 bpdu: Default::default(),
                 counters: Default::default(),
             }]
             .into_boxed_slice(),
-            l2_members: vec![NO_IF, 3, 4].into_boxed_slice(),
+            l2_members: vec![NO_IF, 3, 4, 5, 6].into_boxed_slice(),
             macs: Some(Arc::new(crate::l2::MacTable::new(4096))),
             ports: vec![
                 PortMap {
                     untagged: 0,
                     tunnel: false,
                     vlans: Box::new([]),
+                    qinq: Box::new([]),
                 },
                 PortMap {
                     untagged: 1,
                     tunnel: false,
                     vlans: vlans.into_boxed_slice(),
+                    qinq: Box::new([
+                        (PortMap::qinq_key(10, 20), 5),
+                        (PortMap::qinq_key(11, crate::tables::ANY_C_TAG), 6),
+                    ]),
                 },
             ]
             .into_boxed_slice(),

@@ -199,17 +199,24 @@ pub fn reserved_group(dst: &[u8]) -> bool {
     dst[..5] == [0x01, 0x80, 0xc2, 0, 0] && dst[5] & 0xf0 == 0
 }
 
-/// Rewrites a bridged frame's tag for the member it leaves by: `vlan` Some(v) sends it tagged
-/// with v (keeping the priority bits it came with), None untagged. Reads and sets
-/// `meta.l3_off` (14 untagged, 18 tagged: just past the EtherType). False when the buffer has
-/// no headroom for a tag.
+/// Rewrites a bridged frame's tags for the member it leaves by: `s_vlan` Some(s) puts an
+/// 802.1ad S-tag s (TPID 0x88a8) outermost; `vlan` Some(v) an 802.1Q tag v (inside the S-tag
+/// if there is one); neither sends it untagged. The priority bits it came with are kept.
+/// Whatever tags the frame arrived with are its member's encapsulation (ethernet-input set
+/// `meta.l3_off` past them: 14, 18 or 22) and are replaced; what lies beyond is payload. Sets
+/// `meta.l3_off` for the new tags. False when the buffer has no headroom for them.
 #[inline(always)]
-pub fn retag(b: &mut PktBuf, vlan: Option<u16>) -> bool {
+pub fn retag(b: &mut PktBuf, s_vlan: Option<u16>, vlan: Option<u16>) -> bool {
     let l3 = b.meta().l3_off as usize;
+    if s_vlan.is_some() || l3 > 18 {
+        return retag_qinq(b, l3, s_vlan, vlan);
+    }
     match (l3, vlan) {
         (18, Some(v)) => {
             let d = b.data_mut();
             let tci = u16::from_be_bytes([d[14], d[15]]) & 0xf000 | v;
+            // The tag it came with may be an 802.1ad S-tag (an S-tag's own member).
+            d[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
             d[14..16].copy_from_slice(&tci.to_be_bytes());
         }
         (14, None) => {}
@@ -231,6 +238,43 @@ pub fn retag(b: &mut PktBuf, vlan: Option<u16>) -> bool {
         // Other offsets are not made by ethernet-input.
         _ => return false,
     }
+    true
+}
+
+/// [`retag`]'s general case: any of 0, 1 or 2 tags in, any out.
+#[cold]
+fn retag_qinq(b: &mut PktBuf, l3: usize, s_vlan: Option<u16>, vlan: Option<u16>) -> bool {
+    if !matches!(l3, 14 | 18 | 22) {
+        return false;
+    }
+    let have = l3 - 14;
+    let want = 4 * (usize::from(s_vlan.is_some()) + usize::from(vlan.is_some()));
+    let pcp = if have > 0 {
+        u16::from(b.data()[14] & 0xe0) << 8
+    } else {
+        0
+    };
+    if want > have {
+        let grow = want - have;
+        if !b.push_front(grow) {
+            return false;
+        }
+        b.data_mut().copy_within(grow..grow + 12, 0);
+    } else if want < have {
+        let shrink = have - want;
+        b.data_mut().copy_within(0..12, shrink);
+        b.pull_front(shrink);
+    }
+    let d = b.data_mut();
+    let mut at = 12;
+    for (tpid, v) in [(0x88a8u16, s_vlan), (0x8100, vlan)] {
+        if let Some(v) = v {
+            d[at..at + 2].copy_from_slice(&tpid.to_be_bytes());
+            d[at + 2..at + 4].copy_from_slice(&(pcp | v).to_be_bytes());
+            at += 4;
+        }
+    }
+    b.meta_mut().l3_off = 14 + want as u16;
     true
 }
 
@@ -256,18 +300,18 @@ mod tests {
         tagged.extend_from_slice(&[0x81, 0x00, 0xa0, 0x64, 0x08, 0x00, 0xaa, 0xbb]);
 
         let mut b = frame(&mut c, &untagged, 14);
-        assert!(retag(&mut b, Some(100)));
+        assert!(retag(&mut b, None, Some(100)));
         let mut want = macs.clone();
         want.extend_from_slice(&[0x81, 0x00, 0x00, 0x64, 0x08, 0x00, 0xaa, 0xbb]);
         assert_eq!((b.data(), b.meta().l3_off), (&want[..], 18));
-        assert!(retag(&mut b, None));
+        assert!(retag(&mut b, None, None));
         assert_eq!((b.data(), b.meta().l3_off), (&untagged[..], 14));
 
         // Translated: VLAN 100 to 200, PCP 5 kept.
         let mut b = frame(&mut c, &tagged, 18);
-        assert!(retag(&mut b, Some(200)));
+        assert!(retag(&mut b, None, Some(200)));
         assert_eq!(&b.data()[12..16], &[0x81, 0x00, 0xa0, 0xc8]);
-        assert!(retag(&mut b, Some(200)));
+        assert!(retag(&mut b, None, Some(200)));
         assert_eq!(&b.data()[12..16], &[0x81, 0x00, 0xa0, 0xc8]);
     }
 

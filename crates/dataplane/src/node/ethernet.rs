@@ -1,6 +1,6 @@
 //! ethernet-input: finds the interface a frame belongs to and hands it to its L3 node.
 //!
-//! Reads: the Ethernet and 802.1Q headers, the receive port. Sets: `meta.rx_if`, `meta.rx_port`,
+//! Reads: the Ethernet, 802.1Q and 802.1ad (Q-in-Q) headers, the receive port. Sets: `meta.rx_if`, `meta.rx_port`,
 //! `meta.l3_off`, `meta.l2_group` (sent to a group address). Next: ip4-forward (EtherType
 //! 0x0800), ip6-forward (0x86dd), the punt path (ARP, 0x0806), l2-control (802.3 LLC frames,
 //! LACP, LLDP), l2-input (every frame of a bridge-domain member); everything else is dropped
@@ -127,6 +127,22 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
         ifx = pm.by_vlan(be16(d, 14) & 0x0fff);
         et = be16(d, 16);
         l3 = 18;
+    } else if et == 0x88a8 && !pm.qinq.is_empty() {
+        // 802.1ad: an S-tag and C-tag pair's sub-interface, else the S-tag's own.
+        if d.len() < 18 {
+            return DropReason::BadLength as usize;
+        }
+        let s = be16(d, 14) & 0x0fff;
+        ifx = NO_IF;
+        if be16(d, 16) == 0x8100 && d.len() >= 22 {
+            ifx = pm.by_qinq(s, be16(d, 18) & 0x0fff);
+            l3 = 22;
+        }
+        if ifx == NO_IF {
+            ifx = pm.by_qinq(s, crate::tables::ANY_C_TAG);
+            l3 = 18;
+        }
+        et = be16(d, l3 as usize - 2);
     }
     if ifx == NO_IF {
         return DropReason::UnknownVlan as usize;

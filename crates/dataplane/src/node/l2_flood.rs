@@ -93,7 +93,7 @@ fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut VectorCounts
 #[inline(always)]
 fn send(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, ifx: u32, v: &mut VectorCounts) {
     let out = &t.ifs[ifx as usize];
-    if retag(&mut b, out.vlan) {
+    if retag(&mut b, out.s_vlan, out.vlan) {
         v.flood_copies += 1;
         ctx.tx(out.port, b);
     } else {

@@ -211,7 +211,7 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
                 let out = &t.ifs[ifx as usize];
                 if !out.up {
                     ctx.drop(b, DropReason::InterfaceDown);
-                } else if !retag(&mut b, out.vlan) {
+                } else if !retag(&mut b, out.s_vlan, out.vlan) {
                     ctx.drop(b, DropReason::NoBuffer);
                 } else {
                     c.forwarded += 1;

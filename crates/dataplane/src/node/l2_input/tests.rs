@@ -24,6 +24,7 @@ fn member(name: &str, port: u16, vlan: Option<u16>, member: u32, learn: bool) ->
         name: name.into(),
         port,
         vlan,
+        s_vlan: None,
         mac: MacAddr([2, 0, 0, 0, 0, port as u8]),
         mtu: 1500,
         vrf: 0,
@@ -56,16 +57,19 @@ fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
             untagged: 0,
             tunnel: false,
             vlans: Box::new([]),
+            qinq: Box::new([]),
         },
         PortMap {
             untagged: 1,
             tunnel: false,
             vlans: Box::new([]),
+            qinq: Box::new([]),
         },
         PortMap {
             untagged: NO_IF,
             tunnel: false,
             vlans: vlans.into_boxed_slice(),
+            qinq: Box::new([]),
         },
     ]
     .into_boxed_slice();
@@ -272,4 +276,99 @@ fn storm_control_polices_each_kind_of_flooded_frame_per_member() {
     // Another member is not policed by eth0's buckets.
     let (l2, _) = switch(&mut h, 1, &bcast[..20]);
     assert_eq!(l2.dropped(DropReason::L2StormControl), 0);
+}
+
+/// `bridged` plus port 3 with two 802.1ad members: S-tag 10 with C-tag 20 (member 10), and
+/// every frame of S-tag 11 (member 11: the customer's tags ride inside).
+fn qinq_bridged() -> Harness {
+    let mut h = bridged(true, Bpdu::Punt);
+    let mut ifs = h.t.ifs.to_vec();
+    ifs.push(Interface {
+        s_vlan: Some(10),
+        ..member("eth3.10.20", 3, Some(20), 10, true)
+    });
+    ifs.push(Interface {
+        s_vlan: Some(11),
+        ..member("eth3.11", 3, None, 11, true)
+    });
+    h.t.ifs = ifs.into_boxed_slice();
+    let mut ports = h.t.ports.to_vec();
+    ports.push(PortMap {
+        untagged: NO_IF,
+        tunnel: false,
+        vlans: Box::new([]),
+        qinq: Box::new([
+            (PortMap::qinq_key(10, 20), 3),
+            (PortMap::qinq_key(11, crate::tables::ANY_C_TAG), 4),
+        ]),
+    });
+    h.t.ports = ports.into_boxed_slice();
+    let mut b = h.t.bridges.to_vec();
+    b[0].members = vec![0, 1, 2, 3, 4].into_boxed_slice();
+    h.t.bridges = b.into_boxed_slice();
+    let mut m = h.t.l2_members.to_vec();
+    m.resize(12, NO_IF);
+    m[10] = 3;
+    m[11] = 4;
+    h.t.l2_members = m.into_boxed_slice();
+    let cache = std::mem::replace(
+        &mut h.ctx.cache,
+        crate::buffer::BufCache::new(crate::buffer::Pool::new(1)),
+    );
+    h.ctx = Ctx::new(cache, 4, 1000);
+    h
+}
+
+/// A frame with an S-tag (0x88a8) and optionally a C-tag inside it.
+fn qinq_frame(dst: [u8; 6], src: [u8; 6], s: u16, c: Option<u16>) -> Vec<u8> {
+    let inner = frame(dst, src, c);
+    let mut f = inner[..12].to_vec();
+    f.extend_from_slice(&[0x88, 0xa8]);
+    f.extend_from_slice(&s.to_be_bytes());
+    f.extend_from_slice(&inner[12..]);
+    f
+}
+
+#[test]
+fn q_in_q_members_take_their_s_and_c_tags_in_and_out() {
+    let mut h = qinq_bridged();
+    // Flooded from eth0 (untagged): port 3 gets one copy per member, each with its own tags.
+    let f = frame(B, A, None);
+    let (_, flood) = switch(&mut h, 0, std::slice::from_ref(&f));
+    let mut out3 = tx(&flood, 3);
+    out3.sort();
+    let mut want = vec![qinq_frame(B, A, 10, Some(20)), qinq_frame(B, A, 11, None)];
+    want.sort();
+    assert_eq!(out3, want);
+    // From S10/C20: learned on member 10, both tags popped on the way to eth0.
+    let (l2, _) = switch(&mut h, 3, &[qinq_frame(A, B, 10, Some(20))]);
+    assert_eq!(tx(&l2, 0), vec![frame(A, B, None)]);
+    let macs = h.t.macs.clone().unwrap();
+    assert_eq!(macs.lookup(MacKey::new(BRIDGE_ID, B)), Some(10));
+    // From S11 with a customer tag 99 inside: the S-tag's own member; the C-tag is payload and
+    // stays; to eth2.100 the S-tag is replaced by the member's 802.1Q tag.
+    let (_, flood) = switch(
+        &mut h,
+        3,
+        &[qinq_frame(C, [2, 0, 0, 0, 0xd, 1], 11, Some(99))],
+    );
+    let customer = frame(C, [2, 0, 0, 0, 0xd, 1], Some(99));
+    assert_eq!(tx(&flood, 0), vec![customer.clone()]);
+    let mut on_vlan100 = customer[..12].to_vec();
+    on_vlan100.extend_from_slice(&[0x81, 0x00, 0x00, 100]);
+    on_vlan100.extend_from_slice(&customer[12..]);
+    assert_eq!(tx(&flood, 2), vec![on_vlan100]);
+    assert_eq!(
+        macs.lookup(MacKey::new(BRIDGE_ID, [2, 0, 0, 0, 0xd, 1])),
+        Some(11)
+    );
+    // An S-tag no member has is dropped as an unknown VLAN; priority bits are kept.
+    let out = h.push(NodeId::EthernetInput, 3, &[qinq_frame(A, B, 12, Some(20))]);
+    assert_eq!(out.dropped(DropReason::UnknownVlan), 1);
+    let mut prio = qinq_frame(A, B, 10, Some(20));
+    prio[14] |= 0xa0; // PCP 5 on the S-tag
+    let (l2, _) = switch(&mut h, 3, &[prio]);
+    assert_eq!(tx(&l2, 0).len(), 1);
+    let (l2, _) = switch(&mut h, 0, &[frame(B, A, None)]);
+    assert_eq!(tx(&l2, 3), vec![qinq_frame(B, A, 10, Some(20))]);
 }
