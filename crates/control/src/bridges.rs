@@ -47,6 +47,9 @@ pub struct BridgesState {
     pub tunnels: HashSet<String>,
     /// Flexlink pairs.
     pub flexlinks: Vec<Flexlink>,
+    /// Members shut by `mac-limit-action: shutdown` (by interface name), until their addresses
+    /// are cleared.
+    pub shut: HashSet<String>,
     aging: Option<AgingTimes>,
     /// The table changes this build makes when it goes live (taken by the first `apply`).
     pending: Mutex<Option<Pending>>,
@@ -87,6 +90,7 @@ impl BridgesState {
             storms: HashMap::new(),
             tunnels: HashSet::new(),
             flexlinks: Vec::new(),
+            shut: HashSet::new(),
             aging,
             pending: Mutex::new(None),
         };
@@ -124,6 +128,9 @@ impl BridgesState {
                     },
                 );
                 st.member_names.insert(member, m.interface.clone());
+                if b.limit_shutdown && prev.is_some_and(|p| p.shut.contains(&m.interface)) {
+                    st.shut.insert(m.interface.clone());
+                }
                 if m.tunnel {
                     st.tunnels.insert(m.interface.clone());
                 }
@@ -263,6 +270,15 @@ impl BridgesState {
             }
             let standby = if st.backup_active { p } else { b };
             if let Some(l2) = ifs[standby].l2.as_mut() {
+                l2.blocked = true;
+            }
+        }
+    }
+
+    /// Blocks the members `mac-limit-action: shutdown` shut.
+    pub fn shut_apply(&self, ifs: &mut [dataplane::tables::Interface]) {
+        for i in ifs.iter_mut().filter(|i| self.shut.contains(&i.name)) {
+            if let Some(l2) = i.l2.as_mut() {
                 l2.blocked = true;
             }
         }

@@ -133,6 +133,85 @@ fn a_learn_limit_floods_the_rest_and_logs_it_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `mac-limit-action: shutdown`: the member whose new address went beyond the limit is shut
+/// (its frames dropped, logged), the others go on; clearing its addresses opens it again.
+#[test]
+fn a_learn_limit_with_shutdown_shuts_the_member_that_went_beyond_it() {
+    let dir = std::env::temp_dir().join(format!("linerate-l2-shut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = CONFIG
+        .replace("router: { workers: 2 }", "router: { workers: 1 }")
+        .replace(
+            "members: [p0, p1, p2.100] }",
+            "members: [p0, p1, p2.100], mac-limit: 10, mac-limit-action: shutdown }",
+        );
+    let (core, mut peers) = common::core_with(&dir, &text);
+    let pool = core.lock("test").runtime.pool.clone();
+    let mut cache = dataplane::BufCache::new(pool);
+    let mut send = |port: usize, frames: Vec<Vec<u8>>| {
+        let mut v: Vec<_> = frames
+            .iter()
+            .map(|f| {
+                let mut b = cache.alloc().unwrap();
+                assert!(b.fill(f));
+                b
+            })
+            .collect();
+        while !v.is_empty() {
+            peers[port].to_router[0].push_burst(&mut v);
+        }
+    };
+    // p1's host first (learned, within the limit), then 20 hosts on p0: the 10th-and-later
+    // refused, and p0 is shut for it.
+    send(1, vec![frame([0xff; 6], host(1000), None)]);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    send(
+        0,
+        (0..20).map(|i| frame([0xff; 6], host(i), None)).collect(),
+    );
+    let member = |core: &control::mgmt::Core, name: &str| {
+        core.bridges()[0]
+            .members
+            .iter()
+            .find(|m| m.interface == name)
+            .cloned()
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !member(&core, "p0").shut && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let p0 = member(&core, "p0");
+    assert!(p0.shut && p0.blocked, "{p0:?}");
+    assert!(!member(&core, "p1").shut);
+    let logs = core.logging(100);
+    let rec = logs
+        .iter()
+        .find(|l| l.msgid == "MAC_LIMIT_SHUTDOWN")
+        .expect("logged");
+    assert!(rec.text.contains("p0 shut"), "{rec:?}");
+    let text = api::views::Render::render(&core.bridges());
+    assert!(text.contains("shut (mac limit)"), "{text}");
+    // Shut: p0's frames are dropped as blocked, not switched.
+    let before = core.bridges()[0].flooded;
+    send(0, vec![frame([0xff; 6], host(500), None)]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(core.bridges()[0].flooded, before);
+    // Clearing p0's addresses opens it again.
+    core.mac_clear(&api::requests::MacQuery {
+        interface: Some("p0".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(!member(&core, "p0").shut && !member(&core, "p0").blocked);
+    assert!(core
+        .logging(100)
+        .iter()
+        .any(|l| l.msgid == "MAC_LIMIT_RECOVERED"));
+    core.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Flexlink: p1 primary, p2 its backup. The backup blocks while p1 is up; when p1's link goes,
 /// every address learned on p1 leads to p2 in one step (nothing flooded), it is logged, and
 /// without preemption p2 stays active when p1 returns.

@@ -25,9 +25,12 @@ pub struct BridgeMemberView {
     /// Flexlink: "primary (active)", "backup (standby)", ...
     #[serde(default)]
     pub flexlink: Option<String>,
-    /// On standby (a Flexlink member): no frame in or out.
+    /// On standby (a Flexlink member) or shut: no frame in or out.
     #[serde(default)]
     pub blocked: bool,
+    /// Shut by its bridge's `mac-limit-action: shutdown` (until its addresses are cleared).
+    #[serde(default)]
+    pub shut: bool,
     /// Frames to be flooded that storm control dropped here: broadcast, multicast, unknown
     /// unicast (absent: no storm control on the member).
     #[serde(default)]
@@ -104,10 +107,11 @@ impl Render for Vec<BridgeView> {
                         } else {
                             crate::table::vlan_tags(m.s_vlan, m.vlan)
                         },
-                        match (m.up, m.blocked) {
-                            (false, _) => "down",
-                            (true, true) => "blocking",
-                            (true, false) => "up",
+                        match (m.up, m.shut, m.blocked) {
+                            (false, _, _) => "down",
+                            (true, true, _) => "shut (mac limit)",
+                            (true, false, true) => "blocking",
+                            (true, false, false) => "up",
                         }
                         .into(),
                         if m.learning { "on" } else { "off" }.into(),

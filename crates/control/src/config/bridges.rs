@@ -9,6 +9,9 @@
 //!               { interface: up1, backup: up2, preempt-delay: 30 }]   # Flexlink
 //!     learning: true                 # learn sources (default); false floods every unicast frame
 //!     mac-limit: 15000               # addresses learned at most (0: none); beyond it, flooded
+//!     mac-limit-action: flood        # flood (the default: beyond the limit frames are flooded,
+//!                                    # not learned, and logged) or shutdown (also shut the member
+//!                                    # that went beyond it until its addresses are cleared)
 //!     aging: 300                     # seconds an address lives unseen (0: never ages)
 //!     flood-unknown-unicast: true    # false drops frames to unknown addresses
 //!     bpdu: punt                     # punt (to the control plane, the default), flood or drop
@@ -51,6 +54,9 @@ pub struct BridgeCfg {
     pub learning: bool,
     /// 0: no limit.
     pub mac_limit: u32,
+    /// `mac-limit-action: shutdown`: a member whose new source is refused at the limit is shut
+    /// (blocked, as err-disabled) until `clear mac address-table` clears its addresses.
+    pub limit_shutdown: bool,
     /// 0: never ages.
     pub aging_s: u32,
     pub flood_unknown: bool,
@@ -177,6 +183,19 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
         let flood_unknown = f
             .parse("flood-unknown-unicast", "true or false", e)
             .unwrap_or(true);
+        let limit_shutdown = match f.str("mac-limit-action", e).as_deref() {
+            None | Some("flood") => false,
+            Some("shutdown") => true,
+            Some(x) => {
+                let at = f.node("mac-limit-action").unwrap_or(n);
+                e.at(
+                    at,
+                    &f.field("mac-limit-action"),
+                    format!("`{x}`: mac-limit-action is flood or shutdown"),
+                );
+                false
+            }
+        };
         let bpdu = match f.str("bpdu", e).as_deref() {
             None | Some("punt") => Bpdu::Punt,
             Some("flood") => Bpdu::Flood,
@@ -239,6 +258,7 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                 members,
                 learning,
                 mac_limit,
+                limit_shutdown,
                 aging_s,
                 flood_unknown,
                 bpdu,
@@ -434,6 +454,13 @@ interfaces:
         assert!(
             e.iter()
                 .any(|x| x.contains("bridges[0].bpdu") && x.contains("punt, flood or drop")),
+            "{e:?}"
+        );
+        let e = errors("bridges:\n  - { name: b, members: [p1], mac-limit-action: errdisable }\n");
+        assert!(
+            e.iter()
+                .any(|x| x.contains("bridges[0].mac-limit-action")
+                    && x.contains("flood or shutdown")),
             "{e:?}"
         );
         let e = errors("bridges:\n  - { name: b, members: [p1, p9] }\n");

@@ -63,6 +63,7 @@ impl Core {
                                 s_vlan: ifc.s_vlan,
                                 learning: port.learn,
                                 blocked: ifc.l2.is_some_and(|l2| l2.blocked),
+                                shut: st.shut.contains(name),
                                 up: ifc.up,
                                 macs: per_member.get(&port.member).copied().unwrap_or(0),
                                 tunnel: m.is_some_and(|m| m.tunnel),
@@ -142,14 +143,43 @@ impl Core {
     }
 
     /// Removes the dynamic entries `q` picks (static ones are the config's).
+    /// Removes learned addresses; a member the learn limit shut (`mac-limit-action:
+    /// shutdown`) whose addresses this clears is opened again.
     pub fn mac_clear(&self, q: &MacQuery) -> ApiResult<MacCleared> {
-        let s = self.lock("clear.mac");
+        let mut s = self.lock("clear.mac");
         let st = &s.router.bridges;
         let which = Filter::new(st, q)?;
         let removed = st
             .table
             .as_ref()
             .map_or(0, |t| t.clear(false, |e| which.matches(e)));
+        let reopened: Vec<String> = st
+            .shut
+            .iter()
+            .filter(|name| {
+                let p = st.ports[name.as_str()];
+                let bridge = st.bridges[p.bridge as usize].id;
+                which.bridge.is_none_or(|b| b == bridge)
+                    && which.member.is_none_or(|m| m == p.member)
+            })
+            .cloned()
+            .collect();
+        if !reopened.is_empty() {
+            for name in &reopened {
+                s.router.bridges.shut.remove(name);
+            }
+            s.router
+                .publish()
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            for name in reopened {
+                self.logger.log(
+                    Severity::Notice,
+                    "MAC_LIMIT_RECOVERED",
+                    &[("interface", name.clone())],
+                    format!("{name}: addresses cleared, the member shut at its bridge's learn limit is open again"),
+                );
+            }
+        }
         Ok(MacCleared {
             removed: removed as u64,
         })
@@ -428,6 +458,7 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                     return;
                 };
                 let mut switchovers = Vec::new();
+                let mut shut_now: Vec<(String, String, u32)> = Vec::new();
                 let now: Vec<(String, [u64; 3], u32)> = {
                     // Not `lock`: a look a second is not an API command to time.
                     let mut s = core.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -440,6 +471,28 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                         let mut st = f.state.lock().unwrap_or_else(|e| e.into_inner());
                         switchovers.extend(st.events.drain(..).map(|e| (f.bridge.clone(), e)));
                     }
+                    // `mac-limit-action: shutdown`: the member whose source was last refused
+                    // at the limit, if the limit refused any since the last look.
+                    let st = &s.router.bridges;
+                    for (b, c) in st.bridges.iter().zip(&s.router.cfg.bridges) {
+                        let refused = BridgeCounters::get(&b.counters.limit);
+                        let seen = last.get(&(b.name.clone(), 0)).map_or(0, |e| e.0);
+                        if !c.limit_shutdown || refused <= seen {
+                            continue;
+                        }
+                        let m = b.counters.limit_member.load(Ordering::Relaxed);
+                        if let Some(name) = st.member_names.get(&m) {
+                            if !st.shut.contains(name) {
+                                shut_now.push((b.name.clone(), name.clone(), c.mac_limit));
+                            }
+                        }
+                    }
+                    if !shut_now.is_empty() {
+                        for (_, name, _) in &shut_now {
+                            s.router.bridges.shut.insert(name.clone());
+                        }
+                        let _ = s.router.publish();
+                    }
                     s.router
                         .bridges
                         .bridges
@@ -449,6 +502,14 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                         .collect()
                 };
                 core.send_flexlink_updates();
+                for (bridge, name, limit) in shut_now {
+                    core.logger.log(
+                        Severity::Error,
+                        "MAC_LIMIT_SHUTDOWN",
+                        &[("bridge", bridge.clone()), ("interface", name.clone())],
+                        format!("bridge {bridge}: {name} shut: a new address beyond the learn limit ({limit}) came from it; `clear mac address-table --interface {name}` opens it again"),
+                    );
+                }
                 for (bridge, text) in switchovers {
                     core.logger.log(
                         Severity::Warning,

@@ -786,6 +786,7 @@ impl Router {
         }
         // Flexlink: each pair's active member from its members' state; the other blocks.
         self.bridges.flexlink_apply(&mut ifs);
+        self.bridges.shut_apply(&mut ifs);
         let l2_members = self.bridges.l2_members(&ifs);
         let down = |nh: u32| match &self.next_hops[nh as usize] {
             NextHop::Forward { tx_if, .. } => !ifs[*tx_if as usize].up,

@@ -87,6 +87,9 @@ pub struct BridgeCounters {
     pub flaps: AtomicU64,
     /// Flooded frames storm control dropped.
     pub storm_dropped: AtomicU64,
+    /// The member id of the last source refused at the learn limit (0: none yet): the one a
+    /// `mac-limit-action: shutdown` shuts.
+    pub limit_member: std::sync::atomic::AtomicU32,
 }
 
 impl BridgeCounters {
@@ -107,6 +110,9 @@ impl BridgeCounters {
         add(&self.table_full, v.table_full);
         add(&self.flaps, v.flaps);
         add(&self.storm_dropped, v.storm_dropped);
+        if v.limit > 0 {
+            self.limit_member.store(v.limit_member, Ordering::Relaxed);
+        }
     }
 
     pub fn get(c: &AtomicU64) -> u64 {
@@ -184,6 +190,8 @@ pub struct VectorCounts {
     pub table_full: u64,
     pub flaps: u64,
     pub storm_dropped: u64,
+    /// The member of the last source refused at the limit in this vector.
+    pub limit_member: u32,
 }
 
 impl VectorCounts {

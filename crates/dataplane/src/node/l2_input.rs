@@ -173,7 +173,10 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
             match learned[li] {
                 Learn::Learned => c.learned += 1,
                 Learn::Moved { .. } => c.moved += 1,
-                Learn::NotLearned(NotLearned::Limit) => c.limit += 1,
+                Learn::NotLearned(NotLearned::Limit) => {
+                    c.limit += 1;
+                    c.limit_member = l2.member;
+                }
                 Learn::NotLearned(NotLearned::TableFull) => c.table_full += 1,
                 Learn::NotLearned(NotLearned::Flap) => c.flaps += 1,
                 _ => {}
