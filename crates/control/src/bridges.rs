@@ -125,6 +125,7 @@ impl BridgesState {
                         blocked: false,
                         member,
                         learn: b.learning && m.learning,
+                        l2pt: m.l2pt,
                     },
                 );
                 st.member_names.insert(member, m.interface.clone());

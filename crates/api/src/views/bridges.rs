@@ -71,6 +71,9 @@ pub struct BridgeView {
     pub storm_control: [Option<u32>; 3],
     #[serde(default)]
     pub storm_dropped: u64,
+    /// Protocol frames tunnelled for dot1q-tunnel customers (L2PT), in and out.
+    #[serde(default)]
+    pub l2pt_tunnelled: u64,
 }
 
 impl Render for Vec<BridgeView> {
@@ -158,6 +161,7 @@ impl Render for Vec<BridgeView> {
                             .join("/"),
                     ),
                     ("storm control drops", b.storm_dropped.to_string()),
+                    ("L2 protocol frames tunnelled", b.l2pt_tunnelled.to_string()),
                 ],
             ));
             out.push('\n');

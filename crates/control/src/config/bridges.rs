@@ -5,7 +5,8 @@
 //! bridges:
 //!   - name: office
 //!     id: 10                         # 1..=65534: the MAC table keys on it; default: position + 1
-//!     members: [p1, p2.100, { interface: p3, learning: false }, { interface: p4, mode: dot1q-tunnel },
+//!     members: [p1, p2.100, { interface: p3, learning: false },
+//!               { interface: p4, mode: dot1q-tunnel, l2protocol-tunnel: [stp, cdp, lacp] },
 //!               { interface: up1, backup: up2, preempt-delay: 30 }]   # Flexlink
 //!     learning: true                 # learn sources (default); false floods every unicast frame
 //!     mac-limit: 15000               # addresses learned at most (0: none); beyond it, flooded
@@ -27,7 +28,10 @@
 //! with `preempt-delay` the primary takes over again that long after its link returns. A member in `dot1q-tunnel` mode is a port's untagged interface that takes every
 //! frame of the port, tagged or not: a customer's tags ride inside the tag of the member they
 //! leave by (Q-in-Q with the 0x8100 outer tag, as the ME 6524's dot1q tunnels), and come off
-//! again on the way back. Storm control polices, per member and per kind, the frames the domain
+//! again on the way back; with `l2protocol-tunnel` the customer's STP, CDP/VTP and LACP frames
+//! cross the bridge under Cisco's L2PT address 01:00:0C:CD:CD:D0 (so provider switches flood
+//! them rather than take them) and get their own address back as they leave by a tunnel member.
+//! Storm control polices, per member and per kind, the frames the domain
 //! would flood (broadcast, multicast, unknown unicast) in frames a second, with a burst of a
 //! tenth of a second's worth. Besides each value's range, the checks refuse: a member that is not an
 //! interface, an interface in two bridges or twice in one, a member with IP addresses (its
@@ -73,6 +77,9 @@ pub struct MemberCfg {
     pub learning: bool,
     /// dot1q-tunnel: every frame of the port, tagged or not, is this member's.
     pub tunnel: bool,
+    /// L2 protocol tunnelling (`l2protocol-tunnel: [stp, cdp, vtp, lacp]`, dot1q-tunnel members
+    /// only): `dataplane::l2::bridge::l2pt` bits.
+    pub l2pt: u8,
     /// Flexlink: the backup of this (primary) member, blocking while the primary is up; when
     /// the primary's link goes, every address learned on it moves to the backup at once.
     pub backup: Option<String>,
@@ -112,6 +119,7 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                     interface: s.clone(),
                     learning: true,
                     tunnel: false,
+                    l2pt: 0,
                     backup: None,
                     preempt_s: None,
                     origin: Origin {
@@ -140,6 +148,31 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                             false
                         }
                     };
+                    let mut l2pt = 0u8;
+                    for (p, node, field) in mf.list("l2protocol-tunnel", e) {
+                        use dataplane::l2::bridge::l2pt as bits;
+                        l2pt |= match p.as_str() {
+                            "stp" => bits::STP,
+                            // VTP, DTP, PAgP and UDLD share CDP's address.
+                            "cdp" | "vtp" => bits::CDP,
+                            "lacp" => bits::LACP,
+                            _ => {
+                                e.at(
+                                    node,
+                                    &field,
+                                    format!("`{p}`: l2protocol-tunnel protocols are stp, cdp, vtp and lacp"),
+                                );
+                                0
+                            }
+                        };
+                    }
+                    if l2pt != 0 && !tunnel {
+                        e.at(
+                            mf.node("l2protocol-tunnel").unwrap_or(m),
+                            &mf.field("l2protocol-tunnel"),
+                            "l2protocol-tunnel is for a dot1q-tunnel member (`mode: dot1q-tunnel`)",
+                        );
+                    }
                     let backup = mf.str("backup", e);
                     let preempt_s = mf.parse::<u32>("preempt-delay", "a number of seconds", e);
                     if preempt_s.is_some() && backup.is_none() {
@@ -155,6 +188,7 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                             interface,
                             learning,
                             tunnel,
+                            l2pt,
                             backup,
                             preempt_s,
                             origin,
@@ -461,6 +495,16 @@ interfaces:
             e.iter()
                 .any(|x| x.contains("bridges[0].mac-limit-action")
                     && x.contains("flood or shutdown")),
+            "{e:?}"
+        );
+        let e = errors("bridges:\n  - { name: b, members: [{ interface: p1, l2protocol-tunnel: [stp, gvrp] }] }\n");
+        assert!(
+            e.iter()
+                .any(|x| x.contains("members[0].l2protocol-tunnel[1]") && x.contains("`gvrp`")),
+            "{e:?}"
+        );
+        assert!(
+            e.iter().any(|x| x.contains("is for a dot1q-tunnel member")),
             "{e:?}"
         );
         let e = errors("bridges:\n  - { name: b, members: [p1, p9] }\n");

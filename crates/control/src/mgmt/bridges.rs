@@ -93,6 +93,7 @@ impl Core {
                     flaps: get(&c.flaps),
                     storm_control: cfg.storm,
                     storm_dropped: get(&c.storm_dropped),
+                    l2pt_tunnelled: get(&c.l2pt),
                 }
             })
             .collect()
@@ -229,6 +230,7 @@ impl Core {
                 ("flood_copies", &c.flood_copies),
                 ("unknown_unicast", &c.unknown_unicast),
                 ("storm_dropped", &c.storm_dropped),
+                ("l2pt_tunnelled", &c.l2pt),
             ] {
                 e.sample(&[("bridge", &b.name), ("kind", what)], r(v));
             }

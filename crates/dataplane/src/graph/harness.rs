@@ -109,6 +109,7 @@ impl Harness {
                 blocked: false,
                 member,
                 learn: true,
+                l2pt: 0,
             }),
             v4: vec![],
             v6: vec![],
@@ -147,9 +148,17 @@ impl Harness {
                     s_vlan: Some(10),
                     ..member("eth1.10.20", 20, 3)
                 },
+                // ...tunnelling its customers' STP, CDP and LACP frames (L2PT).
                 Interface {
                     s_vlan: Some(11),
                     vlan: None,
+                    l2: Some(crate::l2::L2Port {
+                        bridge: 0,
+                        blocked: false,
+                        member: 4,
+                        learn: true,
+                        l2pt: 7,
+                    }),
                     ..member("eth1.11", 0, 4)
                 },
             ]

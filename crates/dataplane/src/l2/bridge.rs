@@ -26,6 +26,58 @@ pub struct L2Port {
     /// A Flexlink member on standby: no frame in (dropped, not learned) or out (not flooded
     /// to; its member id leads to the active member).
     pub blocked: bool,
+    /// L2 protocol tunnelling on a dot1q-tunnel member: the [`l2pt`] protocols (bits) whose
+    /// frames from the customer cross the bridge under [`l2pt::MAC`]; 0: none.
+    pub l2pt: u8,
+}
+
+/// L2 protocol tunnelling (as Cisco's `l2protocol-tunnel`): a Q-in-Q customer's control frames
+/// (STP BPDUs, CDP/VTP, LACP) would be taken by the provider's switches, which listen on their
+/// group addresses. Arriving at a tunnel member that tunnels the protocol, such a frame's
+/// destination becomes [`l2pt::MAC`], which provider switches flood like any multicast; leaving by
+/// a tunnel member, a frame to that address gets its own destination back, read from what it
+/// carries.
+pub mod l2pt {
+    /// Cisco's address for tunnelled protocol frames.
+    pub const MAC: [u8; 6] = [0x01, 0x00, 0x0c, 0xcd, 0xcd, 0xd0];
+    pub const STP: u8 = 1;
+    /// CDP, VTP and the other protocols of Cisco's 01:00:0C:CC:CC:CC.
+    pub const CDP: u8 = 2;
+    /// Slow protocols: LACP, marker.
+    pub const LACP: u8 = 4;
+    const STP_MAC: [u8; 6] = [0x01, 0x80, 0xc2, 0, 0, 0];
+    const CDP_MAC: [u8; 6] = [0x01, 0x00, 0x0c, 0xcc, 0xcc, 0xcc];
+    const SLOW_MAC: [u8; 6] = [0x01, 0x80, 0xc2, 0, 0, 0x02];
+
+    /// The protocol (bit) of a frame by its destination; 0 for none.
+    #[inline]
+    pub fn protocol(dst: &[u8]) -> u8 {
+        match dst.get(..6) {
+            Some(d) if d == STP_MAC => STP,
+            Some(d) if d == CDP_MAC => CDP,
+            Some(d) if d == SLOW_MAC => LACP,
+            _ => 0,
+        }
+    }
+
+    /// The destination a tunnelled frame had, from what follows its tags at `l3_off` (the
+    /// EtherType or 802.3 length before it; a customer's own 802.1Q tag is looked past):
+    /// LLC 0x42 (STP), LLC/SNAP with Cisco's OUI (CDP, VTP), EtherType 0x8809 (LACP).
+    pub fn original(frame: &[u8], l3_off: usize) -> Option<[u8; 6]> {
+        let mut at = l3_off.checked_sub(2)?;
+        let mut et = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+        if et == 0x8100 {
+            at += 4;
+            et = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+        }
+        let llc = frame.get(at + 2..at + 8);
+        match (et, llc) {
+            (0x8809, _) => Some(SLOW_MAC),
+            (0..=1500, Some([0x42, 0x42, ..])) => Some(STP_MAC),
+            (0..=1500, Some([0xaa, 0xaa, 0x03, 0x00, 0x00, 0x0c])) => Some(CDP_MAC),
+            _ => None,
+        }
+    }
 }
 
 /// One bridge domain.
@@ -87,6 +139,8 @@ pub struct BridgeCounters {
     pub flaps: AtomicU64,
     /// Flooded frames storm control dropped.
     pub storm_dropped: AtomicU64,
+    /// Protocol frames tunnelled (L2PT): rewritten on the way in, and restored on the way out.
+    pub l2pt: AtomicU64,
     /// The member id of the last source refused at the learn limit (0: none yet): the one a
     /// `mac-limit-action: shutdown` shuts.
     pub limit_member: std::sync::atomic::AtomicU32,
@@ -110,6 +164,7 @@ impl BridgeCounters {
         add(&self.table_full, v.table_full);
         add(&self.flaps, v.flaps);
         add(&self.storm_dropped, v.storm_dropped);
+        add(&self.l2pt, v.l2pt);
         if v.limit > 0 {
             self.limit_member.store(v.limit_member, Ordering::Relaxed);
         }
@@ -190,6 +245,7 @@ pub struct VectorCounts {
     pub table_full: u64,
     pub flaps: u64,
     pub storm_dropped: u64,
+    pub l2pt: u64,
     /// The member of the last source refused at the limit in this vector.
     pub limit_member: u32,
 }

@@ -11,7 +11,7 @@ use super::Ctx;
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::graph::{NoEdges, Node, To};
-use crate::l2::bridge::{retag, VectorCounts};
+use crate::l2::bridge::{l2pt, retag, VectorCounts};
 use crate::tables::Tables;
 
 pub struct L2Flood;
@@ -94,6 +94,14 @@ fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut VectorCounts
 fn send(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, ifx: u32, v: &mut VectorCounts) {
     let out = &t.ifs[ifx as usize];
     if retag(&mut b, out.s_vlan, out.vlan) {
+        if out.l2.is_some_and(|l2| l2.l2pt != 0) && b.data()[..6] == l2pt::MAC {
+            // Back to the tunnel customer: the protocol frame's own destination.
+            let l3 = b.meta().l3_off as usize;
+            if let Some(dst) = l2pt::original(b.data(), l3) {
+                b.data_mut()[..6].copy_from_slice(&dst);
+                v.l2pt += 1;
+            }
+        }
         v.flood_copies += 1;
         ctx.tx(out.port, b);
     } else {

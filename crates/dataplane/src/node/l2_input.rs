@@ -20,7 +20,7 @@ use super::{Ctx, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::graph::{Edge, Node, NodeId, To};
-use crate::l2::bridge::{reserved_group, retag, Bpdu, VectorCounts};
+use crate::l2::bridge::{l2pt, reserved_group, retag, Bpdu, VectorCounts};
 use crate::l2::{Learn, MacKey, NotLearned};
 use crate::tables::{Tables, NO_IF};
 
@@ -188,7 +188,12 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let verdict = if l2.blocked {
             Verdict::Drop(DropReason::L2Blocked)
         } else if d[0] & 1 != 0 {
-            if reserved_group(d) {
+            if l2.l2pt & l2pt::protocol(d) != 0 {
+                // A tunnel customer's protocol frame: across the bridge under the L2PT address.
+                b.data_mut()[..6].copy_from_slice(&l2pt::MAC);
+                c.l2pt += 1;
+                Verdict::Flood
+            } else if reserved_group(d) {
                 match bridge.bpdu {
                     Bpdu::Flood if d[5] == 0 => Verdict::Flood,
                     Bpdu::Drop if d[5] == 0 => Verdict::Drop(DropReason::L2BpduDropped),

@@ -8,7 +8,7 @@ use packet::ethernet::MacAddr;
 use crate::counters::DropReason;
 use crate::graph::harness::{Harness, Out};
 use crate::graph::{NodeId, To};
-use crate::l2::bridge::{Bpdu, Bridge, BridgeCounters};
+use crate::l2::bridge::{l2pt, Bpdu, Bridge, BridgeCounters};
 use crate::l2::{L2Port, MacKey, MacTable};
 use crate::node::Ctx;
 use crate::tables::{Interface, PortMap, Tables, NO_IF};
@@ -37,6 +37,7 @@ fn member(name: &str, port: u16, vlan: Option<u16>, member: u32, learn: bool) ->
             blocked: false,
             member,
             learn,
+            l2pt: 0,
         }),
     }
 }
@@ -371,4 +372,66 @@ fn q_in_q_members_take_their_s_and_c_tags_in_and_out() {
     assert_eq!(tx(&l2, 0).len(), 1);
     let (l2, _) = switch(&mut h, 0, &[frame(B, A, None)]);
     assert_eq!(tx(&l2, 3), vec![qinq_frame(B, A, 10, Some(20))]);
+}
+
+/// An 802.3 frame to `dst` with an LLC header (`llc`) and padding.
+fn llc_frame(dst: [u8; 6], src: [u8; 6], llc: &[u8]) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&(llc.len() as u16 + 40).to_be_bytes());
+    f.extend_from_slice(llc);
+    f.resize(14 + llc.len() + 40, 0);
+    f
+}
+
+#[test]
+fn a_tunnel_customers_protocol_frames_cross_under_the_l2pt_address_and_come_back_whole() {
+    let mut h = qinq_bridged();
+    // eth0 is the customer's tunnel port, tunnelling STP, CDP and LACP.
+    let mut ifs = h.t.ifs.to_vec();
+    ifs[0].l2.as_mut().unwrap().l2pt = l2pt::STP | l2pt::CDP | l2pt::LACP;
+    h.t.ifs = ifs.into_boxed_slice();
+    let stp_dst = [0x01, 0x80, 0xc2, 0, 0, 0];
+    let cdp_dst = [0x01, 0x00, 0x0c, 0xcc, 0xcc, 0xcc];
+    let bpdu = llc_frame(stp_dst, A, &[0x42, 0x42, 0x03, 0, 0]);
+    let cdp = llc_frame(cdp_dst, A, &[0xaa, 0xaa, 0x03, 0, 0, 0x0c, 0x20, 0x00]);
+    let mut lacp = frame([0x01, 0x80, 0xc2, 0, 0, 2], A, None);
+    lacp[12..14].copy_from_slice(&0x8809u16.to_be_bytes());
+    let (l2, flood) = switch(&mut h, 0, &[bpdu.clone(), cdp.clone(), lacp.clone()]);
+    assert_eq!(l2.count("l2-control"), 0, "tunnelled, not taken");
+    // Every other member gets them under the L2PT address, the rest of the frame untouched.
+    let out1 = tx(&flood, 1);
+    assert_eq!(out1.len(), 3);
+    for (got, sent) in out1.iter().zip([&bpdu, &cdp, &lacp]) {
+        assert_eq!(&got[..6], &l2pt::MAC);
+        assert_eq!(&got[6..], &sent[6..]);
+    }
+    assert_eq!(tx(&flood, 3).len(), 6, "both provider members, three each");
+    // Back from the provider side (S-tag 11): restored for the tunnel member, each to its own
+    // address, and left under the L2PT address for the member that does not tunnel.
+    let back: Vec<Vec<u8>> = [&bpdu, &cdp, &lacp]
+        .iter()
+        .map(|f| {
+            let mut g = f.to_vec();
+            g[..6].copy_from_slice(&l2pt::MAC);
+            g[6..12].copy_from_slice(&B);
+            g.splice(12..12, [0x88, 0xa8, 0x00, 11]);
+            g
+        })
+        .collect();
+    let (_, flood) = switch(&mut h, 3, &back);
+    let to_customer = tx(&flood, 0);
+    let dsts: Vec<&[u8]> = to_customer.iter().map(|f| &f[..6]).collect();
+    assert_eq!(
+        dsts,
+        [&stp_dst[..], &cdp_dst[..], &[0x01, 0x80, 0xc2, 0, 0, 2][..]]
+    );
+    assert_eq!(
+        &to_customer[0][12..],
+        &bpdu[12..],
+        "S-tag gone, the BPDU whole"
+    );
+    assert!(tx(&flood, 1).iter().all(|f| f[..6] == l2pt::MAC));
+    let c = &h.t.bridges[0].counters;
+    assert_eq!(BridgeCounters::get(&c.l2pt), 6, "3 in, 3 out");
 }
