@@ -84,31 +84,52 @@ fn two_workers_share_what_either_learns_and_nothing_learned_is_flooded() {
     assert_eq!(counter(&bed, |c| &c.learned), 1002);
 }
 
-/// A bridge at its learn limit floods what it cannot learn, counts it, and says so in syslog:
-/// one record for the burst, not one per frame.
-#[test]
-fn a_learn_limit_floods_the_rest_and_logs_it_once() {
-    let dir = std::env::temp_dir().join(format!("linerate-l2-limit-{}", std::process::id()));
+/// A one-worker router whose bridge has `settings` added (a learn limit), with its core, the
+/// test's ends of its ports and a buffer cache; the caller removes `dir`.
+fn limited(
+    tag: &str,
+    settings: &str,
+) -> (
+    std::path::PathBuf,
+    std::sync::Arc<control::mgmt::Core>,
+    Vec<control::runtime::MemPeer>,
+    dataplane::BufCache,
+) {
+    let dir = std::env::temp_dir().join(format!("linerate-l2-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let text = CONFIG
         .replace("router: { workers: 2 }", "router: { workers: 1 }")
         .replace(
             "members: [p0, p1, p2.100] }",
-            "members: [p0, p1, p2.100], mac-limit: 10 }",
+            &format!("members: [p0, p1, p2.100], {settings} }}"),
         );
-    let (core, mut peers) = common::core_with(&dir, &text);
+    let (core, peers) = common::core_with(&dir, &text);
     let pool = core.lock("test").runtime.pool.clone();
-    let mut cache = dataplane::BufCache::new(pool);
-    let mut v: Vec<_> = (0..100)
-        .map(|i| {
+    (dir, core, peers, dataplane::BufCache::new(pool))
+}
+
+/// Pushes `frames` into the router through `peer`'s first queue.
+fn push(peer: &mut control::runtime::MemPeer, cache: &mut dataplane::BufCache, frames: &[Vec<u8>]) {
+    let mut v: Vec<_> = frames
+        .iter()
+        .map(|f| {
             let mut b = cache.alloc().unwrap();
-            assert!(b.fill(&frame([0xff; 6], host(i), None)));
+            assert!(b.fill(f));
             b
         })
         .collect();
     while !v.is_empty() {
-        peers[0].to_router[0].push_burst(&mut v);
+        peer.to_router[0].push_burst(&mut v);
     }
+}
+
+/// A bridge at its learn limit floods what it cannot learn, counts it, and says so in syslog:
+/// one record for the burst, not one per frame.
+#[test]
+fn a_learn_limit_floods_the_rest_and_logs_it_once() {
+    let (dir, core, mut peers, mut cache) = limited("limit", "mac-limit: 10");
+    let hosts: Vec<Vec<u8>> = (0..100).map(|i| frame([0xff; 6], host(i), None)).collect();
+    push(&mut peers[0], &mut cache, &hosts);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let records = loop {
         let r: Vec<_> = core
@@ -137,30 +158,9 @@ fn a_learn_limit_floods_the_rest_and_logs_it_once() {
 /// (its frames dropped, logged), the others go on; clearing its addresses opens it again.
 #[test]
 fn a_learn_limit_with_shutdown_shuts_the_member_that_went_beyond_it() {
-    let dir = std::env::temp_dir().join(format!("linerate-l2-shut-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let text = CONFIG
-        .replace("router: { workers: 2 }", "router: { workers: 1 }")
-        .replace(
-            "members: [p0, p1, p2.100] }",
-            "members: [p0, p1, p2.100], mac-limit: 10, mac-limit-action: shutdown }",
-        );
-    let (core, mut peers) = common::core_with(&dir, &text);
-    let pool = core.lock("test").runtime.pool.clone();
-    let mut cache = dataplane::BufCache::new(pool);
-    let mut send = |port: usize, frames: Vec<Vec<u8>>| {
-        let mut v: Vec<_> = frames
-            .iter()
-            .map(|f| {
-                let mut b = cache.alloc().unwrap();
-                assert!(b.fill(f));
-                b
-            })
-            .collect();
-        while !v.is_empty() {
-            peers[port].to_router[0].push_burst(&mut v);
-        }
-    };
+    let (dir, core, mut peers, mut cache) =
+        limited("shut", "mac-limit: 10, mac-limit-action: shutdown");
+    let mut send = |port: usize, frames: Vec<Vec<u8>>| push(&mut peers[port], &mut cache, &frames);
     // p1's host first (learned, within the limit), then 20 hosts on p0: the 10th-and-later
     // refused, and p0 is shut for it.
     send(1, vec![frame([0xff; 6], host(1000), None)]);

@@ -14,9 +14,10 @@
 //!    would). Frames sent minus frames received at either port, over the offered rate, is the
 //!    failover time.
 //!
-//! In this embedded form detection is the API call, so the figure is the switchover alone;
-//! with detection included (a kernel link monitor seeing a veth's far end go down) the system
-//! test `test_a_flexlink_fails_over_when_the_primarys_cable_is_pulled` measures it.
+//! In this embedded form detection is the API call, so the figure is the wait for that call's
+//! thread to get a core plus the switchover (the report gives both apart); with the kernel's
+//! detection (a link monitor seeing a veth's far end go down) the system test
+//! `test_a_flexlink_fails_over_when_the_primarys_cable_is_pulled` measures it.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

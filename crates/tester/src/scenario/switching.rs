@@ -16,6 +16,37 @@ fn learned_base(k: usize) -> [u8; 6] {
     [2, 0xa0 + k as u8, 0, 0, 0, 0]
 }
 
+/// Frames from (`SrcMac`) or to (`DstMac`) `count` consecutive addresses, one each.
+fn each_address(kind: FieldKind, count: u32) -> Vec<Field> {
+    vec![Field {
+        kind,
+        vary: Vary::Step { count, step: 1 },
+        nested: false,
+    }]
+}
+
+/// The router's config up to its bridges: `o.workers` workers, a mem port and an untagged
+/// interface per tester port.
+fn mem_ports_yaml(o: &ScenarioOpts, ports: &[(String, f64)]) -> String {
+    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
+    let mut y = format!(
+        "router: {{ workers: {}, cores: [{}], buffers: 1024 }}\nports:\n",
+        o.workers,
+        cores.join(", ")
+    );
+    for (name, _) in ports {
+        y += &format!("  - {{ name: {name}, driver: mem }}\n");
+    }
+    y += "interfaces:\n";
+    for (i, (name, _)) in ports.iter().enumerate() {
+        y += &format!(
+            "  - {{ name: {name}, port: {name}, mac: \"{}\" }}\n",
+            MacAddr(router_mac(i))
+        );
+    }
+    y
+}
+
 pub(super) fn switching(o: &ScenarioOpts, learning: Learning) -> Scenario {
     // ME-7 and ME-8: three learning ports, three test ports and a monitor; 90,000 addresses.
     // ME-9: one of each and 30,000 addresses, 15,000 of them allowed.
@@ -47,48 +78,17 @@ pub(super) fn switching(o: &ScenarioOpts, learning: Learning) -> Scenario {
         let mut learn = base_stream(format!("learn{k}"), l, t);
         learn.src_mac = learned_base(k);
         learn.dst_mac = host_mac(t);
-        learn.fields = vec![Field {
-            kind: FieldKind::SrcMac,
-            vary: Vary::Step {
-                count: per_port,
-                step: 1,
-            },
-            nested: false,
-        }];
+        learn.fields = each_address(FieldKind::SrcMac, per_port);
         // Test: from the test port's host to each of them.
         let mut test = base_stream(format!("test{k}"), t, l);
         test.src_mac = host_mac(t);
         test.dst_mac = learned_base(k);
-        test.fields = vec![Field {
-            kind: FieldKind::DstMac,
-            vary: Vary::Step {
-                count: per_port,
-                step: 1,
-            },
-            nested: false,
-        }];
+        test.fields = each_address(FieldKind::DstMac, per_port);
         streams.push(learn);
         streams.push(test);
     }
 
-    let mut y = String::new();
-    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
-    y += &format!(
-        "router: {{ workers: {}, cores: [{}], buffers: 1024 }}\n",
-        o.workers,
-        cores.join(", ")
-    );
-    y += "ports:\n";
-    for (name, _) in &ports {
-        y += &format!("  - {{ name: {name}, driver: mem }}\n");
-    }
-    y += "interfaces:\n";
-    for (i, (name, _)) in ports.iter().enumerate() {
-        y += &format!(
-            "  - {{ name: {name}, port: {name}, mac: \"{}\" }}\n",
-            MacAddr(router_mac(i))
-        );
-    }
+    let mut y = mem_ports_yaml(o, &ports);
     let members: Vec<&str> = ports.iter().map(|p| p.0.as_str()).collect();
     let settings = match learning {
         Learning::On => String::new(),
@@ -198,48 +198,19 @@ pub(super) fn flexlink(o: &ScenarioOpts) -> Scenario {
     let mut learn = base_stream("learn".into(), primary, access);
     learn.src_mac = base;
     learn.dst_mac = host_mac(access);
-    learn.fields = vec![Field {
-        kind: FieldKind::SrcMac,
-        vary: Vary::Step {
-            count: addresses,
-            step: 1,
-        },
-        nested: false,
-    }];
+    learn.fields = each_address(FieldKind::SrcMac, addresses);
     // 1: the access host to every address.
     let mut test = base_stream("test".into(), access, primary);
     test.src_mac = host_mac(access);
     test.dst_mac = base;
-    test.fields = vec![Field {
-        kind: FieldKind::DstMac,
-        vary: Vary::Step {
-            count: addresses,
-            step: 1,
-        },
-        nested: false,
-    }];
+    test.fields = each_address(FieldKind::DstMac, addresses);
     let streams = vec![learn, test];
     debug_assert_eq!(
         (crate::failover::LEARN, crate::failover::TEST),
         (0, 1),
         "the plan names the streams by these indexes"
     );
-    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
-    let mut y = format!(
-        "router: {{ workers: {}, cores: [{}], buffers: 1024 }}\nports:\n",
-        o.workers,
-        cores.join(", ")
-    );
-    for (name, _) in &ports {
-        y += &format!("  - {{ name: {name}, driver: mem }}\n");
-    }
-    y += "interfaces:\n";
-    for (i, (name, _)) in ports.iter().enumerate() {
-        y += &format!(
-            "  - {{ name: {name}, port: {name}, mac: \"{}\" }}\n",
-            MacAddr(router_mac(i))
-        );
-    }
+    let mut y = mem_ports_yaml(o, &ports);
     y += "bridges:\n  - { name: vlan10, id: 10, members: [access, { interface: primary, backup: backup, preempt-delay: 0 }] }\n";
     let plan = crate::failover::FailoverPlan {
         access,
@@ -281,8 +252,9 @@ pub(super) fn flexlink(o: &ScenarioOpts) -> Scenario {
                 .into(),
             "Embedded mode: the cable is the tester's (frames the router sends to the cut port \
              are lost) and the link-down is the API's `port link-down`, as a link monitor \
-             reports it; detection is that call, so the figure is the switchover itself. The \
-             real-port system test pulls a veth's far end and includes detection."
+             reports it; detection is that call, so the figure is the wait for the call's thread \
+             to get a core plus the switchover (both in the table). The real-port system test \
+             pulls a veth's far end and includes the kernel's detection."
                 .into(),
         ],
         flows,
