@@ -160,6 +160,28 @@ pub struct ExternalArgs {
     /// Seconds to wait for the device to answer for a MAC DUT.yaml left out.
     #[arg(long, default_value_t = 3.0)]
     resolve_timeout: f64,
+    /// RFC 2889 switching procedures on an L2 device instead of the throughput search, in this
+    /// order: flooding, capacity, rate, ndr (comma separated). DUT.yaml needs only its ports;
+    /// tester port 0 learns, port 1 tests, further ports watch for flooded frames.
+    #[arg(long, value_delimiter = ',', value_name = "PROCEDURE")]
+    switching: Vec<tester::switching::Procedure>,
+    /// Switching: the learning capacity search's upper bound, addresses.
+    #[arg(long, default_value_t = 10_000)]
+    macs: u32,
+    /// Switching: addresses learned in each learning-rate step.
+    #[arg(long, default_value_t = 1_000)]
+    rate_macs: u32,
+    /// Switching: unknown addresses the flooding trial sends to.
+    #[arg(long, default_value_t = 1_000)]
+    flood_macs: u32,
+    /// Switching: frames/s of the capacity's and the flooding's trials (learning and test).
+    #[arg(long, default_value_t = 10_000.0)]
+    learn_fps: f64,
+    /// Switching: a shell command that empties the device's address table, run before each
+    /// capacity and rate step and before flooding (e.g. `ip link set br0 type bridge
+    /// fdb_flush`, `ovs-appctl fdb/flush br0`, `linerate clear mac address-table`).
+    #[arg(long, value_name = "CMD")]
+    flush: Option<String>,
     #[command(flatten)]
     trial: TrialArgs,
 }
@@ -409,6 +431,9 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
         );
     }
     let dut = tester::external::load_dut(&a.dut)?;
+    if !a.switching.is_empty() {
+        return switching(a, dut, &ro);
+    }
     let infos = tester::external::port_infos(&dut, &a.ports);
     let (streams, speeds, what) = match &a.streams {
         Some(path) => {
@@ -456,6 +481,66 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
         &mut obs,
     )?;
     finish(&r, &a.trial.out)
+}
+
+/// `bench external --switching`: RFC 2889 procedures on an L2 device.
+fn switching(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), String> {
+    let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
+    let size = match ro.sizes.as_deref() {
+        None => FrameSizes::Fixed(64),
+        Some([one]) => one.clone(),
+        Some(_) => return Err("--switching: one frame size".into()),
+    };
+    if !(a.learn_fps > 0.0 && a.learn_fps.is_finite()) {
+        return Err("--learn-fps: frames/s, above 0".into());
+    }
+    if a.macs == 0 || a.rate_macs == 0 || a.flood_macs == 0 {
+        return Err("--macs, --rate-macs, --flood-macs: at least 1".into());
+    }
+    let mut obs = ProgressPrinter::new();
+    obs.verbose = !a.trial.quiet;
+    let r = tester::switching::run(
+        tester::switching::SwitchingRun {
+            dut_path: a.dut.clone(),
+            dut,
+            maps: a.ports.clone(),
+            speed,
+            size,
+            procedures: a.switching.clone(),
+            macs: a.macs,
+            rate_macs: a.rate_macs,
+            flood_macs: a.flood_macs,
+            learn_fps: a.learn_fps,
+            flush: a.flush.clone(),
+            core: a.core,
+        },
+        ro,
+        &mut obs,
+    )?;
+    let table = tester::switching::table(&r);
+    outln!("\n{table}");
+    let out = &a.trial.out;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let files = [
+        (out.join("switching.md"), table),
+        (
+            out.join("switching.json"),
+            serde_json::to_string_pretty(&tester::switching::json(&r)).unwrap_or_default(),
+        ),
+        (out.join("switching.svg"), tester::switching::svg(&r)),
+    ];
+    for (p, text) in &files {
+        std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    outln!(
+        "Wrote {}",
+        files
+            .iter()
+            .map(|f| f.0.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
 }
 
 /// The README's demo: ME-1 at seed scale with short trials.

@@ -49,6 +49,7 @@ pub mod signature;
 pub mod storm;
 pub mod stream;
 pub mod streams_file;
+pub mod switching;
 
 pub use engine::{Tester, TesterPort, TrialResult, TrialSpec};
 pub use load::FrameSizes;

@@ -499,7 +499,7 @@ pub fn learning_step(
 
 /// Learning frames, then test frames: the test passes when every test frame arrived at its port
 /// and nowhere else (a flooded copy is a misdelivery). Both trials are reported to `obs`.
-fn learn_then_test(
+pub fn learn_then_test(
     t: &mut Tester,
     mut learn: TrialSpec,
     mut test: TrialSpec,
@@ -561,19 +561,26 @@ pub fn address_capacity(
         steps.push((n, ok));
         ok
     };
-    if step(t, max, obs) {
-        return (max, steps);
+    let found = capacity_search(max, &mut |n| step(t, n, obs));
+    (found, steps)
+}
+
+/// The search of RFC 2889 5.7's capacity: `max` first, then a binary search to one address of
+/// the largest `n` for which `step(n)` passes (0 if none does).
+pub fn capacity_search(max: u32, step: &mut dyn FnMut(u32) -> bool) -> u32 {
+    if step(max) {
+        return max;
     }
     let (mut lo, mut hi) = (0u32, max);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if step(t, mid, obs) {
+        if step(mid) {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    (lo, steps)
+    lo
 }
 
 /// Tries of an address-learning step the tester could not keep to schedule.

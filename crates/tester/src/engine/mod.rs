@@ -774,6 +774,11 @@ impl Tester {
             });
         }
         r.port_rx = a.ports.iter().map(|p| p.frames).collect();
+        r.port_other = a
+            .ports
+            .iter()
+            .map(|p| p.foreign + p.stale + p.corrupted_unknown)
+            .collect();
         for p in &a.ports {
             r.cable_cut += p.cut;
             r.foreign += p.foreign;

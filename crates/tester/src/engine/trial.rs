@@ -193,6 +193,9 @@ pub struct TrialResult {
     /// Frames each tester port received in the trial, whatever their stream or fate (flooded
     /// copies included): what a switch test counts per port.
     pub port_rx: Vec<u64>,
+    /// Of `port_rx`, the frames of no stream of this trial (foreign, stale, damaged beyond
+    /// telling): a switch test's per-port count of its own frames is the difference.
+    pub port_other: Vec<u64>,
     /// Frames the device sent to a port whose cable a failover procedure had cut: lost on the
     /// wire (they are in `lost`), counted apart so the loss can be read.
     pub cable_cut: u64,
