@@ -48,6 +48,21 @@ pub struct Field {
     pub nested: bool,
 }
 
+impl Field {
+    /// Frames from (`SrcMac`) or to (`DstMac`) `count` consecutive addresses, one each, as the
+    /// RFC 2889 learning procedures send them (at least one).
+    pub fn each_address(kind: FieldKind, count: u32) -> Vec<Field> {
+        vec![Field {
+            kind,
+            vary: Vary::Step {
+                count: count.max(1),
+                step: 1,
+            },
+            nested: false,
+        }]
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum L3 {
     V4 { src: [u8; 4], dst: [u8; 4] },

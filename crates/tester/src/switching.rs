@@ -39,7 +39,7 @@ use crate::external::{self, ControlStats, Dut, ExternalMeter, PortMap, Responder
 use crate::load::{line_rate_fps, FrameSizes};
 use crate::procedures::{self, Observer, SearchOpts};
 use crate::report::{thousands, Check};
-use crate::stream::{Field, FieldKind, StreamSpec, Vary, L3};
+use crate::stream::{Field, FieldKind, StreamSpec, L3};
 use crate::Tester;
 
 /// The procedures `--switching` names.
@@ -95,31 +95,20 @@ fn l2_stream(name: &str, from: usize, to: usize, src: [u8; 6], dst: [u8; 6]) -> 
     }
 }
 
-fn vary(kind: FieldKind, n: u32) -> Vec<Field> {
-    vec![Field {
-        kind,
-        vary: Vary::Step {
-            count: n.max(1),
-            step: 1,
-        },
-        nested: false,
-    }]
-}
-
 /// The learning step's streams for `n` addresses: stream 0 from port 0 with `n` source
 /// addresses to port 1's host, stream 1 from port 1's host to each of them.
 pub fn learning_streams(n: u32) -> (Vec<StreamSpec>, Vec<usize>, Vec<usize>) {
     let mut learn = l2_stream("learning", 0, 1, LEARN_BASE, host_mac(1));
-    learn.fields = vary(FieldKind::SrcMac, n);
+    learn.fields = Field::each_address(FieldKind::SrcMac, n);
     let mut test = l2_stream("test", 1, 0, host_mac(1), LEARN_BASE);
-    test.fields = vary(FieldKind::DstMac, n);
+    test.fields = Field::each_address(FieldKind::DstMac, n);
     (vec![learn, test], vec![0], vec![1])
 }
 
 /// Frames from port 1 to `n` addresses nobody sent from (expected at port 0, and flooded).
 pub fn flooding_streams(n: u32) -> Vec<StreamSpec> {
     let mut s = l2_stream("flooding", 1, 0, host_mac(1), FLOOD_BASE);
-    s.fields = vary(FieldKind::DstMac, n);
+    s.fields = Field::each_address(FieldKind::DstMac, n);
     vec![s]
 }
 

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::bridging::{Learning, LearningPlan};
-use crate::stream::{Field, FieldKind, Vary};
+use crate::stream::{Field, FieldKind};
 
 /// The frame size of every switching test (the seed's).
 const FRAME: u16 = 64;
@@ -14,15 +14,6 @@ const LINE_FPS: f64 = 1_488_095.2;
 /// Tester host `i`'s first learned address behind learning pair `k` (a block of addresses each).
 fn learned_base(k: usize) -> [u8; 6] {
     [2, 0xa0 + k as u8, 0, 0, 0, 0]
-}
-
-/// Frames from (`SrcMac`) or to (`DstMac`) `count` consecutive addresses, one each.
-fn each_address(kind: FieldKind, count: u32) -> Vec<Field> {
-    vec![Field {
-        kind,
-        vary: Vary::Step { count, step: 1 },
-        nested: false,
-    }]
 }
 
 /// The router's config up to its bridges: `o.workers` workers, a mem port and an untagged
@@ -78,12 +69,12 @@ pub(super) fn switching(o: &ScenarioOpts, learning: Learning) -> Scenario {
         let mut learn = base_stream(format!("learn{k}"), l, t);
         learn.src_mac = learned_base(k);
         learn.dst_mac = host_mac(t);
-        learn.fields = each_address(FieldKind::SrcMac, per_port);
+        learn.fields = Field::each_address(FieldKind::SrcMac, per_port);
         // Test: from the test port's host to each of them.
         let mut test = base_stream(format!("test{k}"), t, l);
         test.src_mac = host_mac(t);
         test.dst_mac = learned_base(k);
-        test.fields = each_address(FieldKind::DstMac, per_port);
+        test.fields = Field::each_address(FieldKind::DstMac, per_port);
         streams.push(learn);
         streams.push(test);
     }
@@ -198,12 +189,12 @@ pub(super) fn flexlink(o: &ScenarioOpts) -> Scenario {
     let mut learn = base_stream("learn".into(), primary, access);
     learn.src_mac = base;
     learn.dst_mac = host_mac(access);
-    learn.fields = each_address(FieldKind::SrcMac, addresses);
+    learn.fields = Field::each_address(FieldKind::SrcMac, addresses);
     // 1: the access host to every address.
     let mut test = base_stream("test".into(), access, primary);
     test.src_mac = host_mac(access);
     test.dst_mac = base;
-    test.fields = each_address(FieldKind::DstMac, addresses);
+    test.fields = Field::each_address(FieldKind::DstMac, addresses);
     let streams = vec![learn, test];
     debug_assert_eq!(
         (crate::failover::LEARN, crate::failover::TEST),
