@@ -82,8 +82,10 @@ impl LearningReport {
     }
 }
 
-/// Tries of a pass the tester could not keep to schedule.
-const ATTEMPTS: u32 = 3;
+/// Tries of a pass the tester could not keep to schedule (a stall of its thread past the
+/// generator's 256-frame allowance: 8.5 ms at 30 kfps; this VM gives such stalls often enough
+/// that three short tries in a row have all met one).
+const ATTEMPTS: u32 = 5;
 
 /// One pass from an empty table: the learning trial, the table read, the test trial.
 #[allow(clippy::too_many_arguments)]
