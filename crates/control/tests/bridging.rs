@@ -123,6 +123,23 @@ fn push(peer: &mut control::runtime::MemPeer, cache: &mut dataplane::BufCache, f
     }
 }
 
+/// The syslog records with `msgid`, once there is one (the bridge thread logs within a
+/// second), or none after 5 s.
+fn logged(core: &control::mgmt::Core, msgid: &str) -> Vec<api::views::LogView> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r: Vec<_> = core
+            .logging(100)
+            .into_iter()
+            .filter(|l| l.msgid == msgid)
+            .collect();
+        if !r.is_empty() || std::time::Instant::now() > deadline {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// A bridge at its learn limit floods what it cannot learn, counts it, and says so in syslog:
 /// one record for the burst, not one per frame.
 #[test]
@@ -130,18 +147,7 @@ fn a_learn_limit_floods_the_rest_and_logs_it_once() {
     let (dir, core, mut peers, mut cache) = limited("limit", "mac-limit: 10");
     let hosts: Vec<Vec<u8>> = (0..100).map(|i| frame([0xff; 6], host(i), None)).collect();
     push(&mut peers[0], &mut cache, &hosts);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let records = loop {
-        let r: Vec<_> = core
-            .logging(100)
-            .into_iter()
-            .filter(|l| l.msgid == "MAC_LIMIT")
-            .collect();
-        if !r.is_empty() || std::time::Instant::now() > deadline {
-            break r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+    let records = logged(&core, "MAC_LIMIT");
     assert_eq!(records.len(), 1, "one record for the burst");
     assert!(
         records[0].text.contains("bridge office"),
@@ -285,18 +291,7 @@ fn a_flexlink_backup_takes_over_every_address_at_once() {
     // Its link returns: no preemption configured, p2 stays active.
     core.link_changed("p1", true);
     assert_eq!(send(0, to_upstream), vec![0, 0, 500]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let logged = loop {
-        let l: Vec<_> = core
-            .logging(100)
-            .into_iter()
-            .filter(|l| l.msgid == "FLEXLINK_SWITCHOVER")
-            .collect();
-        if !l.is_empty() || std::time::Instant::now() > deadline {
-            break l;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
+    let logged = logged(&core, "FLEXLINK_SWITCHOVER");
     assert_eq!(logged.len(), 1, "{logged:?}");
     assert!(
         logged[0].text.contains("p1 -> p2 (p1 down)"),
