@@ -51,6 +51,11 @@ impl EpochDomain {
         self.global.fetch_add(1, Ordering::AcqRel) + 1
     }
 
+    /// The epoch memory retired now would be tagged with.
+    pub fn current(&self) -> u64 {
+        self.global.load(Ordering::Acquire)
+    }
+
     /// Every epoch up to and including the returned one has been left by all online readers.
     pub fn safe_epoch(&self) -> u64 {
         let readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());

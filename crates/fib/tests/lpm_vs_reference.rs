@@ -154,7 +154,7 @@ proptest! {
 #[test]
 fn lookups_during_publishing_see_old_or_new_never_torn() {
     let epoch = EpochDomain::new();
-    let mut w = LpmWriter::<u32>::new(LpmConfig::v4(100_000), epoch);
+    let mut w = LpmWriter::<u32>::new(LpmConfig::v4(100_000), epoch.clone());
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut rnd = move || {
         seed ^= seed << 13;
@@ -243,13 +243,21 @@ fn lookups_during_publishing_see_old_or_new_never_torn() {
         .collect();
     for round in 0..200 {
         load(&mut w, round % 2 == 0);
+        // Pace the writer to the readers: a reader starved of a core (two vCPUs, a loaded CI
+        // machine) would otherwise hold every retired subtree in limbo and the arena would grow
+        // for want of a quiescent point, not for want of reuse. Readers keep looking up
+        // throughout; the next round then reuses what this one retired while they read.
+        let retired_at = epoch.current();
+        while epoch.safe_epoch() < retired_at {
+            std::thread::yield_now();
+        }
     }
     stop.store(true, Ordering::Relaxed);
     let checked: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
     assert!(checked > 0);
     // Freed subtrees were reused under the readers (the point of the test): 200 rounds without
     // reuse would have left the arena about 100 times the live size; with reuse it holds the two
-    // alternating versions plus what waits in limbo.
+    // alternating versions plus one round in limbo.
     let st = w.stats();
     assert!(
         st.node_bytes_peak < 8 * st.node_bytes_live,
