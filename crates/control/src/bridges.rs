@@ -174,6 +174,37 @@ impl BridgesState {
                 let member = st.ports[&s.interface].member;
                 st.statics.insert(MacKey::new(b.id, s.mac.0), member);
             }
+            // The routed interface: a member id of its own (not in the flood list), whose MAC
+            // is a static entry, so frames to it reach bvi-input and no host can take it.
+            let bvi = cfg
+                .interfaces
+                .iter()
+                .find(|i| i.bvi.as_ref() == Some(&b.name));
+            if let Some(ifc) = bvi {
+                let kept = prev.and_then(|p| {
+                    (p.member_bridge.get(&ifc.name) == Some(&b.id))
+                        .then(|| p.ports.get(&ifc.name).map(|x| x.member))
+                        .flatten()
+                });
+                let member = kept.unwrap_or_else(|| {
+                    let id = st.next_member;
+                    st.next_member += 1;
+                    id
+                });
+                st.ports.insert(
+                    ifc.name.clone(),
+                    L2Port {
+                        bridge: bi as u16,
+                        blocked: false,
+                        member,
+                        learn: false,
+                        l2pt: 0,
+                    },
+                );
+                st.member_names.insert(member, ifc.name.clone());
+                st.member_bridge.insert(ifc.name.clone(), b.id);
+                st.statics.insert(MacKey::new(b.id, ifc.mac.0), member);
+            }
             pending.limits.push((b.id, b.mac_limit));
             pending.aging.push((b.id, b.aging_s));
             st.bridges.push(Bridge {
@@ -182,6 +213,7 @@ impl BridgesState {
                 members: members.into_boxed_slice(),
                 flood_unknown: b.flood_unknown,
                 bpdu: b.bpdu,
+                bvi: bvi.map_or(NO_IF, |i| index(&i.name)),
                 counters,
             });
         }
@@ -513,6 +545,7 @@ mod tests {
                 v6: vec![],
                 punt_local: false,
                 l2: s2.ports.get(*n).copied(),
+                bvi: None,
             })
             .collect();
         let map = s2.l2_members(&ifs);

@@ -31,13 +31,17 @@ interfaces:
   - { name: p0.22, port: p0, vlan: 22, mac: "02:00:00:00:00:01" }
   - { name: p0.23, port: p0, vlan: 23, mac: "02:00:00:00:00:01" }
   - { name: p0.24, port: p0, vlan: 24, mac: "02:00:00:00:00:01" }
+  - { name: p0.25, port: p0, vlan: 25, mac: "02:00:00:00:00:01" }
+  - { name: bvi3, bridge: b3, mac: "02:00:00:00:0b:03", ipv4: [10.13.0.1/24] }
 bridges:
   - { name: b1, members: [p0.20, p0.21, { interface: p0.23, backup: p0.24 }], flood-unknown-unicast: false, bpdu: drop }
   - { name: b2, members: [p0.22], storm-control: { broadcast: 1 } }
+  - { name: b3, members: [p0.25] }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
   - { interface: p2, ip: 198.18.0.2, mac: "02:00:00:00:02:02" }
+  - { interface: bvi3, ip: 10.13.0.2, mac: "02:00:00:00:20:03" }
 routes:
   - { prefix: 10.1.0.0/16, via: 198.51.100.2 }
   - { prefix: 10.2.0.0/16, via: 198.18.0.2 }
@@ -112,6 +116,10 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
         t
     };
     let (host_a, host_b) = ([2, 0, 0, 0, 0x20, 1], [2, 0, 0, 0, 0x20, 2]);
+    // b3's routed interface, bvi3, and host_c behind it on p0.25.
+    let (bvi3, host_c) = ([2, 0, 0, 0, 0x0b, 3], [2, 0, 0, 0, 0x20, 3]);
+    let mut not_ip = udp([10, 1, 0, 1]);
+    not_ip[12..14].copy_from_slice(&[0x88, 0xb5]);
     vec![
         (None, udp([10, 1, 0, 1])),
         (Some(NotForUs), not_us),
@@ -190,6 +198,11 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
             Some(L2StormControl),
             bridged(22, [0xff; 6], host_b, udp([10, 1, 0, 1])),
         ),
+        // Routed from b3 through bvi3 (host_c learned on p0.25), and back into b3 to host_c;
+        // a frame to bvi3 that is neither IP nor ARP.
+        (None, bridged(25, bvi3, host_c, udp([10, 1, 0, 1]))),
+        (None, udp([10, 13, 0, 2])),
+        (Some(BviNotIp), bridged(25, bvi3, host_c, not_ip)),
     ]
 }
 
@@ -264,7 +277,20 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                     "tx",
                 ];
                 let flooded = ["rx", "ethernet-input", "l2-input", "l2-flood", "tx"];
-                assert!(nodes == routed || nodes == flooded, "{nodes:?}");
+                let from_bridge = [
+                    "rx",
+                    "ethernet-input",
+                    "l2-input",
+                    "bvi-input",
+                    "ip4-forward",
+                    "output-features",
+                    "tx",
+                ];
+                let into_bridge = ["rx", "ethernet-input", "ip4-forward", "bvi-output", "tx"];
+                assert!(
+                    [&routed[..], &flooded, &from_bridge, &into_bridge].contains(&&nodes[..]),
+                    "{nodes:?}"
+                );
             }
             Some(d) => {
                 assert_eq!(last.decision, format!("dropped: {}", d.text()), "{t:?}");
@@ -311,6 +337,8 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
         "output-features",
         "l2-input",
         "l2-flood",
+        "bvi-input",
+        "bvi-output",
         TX_NODE_NAME,
     ] {
         assert!(rows[n].packets > 0, "{n}: {:?}", rows[n]);

@@ -58,6 +58,7 @@ reasons! {
     L2NoFloodMember => "flooded with no other member up in the bridge domain",
     L2StormControl => "flooded frame over its member's storm-control rate",
     L2Blocked => "received on a Flexlink member on standby (blocking)",
+    BviNotIp => "neither IP nor ARP, to a bridge's routed interface",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

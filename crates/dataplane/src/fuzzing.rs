@@ -7,8 +7,10 @@
 /// `data` as frames received by the packet graph: a byte for the port (even: 0, odd: 1), two
 /// for the length, then the frame; and so on. Every frame goes through the whole graph of the
 /// two-port harness router (forwarding, the slow path with its ICMP errors, l2-control, output
-/// features on one interface, bridging between two VLANs of port 1 with learning and flooding). Asserted: nothing panics, and every buffer taken comes back to
-/// the pool once what was transmitted is freed (no frame is lost or freed twice).
+/// features on one interface, bridging between two VLANs and two Q-in-Q members of port 1 with
+/// learning and flooding, and the bridge's routed interface, `bvi7`, routing in and out of it).
+/// Asserted: nothing panics, and every buffer taken comes back to the pool once what was
+/// transmitted is freed (no frame is lost or freed twice).
 pub fn graph(data: &[u8]) {
     use crate::graph::harness::Harness;
     thread_local! {
@@ -17,7 +19,7 @@ pub fn graph(data: &[u8]) {
     H.with(|h| {
         let mut h = h.borrow_mut();
         let h = h.get_or_insert_with(|| {
-            let mut h = Harness::new();
+            let mut h = Harness::with_bvi();
             crate::graph::harness::deny_dns_out(&mut h.t, 1);
             h
         });

@@ -13,9 +13,14 @@ use packet::ethernet::MacAddr;
 /// Interface index meaning "none".
 pub const NO_IF: u32 = u32::MAX;
 
+/// The `port` of a bridge's routed interface (BVI), which has no port of its own: what is sent
+/// out of it is switched by its bridge (`node::bvi_output`) to the member its destination is on.
+pub const BVI_PORT: u16 = u16::MAX;
+
 #[derive(Clone, Debug)]
 pub struct Interface {
     pub name: String,
+    /// The port it is on; [`BVI_PORT`] for a bridge's routed interface.
     pub port: u16,
     /// 802.1Q VLAN id of a sub-interface; None for the port's untagged interface. With `s_vlan`
     /// it is the inner (customer) tag.
@@ -35,8 +40,13 @@ pub struct Interface {
     /// Traffic for the router arriving here goes up the punt path (the interface has a TAP twin
     /// in the kernel); otherwise the data plane answers echo requests and drops the rest.
     pub punt_local: bool,
-    /// A member of a bridge domain: its frames are switched (`l2-input`), not routed.
+    /// A member of a bridge domain: its frames are switched (`l2-input`), not routed. A
+    /// bridge's routed interface has one too (its MAC is a static entry of its member id).
     pub l2: Option<crate::l2::L2Port>,
+    /// A bridge's routed interface (BVI): the id of its bridge (`Bridge::id`). Frames to its
+    /// MAC, and the copies of what the bridge floods, are routed as if received here
+    /// (`node::bvi_input`); its port is [`BVI_PORT`].
+    pub bvi: Option<u16>,
 }
 
 /// How a port's frames map to interfaces.

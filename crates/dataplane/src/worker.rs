@@ -131,6 +131,7 @@ impl Worker {
         ctx.taps = Some(taps.clone());
         ctx.punt = punt.map(|h| h.attach(id));
         let mut orphans: Vec<PktBuf> = Vec::new();
+        let mut bridged: Vec<PktBuf> = Vec::new();
         let mut buf: Vec<PktBuf> = Vec::with_capacity(VECTOR * 2);
         let start = Instant::now();
         // The features' clock (shared by all workers) at this worker's start: one clock read per
@@ -233,7 +234,15 @@ impl Worker {
             // packets held for a neighbour): one atomic load when there are none.
             if ctx.punt.as_ref().is_some_and(|p| p.inject_pending()) {
                 let p = ctx.punt.as_mut().expect("checked");
-                did += p.drain_inject(&mut ctx.out, &mut orphans, VECTOR);
+                did += p.drain_inject(t, &mut ctx.out, &mut bridged, &mut orphans, VECTOR);
+                if !bridged.is_empty() {
+                    // Into a bridge through its routed interface (ARP, ND and the kernel's
+                    // frames out of a BVI): bvi-output switches them to their members.
+                    for b in bridged.drain(..) {
+                        ctx.frames.push(crate::graph::NodeId::BviOutput, b);
+                    }
+                    crate::graph::run(&mut ctx, t);
+                }
                 if !orphans.is_empty() {
                     ctx.drops[DropReason::InterfaceDown as usize] += orphans.len() as u64;
                     ctx.cache.free_all(&mut orphans);

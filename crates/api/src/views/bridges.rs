@@ -74,6 +74,9 @@ pub struct BridgeView {
     /// Protocol frames tunnelled for dot1q-tunnel customers (L2PT), in and out.
     #[serde(default)]
     pub l2pt_tunnelled: u64,
+    /// Its routed interface (BVI), where it meets the L3 path.
+    #[serde(default)]
+    pub routed_interface: Option<String>,
 }
 
 impl Render for Vec<BridgeView> {
@@ -99,6 +102,9 @@ impl Render for Vec<BridgeView> {
                 b.bpdu,
                 if b.stp { "on" } else { "not run (loops are not blocked)" },
             ));
+            if let Some(r) = &b.routed_interface {
+                out.push_str(&format!("routed interface: {r}\n"));
+            }
             let rows = b
                 .members
                 .iter()

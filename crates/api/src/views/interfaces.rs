@@ -25,6 +25,10 @@ pub struct InterfaceView {
     /// The bridge domain it is a member of (its frames are switched, not routed).
     #[serde(default)]
     pub bridge: Option<String>,
+    /// The bridge it is the routed interface (BVI) of: it has no port; it is up while a member
+    /// of its bridge is.
+    #[serde(default)]
+    pub bvi: Option<String>,
 }
 
 impl Render for Vec<InterfaceView> {
@@ -42,6 +46,9 @@ impl Render for Vec<InterfaceView> {
                 let mut all: Vec<String> = i.ipv4.iter().chain(&i.ipv6).cloned().collect();
                 if let Some(b) = &i.bridge {
                     all.push(format!("bridge {b}"));
+                }
+                if let Some(b) = &i.bvi {
+                    all.push(format!("routes bridge {b}"));
                 }
                 vec![
                     i.name.clone(),

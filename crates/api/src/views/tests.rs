@@ -89,6 +89,7 @@ fn interfaces_ports_neighbors_workers_and_counters() {
         ipv4: vec!["10.0.0.1/24".into()],
         ipv6: vec!["2001:db8::1/64".into()],
         bridge: None,
+        bvi: None,
     }];
     i.push(InterfaceView {
         name: "p0.10.20".into(),
@@ -99,9 +100,19 @@ fn interfaces_ports_neighbors_workers_and_counters() {
         bridge: Some("metro".into()),
         ..i[0].clone()
     });
+    i.push(InterfaceView {
+        name: "bvi10".into(),
+        port: "-".into(),
+        vlan: None,
+        ipv4: vec!["10.10.0.1/24".into()],
+        ipv6: vec![],
+        bvi: Some("metro".into()),
+        ..i[0].clone()
+    });
     round_trip(&i);
     let t = words(&i.render());
     assert!(t.contains("p0.10.20 p0 S10/C20"), "{t}");
+    assert!(t.contains("10.10.0.1/24, routes bridge metro"), "{t}");
     assert!(t.contains("up/down"), "{t}");
     assert!(t.contains("10.0.0.1/24, 2001:db8::1/64"), "{t}");
 

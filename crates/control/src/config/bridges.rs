@@ -38,6 +38,13 @@
 //! frames are switched: the addresses could never be reached), a static MAC on an interface
 //! that is not a member of its bridge or twice in one bridge, two bridges with one name or id,
 //! and a dot1q-tunnel member that is a VLAN sub-interface or shares its port with one.
+//!
+//! A bridge's routed interface (BVI, the IRB of other vendors) is an interface with `bridge:
+//! NAME` instead of a port: `{ name: bvi10, bridge: office, mac: ..., ipv4: [10.10.0.1/24] }`.
+//! Frames to its MAC (a static entry of the bridge) and a copy of every broadcast and multicast
+//! frame of the bridge are routed as received on it; what is routed out of it (ARP and ND
+//! included) is switched by the bridge to the member its destination is on, or flooded. One per
+//! bridge; no VLAN tags (a frame takes those of the member it leaves by); not a member itself.
 
 use super::fields::{mac, seq, Errs, Fields};
 use super::{Config, Origin};
@@ -425,6 +432,68 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
                     format!("static MAC {} twice in bridge `{}`", s.mac, b.name),
                 );
             }
+            let bvi = cfg
+                .interfaces
+                .iter()
+                .find(|i| i.bvi.as_ref() == Some(&b.name));
+            if let Some(bvi) = bvi.filter(|i| i.mac == s.mac) {
+                e.origin(
+                    &s.origin,
+                    format!(
+                        "static MAC {} is the address of `{}`, bridge `{}`'s routed interface",
+                        s.mac, bvi.name, b.name
+                    ),
+                );
+            }
+        }
+    }
+    check_routed_interfaces(cfg, &owner, e);
+}
+
+/// A bridge's routed interface (BVI) names a bridge that exists and has no other, carries no
+/// VLAN tags (its frames take those of the member they leave by) and is no member itself.
+fn check_routed_interfaces(
+    cfg: &Config,
+    members: &std::collections::HashMap<&str, &str>,
+    e: &mut Errs,
+) {
+    for (i, ifc) in cfg.interfaces.iter().enumerate() {
+        let Some(bridge) = &ifc.bvi else { continue };
+        if !cfg.bridges.iter().any(|b| &b.name == bridge) {
+            e.origin(
+                &ifc.origin,
+                format!("interface `{}`: no bridge named `{bridge}`", ifc.name),
+            );
+        }
+        if let Some(o) = cfg.interfaces[..i]
+            .iter()
+            .find(|o| o.bvi.as_ref() == Some(bridge))
+        {
+            e.origin(
+                &ifc.origin,
+                format!(
+                    "bridge `{bridge}` has a routed interface already, `{}` (line {}): one per bridge",
+                    o.name, o.origin.line
+                ),
+            );
+        }
+        if ifc.vlan.is_some() || ifc.s_vlan.is_some() {
+            e.origin(
+                &ifc.origin,
+                format!(
+                    "interface `{}` is bridge `{bridge}`'s routed interface: it has no VLAN tags of its own (its frames take the tags of the member they leave by)",
+                    ifc.name
+                ),
+            );
+        }
+        if let Some(b) = members.get(ifc.name.as_str()) {
+            e.origin(
+                &ifc.origin,
+                format!(
+                    "interface `{}` is a bridge's routed interface and cannot also be a member of bridge `{b}`",
+                    ifc.name
+                ),
+            );
         }
     }
 }
@@ -588,5 +657,52 @@ interfaces:
             e.contains("interfaces[3].s-vlan") && e.contains("1..=4094"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_routed_interface_is_on_a_bridge_or_refused_saying_why() {
+        let bvi = "  - { name: bvi1, bridge: a, mac: 02:00:00:00:00:0b, ipv4: [10.1.0.1/24] }\n";
+        let ok = format!("{BASE}{bvi}bridges:\n  - {{ name: a, members: [p1, p2.100] }}\n");
+        let cfg = parse(&ok, Path::new("lab.yaml")).unwrap();
+        let i = cfg.interfaces.iter().find(|i| i.name == "bvi1").unwrap();
+        assert_eq!((i.bvi.as_deref(), i.port.as_str()), (Some("a"), ""));
+        let refused = |interfaces: &str, bridges: &str| {
+            let text = format!("{BASE}{interfaces}bridges:\n{bridges}");
+            parse(&text, Path::new("lab.yaml")).unwrap_err().to_string()
+        };
+        let a = "  - { name: a, members: [p1] }\n";
+        // Neither a port nor a bridge; both.
+        let e = refused("  - { name: x, mac: 02:00:00:00:00:0b }\n", a);
+        assert!(
+            e.contains("lab.yaml:8:5: interfaces[3].port") && e.contains("or `bridge`"),
+            "{e}"
+        );
+        let e = refused(
+            "  - { name: x, port: p1, bridge: a, mac: 02:00:00:00:00:0b }\n",
+            a,
+        );
+        assert!(
+            e.contains("interfaces[3].bridge") && e.contains("not both"),
+            "{e}"
+        );
+        // No such bridge; two for one bridge; tagged; a member as well.
+        let e = refused(bvi.replace("bridge: a", "bridge: z").as_str(), a);
+        assert!(e.contains("no bridge named `z`"), "{e}");
+        let two = format!(
+            "{bvi}{}",
+            bvi.replace("bvi1", "bvi2").replace("10.1.", "10.2.")
+        );
+        let e = refused(&two, a);
+        assert!(e.contains("has a routed interface already, `bvi1`"), "{e}");
+        let e = refused(&bvi.replace("bridge: a,", "bridge: a, vlan: 5,"), a);
+        assert!(e.contains("no VLAN tags of its own"), "{e}");
+        let e = refused(bvi, "  - { name: a, members: [p1, bvi1] }\n");
+        assert!(e.contains("cannot also be a member"), "{e}");
+        // A static MAC that is the routed interface's own.
+        let e = refused(
+            bvi,
+            "  - { name: a, members: [p1], static-macs: [{ mac: 02:00:00:00:00:0b, interface: p1 }] }\n",
+        );
+        assert!(e.contains("is the address of `bvi1`"), "{e}");
     }
 }

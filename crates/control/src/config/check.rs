@@ -12,7 +12,7 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
     services::cross_check(cfg, e);
     super::bridges::cross_check(cfg, e);
     for (i, ifc) in cfg.interfaces.iter().enumerate() {
-        if !cfg.ports.iter().any(|p| p.name == ifc.port) {
+        if ifc.bvi.is_none() && !cfg.ports.iter().any(|p| p.name == ifc.port) {
             e.origin(
                 &ifc.origin,
                 format!("interface `{}`: no port named `{}`", ifc.name, ifc.port),
@@ -41,7 +41,11 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
         }
         let dup = cfg.interfaces[..i].iter().any(|o| {
             o.name == ifc.name
-                || (o.port == ifc.port && o.vlan == ifc.vlan && o.s_vlan == ifc.s_vlan)
+                || (ifc.bvi.is_none()
+                    && o.bvi.is_none()
+                    && o.port == ifc.port
+                    && o.vlan == ifc.vlan
+                    && o.s_vlan == ifc.s_vlan)
         });
         if dup {
             e.origin(

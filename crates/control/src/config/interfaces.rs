@@ -114,7 +114,29 @@ pub(super) fn parse_interfaces<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut
         };
         let origin = f.origin();
         let name = f.required("name", e);
-        let port = f.required("port", e);
+        // On a port, or a bridge's routed interface (BVI): one or the other.
+        let bvi = f.str("bridge", e);
+        let port = match (f.str("port", e), &bvi) {
+            (Some(_), Some(_)) => {
+                e.at(
+                    f.node("bridge").unwrap_or(n),
+                    &format!("{path}.bridge"),
+                    "an interface is on a `port` or is a bridge's routed interface (`bridge`), not both",
+                );
+                None
+            }
+            (None, None) => {
+                if !f.map.iter().any(|(k, _)| k == "port") {
+                    e.at(
+                        n,
+                        &format!("{path}.port"),
+                        "`port` is required (or `bridge`, for a bridge's routed interface)",
+                    );
+                }
+                None
+            }
+            (port, _) => Some(port.unwrap_or_default()),
+        };
         let vlan: Option<u16> = f.parse("vlan", "a VLAN id", e);
         let s_vlan: Option<u16> = f.parse("s-vlan", "an 802.1ad S-VLAN id", e);
         for (key, v) in [("vlan", vlan), ("s-vlan", s_vlan)] {
@@ -234,6 +256,7 @@ pub(super) fn parse_interfaces<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut
             cfg.interfaces.push(InterfaceCfg {
                 name,
                 port,
+                bvi,
                 vlan,
                 s_vlan,
                 mac,

@@ -12,6 +12,8 @@
 //!   # 802.1ad Q-in-Q: S-tag 10 (TPID 0x88a8) and C-tag 20; without `vlan`, every frame of the
 //!   # S-tag. Bridge members only (see bridges.rs).
 //!   - { name: p0.10.20, port: p0, s-vlan: 10, vlan: 20, mac: "02:00:00:00:00:01" }
+//!   # A bridge's routed interface (BVI, IRB): on a bridge instead of a port (see bridges.rs).
+//!   - { name: bvi10, bridge: office, mac: "02:00:00:00:00:10", ipv4: [10.10.0.1/24] }
 //! neighbors:
 //!   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
 //! routes:
@@ -40,6 +42,8 @@
 //! - a neighbour or next hop at an interface's own address;
 //! - an 802.1ad (`s-vlan`) sub-interface that is not a bridge member (routing on them is not
 //!   built), or two interfaces on one port with the same tags;
+//! - an interface with both `port` and `bridge`, or neither; a routed interface (`bridge`) with
+//!   VLAN tags, on a bridge that does not exist or has one already, or itself a bridge member;
 //! - `router.buffers` whose pool (9,408 bytes a buffer) exceeds 3/4 of the machine's memory.
 //!
 //! Every error names the file, line, column and field; values are echoed as written, cut to 40
@@ -202,7 +206,12 @@ pub struct PortCfg {
 #[derive(Clone, Debug, PartialEq)]
 pub struct InterfaceCfg {
     pub name: String,
+    /// Its port's name ("" for a bridge's routed interface).
     pub port: String,
+    /// A bridge's routed interface (`bridge`, instead of `port`): the bridge's name. Frames to
+    /// its MAC and the bridge's broadcasts are routed as received here; what is routed out of
+    /// it is switched by the bridge.
+    pub bvi: Option<String>,
     pub vlan: Option<u16>,
     /// 802.1ad S-tag of a Q-in-Q sub-interface (`s-vlan`): with `vlan`, the S-tag and C-tag
     /// pair; alone, every frame of the S-tag. Bridge members only.

@@ -80,6 +80,9 @@ impl Core {
                     flood_unknown_unicast: b.flood_unknown,
                     bpdu: b.bpdu.name().into(),
                     stp: false,
+                    routed_interface: (b.bvi != dataplane::tables::NO_IF)
+                        .then(|| live.ifs.get(b.bvi as usize).map(|i| i.name.clone()))
+                        .flatten(),
                     macs: st.table.as_ref().map_or(0, |t| t.bridge_len(b.id).into()),
                     static_macs: statics.get(&b.id).copied().unwrap_or(0),
                     forwarded: get(&c.forwarded),

@@ -78,7 +78,7 @@ impl Core {
             "1 if the interface is administratively and operationally up.",
         );
         for i in &s.router.ifs {
-            let up = i.up && s.runtime.is_in_service(i.port);
+            let up = super::show::oper_up(&s, i);
             e.sample(&[("interface", &i.name)], up as u8 as f64);
         }
         let r = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;

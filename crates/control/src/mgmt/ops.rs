@@ -388,6 +388,10 @@ impl Core {
         let names = self.lock("capture.names").router.port_slots.clone();
         let snaplen = r.snaplen.clamp(14, 65535) as u32;
         let bytes = capture_file::encode(&frames, format, snaplen, |i| {
+            // Frames the control plane sent into a bridge came in by no port: by its BVI.
+            if i == dataplane::tables::BVI_PORT {
+                return Some("bvi".into());
+            }
             names.get(usize::from(i)).cloned().flatten()
         })
         .map_err(|e| ApiError::internal(format!("{}: {e}", format.name())))?;

@@ -115,6 +115,24 @@ pub fn wanted(q: &RoutesQuery) -> ApiResult<Option<(Prefix, bool)>> {
     }
 }
 
+/// Whether interface `i` is up, administratively and operationally: its port in service with
+/// its link up; a bridge's routed interface while a member of its bridge is.
+pub(super) fn oper_up(s: &super::State, i: &dataplane::tables::Interface) -> bool {
+    let r = &s.router;
+    let port_up = |i: &dataplane::tables::Interface| {
+        i.up && s.runtime.is_in_service(i.port) && !r.links_down.contains(r.port_name(i.port))
+    };
+    match i.bvi.and(i.l2) {
+        Some(l2) => {
+            i.up && r.bridges.bridges[l2.bridge as usize]
+                .members
+                .iter()
+                .any(|&m| r.ifs.get(m as usize).is_some_and(port_up))
+        }
+        None => port_up(i),
+    }
+}
+
 impl Core {
     pub fn interfaces(&self) -> Vec<InterfaceView> {
         let s = self.lock("show.interfaces");
@@ -122,8 +140,14 @@ impl Core {
         r.ifs
             .iter()
             .map(|i| {
-                let port = r.port_slots[i.port as usize].clone().unwrap_or_default();
-                let in_service = s.runtime.is_in_service(i.port);
+                let bvi = i
+                    .bvi
+                    .and(i.l2)
+                    .map(|l2| &r.bridges.bridges[l2.bridge as usize]);
+                let port = match bvi {
+                    Some(_) => "-".to_string(),
+                    None => r.port_name(i.port).to_string(),
+                };
                 InterfaceView {
                     name: i.name.clone(),
                     vlan: i.vlan,
@@ -132,12 +156,14 @@ impl Core {
                     mtu: i.mtu,
                     vrf: r.cfg.vrfs[i.vrf as usize].clone(),
                     admin_up: i.up,
-                    oper_up: i.up && in_service && !r.links_down.contains(&port),
+                    oper_up: oper_up(&s, i),
                     ipv4: i.v4.iter().map(|&(a, l)| v4(a, l)).collect(),
                     ipv6: i.v6.iter().map(|&(a, l)| v6(a, l)).collect(),
                     bridge: i
                         .l2
+                        .filter(|_| bvi.is_none())
                         .map(|l2| r.bridges.bridges[l2.bridge as usize].name.clone()),
+                    bvi: bvi.map(|b| b.name.clone()),
                     port,
                 }
             })

@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dataplane::buffer::{BufCache, Pool};
-use dataplane::punt::{ControlLink, Injected, PuntClass, PuntHub, Punted};
+use dataplane::punt::{ControlLink, Egress, Injected, PuntClass, PuntHub, Punted};
 use dataplane::tables::{Rewrite, SharedTables, Tables};
 use dataplane::PktBuf;
 use packet::ethernet::MacAddr;
@@ -380,7 +380,7 @@ impl PuntThread {
     fn read_taps(&mut self, t: &Tables, frame: &mut [u8]) -> usize {
         let mut did = 0;
         for (ifx, ifc) in t.ifs.iter().enumerate() {
-            let (port, vlan) = (ifc.port, ifc.vlan);
+            let (to, vlan) = (Egress::of(ifc), ifc.vlan);
             for _ in 0..64 {
                 let Some((tap, view)) = self.twins.get(ifx as u32) else {
                     break;
@@ -402,7 +402,7 @@ impl PuntThread {
                     Some(v) => b.fill(&packet::ethernet::with_dot1q(&frame[..n], v)),
                 };
                 if ok {
-                    self.inject(b, port);
+                    self.inject(b, to);
                 } else {
                     self.cache.free(b);
                     self.inject_dropped += 1;
@@ -440,7 +440,7 @@ impl PuntThread {
                 continue;
             };
             if b.fill(&frame) {
-                self.inject(b, port);
+                self.inject(b, Egress::Port(port));
             } else {
                 self.cache.free(b);
                 self.inject_dropped += 1;
@@ -449,7 +449,7 @@ impl PuntThread {
         n
     }
 
-    fn inject(&mut self, b: PktBuf, port: u16) {
+    fn inject(&mut self, b: PktBuf, to: Egress) {
         let n = self.links.len();
         if n == 0 {
             self.inject_dropped += 1;
@@ -459,7 +459,7 @@ impl PuntThread {
         self.next_link = (self.next_link + 1) % n;
         if let Err(rtrb::PushError::Full(i)) = self.links[self.next_link]
             .to_worker
-            .push(Injected { buf: b, port })
+            .push(Injected { buf: b, to })
         {
             self.inject_dropped += 1;
             self.cache.free(i.buf);
@@ -469,10 +469,10 @@ impl PuntThread {
     fn carry_out(&mut self, out: &mut Vec<Out>) {
         for o in std::mem::take(out) {
             match o {
-                Out::Send { port, frame } => {
+                Out::Send { to, frame } => {
                     if let Some(mut b) = self.cache.alloc() {
                         if b.fill(&frame) {
-                            self.inject(b, port);
+                            self.inject(b, to);
                         } else {
                             self.cache.free(b);
                         }
@@ -497,7 +497,7 @@ impl PuntThread {
     /// Finishes forwarding a held packet and sends it.
     fn send_held(&mut self, t: &Tables, ifx: u32, mac: MacAddr, mut b: PktBuf) {
         match finish_held(t, ifx, mac, &mut b) {
-            Some(port) => self.inject(b, port),
+            Some(to) => self.inject(b, to),
             None => self.cache.free(b),
         }
     }
@@ -536,9 +536,9 @@ impl PuntThread {
 
 /// Finishes forwarding a packet held for a neighbour on interface `ifx` now known at `mac`:
 /// the workers stopped before the hop-limit decrement (due unless the router generated the
-/// packet: `hop_done`) and the L2 rewrite. Returns the port to send it on, or None if the
+/// packet: `hop_done`) and the L2 rewrite. Returns the way out (a port, or a bridge), or None if the
 /// interface is gone or the frame cannot take the header.
-fn finish_held(t: &Tables, ifx: u32, mac: MacAddr, b: &mut PktBuf) -> Option<u16> {
+fn finish_held(t: &Tables, ifx: u32, mac: MacAddr, b: &mut PktBuf) -> Option<Egress> {
     let ifc = t.ifs.get(ifx as usize)?;
     let l3 = b.meta().l3_off as usize;
     let v4 = b.data().get(l3).is_some_and(|v| v >> 4 == 4);
@@ -555,7 +555,7 @@ fn finish_held(t: &Tables, ifx: u32, mac: MacAddr, b: &mut PktBuf) -> Option<u16
     }
     let et = if v4 { 0x0800 } else { 0x86dd };
     let rw = Rewrite::ethernet(mac, ifc.mac, ifc.vlan, et);
-    dataplane::node::rewrite_l2(b, &rw).then_some(ifc.port)
+    dataplane::node::rewrite_l2(b, &rw).then_some(Egress::of(ifc))
 }
 
 #[cfg(test)]
@@ -582,6 +582,7 @@ mod tests {
             v6: vec![],
             punt_local: true,
             l2: None,
+            bvi: None,
         }]
         .into_boxed_slice();
         t
@@ -601,6 +602,7 @@ mod tests {
             v6: vec![],
             punt_local: true,
             l2: None,
+            bvi: None,
         }
     }
 
@@ -727,7 +729,7 @@ mod tests {
         let mut cache = BufCache::new(Pool::new(16));
         for (hop_done, want_ttl) in [(false, 63u8), (true, 64)] {
             let mut b = held(&mut cache, 64, hop_done);
-            assert_eq!(finish_held(&t, 0, PEER, &mut b), Some(3));
+            assert_eq!(finish_held(&t, 0, PEER, &mut b), Some(Egress::Port(3)));
             let d = b.data();
             assert_eq!(&d[0..6], &PEER.0, "destination MAC");
             assert_eq!(&d[6..12], &MAC.0, "source MAC");

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
+use dataplane::punt::Egress;
 use dataplane::tables::{Interface, NextHop, Tables};
 use dataplane::PktBuf;
 use packet::ethernet::{self, MacAddr};
@@ -20,8 +21,8 @@ use crate::config::NeighborTimers;
 
 /// What the caller must do.
 pub enum Out {
-    /// Send this frame as it is out of `port`.
-    Send { port: u16, frame: Vec<u8> },
+    /// Send this frame as it is, out of a port or into a bridge (a routed interface's).
+    Send { to: Egress, frame: Vec<u8> },
     /// Install (or update) a neighbour in the router's tables, then `release` its held packets.
     Learned { ifx: u32, ip: IpAddr, mac: MacAddr },
     /// A learned neighbour stopped answering: its next hop must glean again.
@@ -150,7 +151,7 @@ impl Neighbors {
                 target_ip: r.sender_ip,
             };
             out.push(Out::Send {
-                port: ifc.port,
+                to: Egress::of(ifc),
                 frame: arp_frame(ifc, r.sender_mac, &reply),
             });
             self.stats.replies_sent += 1;
@@ -229,7 +230,7 @@ impl Neighbors {
                     lladdr: Some(ifc.mac),
                 };
                 out.push(Out::Send {
-                    port: ifc.port,
+                    to: Egress::of(ifc),
                     frame: nd_frame(ifc, to_mac, &r.target, &to, &na),
                 });
                 self.stats.replies_sent += 1;
@@ -462,7 +463,7 @@ impl Neighbors {
         };
         self.stats.requests_sent += 1;
         out.push(Out::Send {
-            port: ifc.port,
+            to: Egress::of(ifc),
             frame,
         });
     }
@@ -590,6 +591,7 @@ mod tests {
             v6: vec![(0x2001_0db8_0000_0000_0000_0000_0000_0001, 64)],
             punt_local: true,
             l2: None,
+            bvi: None,
         }]
         .into_boxed_slice();
         t.next_hops = vec![
@@ -626,7 +628,10 @@ mod tests {
     fn sends(out: &[Out]) -> Vec<Vec<u8>> {
         out.iter()
             .filter_map(|o| match o {
-                Out::Send { port: 3, frame } => Some(frame.clone()),
+                Out::Send {
+                    to: Egress::Port(3),
+                    frame,
+                } => Some(frame.clone()),
                 _ => None,
             })
             .collect()

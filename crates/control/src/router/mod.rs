@@ -204,21 +204,35 @@ impl Router {
         let vrf_idx = |name: &str| cfg.vrfs.iter().position(|v| v == name).expect("checked") as u32;
         let mut ifs = Vec::new();
         for (i, ic) in cfg.interfaces.iter().enumerate() {
-            let port = port_slots
-                .iter()
-                .position(|p| p.as_deref() == Some(ic.port.as_str()))
-                .expect("checked");
-            let pm = &mut ports[port];
+            let bvi = ic.bvi.as_ref().map(|b| {
+                cfg.bridges
+                    .iter()
+                    .find(|x| &x.name == b)
+                    .expect("checked")
+                    .id
+            });
+            let port = match bvi {
+                // A bridge's routed interface: no port, no frames of a port's to map.
+                Some(_) => dataplane::tables::BVI_PORT as usize,
+                None => port_slots
+                    .iter()
+                    .position(|p| p.as_deref() == Some(ic.port.as_str()))
+                    .expect("checked"),
+            };
+            let pm = ports.get_mut(port);
             match (ic.s_vlan, ic.vlan) {
+                _ if bvi.is_some() => {}
                 (Some(s), c) => qinq[port].push((
                     PortMap::qinq_key(s, c.unwrap_or(dataplane::tables::ANY_C_TAG)),
                     i as u32,
                 )),
                 (None, None) => {
+                    let pm = pm.expect("a port's interface");
                     pm.untagged = i as u32;
                     pm.tunnel = bridges.tunnels.contains(&ic.name);
                 }
                 (None, Some(v)) => {
+                    let pm = pm.expect("a port's interface");
                     if pm.vlans.is_empty() {
                         pm.vlans = vec![NO_IF; 4096].into_boxed_slice();
                     }
@@ -238,6 +252,7 @@ impl Router {
                 v6: ic.ipv6.clone(),
                 punt_local: cfg.control_plane.taps,
                 l2: bridges.ports.get(&ic.name).copied(),
+                bvi,
             });
         }
         for (pm, mut q) in ports.iter_mut().zip(qinq) {
@@ -284,6 +299,14 @@ impl Router {
         // Fills this router's own (not yet shared) tables.
         r.publish_fibs()?;
         Ok(r)
+    }
+
+    /// The name of port `idx` ("" for none: a bridge's routed interface has no port).
+    pub fn port_name(&self, idx: u16) -> &str {
+        self.port_slots
+            .get(idx as usize)
+            .and_then(|p| p.as_deref())
+            .unwrap_or("")
     }
 
     /// Makes this router's tables the ones the workers use, in one pointer swap: interfaces, next
@@ -781,7 +804,7 @@ impl Router {
     fn tables(&self) -> Tables {
         let mut ifs = self.ifs.clone();
         for i in ifs.iter_mut() {
-            let port = self.port_slots[i.port as usize].as_deref().unwrap_or("");
+            let port = self.port_name(i.port);
             i.up &= !self.ports_down.contains(port) && !self.links_down.contains(port);
         }
         // Flexlink: each pair's active member from its members' state; the other blocks.
@@ -902,11 +925,9 @@ impl Router {
                 .map_or("?".to_string(), |x| x.name.clone())
         };
         let down = |i: u32| {
-            self.ifs.get(i as usize).is_some_and(|x| {
-                self.port_slots[x.port as usize]
-                    .as_ref()
-                    .is_some_and(|p| self.ports_down.contains(p))
-            })
+            self.ifs
+                .get(i as usize)
+                .is_some_and(|x| self.ports_down.contains(self.port_name(x.port)))
         };
         let neighbor = |k: Option<&NhKey>| match k {
             Some(NhKey::Neighbor(i, ip)) if down(*i) => format!("{ip} on {} (down)", ifname(*i)),

@@ -18,13 +18,30 @@ use crate::tables::{NextHop, Tables};
 
 /// output-features. Reads: `meta.next_hop` (the interface the packet leaves by), `meta.rx_if`,
 /// the headers the classifiers and the flow key need. Sets: DSCP and PCP where QoS re-marks.
-/// Next: the transmit vector of the next hop's port; drops for the output ACL and policers.
+/// Next: the transmit vector of the next hop's port (bvi-output for a bridge's routed
+/// interface); drops for the output ACL and policers.
 pub struct OutputFeatures;
+
+/// Survivors leave by their port, or by bvi-output when they leave by a bridge's routed
+/// interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Bridge,
+}
+
+impl crate::graph::Edge for Next {
+    const ALL: &'static [Self] = &[Next::Bridge];
+    #[inline(always)]
+    fn node(self) -> crate::graph::NodeId {
+        match self {
+            Next::Bridge => crate::graph::NodeId::BviOutput,
+        }
+    }
+}
 
 impl Node for OutputFeatures {
     const NAME: &'static str = "output-features";
-    // Only transmits (output-features) or punts (l2-control).
-    type Next = crate::graph::NoEdges;
+    type Next = Next;
     const TRANSMITS: bool = true;
     const DROPS: &'static [DropReason] = &[];
     const CONSUMED: &'static str = "consumed";
@@ -115,7 +132,7 @@ fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         match fates[i] {
             Fate::Pass => {
                 let (_, port) = tx_if(t, &p);
-                ctx.tx(port, p)
+                crate::node::send(ctx, t, p, port, Next::Bridge)
             }
             Fate::Drop(why) => ctx.drop(p, why),
         }

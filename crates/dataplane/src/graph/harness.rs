@@ -6,7 +6,9 @@
 //! 2001:db8:1::1/64) with VLAN 100 as `eth1.100`; routes 10.1.0.0/24 and 2001:db8:1::/64 go out
 //! of `eth1` to a known neighbour, 192.0.2.0/24 is a null route, 198.51.100.0/24 waits for its
 //! neighbour's MAC, and the router's addresses are local. VLANs 200 and 300 of port 1
-//! (`eth1.200`, `eth1.300`) are the members of bridge domain `lab` (id 7).
+//! (`eth1.200`, `eth1.300`) are the members of bridge domain `lab` (id 7). [`Harness::with_bvi`]
+//! gives `lab` a routed interface, `bvi7` (10.7.0.1/24), with a known neighbour at 10.7.0.5
+//! (`HOST7`); the route to 10.7.0.0/24 is there either way.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,6 +33,14 @@ pub const NH_ETH1: u32 = 2;
 pub const NH_BLACKHOLE: u32 = 3;
 pub const NH_GLEAN: u32 = 4;
 pub const NH_ETH0: u32 = 5;
+pub const NH_BVI: u32 = 6;
+
+pub const MAC_BVI: [u8; 6] = [2, 0, 0, 0, 0, 7];
+/// The neighbour at 10.7.0.5 behind `lab`'s routed interface.
+pub const HOST7: [u8; 6] = [2, 0, 0, 0, 7, 5];
+/// `bvi7`'s interface index and member id.
+pub const BVI_IF: u32 = 7;
+pub const BVI_MEMBER: u32 = 5;
 
 /// What one node did with the frames pushed into it.
 #[derive(Default)]
@@ -68,6 +78,7 @@ fn ifc(name: &str, port: u16, vlan: Option<u16>, mac: [u8; 6], v4: u32, v6: u128
         v6: vec![(v6, 64)],
         punt_local: false,
         l2: None,
+        bvi: None,
     }
 }
 
@@ -90,6 +101,8 @@ impl Harness {
             (ip4([10, 1, 0, 0]), 24, NH_ETH1),
             (ip4([192, 0, 2, 0]), 24, NH_BLACKHOLE),
             (ip4([198, 51, 100, 0]), 24, NH_GLEAN),
+            (ip4([10, 7, 0, 1]), 32, NH_LOCAL),
+            (ip4([10, 7, 0, 0]), 24, NH_BVI),
         ] {
             v4.insert(p, l, nh).unwrap();
         }
@@ -169,6 +182,7 @@ impl Harness {
                 members: vec![3, 4, 5, 6].into_boxed_slice(),
                 flood_unknown: true,
                 bpdu: Default::default(),
+                bvi: NO_IF,
                 counters: Default::default(),
             }]
             .into_boxed_slice(),
@@ -217,6 +231,12 @@ impl Harness {
                         0x0800,
                     ),
                 },
+                NextHop::Forward {
+                    tx_if: BVI_IF,
+                    port: crate::tables::BVI_PORT,
+                    mtu: 1500,
+                    rewrite: Rewrite::ethernet(MacAddr(HOST7), MacAddr(MAC_BVI), None, 0x0800),
+                },
             ]
             .into_boxed_slice(),
             vrfs: vec![Vrf {
@@ -232,6 +252,36 @@ impl Harness {
             ctx: Ctx::new(cache, 2, 1000),
             t,
         }
+    }
+
+    /// The harness with `bvi7`, bridge `lab`'s routed interface (its MAC a static entry).
+    pub fn with_bvi() -> Harness {
+        let mut h = Harness::new();
+        let mut ifs = h.t.ifs.to_vec();
+        assert_eq!(ifs.len(), BVI_IF as usize);
+        ifs.push(Interface {
+            port: crate::tables::BVI_PORT,
+            l2: Some(crate::l2::L2Port {
+                bridge: 0,
+                blocked: false,
+                member: BVI_MEMBER,
+                learn: false,
+                l2pt: 0,
+            }),
+            bvi: Some(7),
+            ..ifc("bvi7", 0, None, MAC_BVI, 0x0a07_0001, 0)
+        });
+        h.t.ifs = ifs.into_boxed_slice();
+        let mut bridges = h.t.bridges.to_vec();
+        bridges[0].bvi = BVI_IF;
+        h.t.bridges = bridges.into_boxed_slice();
+        let mut members = h.t.l2_members.to_vec();
+        members.push(BVI_IF);
+        h.t.l2_members = members.into_boxed_slice();
+        let macs = h.t.macs.as_ref().expect("the harness has a MAC table");
+        macs.set_static(crate::l2::MacKey::new(7, MAC_BVI), BVI_MEMBER)
+            .expect("room");
+        h
     }
 
     pub fn buf(&mut self, bytes: &[u8]) -> PktBuf {

@@ -4,10 +4,12 @@
 //! ```text
 //! ethernet-input --> ip4-forward --+--> output-features --+--> interface-output (per port)
 //!     |  |      \--> ip6-forward --+----------------------+
-//!     |  |                  \--> slow-path --> (ip4/ip6 rewrite again) --/
-//!     |  \--> l2-control (LLC, LACP, LLDP) --> punt        |
-//!     \--> l2-input (bridge members) --------------------->+
-//!               \--> l2-flood (copies per member) -------->/
+//!     |  |            ^     \--> slow-path --> (ip4/ip6 rewrite again) --/
+//!     |  |            |                   (out of a BVI) --> bvi-output --+
+//!     |  \--> l2-control (LLC, LACP, LLDP) --> punt                        |
+//!     \--> l2-input (bridge members) ------------------------------------->+
+//!               |  \--> l2-flood (copies per member) --------------------->/
+//!               \--------+--> bvi-input (to a bridge's routed interface)
 //! ```
 //!
 //! A node is a type implementing [`Node`], in a file of its own: its name, its next edges (a
@@ -129,11 +131,13 @@ graph! {
     EthernetInput => crate::node::ethernet::EthernetInput;
     L2Input => crate::node::l2_input::L2Input;
     L2Flood => crate::node::l2_flood::L2Flood;
+    BviInput => crate::node::bvi_input::BviInput;
     Ip4Forward => crate::node::ip4::Ip4Forward;
     Ip6Forward => crate::node::ip6::Ip6Forward;
     L2Control => crate::node::l2_control::L2Control;
     SlowPath => crate::node::slow::SlowPath;
     OutputFeatures => crate::feature::output::OutputFeatures;
+    BviOutput => crate::node::bvi_output::BviOutput;
 }
 
 pub const NODE_COUNT: usize = NodeId::ALL.len();

@@ -92,6 +92,9 @@ pub struct Bridge {
     pub flood_unknown: bool,
     /// What becomes of spanning-tree BPDUs (Linerate runs no STP: `show bridge` says so).
     pub bpdu: Bpdu,
+    /// The interface index of its routed interface (BVI), `NO_IF` if it has none: the bridge
+    /// and the L3 path meet there.
+    pub bvi: u32,
     pub counters: std::sync::Arc<BridgeCounters>,
 }
 

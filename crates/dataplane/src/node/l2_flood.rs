@@ -4,21 +4,39 @@
 //! Reads: `meta.rx_if` (its member and domain), `meta.l3_off`; the domain's member list. Writes:
 //! a copy of the frame per member but the last, which takes the frame itself, each tagged for
 //! its member (`l2::bridge::retag`); the domain's flood counters. Next: the members' transmit
-//! vectors. Dropped: a frame with no other member up to go to; a copy with no buffer for it is
-//! counted as `NoBuffer` (the other members still get theirs).
+//! vectors; bvi-input, with a copy of each broadcast and multicast frame, where the domain has a
+//! routed interface (BVI) and the frame did not come from it. Dropped: a frame with no other
+//! member up to go to; a copy with no buffer for it is counted as `NoBuffer` (the other members
+//! still get theirs).
 
 use super::Ctx;
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::graph::{NoEdges, Node, To};
+use crate::graph::{Edge, Node, NodeId, To};
 use crate::l2::bridge::{l2pt, retag, VectorCounts};
-use crate::tables::Tables;
+use crate::tables::{Tables, NO_IF};
 
 pub struct L2Flood;
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// The copy for the domain's routed interface.
+    Bvi,
+}
+
+impl Edge for Next {
+    const ALL: &'static [Self] = &[Next::Bvi];
+    #[inline(always)]
+    fn node(self) -> NodeId {
+        match self {
+            Next::Bvi => NodeId::BviInput,
+        }
+    }
+}
+
 impl Node for L2Flood {
     const NAME: &'static str = "l2-flood";
-    type Next = NoEdges;
+    type Next = Next;
     const TRANSMITS: bool = true;
     const DROPS: &'static [DropReason] = &[DropReason::L2NoFloodMember];
     const CONSUMED: &'static str = "";
@@ -39,7 +57,10 @@ impl Node for L2Flood {
         flush(t, &mut run);
     }
 
-    fn trace(t: &Tables, b: &PktBuf, _to: To) -> String {
+    fn trace(t: &Tables, b: &PktBuf, to: To) -> String {
+        if to == To::Node(NodeId::BviInput) {
+            return "a copy for the routed interface".into();
+        }
         let Some(l2) = t.ifs[b.meta().rx_if as usize].l2 else {
             return String::new();
         };
@@ -59,35 +80,55 @@ fn flush(t: &Tables, run: &mut (u16, VectorCounts)) {
     run.1 = VectorCounts::default();
 }
 
-fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut VectorCounts) {
+/// Floods `b` in bridge `bridge` (an index into `Tables::bridges`): to every member but the one
+/// it came in on (`meta.rx_if`), and to the bridge's BVI if it is a group frame from a member.
+pub(crate) fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut VectorCounts) {
     let rx_if = b.meta().rx_if;
     let bridge = &t.bridges[bridge as usize];
+    let to_bvi = bridge.bvi != NO_IF && bridge.bvi != rx_if && b.data()[0] & 1 != 0;
     let up = |&&ifx: &&u32| {
         let out = &t.ifs[ifx as usize];
         ifx != rx_if && out.up && !out.l2.is_some_and(|l2| l2.blocked)
     };
     let Some(&last) = bridge.members.iter().rev().find(up) else {
+        if to_bvi {
+            // The routed interface is the only one left to hear it.
+            return ctx.to(Next::Bvi, b);
+        }
         return ctx.drop(b, DropReason::L2NoFloodMember);
     };
     v.flooded += 1;
+    if to_bvi {
+        if let Some(c) = copy(ctx, &b) {
+            ctx.to(Next::Bvi, c);
+        }
+    }
     for &ifx in bridge.members.iter().filter(up) {
         if ifx == last {
             break;
         }
-        let Some(mut c) = ctx.cache.alloc() else {
-            ctx.drops[DropReason::NoBuffer as usize] += 1;
-            continue;
-        };
-        c.fill(b.data());
-        // Only what the frame's path set: the buffer's identity (pool, index) is its own.
-        let (m, cm) = (b.meta(), c.meta_mut());
-        cm.l3_off = m.l3_off;
-        cm.rx_if = m.rx_if;
-        cm.rx_port = m.rx_port;
-        cm.l2_group = m.l2_group;
-        send(ctx, t, c, ifx, v);
+        if let Some(c) = copy(ctx, &b) {
+            send(ctx, t, c, ifx, v);
+        }
     }
     send(ctx, t, b, last, v);
+}
+
+/// A copy of `b` with the metadata its path set (the buffer's identity, pool and index, is its
+/// own); None, counted, when no buffer is left.
+#[inline(always)]
+fn copy(ctx: &mut Ctx, b: &PktBuf) -> Option<PktBuf> {
+    let Some(mut c) = ctx.cache.alloc() else {
+        ctx.drops[DropReason::NoBuffer as usize] += 1;
+        return None;
+    };
+    c.fill(b.data());
+    let (m, cm) = (b.meta(), c.meta_mut());
+    cm.l3_off = m.l3_off;
+    cm.rx_if = m.rx_if;
+    cm.rx_port = m.rx_port;
+    cm.l2_group = m.l2_group;
+    Some(c)
 }
 
 #[inline(always)]

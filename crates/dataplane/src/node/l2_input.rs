@@ -5,7 +5,7 @@
 //! the frame's MACs; the MAC table (`Tables::macs`). Writes: the MAC table (sources learned,
 //! refreshed or moved, once per vector as a batch), the frame's tag for the member it leaves by
 //! (`l2::bridge::retag`), the domain's counters. Next: a member's transmit vector (known
-//! unicast); l2-flood (broadcast, multicast, unknown unicast where the domain floods it);
+//! unicast); bvi-input (to the MAC of the domain's routed interface); l2-flood (broadcast, multicast, unknown unicast where the domain floods it);
 //! l2-control (the 802.1D reserved addresses: LACP, LLDP, and BPDUs where the domain punts
 //! them). Dropped: a destination on the member the frame came from, an unknown destination in a
 //! domain that does not flood, BPDUs where the domain drops them, a member that is down, and a
@@ -30,15 +30,18 @@ pub struct L2Input;
 pub enum Next {
     Flood,
     Control,
+    /// To the domain's routed interface (its MAC): routed.
+    Bvi,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Flood, Next::Control];
+    const ALL: &'static [Self] = &[Next::Flood, Next::Control, Next::Bvi];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
             Next::Flood => NodeId::L2Flood,
             Next::Control => NodeId::L2Control,
+            Next::Bvi => NodeId::BviInput,
         }
     }
 }
@@ -79,6 +82,9 @@ impl Node for L2Input {
                 format!("bridge {}: to {} on {out}", bridge.name, fmt_mac(&d[..6]))
             }
             To::Node(NodeId::L2Flood) => format!("bridge {}: flood", bridge.name),
+            To::Node(NodeId::BviInput) => {
+                format!("bridge {}: to its routed interface", bridge.name)
+            }
             _ => format!("bridge {}: L2 control frame", bridge.name),
         }
     }
@@ -217,7 +223,10 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         match verdict {
             Verdict::Tx(ifx) => {
                 let out = &t.ifs[ifx as usize];
-                if !out.up {
+                if out.bvi.is_some() {
+                    c.forwarded += 1;
+                    ctx.to(Next::Bvi, b);
+                } else if !out.up {
                     ctx.drop(b, DropReason::InterfaceDown);
                 } else if !retag(&mut b, out.s_vlan, out.vlan) {
                     ctx.drop(b, DropReason::NoBuffer);

@@ -4,6 +4,8 @@
 //! Each node's doc comment says which metadata it reads and sets and how it picks the next node.
 //! Drops are counted by reason in [`Ctx`] and written to the worker's counters once per vector.
 
+pub mod bvi_input;
+pub mod bvi_output;
 pub mod ethernet;
 pub mod ip4;
 pub mod ip6;
@@ -233,15 +235,18 @@ impl TokenBucket {
 pub enum IpNext {
     SlowPath,
     OutputFeatures,
+    /// Out of a bridge's routed interface: switched by its bridge.
+    Bridge,
 }
 
 impl crate::graph::Edge for IpNext {
-    const ALL: &'static [Self] = &[IpNext::SlowPath, IpNext::OutputFeatures];
+    const ALL: &'static [Self] = &[IpNext::SlowPath, IpNext::OutputFeatures, IpNext::Bridge];
     #[inline(always)]
     fn node(self) -> crate::graph::NodeId {
         match self {
             IpNext::SlowPath => crate::graph::NodeId::SlowPath,
             IpNext::OutputFeatures => crate::graph::NodeId::OutputFeatures,
+            IpNext::Bridge => crate::graph::NodeId::BviOutput,
         }
     }
 }
@@ -326,6 +331,23 @@ pub(crate) fn enqueue(ctx: &mut Ctx, t: &Tables, b: PktBuf, port: u16) {
                 return ctx.to(IpNext::OutputFeatures, b);
             }
         }
+    }
+    send(ctx, t, b, port, IpNext::Bridge);
+}
+
+/// Sends a routed packet (its L2 header written for next hop `meta.next_hop`) out of `port`:
+/// onto the port's transmit vector, or along `bridge` (an edge to bvi-output) when the next hop
+/// leads out of a bridge's routed interface ([`crate::tables::BVI_PORT`]).
+#[inline(always)]
+pub(crate) fn send<E: crate::graph::Edge>(
+    ctx: &mut Ctx,
+    t: &Tables,
+    b: PktBuf,
+    port: u16,
+    bridge: E,
+) {
+    if port == crate::tables::BVI_PORT {
+        return bvi_output::to_bridge(ctx, t, b, bridge);
     }
     ctx.tx(port, b);
 }

@@ -324,8 +324,10 @@ fn fragment4(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32) {
         h[11] = 0;
         let c = checksum::fold(checksum::sum(h));
         h[10..12].copy_from_slice(&c.to_be_bytes());
-        nb.meta_mut().l3_off = rw as u16;
-        ctx.tx(*port, nb);
+        let m = nb.meta_mut();
+        m.l3_off = rw as u16;
+        m.next_hop = nh;
+        super::send(ctx, t, nb, *port, super::IpNext::Bridge);
         off += len;
     }
     ctx.cache.free(b);

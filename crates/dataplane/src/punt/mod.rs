@@ -40,10 +40,31 @@ pub struct Punted {
     pub generation: u64,
 }
 
-/// A frame to send as it is out of `port`.
+/// A frame to send as it is: out of a port, or into a bridge through its routed interface.
 pub struct Injected {
     pub buf: PktBuf,
-    pub port: u16,
+    pub to: Egress,
+}
+
+/// Where an injected frame leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Egress {
+    /// Out of this port, as it is.
+    Port(u16),
+    /// Into the bridge of this id (`Bridge::id`, stable across commits), as if its routed
+    /// interface (BVI) had received it: switched to the member its destination is on, or
+    /// flooded (`node::bvi_output`).
+    Bridge(u16),
+}
+
+impl Egress {
+    /// The way out of interface `ifc`.
+    pub fn of(ifc: &crate::tables::Interface) -> Egress {
+        match ifc.bvi {
+            Some(id) => Egress::Bridge(id),
+            None => Egress::Port(ifc.port),
+        }
+    }
 }
 
 /// The rings' size, each direction, per worker.
@@ -154,20 +175,38 @@ impl WorkerPunt {
         !self.from_cp.is_empty()
     }
 
-    /// Moves up to `max` injected frames onto the per-port transmit vectors; frames for ports
-    /// beyond `out` are returned in `orphans` for the caller to free and count.
+    /// Moves up to `max` injected frames onto the per-port transmit vectors, and those for a
+    /// bridge onto `bridged` (with `meta.rx_if` its routed interface in `t`, for bvi-output);
+    /// frames for ports beyond `out`, or for a bridge `t` has no routed interface for, are
+    /// returned in `orphans` for the caller to free and count.
     pub fn drain_inject(
         &mut self,
+        t: &crate::tables::Tables,
         out: &mut [Vec<PktBuf>],
+        bridged: &mut Vec<PktBuf>,
         orphans: &mut Vec<PktBuf>,
         max: usize,
     ) -> usize {
         let mut n = 0;
         while n < max {
-            let Ok(i) = self.from_cp.pop() else { break };
-            match out.get_mut(i.port as usize) {
-                Some(v) => v.push(i.buf),
-                None => orphans.push(i.buf),
+            let Ok(mut i) = self.from_cp.pop() else { break };
+            match i.to {
+                Egress::Port(p) => match out.get_mut(p as usize) {
+                    Some(v) => v.push(i.buf),
+                    None => orphans.push(i.buf),
+                },
+                Egress::Bridge(id) => match t.bridges.iter().find(|b| b.id == id) {
+                    Some(b) if b.bvi != crate::tables::NO_IF && i.buf.len() >= 14 => {
+                        let group = i.buf.data()[0] & 1 != 0;
+                        let m = i.buf.meta_mut();
+                        m.rx_if = b.bvi;
+                        m.rx_port = crate::tables::BVI_PORT;
+                        m.l3_off = 14;
+                        m.l2_group = group;
+                        bridged.push(i.buf);
+                    }
+                    _ => orphans.push(i.buf),
+                },
             }
             n += 1;
         }
@@ -207,18 +246,33 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 64);
-        // Inject: frames reach their port's vector, unknown ports are orphans.
-        for port in [0u16, 1, 7] {
-            let b = cache.alloc().unwrap();
-            assert!(link.to_worker.push(Injected { buf: b, port }).is_ok());
+        // Inject: frames reach their port's vector, or their bridge's routed interface;
+        // unknown ports and bridges without one are orphans.
+        let h = crate::graph::harness::Harness::with_bvi();
+        for to in [
+            Egress::Port(0),
+            Egress::Port(1),
+            Egress::Port(7),
+            Egress::Bridge(7),
+            Egress::Bridge(8),
+        ] {
+            let mut b = cache.alloc().unwrap();
+            b.fill(&[0xff; 60]);
+            assert!(link.to_worker.push(Injected { buf: b, to }).is_ok());
         }
         assert!(w.inject_pending());
         let mut out = vec![Vec::new(), Vec::new()];
-        let mut orphans = Vec::new();
-        assert_eq!(w.drain_inject(&mut out, &mut orphans, 256), 3);
-        assert_eq!((out[0].len(), out[1].len(), orphans.len()), (1, 1, 1));
-        assert_eq!(hub.counters.injected.load(Ordering::Relaxed), 3);
-        for v in out.iter_mut().chain([&mut orphans]) {
+        let (mut bridged, mut orphans) = (Vec::new(), Vec::new());
+        assert_eq!(
+            w.drain_inject(&h.t, &mut out, &mut bridged, &mut orphans, 256),
+            5
+        );
+        assert_eq!((out[0].len(), out[1].len(), orphans.len()), (1, 1, 2));
+        assert_eq!(bridged.len(), 1);
+        let m = bridged[0].meta();
+        assert_eq!((m.rx_if, m.l3_off, m.l2_group), (7, 14, true));
+        assert_eq!(hub.counters.injected.load(Ordering::Relaxed), 5);
+        for v in out.iter_mut().chain([&mut orphans, &mut bridged]) {
             cache.free_all(v);
         }
         drop(w);

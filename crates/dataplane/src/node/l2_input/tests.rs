@@ -39,6 +39,7 @@ fn member(name: &str, port: u16, vlan: Option<u16>, member: u32, learn: bool) ->
             learn,
             l2pt: 0,
         }),
+        bvi: None,
     }
 }
 
@@ -80,6 +81,7 @@ fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
         members: vec![0, 1, 2].into_boxed_slice(),
         flood_unknown,
         bpdu,
+        bvi: NO_IF,
         counters: Arc::new(BridgeCounters::default()),
     }]
     .into_boxed_slice();
