@@ -1237,6 +1237,7 @@ pub fn run(
         services: None,
         learning: None,
         failover: None,
+        switching: None,
         notes: vec![
             "No DUT probe: an external device's drops are unknown, so loss is frames sent minus \
              frames received, whatever the cause (the device, its queues, the link)."

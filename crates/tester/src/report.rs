@@ -121,7 +121,13 @@ pub fn table(r: &ScenarioReport) -> String {
         thousands(r.ring as f64),
         thousands(crate::embedded::TX_RING as f64)
     );
-    if r.failover.is_some() {
+    if r.switching.is_some() {
+        s += "Method: RFC 2889 5.7 learning capacity (one frame from each address, then one \
+              frame to each; a step passes when every test frame reached its port and none was \
+              flooded; the bound first, then a binary search), 5.8 learning rate (the same step \
+              at a rate searched), flooding to unknown addresses; the table emptied before \
+              each step\n\n";
+    } else if r.failover.is_some() {
         s += "Method: addresses learned behind the primary (one frame each), then one trial of \
               test frames to all of them; the primary's cable cut mid-trial; failover time = \
               frames lost / offered rate, as the seed derived it\n\n";
@@ -300,6 +306,9 @@ pub fn table(r: &ScenarioReport) -> String {
     }
     if let Some(f) = &r.failover {
         s += &crate::failover::table(f);
+    }
+    if let Some(x) = &r.switching {
+        s += &crate::switching::table(x);
     }
     if !drops.is_empty() {
         s += &format!(
@@ -739,6 +748,9 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
     if let Some(f) = &r.failover {
         c.extend(f.checks.iter().cloned());
     }
+    if let Some(x) = &r.switching {
+        c.extend(x.checks.iter().cloned());
+    }
     for sk in &r.soak {
         let t = &sk.trial;
         let ignored = if sk.ignored.is_empty() {
@@ -821,6 +833,11 @@ pub fn json(r: &ScenarioReport) -> Value {
             v["passed"] = json!(f.passed());
             v
         }),
+        "switching": r.switching.as_ref().map(|x| {
+            let mut v = serde_json::to_value(x).unwrap_or(Value::Null);
+            v["passed"] = json!(x.passed());
+            v
+        }),
         "services": r.services.as_ref().map(|sv| {
             let mut v = serde_json::to_value(sv).unwrap_or(Value::Null);
             v["passed"] = json!(sv.passed());
@@ -851,6 +868,9 @@ pub fn svg(r: &ScenarioReport) -> String {
     }
     if let Some(f) = &r.failover {
         return crate::failover::svg(&r.id, f);
+    }
+    if let Some(x) = &r.switching {
+        return crate::switching::svg(x);
     }
     let cats: Vec<String> = r.rows.iter().map(|row| row.key.clone()).collect();
     let who = format!(

@@ -114,6 +114,8 @@ pub struct ScenarioReport {
     pub learning: Option<crate::bridging::LearningReport>,
     /// ME-10: what the failover procedure found.
     pub failover: Option<crate::failover::FailoverReport>,
+    /// L2-1M: the RFC 2889 searches' results.
+    pub switching: Option<crate::switching::SwitchingReport>,
     pub notes: Vec<String>,
     /// External mode: the device, the cabling, neighbour resolution, priming.
     pub external: Option<crate::external::ExternalInfo>,
@@ -246,6 +248,7 @@ pub fn run_with(
     let mut services = None;
     let mut learning = None;
     let mut failover = None;
+    let mut switching = None;
     let mut collector = None;
     let mut fixed_load = ro.fixed_load;
     match &s.procedure {
@@ -301,6 +304,16 @@ pub fn run_with(
                 plan,
                 &sizes[0],
                 &ro.trial,
+                obs,
+            ));
+        }
+        Procedure::Switching(plan) => {
+            switching = Some(crate::switching::run_embedded(
+                &mut tester,
+                &core,
+                plan,
+                &s.ports,
+                ro,
                 obs,
             ));
         }
@@ -477,6 +490,7 @@ pub fn run_with(
         services,
         learning,
         failover,
+        switching,
         storm,
         fixed_load,
         notes: s.notes,

@@ -236,3 +236,56 @@ fn me10_fails_over_to_the_backup_with_every_address() {
     }));
     assert!(report::svg(&r).contains("ME-10"));
 }
+
+/// L2-1M at a hundredth of its addresses: flooding reaches every other port, the capacity and
+/// learning-rate searches run their steps against the router's bridge (emptied between steps)
+/// and report what they found; the verdict is the checks'.
+#[test]
+fn l2_1m_floods_and_searches_capacity_and_learning_rate() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario::build(
+        "L2-1M",
+        &ScenarioOpts {
+            scale: 0.01,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let r = run::run(s, &opts(0.2), &mut Quiet).unwrap();
+    let x = r.switching.as_ref().expect("a switching report");
+    let f = x.flooding.as_ref().unwrap();
+    let rx: Vec<u64> = f.port_rx.iter().map(|p| p.1).collect();
+    assert_eq!(
+        rx,
+        vec![100, 0, 100],
+        "learn and monitor get every frame, test none"
+    );
+    let k = x.capacity.as_ref().unwrap();
+    assert_eq!(k.max, 10_000);
+    assert_eq!(k.steps[0].addresses, 10_000, "the bound first");
+    // Each step's test frames all arrived at the learning port or were lost, and a step passed
+    // exactly when none was lost or flooded.
+    for st in &k.steps {
+        assert!(st.test_received <= st.test_sent, "{st:?}");
+        assert_eq!(
+            st.pass,
+            st.test_received == st.test_sent && st.flooded == 0,
+            "{st:?}"
+        );
+    }
+    assert!(k.addresses > 0 && k.steps.iter().any(|s| s.pass && s.addresses == k.addresses));
+    let rate = x.rate.as_ref().unwrap();
+    assert!(
+        rate.achieved_fps > 0.0 && !rate.steps.is_empty(),
+        "{rate:?}"
+    );
+    let js = report::json(&r);
+    let all = js["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["pass"] == true);
+    assert_eq!(js["verdict"], if all { "pass" } else { "fail" });
+    assert!(report::table(&r).contains("Learning-rate steps"));
+    assert!(report::svg(&r).contains("capacity"));
+}

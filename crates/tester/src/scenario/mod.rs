@@ -41,6 +41,9 @@ pub enum Procedure {
     Learning(crate::bridging::LearningPlan),
     /// ME-10: a Flexlink pair's primary cut under traffic: see [`crate::failover`].
     Failover(crate::failover::FailoverPlan),
+    /// L2-1M: RFC 2889 learning capacity and rate searched, and flooding, through one bridge:
+    /// see [`crate::switching::run_embedded`].
+    Switching(crate::switching::Plan),
 }
 
 /// A seed figure for one row of the table.
@@ -125,6 +128,10 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 Flexlink: 90,000 addresses behind a primary/backup pair, 64 B at 176,190 fps, the primary cut",
     ),
     (
+        "L2-1M",
+        "RFC 2889 learning capacity and rate at 1,000,000 MACs, and flooding, through one bridge (the ME 6524 claimed 96,000)",
+    ),
+    (
         "ME-15",
         "ME 6524 hot swap: under ME-2's IPv6 traffic, a port, a worker and the config changed",
     ),
@@ -180,6 +187,7 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
             crate::bridging::Learning::Limited(15_000),
         )),
         "ME-10" => Ok(switching::flexlink(o)),
+        "L2-1M" => Ok(switching::searches(o)),
         "XR-3" => Ok(xr::xr(o, false)),
         "XR-4" => Ok(xr::xr(o, true)),
         "XR-5" => Ok(services::xr5(o)),
