@@ -177,6 +177,13 @@ pub struct CapacityStep {
     pub test_received: u64,
     pub flooded: u64,
     pub tester_limited: bool,
+    /// The device's own drops in the step's two trials, by reason (embedded mode: read from
+    /// the router; an external device's are unknown).
+    pub device_drops: Vec<(&'static str, u64)>,
+    /// Learning frames lost (never at the test port): addresses the device was not offered
+    /// whole. Of them, `learn_refused` its receive queues refused (embedded mode, full rings).
+    pub learn_lost: u64,
+    pub learn_refused: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -188,6 +195,10 @@ pub struct RateStep {
     pub test_flooded: u64,
     pub pass: bool,
     pub tester_limited: bool,
+    /// As [`CapacityStep`]'s.
+    pub device_drops: Vec<(&'static str, u64)>,
+    pub learn_lost: u64,
+    pub learn_refused: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -293,6 +304,29 @@ fn own_frames(r: &TrialResult, i: usize) -> u64 {
         .saturating_sub(r.port_other.get(i).copied().unwrap_or(0))
 }
 
+/// The device's drops in two trials (a learning trial and its test trial), by reason.
+fn drops_of(a: &TrialResult, b: &TrialResult) -> Vec<(&'static str, u64)> {
+    let mut v: Vec<(&'static str, u64)> = Vec::new();
+    for &(why, n) in a.dut_drops.iter().chain(&b.dut_drops) {
+        match v.iter_mut().find(|x| x.0 == why) {
+            Some(x) => x.1 += n,
+            None => v.push((why, n)),
+        }
+    }
+    v
+}
+
+/// The text of [`drops_of`]'s list ("-" for none).
+fn drops_text(d: &[(&'static str, u64)]) -> String {
+    if d.is_empty() {
+        return "-".into();
+    }
+    d.iter()
+        .map(|(w, n)| format!("{w} {}", thousands(*n as f64)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The tester sent well under the rate it was asked for (its rings or its core set the pace).
 fn short(r: &TrialResult) -> bool {
     r.offered_fps > 0.0 && r.tx_fps < 0.98 * r.offered_fps
@@ -353,6 +387,9 @@ impl Observer for Recorder<'_> {
                 tester_limited: l.tester_limited
                     || r.tester_limited
                     || sent_fps(&l) < 0.98 * l.load * self.offered_per_load,
+                device_drops: drops_of(&l, r),
+                learn_lost: l.lost,
+                learn_refused: l.refused,
             });
         }
     }
@@ -531,6 +568,9 @@ pub fn run_procedures(
                         test_received: tr.rx,
                         flooded: tr.misdelivered,
                         tester_limited: lr.tester_limited || tr.tester_limited,
+                        device_drops: drops_of(&lr, &tr),
+                        learn_lost: lr.lost,
+                        learn_refused: lr.refused,
                     });
                     ok
                 });
@@ -826,29 +866,35 @@ pub fn table(r: &SwitchingReport) -> String {
         );
     }
     if let Some(k) = &r.capacity {
-        s += "\nCapacity steps:\n\n| addresses | test sent | at the learning port | flooded copies | tester-limited | pass |\n|---:|---:|---:|---:|---|---|\n";
+        s += "\nCapacity steps:\n\n| addresses | learning frames lost (refused) | test sent | at the learning port | flooded copies | tester-limited | device drops | pass |\n|---:|---:|---:|---:|---:|---|---|---|\n";
         for st in &k.steps {
             s += &format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} ({}) | {} | {} | {} | {} | {} | {} |\n",
                 thousands(f64::from(st.addresses)),
+                thousands(st.learn_lost as f64),
+                thousands(st.learn_refused as f64),
                 thousands(st.test_sent as f64),
                 thousands(st.test_received as f64),
                 thousands(st.flooded as f64),
                 yes(st.tester_limited),
+                drops_text(&st.device_drops),
                 yes(st.pass)
             );
         }
     }
     if let Some(k) = &r.rate {
-        s += "\nLearning-rate steps:\n\n| offered fps | sent fps | test lost | test flooded | tester-limited | pass |\n|---:|---:|---:|---:|---|---|\n";
+        s += "\nLearning-rate steps:\n\n| offered fps | sent fps | learning frames lost (refused) | test lost | test flooded | tester-limited | device drops | pass |\n|---:|---:|---:|---:|---:|---|---|---|\n";
         for st in &k.steps {
             s += &format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} ({}) | {} | {} | {} | {} | {} |\n",
                 thousands(st.offered_fps),
                 thousands(st.achieved_fps),
+                thousands(st.learn_lost as f64),
+                thousands(st.learn_refused as f64),
                 st.test_lost,
                 st.test_flooded,
                 yes(st.tester_limited),
+                drops_text(&st.device_drops),
                 yes(st.pass)
             );
         }
