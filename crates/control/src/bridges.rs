@@ -108,16 +108,7 @@ impl BridgesState {
                 .unwrap_or_else(|| Arc::new(BridgeCounters::default()));
             let mut members = Vec::new();
             for m in &b.members {
-                let kept = prev.and_then(|p| {
-                    (p.member_bridge.get(&m.interface) == Some(&b.id))
-                        .then(|| p.ports.get(&m.interface).map(|x| x.member))
-                        .flatten()
-                });
-                let member = kept.unwrap_or_else(|| {
-                    let id = st.next_member;
-                    st.next_member += 1;
-                    id
-                });
+                let member = st.member_id(prev, &m.interface, b.id);
                 st.ports.insert(
                     m.interface.clone(),
                     L2Port {
@@ -181,16 +172,7 @@ impl BridgesState {
                 .iter()
                 .find(|i| i.bvi.as_ref() == Some(&b.name));
             if let Some(ifc) = bvi {
-                let kept = prev.and_then(|p| {
-                    (p.member_bridge.get(&ifc.name) == Some(&b.id))
-                        .then(|| p.ports.get(&ifc.name).map(|x| x.member))
-                        .flatten()
-                });
-                let member = kept.unwrap_or_else(|| {
-                    let id = st.next_member;
-                    st.next_member += 1;
-                    id
-                });
+                let member = st.member_id(prev, &ifc.name, b.id);
                 st.ports.insert(
                     ifc.name.clone(),
                     L2Port {
@@ -240,6 +222,21 @@ impl BridgesState {
         pending.set_statics.sort();
         st.pending = Mutex::new(Some(pending));
         st
+    }
+
+    /// The member id of interface `name` in bridge `bridge_id`: the one it had in `prev` if it
+    /// stays in that bridge, else a new one (ids are never reused).
+    fn member_id(&mut self, prev: Option<&BridgesState>, name: &str, bridge_id: u16) -> u32 {
+        let kept = prev.and_then(|p| {
+            (p.member_bridge.get(name) == Some(&bridge_id))
+                .then(|| p.ports.get(name).map(|x| x.member))
+                .flatten()
+        });
+        kept.unwrap_or_else(|| {
+            let id = self.next_member;
+            self.next_member += 1;
+            id
+        })
     }
 
     /// Member id -> interface index, for `Tables::l2_members` (a Flexlink pair's id leads to

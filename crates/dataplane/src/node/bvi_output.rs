@@ -14,7 +14,7 @@ use super::Ctx;
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::graph::{NoEdges, Node, To};
-use crate::l2::bridge::{retag, VectorCounts};
+use crate::l2::bridge::VectorCounts;
 use crate::l2::MacKey;
 use crate::tables::{NextHop, Tables, NO_IF};
 
@@ -66,7 +66,7 @@ fn flush(t: &Tables, run: &mut (u16, VectorCounts)) {
     run.1 = VectorCounts::default();
 }
 
-fn switch(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, bridge: u16, c: &mut VectorCounts) {
+fn switch(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, c: &mut VectorCounts) {
     let rx_if = b.meta().rx_if;
     let br = &t.bridges[bridge as usize];
     let d = b.data();
@@ -82,17 +82,7 @@ fn switch(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, bridge: u16, c: &mut VectorC
     };
     match found {
         Some(ifx) if ifx == rx_if => ctx.drop(b, DropReason::L2SameInterface),
-        Some(ifx) if ifx != NO_IF => {
-            let out = &t.ifs[ifx as usize];
-            if !out.up {
-                ctx.drop(b, DropReason::InterfaceDown);
-            } else if !retag(&mut b, out.s_vlan, out.vlan) {
-                ctx.drop(b, DropReason::NoBuffer);
-            } else {
-                c.forwarded += 1;
-                ctx.tx(out.port, b);
-            }
-        }
+        Some(ifx) if ifx != NO_IF => super::l2_input::to_member(ctx, &t.ifs[ifx as usize], b, c),
         _ if d[0] & 1 == 0 && !br.flood_unknown => ctx.drop(b, DropReason::L2UnknownUnicast),
         _ => {
             if d[0] & 1 == 0 {

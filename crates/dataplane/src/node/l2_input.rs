@@ -90,6 +90,25 @@ impl Node for L2Input {
     }
 }
 
+/// Sends a switched frame to member `out`, tagged for it: dropped if the member is down, or if
+/// the tag needs room the buffer lacks.
+#[inline(always)]
+pub(crate) fn to_member(
+    ctx: &mut Ctx,
+    out: &crate::tables::Interface,
+    mut b: PktBuf,
+    c: &mut VectorCounts,
+) {
+    if !out.up {
+        ctx.drop(b, DropReason::InterfaceDown);
+    } else if !retag(&mut b, out.s_vlan, out.vlan) {
+        ctx.drop(b, DropReason::NoBuffer);
+    } else {
+        c.forwarded += 1;
+        ctx.tx(out.port, b);
+    }
+}
+
 /// Storm control's kind of a flooded frame: 0 broadcast, 1 multicast, 2 unknown unicast.
 #[inline(always)]
 fn flood_kind(d: &[u8]) -> usize {
@@ -226,13 +245,8 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
                 if out.bvi.is_some() {
                     c.forwarded += 1;
                     ctx.to(Next::Bvi, b);
-                } else if !out.up {
-                    ctx.drop(b, DropReason::InterfaceDown);
-                } else if !retag(&mut b, out.s_vlan, out.vlan) {
-                    ctx.drop(b, DropReason::NoBuffer);
                 } else {
-                    c.forwarded += 1;
-                    ctx.tx(out.port, b);
+                    to_member(ctx, out, b, c);
                 }
             }
             Verdict::Flood => {
