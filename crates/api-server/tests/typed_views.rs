@@ -134,8 +134,22 @@ fn every_answer_reads_back_as_its_view() {
     assert_eq!(hist[0].id, 1);
     let one: CommitText = c.view("/v1/config/history/1").unwrap();
     assert_eq!(one.text, CONFIG);
-    let cpu: CpuView = c.view("/v1/cpu").unwrap();
-    assert!(cpu.rows.iter().any(|r| r.kind == ThreadKind::Worker));
+    // The sampler reads the threads once a second: a worker started after the first sample
+    // appears with the next one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let cpu: CpuView = loop {
+        let cpu: CpuView = c.view("/v1/cpu").unwrap();
+        if cpu.rows.iter().any(|r| r.kind == ThreadKind::Worker)
+            || std::time::Instant::now() > deadline
+        {
+            break cpu;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        cpu.rows.iter().any(|r| r.kind == ThreadKind::Worker),
+        "{cpu:?}"
+    );
     let bridges: Vec<BridgeView> = c.view("/v1/bridges").unwrap();
     assert_eq!(
         (bridges[0].name.as_str(), bridges[0].static_macs),
