@@ -211,21 +211,12 @@ pub fn table(r: &ScenarioReport) -> String {
             vs
         );
     }
-    let drops: Vec<String> = r
-        .rows
-        .iter()
-        .flat_map(|row| row.search.trials.iter().map(|t| &t.2))
-        .flat_map(|t| t.dut_drops.iter())
-        .fold(Vec::<(&str, u64)>::new(), |mut acc, &(k, v)| {
-            match acc.iter_mut().find(|a| a.0 == k) {
-                Some(a) => a.1 += v,
-                None => acc.push((k, v)),
-            }
-            acc
-        })
-        .into_iter()
-        .map(|(k, v)| format!("{k} {}", thousands(v as f64)))
-        .collect();
+    let drops = drops_list(&sum_drops(
+        r.rows
+            .iter()
+            .flat_map(|row| row.search.trials.iter().map(|t| &t.2))
+            .flat_map(|t| t.dut_drops.iter()),
+    ));
     s += "\n";
     s += &loss_and_back_to_back(r);
     for (size, st) in &r.storm {
@@ -860,6 +851,27 @@ pub fn json(r: &ScenarioReport) -> Value {
             v
         }),
     })
+}
+
+/// Device drop counts summed by reason, in the order first seen.
+pub(crate) fn sum_drops<'a>(
+    d: impl IntoIterator<Item = &'a (&'static str, u64)>,
+) -> Vec<(&'static str, u64)> {
+    let mut acc: Vec<(&'static str, u64)> = Vec::new();
+    for &(k, v) in d {
+        match acc.iter_mut().find(|a| a.0 == k) {
+            Some(a) => a.1 += v,
+            None => acc.push((k, v)),
+        }
+    }
+    acc
+}
+
+/// Each reason with its count, as the tables print them ("reason 1,234").
+pub(crate) fn drops_list(d: &[(&'static str, u64)]) -> Vec<String> {
+    d.iter()
+        .map(|(k, v)| format!("{k} {}", thousands(*v as f64)))
+        .collect()
 }
 
 pub fn svg(r: &ScenarioReport) -> String {

@@ -306,14 +306,7 @@ fn own_frames(r: &TrialResult, i: usize) -> u64 {
 
 /// The device's drops in two trials (a learning trial and its test trial), by reason.
 fn drops_of(a: &TrialResult, b: &TrialResult) -> Vec<(&'static str, u64)> {
-    let mut v: Vec<(&'static str, u64)> = Vec::new();
-    for &(why, n) in a.dut_drops.iter().chain(&b.dut_drops) {
-        match v.iter_mut().find(|x| x.0 == why) {
-            Some(x) => x.1 += n,
-            None => v.push((why, n)),
-        }
-    }
-    v
+    crate::report::sum_drops(a.dut_drops.iter().chain(&b.dut_drops))
 }
 
 /// The text of [`drops_of`]'s list ("-" for none).
@@ -321,10 +314,7 @@ fn drops_text(d: &[(&'static str, u64)]) -> String {
     if d.is_empty() {
         return "-".into();
     }
-    d.iter()
-        .map(|(w, n)| format!("{w} {}", thousands(*n as f64)))
-        .collect::<Vec<_>>()
-        .join(", ")
+    crate::report::drops_list(d).join(", ")
 }
 
 /// The tester sent well under the rate it was asked for (its rings or its core set the pace).

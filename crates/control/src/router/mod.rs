@@ -211,37 +211,37 @@ impl Router {
                     .expect("checked")
                     .id
             });
+            // A bridge's routed interface has no port: no frames of a port's map to it.
             let port = match bvi {
-                // A bridge's routed interface: no port, no frames of a port's to map.
-                Some(_) => dataplane::tables::BVI_PORT as usize,
-                None => port_slots
-                    .iter()
-                    .position(|p| p.as_deref() == Some(ic.port.as_str()))
-                    .expect("checked"),
-            };
-            let pm = ports.get_mut(port);
-            match (ic.s_vlan, ic.vlan) {
-                _ if bvi.is_some() => {}
-                (Some(s), c) => qinq[port].push((
-                    PortMap::qinq_key(s, c.unwrap_or(dataplane::tables::ANY_C_TAG)),
-                    i as u32,
-                )),
-                (None, None) => {
-                    let pm = pm.expect("a port's interface");
-                    pm.untagged = i as u32;
-                    pm.tunnel = bridges.tunnels.contains(&ic.name);
-                }
-                (None, Some(v)) => {
-                    let pm = pm.expect("a port's interface");
-                    if pm.vlans.is_empty() {
-                        pm.vlans = vec![NO_IF; 4096].into_boxed_slice();
+                Some(_) => dataplane::tables::BVI_PORT,
+                None => {
+                    let port = port_slots
+                        .iter()
+                        .position(|p| p.as_deref() == Some(ic.port.as_str()))
+                        .expect("checked");
+                    let pm = &mut ports[port];
+                    match (ic.s_vlan, ic.vlan) {
+                        (Some(s), c) => qinq[port].push((
+                            PortMap::qinq_key(s, c.unwrap_or(dataplane::tables::ANY_C_TAG)),
+                            i as u32,
+                        )),
+                        (None, None) => {
+                            pm.untagged = i as u32;
+                            pm.tunnel = bridges.tunnels.contains(&ic.name);
+                        }
+                        (None, Some(v)) => {
+                            if pm.vlans.is_empty() {
+                                pm.vlans = vec![NO_IF; 4096].into_boxed_slice();
+                            }
+                            pm.vlans[v as usize] = i as u32;
+                        }
                     }
-                    pm.vlans[v as usize] = i as u32;
+                    port as u16
                 }
-            }
+            };
             ifs.push(Interface {
                 name: ic.name.clone(),
-                port: port as u16,
+                port,
                 vlan: ic.vlan,
                 s_vlan: ic.s_vlan,
                 mac: ic.mac,

@@ -70,7 +70,8 @@ fn switch(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, c: &mut VectorCount
     let rx_if = b.meta().rx_if;
     let br = &t.bridges[bridge as usize];
     let d = b.data();
-    let found = if d[0] & 1 != 0 {
+    let group = d[0] & 1 != 0;
+    let found = if group {
         None
     } else {
         let mut dst = [0u8; 6];
@@ -83,9 +84,9 @@ fn switch(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, c: &mut VectorCount
     match found {
         Some(ifx) if ifx == rx_if => ctx.drop(b, DropReason::L2SameInterface),
         Some(ifx) if ifx != NO_IF => super::l2_input::to_member(ctx, &t.ifs[ifx as usize], b, c),
-        _ if d[0] & 1 == 0 && !br.flood_unknown => ctx.drop(b, DropReason::L2UnknownUnicast),
+        _ if !group && !br.flood_unknown => ctx.drop(b, DropReason::L2UnknownUnicast),
         _ => {
-            if d[0] & 1 == 0 {
+            if !group {
                 c.unknown_unicast += 1;
             }
             super::l2_flood::flood(ctx, t, b, bridge, c);
