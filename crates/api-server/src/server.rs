@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 
 use api::requests::{
     AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, MacQuery, RouteDelete,
-    RouteRequest, RoutesQuery, TraceRequest, WorkerRequest,
+    RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{CommitText, RunningConfig, WorkerAdded};
 use api::{ApiError, ErrorKind};
@@ -314,6 +314,8 @@ fn routes(core: Arc<Core>) -> Router {
         )
         .route("/v1/mac-table", get(mac_table))
         .route("/v1/mac-table/clear", post(mac_clear))
+        .route("/v1/igmp-snooping", get(igmp_snooping))
+        .route("/v1/igmp-snooping/clear", post(igmp_snooping_clear))
         .route(
             "/v1/runtime",
             get(|State(c): Shared| call(c, |c| Ok(c.runtime()))),
@@ -440,6 +442,22 @@ async fn logging(State(c): Shared, Query(p): Query<LogQuery>) -> Response {
 
 async fn mac_table(State(c): Shared, Query(q): Query<MacQuery>) -> Response {
     call(c, move |c| c.mac_table(&q)).await
+}
+
+async fn igmp_snooping(State(c): Shared, Query(q): Query<SnoopQuery>) -> Response {
+    call(c, move |c| c.igmp_snooping(&q)).await
+}
+
+async fn igmp_snooping_clear(State(c): Shared, body: Bytes) -> Response {
+    let q: SnoopQuery = match parse(&body) {
+        Ok(x) => x,
+        Err(e) => return error(e),
+    };
+    call(c, move |c| {
+        c.igmp_snooping_clear(&q)
+            .map(|n| serde_json::json!({ "ended": n }))
+    })
+    .await
 }
 
 async fn mac_clear(State(c): Shared, body: Bytes) -> Response {

@@ -110,6 +110,22 @@ impl LogQuery {
     }
 }
 
+/// `GET /v1/igmp-snooping?bridge=B`: one bridge's snooped groups (all when None).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SnoopQuery {
+    #[serde(default)]
+    pub bridge: Option<String>,
+}
+
+impl SnoopQuery {
+    pub fn path(&self) -> String {
+        match &self.bridge {
+            Some(b) => format!("/v1/igmp-snooping?bridge={}", enc(b)),
+            None => "/v1/igmp-snooping".into(),
+        }
+    }
+}
+
 /// `GET /v1/mac-table?bridge=B&interface=I&limit=N`: the entries of one bridge and/or one
 /// member (all when neither is given), at most `limit` of them (None: 1,000; 0: all). The same
 /// fields are `POST /v1/mac-table/clear`'s body: the dynamic entries it removes.

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use dataplane::l2::bridge::StormControl;
+use dataplane::l2::snoop::{SnoopSettings, SnoopTable};
 use dataplane::l2::{Bridge, BridgeCounters, L2Port, MacKey, MacTable};
 use dataplane::tables::NO_IF;
 
@@ -51,6 +52,9 @@ pub struct BridgesState {
     /// are cleared.
     pub shut: HashSet<String>,
     aging: Option<AgingTimes>,
+    /// IGMP/MLD snooping's groups: made when the first bridge snoops (sized at start), then
+    /// kept, with a sweeper thread that ages memberships out.
+    pub snoop: Option<Arc<SnoopTable>>,
     /// The table changes this build makes when it goes live (taken by the first `apply`).
     pending: Mutex<Option<Pending>>,
 }
@@ -63,6 +67,8 @@ struct Pending {
     limits: Vec<(u16, u32)>,
     set_statics: Vec<(MacKey, u32)>,
     aging: Vec<(u16, u32)>,
+    /// Bridges (ids) that snooped and no longer do: their groups are cleared.
+    clear_snoop: Vec<u16>,
 }
 
 impl BridgesState {
@@ -92,6 +98,13 @@ impl BridgesState {
             flexlinks: Vec::new(),
             shut: HashSet::new(),
             aging,
+            snoop: prev.and_then(|p| p.snoop.clone()).or_else(|| {
+                cfg.bridges.iter().any(|b| b.snoop.is_some()).then(|| {
+                    let t = Arc::new(SnoopTable::new(cfg.max_mcast_groups));
+                    spawn_snoop_sweeper(Arc::downgrade(&t));
+                    t
+                })
+            }),
             pending: Mutex::new(None),
         };
         let mut pending = Pending::default();
@@ -196,8 +209,20 @@ impl BridgesState {
                 flood_unknown: b.flood_unknown,
                 bpdu: b.bpdu,
                 bvi: bvi.map_or(NO_IF, |i| index(&i.name)),
+                snoop: b
+                    .snoop
+                    .as_ref()
+                    .map(|c| Arc::new(snoop_settings(c, &st.ports))),
                 counters,
             });
+        }
+        if let Some(p) = prev {
+            for o in p.bridges.iter().filter(|o| o.snoop.is_some()) {
+                let still = st.bridges.iter().any(|b| b.id == o.id && b.snoop.is_some());
+                if !still {
+                    pending.clear_snoop.push(o.id);
+                }
+            }
         }
         if let Some(p) = prev {
             for (id, name) in &p.member_names {
@@ -348,6 +373,11 @@ impl BridgesState {
         else {
             return Vec::new();
         };
+        if let Some(snoop) = &self.snoop {
+            for id in &p.clear_snoop {
+                snoop.clear(Some(*id));
+            }
+        }
         let Some(table) = &self.table else {
             return Vec::new();
         };
@@ -447,6 +477,43 @@ pub fn now_s() -> u32 {
 }
 
 /// Ages the table while it exists: every 100 ms a tenth of it.
+/// The workers' snooping settings of a bridge, its members named by member id.
+fn snoop_settings(
+    c: &crate::config::snooping::SnoopCfg,
+    ports: &HashMap<String, L2Port>,
+) -> SnoopSettings {
+    let ids = |names: &[(String, crate::config::Origin)]| -> Box<[u32]> {
+        names
+            .iter()
+            .filter_map(|(n, _)| ports.get(n).map(|p| p.member))
+            .collect()
+    };
+    SnoopSettings {
+        flood_unregistered: c.flood_unregistered,
+        fast_leave_all: c.fast_leave_all,
+        fast_leave: ids(&c.fast_leave),
+        static_mrouters: ids(&c.mrouters),
+        max_groups: c.max_groups,
+        max_groups_per_member: c.max_groups_per_port,
+        membership_ms: u64::from(c.membership_s) * 1000,
+        last_member_ms: u64::from(c.last_member_s) * 1000,
+    }
+}
+
+/// Ages snooped memberships out: a sweep every 100 ms (a leave waits its last-member interval
+/// to within that).
+fn spawn_snoop_sweeper(table: Weak<SnoopTable>) {
+    let _ = std::thread::Builder::new()
+        .name("snoop-sweep".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let Some(t) = table.upgrade() else {
+                return;
+            };
+            t.sweep(t.now_ms());
+        });
+}
+
 fn spawn_ager(table: Weak<MacTable>, aging: AgingTimes) {
     let _ = std::thread::Builder::new()
         .name("mac-ager".into())

@@ -59,6 +59,8 @@ reasons! {
     L2StormControl => "flooded frame over its member's storm-control rate",
     L2Blocked => "received on a Flexlink member on standby (blocking)",
     BviNotIp => "neither IP nor ARP, to a bridge's routed interface",
+    McastMalformed => "IGMP or MLD message malformed (length, checksum, fields)",
+    McastNoListener => "multicast to a group nobody joined, in a bridge that does not flood such groups and has no multicast router",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

@@ -181,6 +181,9 @@ pub struct Tables {
     pub macs: Option<Arc<crate::l2::MacTable>>,
     /// Storm control per member id (None: none on that member).
     pub l2_storm: Box<[Option<Arc<crate::l2::bridge::StormControl>>]>,
+    /// IGMP/MLD snooping's groups, shared by the bridges that snoop (None without them); like
+    /// the MAC table it outlives commits.
+    pub snoop: Option<Arc<crate::l2::snoop::SnoopTable>>,
 }
 
 impl Tables {
@@ -203,6 +206,7 @@ impl Tables {
             l2_members: Box::new([]),
             macs: None,
             l2_storm: Box::new([]),
+            snoop: None,
         }
     }
 }

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 
 use api::requests::{
     enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, CaptureRequest, Family, LogQuery,
-    MacQuery, RouteDelete, RouteRequest, RoutesQuery, TraceRequest, WorkerRequest,
+    MacQuery, RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{
     AclView, ApplyOutcome, BridgeView, CommitText, CommitView, CountersView, CpuView, ErrorView,
     FlowsView, FpmStatus, InterfaceView, LogView, MacCleared, MacTableView, NeighborView, PortView,
-    PuntView, QosView, RoutesView, RunningConfig, RuntimeView, SystemView, TraceView, WorkerAdded,
-    WorkerView,
+    PuntView, QosView, RoutesView, RunningConfig, RuntimeView, SnoopView, SystemView, TraceView,
+    WorkerAdded, WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -116,12 +116,39 @@ pub enum ShowCmd {
         #[command(subcommand)]
         what: MacShow,
     },
+    /// `show igmp snooping groups [--bridge B]`: IGMP/MLD snooping's groups, members, routers.
+    Igmp {
+        #[command(subcommand)]
+        what: IgmpShow,
+    },
 }
 
 #[derive(Subcommand)]
 pub enum MacShow {
     /// The MAC address table.
     AddressTable(MacArgs),
+}
+
+#[derive(Subcommand)]
+pub enum IgmpShow {
+    /// IGMP/MLD snooping.
+    Snooping {
+        #[command(subcommand)]
+        what: SnoopingShow,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SnoopingShow {
+    /// The groups snooped per bridge domain (IPv4 and IPv6), their members and counters.
+    Groups(SnoopArgs),
+}
+
+#[derive(Args)]
+pub struct SnoopArgs {
+    /// One bridge domain's groups.
+    #[arg(long)]
+    bridge: Option<String>,
 }
 
 #[derive(Args)]
@@ -232,6 +259,12 @@ pub enum ClearCmd {
     Mac {
         #[command(subcommand)]
         what: MacShow,
+    },
+    /// `clear igmp snooping groups [--bridge B]`: ends the snooped memberships (hosts join
+    /// again at the next query).
+    Igmp {
+        #[command(subcommand)]
+        what: IgmpShow,
     },
 }
 
@@ -411,6 +444,11 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
         ShowCmd::Mac {
             what: MacShow::AddressTable(a),
         } => print_view::<MacTableView>(c, &a.query().path(), json_out),
+        ShowCmd::Igmp {
+            what: IgmpShow::Snooping {
+                what: SnoopingShow::Groups(a),
+            },
+        } => print_view::<SnoopView>(c, &SnoopQuery { bridge: a.bridge }.path(), json_out),
         ShowCmd::RunningConfig => print_view::<RunningConfig>(c, "/v1/config", json_out),
     }
 }
@@ -441,6 +479,16 @@ pub fn clear(a: &ApiArgs, what: ClearCmd) -> Result<(), String> {
             };
             let r: MacCleared = c.post("/v1/mac-table/clear", &q)?.view()?;
             outln!("{} address(es) removed", r.removed);
+        }
+        ClearCmd::Igmp {
+            what: IgmpShow::Snooping {
+                what: SnoopingShow::Groups(a),
+            },
+        } => {
+            let r: serde_json::Value = c
+                .post("/v1/igmp-snooping/clear", &SnoopQuery { bridge: a.bridge })?
+                .view()?;
+            outln!("{} membership(s) ended", r["ended"]);
         }
     }
     Ok(())

@@ -372,6 +372,50 @@ fn checksums(data: &[u8]) {
     }
 }
 
+/// IGMP and MLD: the input is an IP packet (IPv4 or IPv6 by its first nibble). Classifying and
+/// parsing must not panic; a report that parses builds into a frame that parses back to the
+/// same records (queries' response codes are lossy, so only reports are compared).
+pub fn mcast(data: &[u8]) {
+    use crate::mcast::{self, Message};
+    let parsed = match data.first().map(|b| b >> 4) {
+        Some(4) => {
+            let _ = mcast::classify_v4(data);
+            mcast::parse_v4(data).map(|(m, s)| (m, std::net::IpAddr::V4(s)))
+        }
+        Some(6) => {
+            let _ = mcast::classify_v6(data);
+            mcast::parse_v6(data).map(|(m, s)| (m, std::net::IpAddr::V6(s)))
+        }
+        _ => return,
+    };
+    let Ok((msg, src)) = parsed else {
+        return;
+    };
+    if let Message::Report { version, records } = &msg {
+        // v1/v2 reports and leaves are one record; v3/MLDv2 reports any number.
+        let v = if records.len() == 1 && *version < 3 {
+            *version
+        } else {
+            3
+        };
+        let v = if src.is_ipv6() && v == 3 { 2 } else { v };
+        let again = Message::Report {
+            version: v,
+            records: records.clone(),
+        };
+        if let Ok(f) = mcast::build([2, 0, 0, 0, 0, 1], src, &again) {
+            let back = match src {
+                std::net::IpAddr::V4(_) => mcast::parse_v4(&f[14..]).map(|x| x.0),
+                std::net::IpAddr::V6(_) => mcast::parse_v6(&f[14..]).map(|x| x.0),
+            };
+            match back {
+                Ok(Message::Report { records: r, .. }) => assert_eq!(&r, records),
+                other => panic!("a built report reads back as {other:?}"),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Every kept input of the targets whose bodies live here (the random and truncated inputs
@@ -382,6 +426,7 @@ mod tests {
             ("wire", super::wire as fn(&[u8])),
             ("pcap", super::pcap),
             ("filter", super::filter),
+            ("mcast", super::mcast),
         ] {
             for (name, data) in crate::fuzz_inputs::saved(target) {
                 eprintln!("{name}");

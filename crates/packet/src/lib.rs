@@ -20,6 +20,7 @@ pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod mcast;
 pub mod nd;
 pub mod pcap;
 pub mod pcapng;

@@ -13,6 +13,7 @@ pub mod graph;
 pub mod interfaces;
 pub mod routes;
 pub mod services;
+pub mod snooping;
 pub mod system;
 
 pub use bridges::{
@@ -30,6 +31,7 @@ pub use routes::{NextHopKind, RouteOrigin, RouteView, RoutesView};
 pub use services::{
     AclEntryView, AclView, ExportCounters, FlowsView, PolicerView, QosClassView, QosView,
 };
+pub use snooping::{SnoopGroupView, SnoopMemberView, SnoopRouterView, SnoopView};
 pub use system::{CommandStats, LogView, SystemView, TableView};
 
 /// A view as the CLI prints it (text for people; `--json` prints the view's JSON instead).

@@ -18,6 +18,7 @@
 //!     bpdu: punt                     # punt (to the control plane, the default), flood or drop
 //!     static-macs: [{ mac: "02:00:00:00:00:99", interface: p1 }]
 //!     storm-control: { broadcast: 1000, multicast: 5000, unknown-unicast: 10000 }  # frames/s per member
+//!     igmp-snooping: true            # IGMP/MLD snooping (see `config::snooping`)
 //! ```
 //!
 //! A member is an interface (a port's untagged interface, or an 802.1Q sub-interface: its frames
@@ -75,6 +76,8 @@ pub struct BridgeCfg {
     pub statics: Vec<StaticMacCfg>,
     /// Frames a second each member may flood: broadcast, multicast, unknown unicast.
     pub storm: [Option<u32>; 3],
+    /// IGMP/MLD snooping (`igmp-snooping`, see `config::snooping`); None: multicast floods.
+    pub snoop: Option<super::snooping::SnoopCfg>,
     pub origin: Origin,
 }
 
@@ -291,6 +294,7 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                 sf.finish(e);
             }
         }
+        let snoop = super::snooping::parse(&mut f, e);
         f.finish(e);
         if let Some(name) = name {
             cfg.bridges.push(BridgeCfg {
@@ -305,6 +309,7 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
                 bpdu,
                 statics,
                 storm,
+                snoop,
                 origin,
             });
         }
@@ -315,6 +320,14 @@ pub(super) fn parse_bridges<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Co
 pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
     let mut owner: std::collections::HashMap<&str, &str> = Default::default();
     for (i, b) in cfg.bridges.iter().enumerate() {
+        if let Some(sc) = &b.snoop {
+            let names: Vec<&str> = b
+                .members
+                .iter()
+                .flat_map(|m| std::iter::once(m.interface.as_str()).chain(m.backup.as_deref()))
+                .collect();
+            super::snooping::check(&b.name, &names, sc, cfg.max_mcast_groups, e);
+        }
         if let Some(o) = cfg.bridges[..i].iter().find(|o| o.name == b.name) {
             e.origin(
                 &b.origin,

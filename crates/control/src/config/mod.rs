@@ -69,6 +69,7 @@ mod logging;
 mod router;
 mod routes;
 pub mod services;
+pub mod snooping;
 
 pub use bridges::{BridgeCfg, MemberCfg, StaticMacCfg};
 pub use check::{find_connected, find_neighbor, on_subnet};
@@ -156,6 +157,8 @@ pub struct Config {
     pub max_v6_routes: usize,
     /// The MAC table's size (`limits.macs`), fixed at start.
     pub max_macs: usize,
+    /// The IGMP/MLD snooping table's size in groups (`limits.mcast-groups`), fixed at start.
+    pub max_mcast_groups: usize,
     pub vrfs: Vec<String>,
     pub ports: Vec<PortCfg>,
     pub interfaces: Vec<InterfaceCfg>,
@@ -430,6 +433,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         max_v4_routes: 4_000_000,
         max_v6_routes: 1_000_000,
         max_macs: bridges::DEFAULT_MACS,
+        max_mcast_groups: snooping::DEFAULT_MCAST_GROUPS,
         vrfs: vec!["default".into()],
         ports: Vec::new(),
         interfaces: Vec::new(),

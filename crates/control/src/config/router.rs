@@ -73,6 +73,17 @@ pub(super) fn parse_limits(top: &mut Fields<'_>, e: &mut Errs, cfg: &mut Config)
                 }
                 cfg.max_macs = v.max(1);
             }
+            if let Some(v) = f.parse::<usize>("mcast-groups", "a group count", e) {
+                if !(16..=1 << 24).contains(&v) {
+                    let at = f.node("mcast-groups").unwrap_or(n);
+                    e.at(
+                        at,
+                        "limits.mcast-groups",
+                        format!("{v}: the snooping table holds 16..=16777216 groups"),
+                    );
+                }
+                cfg.max_mcast_groups = v.clamp(16, 1 << 24);
+            }
             f.finish(e);
         }
     }

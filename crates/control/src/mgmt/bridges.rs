@@ -1,6 +1,6 @@
 //! Bridges as the management plane sees them: `show bridge`, `show mac address-table`,
 //! `clear mac address-table`, their metrics, and the syslog records of learning refused (a
-//! limit, a full table) and of flapping addresses.
+//! limit, a full table), of flapping addresses and of multicast joins refused.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -438,13 +438,19 @@ const EVENTS: &[(&str, Severity, &str)] = &[
         Severity::Warning,
         "addresses flapping between members: moves refused",
     ),
+    (
+        "IGMP_SNOOPING_LIMIT",
+        Severity::Warning,
+        "multicast group joins refused: a group limit (max-groups, max-groups-per-port) or the snooping table is full",
+    ),
 ];
 
-fn event_counts(c: &BridgeCounters) -> [u64; 3] {
+fn event_counts(c: &BridgeCounters) -> [u64; 4] {
     [
         BridgeCounters::get(&c.limit),
         BridgeCounters::get(&c.table_full),
         BridgeCounters::get(&c.flaps),
+        BridgeCounters::get(&c.mcast_limit),
     ]
 }
 
@@ -464,7 +470,7 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                 };
                 let mut switchovers = Vec::new();
                 let mut shut_now: Vec<(String, String, u32)> = Vec::new();
-                let now: Vec<(String, [u64; 3], u32)> = {
+                let now: Vec<(String, [u64; 4], u32)> = {
                     // Not `lock`: a look a second is not an API command to time.
                     let mut s = core.state.lock().unwrap_or_else(|e| e.into_inner());
                     // Flexlink: a pair whose preemption delay has passed switches back (the

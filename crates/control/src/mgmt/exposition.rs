@@ -337,6 +337,7 @@ impl Core {
         e.sample(&[], self.uptime().as_secs_f64());
         self.services_metrics(&s, &mut e);
         self.bridge_metrics(&s, &mut e);
+        self.snoop_metrics(&s, &mut e);
         e.finish()
     }
 }

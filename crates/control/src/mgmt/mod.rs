@@ -23,6 +23,7 @@ pub mod graph;
 pub mod ops;
 pub mod services;
 pub mod show;
+pub mod snooping;
 pub mod sources;
 
 use std::collections::{BTreeMap, HashMap};

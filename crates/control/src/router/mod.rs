@@ -863,6 +863,7 @@ impl Router {
             generation: self.generation,
             l2_members,
             l2_storm: self.bridges.l2_storm(),
+            snoop: self.bridges.snoop.clone(),
             bridges: self.bridges.bridges.clone().into_boxed_slice(),
             macs: self.bridges.table.clone(),
         }

@@ -183,6 +183,7 @@ impl Harness {
                 flood_unknown: true,
                 bpdu: Default::default(),
                 bvi: NO_IF,
+                snoop: None,
                 counters: Default::default(),
             }]
             .into_boxed_slice(),

@@ -130,6 +130,7 @@ macro_rules! graph {
 graph! {
     EthernetInput => crate::node::ethernet::EthernetInput;
     L2Input => crate::node::l2_input::L2Input;
+    L2Mcast => crate::node::l2_mcast::L2Mcast;
     L2Flood => crate::node::l2_flood::L2Flood;
     BviInput => crate::node::bvi_input::BviInput;
     Ip4Forward => crate::node::ip4::Ip4Forward;

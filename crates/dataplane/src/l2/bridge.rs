@@ -95,6 +95,8 @@ pub struct Bridge {
     /// The interface index of its routed interface (BVI), `NO_IF` if it has none: the bridge
     /// and the L3 path meet there.
     pub bvi: u32,
+    /// IGMP/MLD snooping (`l2::snoop`, `node::l2_mcast`); None: multicast is flooded.
+    pub snoop: Option<std::sync::Arc<crate::l2::snoop::SnoopSettings>>,
     pub counters: std::sync::Arc<BridgeCounters>,
 }
 
@@ -144,6 +146,12 @@ pub struct BridgeCounters {
     pub storm_dropped: AtomicU64,
     /// Protocol frames tunnelled (L2PT): rewritten on the way in, and restored on the way out.
     pub l2pt: AtomicU64,
+    /// Snooping: multicast data frames sent to a group's members (and the copies that went
+    /// out), frames to groups nobody joined, and joins refused at a group limit.
+    pub mcast_forwarded: AtomicU64,
+    pub mcast_copies: AtomicU64,
+    pub mcast_unregistered: AtomicU64,
+    pub mcast_limit: AtomicU64,
     /// The member id of the last source refused at the learn limit (0: none yet): the one a
     /// `mac-limit-action: shutdown` shuts.
     pub limit_member: std::sync::atomic::AtomicU32,
@@ -168,6 +176,10 @@ impl BridgeCounters {
         add(&self.flaps, v.flaps);
         add(&self.storm_dropped, v.storm_dropped);
         add(&self.l2pt, v.l2pt);
+        add(&self.mcast_forwarded, v.mcast_forwarded);
+        add(&self.mcast_copies, v.mcast_copies);
+        add(&self.mcast_unregistered, v.mcast_unregistered);
+        add(&self.mcast_limit, v.mcast_limit);
         if v.limit > 0 {
             self.limit_member.store(v.limit_member, Ordering::Relaxed);
         }
@@ -249,6 +261,10 @@ pub struct VectorCounts {
     pub flaps: u64,
     pub storm_dropped: u64,
     pub l2pt: u64,
+    pub mcast_forwarded: u64,
+    pub mcast_copies: u64,
+    pub mcast_unregistered: u64,
+    pub mcast_limit: u64,
     /// The member of the last source refused at the limit in this vector.
     pub limit_member: u32,
 }

@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod mac_table;
+pub mod snoop;
 
 pub use bridge::{Bridge, BridgeCounters, L2Port};
 pub use mac_table::{Learn, MacCounters, MacEntry, MacKey, MacTable, NotLearned};

@@ -117,7 +117,7 @@ pub(crate) fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut V
 /// A copy of `b` with the metadata its path set (the buffer's identity, pool and index, is its
 /// own); None, counted, when no buffer is left.
 #[inline(always)]
-fn copy(ctx: &mut Ctx, b: &PktBuf) -> Option<PktBuf> {
+pub(crate) fn copy(ctx: &mut Ctx, b: &PktBuf) -> Option<PktBuf> {
     let Some(mut c) = ctx.cache.alloc() else {
         ctx.drops[DropReason::NoBuffer as usize] += 1;
         return None;

@@ -5,7 +5,9 @@
 //! the frame's MACs; the MAC table (`Tables::macs`). Writes: the MAC table (sources learned,
 //! refreshed or moved, once per vector as a batch), the frame's tag for the member it leaves by
 //! (`l2::bridge::retag`), the domain's counters. Next: a member's transmit vector (known
-//! unicast); bvi-input (to the MAC of the domain's routed interface); l2-flood (broadcast, multicast, unknown unicast where the domain floods it);
+//! unicast); bvi-input (to the MAC of the domain's routed interface); l2-mcast (IP multicast
+//! where the domain snoops IGMP/MLD); l2-flood (broadcast, other multicast, unknown unicast
+//! where the domain floods it);
 //! l2-control (the 802.1D reserved addresses: LACP, LLDP, and BPDUs where the domain punts
 //! them). Dropped: a destination on the member the frame came from, an unknown destination in a
 //! domain that does not flood, BPDUs where the domain drops them, a member that is down, and a
@@ -29,17 +31,20 @@ pub struct L2Input;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
     Flood,
+    /// IP multicast in a domain that snoops IGMP/MLD.
+    Mcast,
     Control,
     /// To the domain's routed interface (its MAC): routed.
     Bvi,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Flood, Next::Control, Next::Bvi];
+    const ALL: &'static [Self] = &[Next::Flood, Next::Mcast, Next::Control, Next::Bvi];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
             Next::Flood => NodeId::L2Flood,
+            Next::Mcast => NodeId::L2Mcast,
             Next::Control => NodeId::L2Control,
             Next::Bvi => NodeId::BviInput,
         }
@@ -82,6 +87,7 @@ impl Node for L2Input {
                 format!("bridge {}: to {} on {out}", bridge.name, fmt_mac(&d[..6]))
             }
             To::Node(NodeId::L2Flood) => format!("bridge {}: flood", bridge.name),
+            To::Node(NodeId::L2Mcast) => format!("bridge {}: IP multicast, snooped", bridge.name),
             To::Node(NodeId::BviInput) => {
                 format!("bridge {}: to its routed interface", bridge.name)
             }
@@ -119,6 +125,12 @@ fn flood_kind(d: &[u8]) -> usize {
     } else {
         2
     }
+}
+
+/// An IPv4 (01:00:5E, RFC 1112) or IPv6 (33:33, RFC 2464) multicast address.
+#[inline(always)]
+fn ip_multicast_mac(d: &[u8]) -> bool {
+    d[..3] == [0x01, 0x00, 0x5e] || d[..2] == [0x33, 0x33]
 }
 
 #[inline(always)]
@@ -259,6 +271,9 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
                     Some(sc) if !sc.admit(flood_kind(b.data()), ctx.clock_ns) => {
                         c.storm_dropped += 1;
                         ctx.drop(b, DropReason::L2StormControl);
+                    }
+                    _ if bridge.snoop.is_some() && ip_multicast_mac(b.data()) => {
+                        ctx.to(Next::Mcast, b)
                     }
                     _ => ctx.to(Next::Flood, b),
                 }

@@ -12,6 +12,7 @@ pub mod ip6;
 pub mod l2_control;
 pub mod l2_flood;
 pub mod l2_input;
+pub mod l2_mcast;
 pub mod slow;
 
 use crate::buffer::{BufCache, PktBuf};

@@ -82,6 +82,7 @@ fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
         flood_unknown,
         bpdu,
         bvi: NO_IF,
+        snoop: None,
         counters: Arc::new(BridgeCounters::default()),
     }]
     .into_boxed_slice();
