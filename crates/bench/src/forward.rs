@@ -40,6 +40,10 @@ pub struct Opts {
     /// with this many hosts learned behind p1 (and as many senders behind p0), and the frames
     /// go to them, each destination in turn: known unicast at this table size.
     pub bridge_macs: usize,
+    /// Replicate instead (0: no): a bridge domain snooping IGMP, p0 the source port and this
+    /// many receiver ports, every group joined on each; ME-11's 200 sources x 100 groups
+    /// replayed in on p0 (with --replay). The rate is copies out.
+    pub multicast_receivers: usize,
     pub workdir: PathBuf,
 }
 
@@ -308,6 +312,79 @@ fn switch(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     replay(o, router, pool, templates, n, build_s)
 }
 
+/// The replication run (`multicast_receivers` > 0): ME-11's 20,000 (S,G) into p0 of a
+/// snooping bridge, each group joined on every other port; replayed by each worker to itself.
+fn multicast(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String> {
+    use std::net::{IpAddr, Ipv4Addr};
+    if !o.replay {
+        return Err("replication is measured with --replay (each worker feeds itself)".into());
+    }
+    let r = o.multicast_receivers;
+    let (sources, groups) = (200u32, 100u32);
+    let cores: Vec<String> = (0..o.workers).map(|i| i.to_string()).collect();
+    let mut text = format!(
+        "router: {{ workers: {}, cores: [{}], buffers: 65536 }}\nports:\n",
+        o.workers,
+        cores.join(", ")
+    );
+    for p in 0..=r {
+        text += &format!("  - {{ name: p{p}, driver: mem }}\n");
+    }
+    text += "interfaces:\n";
+    for p in 0..=r {
+        text += &format!(
+            "  - {{ name: p{p}, port: p{p}, mac: \"02:00:00:00:{p:02x}:01\", mtu: 9198 }}\n"
+        );
+    }
+    let members: Vec<String> = (0..=r).map(|p| format!("p{p}")).collect();
+    text += &format!(
+        "bridges:\n  - {{ name: bench, id: 1, members: [{}], igmp-snooping: {{ flood-unregistered: false }} }}\n",
+        members.join(", ")
+    );
+    let cfg_path = dir.join("bench.yaml");
+    std::fs::write(&cfg_path, &text).map_err(|e| e.to_string())?;
+    let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let router = Router::build(cfg).map_err(|e| e.to_string())?;
+    // Every receiver joins every group, as a report would make it.
+    let st = &router.bridges;
+    let snoop = st.snoop.clone().ok_or("no snooping table")?;
+    let settings = dataplane::l2::snoop::SnoopSettings::default();
+    let group = |g: u32| IpAddr::V4(Ipv4Addr::from(0xef01_0001 + g));
+    let records: Vec<packet::mcast::Record> = (0..groups)
+        .map(|g| packet::mcast::Record::join(group(g)))
+        .collect();
+    for p in 1..=r {
+        let m = st.ports[&format!("p{p}")].member;
+        snoop.apply(1, m, false, &records, &settings, snoop.now_ms());
+    }
+    let build_s = t0.elapsed().as_secs_f64();
+    let mut templates = Vec::with_capacity((sources * groups) as usize);
+    for g in 0..groups {
+        for s in 0..sources {
+            let mut f = frame(0xef01_0001 + g, o.frame_size, s as u16);
+            let gip = (0xef01_0001 + g).to_be_bytes();
+            f[0..6].copy_from_slice(&packet::mcast::group_mac(IpAddr::V4(gip.into())));
+            f[6..12].copy_from_slice(&[2, 0, 0, 0x10, 0, 2]);
+            // Source 10.200.s, checksum made again.
+            f[26..30].copy_from_slice(&(0x0ac8_0000 + s).to_be_bytes());
+            f[24..26].fill(0);
+            let c = packet::checksum::fold(packet::checksum::sum(&f[14..34]));
+            f[24..26].copy_from_slice(&c.to_be_bytes());
+            templates.push(f);
+        }
+    }
+    let pool = Pool::new(65536);
+    replay(
+        o,
+        router,
+        pool,
+        templates,
+        (sources * groups) as usize,
+        build_s,
+    )
+}
+
 const RING: usize = 16384;
 const IN_FLIGHT: usize = 1024;
 
@@ -321,6 +398,9 @@ pub fn run(o: &Opts) -> std::result::Result<Result, String> {
 }
 
 fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String> {
+    if o.multicast_receivers > 0 {
+        return multicast(o, dir);
+    }
     if o.bridge_macs > 0 {
         return switch(o, dir);
     }

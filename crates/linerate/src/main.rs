@@ -294,6 +294,11 @@ enum BenchCmd {
         /// far one (and N senders behind the near one), frames to each in turn (with --replay).
         #[arg(long, default_value_t = 0)]
         bridge: usize,
+        /// Replicate instead: a bridge snooping IGMP with p0 the source and N receiver ports,
+        /// each joined to ME-11's 100 groups; 200 sources x 100 groups replayed in on p0 (with
+        /// --replay). Mpps are copies out.
+        #[arg(long, default_value_t = 0)]
+        multicast: usize,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         /// Print `show runtime` for each run: per graph node, calls, packets, vector size and
@@ -815,11 +820,16 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             services,
             flows,
             bridge,
+            multicast,
             workdir,
             runtime,
             json,
         } => {
-            if bridge > 0 {
+            if multicast > 0 {
+                outln!(
+                    "Replicating with each worker replaying frames to itself: 200 sources x 100 groups into a snooping bridge, every group joined on {multicast} ports, {workers} worker(s); Mpps are copies out"
+                );
+            } else if bridge > 0 {
                 outln!(
                     "Switching with each worker replaying frames to itself: known unicast to {bridge} hosts learned behind one port (the MAC table holds {}), {workers} worker(s)",
                     2 * bridge
@@ -865,6 +875,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     services,
                     flows,
                     bridge_macs: bridge,
+                    multicast_receivers: multicast,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;

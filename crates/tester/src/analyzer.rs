@@ -32,6 +32,13 @@ pub struct RxStream {
     pub lat_min: u32,
     pub lat_max: u32,
     pub lat_sum: u64,
+    /// When the first and the last frame arrived (tester clock, low 32 bits), if any did, and
+    /// when each had been sent (its timestamp): a change of forwarding state is read from the
+    /// latter, which the receive side's polling cannot delay.
+    pub first_ns: u32,
+    pub last_ns: u32,
+    pub first_tx_ns: u32,
+    pub last_tx_ns: u32,
 }
 
 /// No second port for a stream.
@@ -60,6 +67,12 @@ pub struct Analyzer {
     /// Bit p: port p's cable is cut (a failover procedure pulled it): what the device sent
     /// there is lost on the wire.
     pub cut_mask: u64,
+    /// Per stream with receivers besides its own port (multicast), indexed by port: the
+    /// receiver's index in `receivers` (`u32::MAX`: not one).
+    fanout: Vec<Option<Box<[u32]>>>,
+    /// Those receivers' states, each (stream, port) on its own; `receiver_of` names them.
+    pub receivers: Vec<RxStream>,
+    pub receiver_of: Vec<(u32, u16)>,
 }
 
 impl Analyzer {
@@ -79,13 +92,42 @@ impl Analyzer {
             ports: vec![PortRx::default(); ports],
             verify_payload: false,
             cut_mask: 0,
+            fanout: vec![None; expect_ports.len()],
+            receivers: Vec::new(),
+            receiver_of: Vec::new(),
         }
+    }
+
+    /// Stream `stream` must also arrive, whole, at each of `ports` (a multicast stream's
+    /// receivers besides its own port): each is counted apart.
+    pub fn set_receivers(&mut self, stream: usize, ports: &[usize]) {
+        let mut f = vec![u32::MAX; self.ports.len()].into_boxed_slice();
+        for &p in ports {
+            f[p] = self.receivers.len() as u32;
+            self.receivers.push(RxStream {
+                expect_port: p as u16,
+                also_port: NO_PORT,
+                lat_min: u32::MAX,
+                ..Default::default()
+            });
+            self.receiver_of.push((stream as u32, p as u16));
+        }
+        self.fanout[stream] = Some(f);
+    }
+
+    /// The receivers of `stream` besides its own port: (port, state).
+    pub fn receivers_of(&self, stream: usize) -> impl Iterator<Item = (u16, &RxStream)> + '_ {
+        self.receiver_of
+            .iter()
+            .zip(&self.receivers)
+            .filter(move |((s, _), _)| *s as usize == stream)
+            .map(|((_, p), r)| (*p, r))
     }
 
     /// Forgets everything and expects frames of `trial`.
     pub fn reset(&mut self, trial: u8) {
         self.trial = trial;
-        for s in &mut self.streams {
+        for s in self.streams.iter_mut().chain(self.receivers.iter_mut()) {
             *s = RxStream {
                 expect_port: s.expect_port,
                 also_port: s.also_port,
@@ -137,7 +179,8 @@ impl Analyzer {
                 return false;
             }
         };
-        let Some(s) = self.streams.get_mut(sig.stream as usize) else {
+        let sid = sig.stream as usize;
+        let Some(s) = self.streams.get_mut(sid) else {
             pr.corrupted_unknown += 1;
             return false;
         };
@@ -159,10 +202,17 @@ impl Analyzer {
                 return false;
             }
         }
-        if s.expect_port as usize != port && s.also_port as usize != port {
-            s.misdelivered += 1;
-            return true;
-        }
+        let s = if s.expect_port as usize == port || s.also_port as usize == port {
+            s
+        } else {
+            match self.fanout[sid].as_ref().map(|f| f[port]) {
+                Some(r) if r != u32::MAX => &mut self.receivers[r as usize],
+                _ => {
+                    s.misdelivered += 1;
+                    return true;
+                }
+            }
+        };
         let d = sig.seq.wrapping_sub(s.next) as i32;
         if d >= 0 {
             let shift = d as u32 + 1;
@@ -183,12 +233,18 @@ impl Analyzer {
             }
             s.reordered += 1;
         }
+        if s.received == 0 {
+            s.first_ns = rx_ns;
+            s.first_tx_ns = sig.tx_ns;
+        }
+        s.last_ns = rx_ns;
+        s.last_tx_ns = sig.tx_ns;
         s.received += 1;
         let lat = rx_ns.wrapping_sub(sig.tx_ns);
         s.lat_min = s.lat_min.min(lat);
         s.lat_max = s.lat_max.max(lat);
         s.lat_sum += lat as u64;
-        self.hist[sig.stream as usize].add(lat);
+        self.hist[sid].add(lat);
         true
     }
 }
@@ -287,6 +343,36 @@ mod tests {
             g[at] ^= 1 << bit;
             fuzz_frame(&g);
         }
+    }
+
+    #[test]
+    fn a_multicast_streams_receivers_are_counted_each_on_its_own() {
+        let f = frames(5, 64);
+        // Stream 0 belongs at port 1 and, as a multicast stream, at ports 2 and 3.
+        let mut a = Analyzer::new(&[1], 4);
+        a.set_receivers(0, &[2, 3]);
+        a.reset(1);
+        for i in 0..5 {
+            a.frame(1, &f[i], 100 + i as u32);
+            a.frame(2, &f[i], 200 + i as u32);
+        }
+        // Port 3 gets two, one twice; port 0 is no receiver.
+        a.frame(3, &f[1], 300);
+        a.frame(3, &f[3], 301);
+        a.frame(3, &f[3], 302);
+        a.frame(0, &f[0], 400);
+        assert_eq!(a.streams[0].received, 5);
+        assert_eq!(a.streams[0].misdelivered, 1);
+        let r: Vec<(u16, u64, u64)> = a
+            .receivers_of(0)
+            .map(|(p, x)| (p, x.received, x.duplicated))
+            .collect();
+        assert_eq!(r, vec![(2, 5, 0), (3, 2, 1)]);
+        let p2 = a.receivers_of(0).next().unwrap().1;
+        assert_eq!((p2.first_ns, p2.last_ns), (200, 204));
+        // A new trial starts every receiver from nothing.
+        a.reset(2);
+        assert!(a.receivers_of(0).all(|(_, x)| x.received == 0));
     }
 
     #[test]

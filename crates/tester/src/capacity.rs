@@ -61,6 +61,8 @@ fn streams(ports: usize, per_port: usize, flows: u32) -> Vec<StreamSpec> {
                 }],
                 weight: 1.0,
                 min_size: 0,
+                also_rx: Vec::new(),
+                multicast_mac: false,
             });
         }
     }

@@ -1238,6 +1238,7 @@ pub fn run(
         learning: None,
         failover: None,
         switching: None,
+        multicast: None,
         notes: vec![
             "No DUT probe: an external device's drops are unknown, so loss is frames sent minus \
              frames received, whatever the cause (the device, its queues, the link)."

@@ -40,6 +40,7 @@ pub mod fuzzing;
 pub mod histogram;
 pub mod hotswap;
 pub mod load;
+pub mod multicast;
 pub mod procedures;
 pub mod report;
 pub mod run;

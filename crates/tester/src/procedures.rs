@@ -142,7 +142,8 @@ pub fn fixed_load(
 
 fn passes(r: &TrialResult, tol: f64) -> bool {
     let bad = r.lost + r.duplicated + r.corrupted;
-    r.tx > 0 && bad as f64 <= tol * r.tx as f64
+    // Copies of a multicast stream's frames count against the copies owed.
+    r.tx > 0 && bad as f64 <= tol * r.expected_rx.max(r.tx) as f64
 }
 
 /// As [`passes`], judging only the streams not in `ignore`; `active` maps the trial's
@@ -154,7 +155,7 @@ pub(crate) fn passes_judged(r: &TrialResult, tol: f64, active: &[usize], ignore:
     let (mut tx, mut bad) = (0u64, 0u64);
     for (sr, i) in r.streams.iter().zip(active) {
         if !ignore.contains(i) {
-            tx += sr.tx;
+            tx += sr.tx * sr.receivers.len().max(1) as u64;
             bad += sr.lost + sr.duplicated + sr.corrupted;
         }
     }

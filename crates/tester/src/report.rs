@@ -121,7 +121,13 @@ pub fn table(r: &ScenarioReport) -> String {
         thousands(r.ring as f64),
         thousands(crate::embedded::TX_RING as f64)
     );
-    if r.switching.is_some() {
+    if r.multicast.is_some() {
+        s += "Method: each receiving port's host joins its groups (IGMPv2, one report per \
+              group), the snooping table is read back; then RFC 2544 throughput per frame \
+              size of multicast streams whose every frame each receiver must get (loss and \
+              duplicates per receiver; the rates are copies received); last, a probe group \
+              joined and left in mid-trial\n\n";
+    } else if r.switching.is_some() {
         s += "Method: RFC 2889 5.7 learning capacity (one frame from each address, then one \
               frame to each; a step passes when every test frame reached its port and none was \
               flooded; the bound first, then a binary search), 5.8 learning rate (the same step \
@@ -297,6 +303,9 @@ pub fn table(r: &ScenarioReport) -> String {
     }
     if let Some(f) = &r.failover {
         s += &crate::failover::table(f);
+    }
+    if let Some(x) = &r.multicast {
+        s += &crate::multicast::table(x);
     }
     if let Some(x) = &r.switching {
         s += &crate::switching::table(x);
@@ -742,6 +751,9 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
     if let Some(x) = &r.switching {
         c.extend(x.checks.iter().cloned());
     }
+    if let Some(x) = &r.multicast {
+        c.extend(x.checks.iter().cloned());
+    }
     for sk in &r.soak {
         let t = &sk.trial;
         let ignored = if sk.ignored.is_empty() {
@@ -822,6 +834,11 @@ pub fn json(r: &ScenarioReport) -> Value {
         "failover": r.failover.as_ref().map(|f| {
             let mut v = serde_json::to_value(f).unwrap_or(Value::Null);
             v["passed"] = json!(f.passed());
+            v
+        }),
+        "multicast": r.multicast.as_ref().map(|x| {
+            let mut v = serde_json::to_value(x).unwrap_or(Value::Null);
+            v["passed"] = json!(x.passed());
             v
         }),
         "switching": r.switching.as_ref().map(|x| {

@@ -116,6 +116,8 @@ pub struct ScenarioReport {
     pub failover: Option<crate::failover::FailoverReport>,
     /// L2-1M: the RFC 2889 searches' results.
     pub switching: Option<crate::switching::SwitchingReport>,
+    /// ME-11, ME-12: joins snooped, per-size copies, join and leave times.
+    pub multicast: Option<crate::multicast::McastReport>,
     pub notes: Vec<String>,
     /// External mode: the device, the cabling, neighbour resolution, priming.
     pub external: Option<crate::external::ExternalInfo>,
@@ -249,6 +251,7 @@ pub fn run_with(
     let mut learning = None;
     let mut failover = None;
     let mut switching = None;
+    let mut multicast = None;
     let mut collector = None;
     let mut fixed_load = ro.fixed_load;
     match &s.procedure {
@@ -316,6 +319,20 @@ pub fn run_with(
                 ro,
                 obs,
             ));
+        }
+        Procedure::Multicast(plan) => {
+            let (r, rep) = crate::multicast::run_embedded(
+                &mut tester,
+                &core,
+                plan,
+                &sizes,
+                &ro.trial,
+                &search,
+                &seed_for,
+                obs,
+            );
+            rows = r;
+            multicast = Some(rep);
         }
         Procedure::HotSwap { load, port } => {
             let sz = &sizes[0];
@@ -491,6 +508,7 @@ pub fn run_with(
         learning,
         failover,
         switching,
+        multicast,
         storm,
         fixed_load,
         notes: s.notes,

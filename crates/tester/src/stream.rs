@@ -91,6 +91,12 @@ pub struct StreamSpec {
     /// Frames smaller than this are sent at this size (an IPv6 stream in a mix whose smallest
     /// frame cannot carry it: testers send IMIX's 64-byte frames as 78 bytes for IPv6). 0: none.
     pub min_size: u16,
+    /// More ports that must each receive every frame (a multicast stream's receivers besides
+    /// `rx_port`): each (stream, port) is a receiver, counted on its own.
+    pub also_rx: Vec<usize>,
+    /// The destination MAC follows the destination address: the group's multicast MAC (RFC
+    /// 1112 6.4, RFC 2464 7), whatever the address fields make it.
+    pub multicast_mac: bool,
 }
 
 impl StreamSpec {
@@ -135,8 +141,16 @@ impl StreamSpec {
     /// Checks the spec can be built at every size of `sizes`; the message names the stream.
     pub fn validate(&self, sizes: &[u16], ports: usize) -> Result<(), String> {
         let n = &self.name;
-        if self.tx_port >= ports || self.rx_port >= ports {
+        if self.tx_port >= ports
+            || self.rx_port >= ports
+            || self.also_rx.iter().any(|&p| p >= ports)
+        {
             return Err(format!("stream {n}: port index beyond the {ports} ports"));
+        }
+        for (i, p) in self.also_rx.iter().enumerate() {
+            if *p == self.rx_port || self.also_rx[..i].contains(p) {
+                return Err(format!("stream {n}: port {p} is a receiver twice"));
+            }
         }
         if let Some(&s) = sizes
             .iter()
@@ -267,6 +281,8 @@ pub struct FieldGen {
 pub struct GenStream {
     pub templates: Vec<Template>,
     pub fields: Vec<FieldGen>,
+    /// The destination MAC follows the destination address (a multicast group's).
+    pub multicast_mac: bool,
     pub v6: bool,
     pub udp: bool,
     pub seq: u32,
@@ -471,6 +487,7 @@ impl GenStream {
         let mut g = GenStream {
             templates,
             fields,
+            multicast_mac: spec.multicast_mac,
             v6: spec.is_v6(),
             udp: spec.udp.is_some(),
             seq: 0,
@@ -561,6 +578,16 @@ impl GenStream {
             write_field(frame, f.place, f.cur);
         }
         let l3 = t.l3_off as usize;
+        if self.multicast_mac {
+            if self.v6 {
+                frame[..2].copy_from_slice(&[0x33, 0x33]);
+                frame.copy_within(l3 + 36..l3 + 40, 2);
+            } else {
+                frame[..3].copy_from_slice(&[0x01, 0x00, 0x5e]);
+                frame.copy_within(l3 + 17..l3 + 20, 3);
+                frame[3] &= 0x7f;
+            }
+        }
         let l4_csum_off = t.l4_csum_off as usize;
         let fixed = t.l4_fixed_sum;
         let odd = t.sig_odd;
@@ -645,6 +672,8 @@ pub fn v4_stream() -> StreamSpec {
         fields: vec![],
         weight: 1.0,
         min_size: 0,
+        also_rx: Vec::new(),
+        multicast_mac: false,
     }
 }
 

@@ -195,6 +195,8 @@ pub fn pattern(
                 },
                 weight: 1.0,
                 min_size: 0,
+                also_rx: Vec::new(),
+                multicast_mac: false,
             };
             s.min_size = v6_min_size(&s);
             Ok(s)
@@ -553,6 +555,8 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
         fields,
         weight,
         min_size: 0,
+        also_rx: Vec::new(),
+        multicast_mac: false,
     };
     spec.min_size = v6_min_size(&spec);
     Some(spec)

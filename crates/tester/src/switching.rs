@@ -92,6 +92,8 @@ fn l2_stream(name: &str, from: usize, to: usize, src: [u8; 6], dst: [u8; 6]) -> 
         fields: vec![],
         weight: 1.0,
         min_size: 0,
+        also_rx: Vec::new(),
+        multicast_mac: false,
     }
 }
 

@@ -33,6 +33,8 @@ fn stream(name: &str, from: usize, to: usize) -> StreamSpec {
         fields: vec![],
         weight: 1.0,
         min_size: 0,
+        also_rx: Vec::new(),
+        multicast_mac: false,
     }
 }
 

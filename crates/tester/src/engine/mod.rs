@@ -15,8 +15,8 @@
 mod trial;
 
 pub use trial::{
-    DutProbe, LatencyStats, Progress, Refusal, StreamResult, TesterPort, TrialMeter, TrialResult,
-    TrialSpec,
+    DutProbe, LatencyStats, Progress, ReceiverResult, Refusal, StreamResult, TesterPort,
+    TrialMeter, TrialResult, TrialSpec,
 };
 
 use std::sync::Arc;
@@ -127,6 +127,19 @@ fn touch_pool(pool: &Arc<Pool>) {
     cache.flush();
 }
 
+/// An analyzer expecting `streams` on `ports` ports: each at its port, and a multicast
+/// stream at each of its receivers too.
+fn analyzer_for(streams: &[StreamSpec], ports: usize) -> Analyzer {
+    let expect: Vec<usize> = streams.iter().map(|s| s.rx_port).collect();
+    let mut a = Analyzer::new(&expect, ports);
+    for (i, s) in streams.iter().enumerate() {
+        if !s.also_rx.is_empty() {
+            a.set_receivers(i, &s.also_rx);
+        }
+    }
+    a
+}
+
 pub struct Tester {
     pub ports: Vec<TesterPort>,
     pub streams: Vec<StreamSpec>,
@@ -153,8 +166,8 @@ impl Tester {
     /// Streams must already be validated against the sizes they will be sent at
     /// ([`Tester::validate`] does it for a size set).
     pub fn new(ports: Vec<TesterPort>, streams: Vec<StreamSpec>, pool: Arc<Pool>) -> Self {
-        let expect: Vec<usize> = streams.iter().map(|s| s.rx_port).collect();
         let n = ports.len();
+        let analyzer = analyzer_for(&streams, n);
         touch_pool(&pool);
         Tester {
             ports,
@@ -162,7 +175,7 @@ impl Tester {
             probe: None,
             meter: None,
             cache: BufCache::new(pool),
-            analyzer: Analyzer::new(&expect, n),
+            analyzer,
             clock: Instant::now(),
             trial_no: 0,
             compiled: None,
@@ -193,8 +206,7 @@ impl Tester {
 
     /// Replaces the streams (a procedure that changes what it sends between steps).
     pub fn set_streams(&mut self, streams: Vec<StreamSpec>) {
-        let expect: Vec<usize> = streams.iter().map(|s| s.rx_port).collect();
-        self.analyzer = Analyzer::new(&expect, self.ports.len());
+        self.analyzer = analyzer_for(&streams, self.ports.len());
         self.streams = streams;
         self.compiled = None;
     }
@@ -380,6 +392,12 @@ impl Tester {
         let mut events = std::mem::take(&mut spec.events);
         events.sort_by(|a, b| a.0.total_cmp(&b.0));
         let mut events = events.into_iter().peekable();
+        let inject = std::mem::take(&mut spec.inject);
+        let mut injected_ns: Vec<Option<u32>> = vec![None; inject.len()];
+        // In time order, by index into `inject`.
+        let mut inject_order: Vec<usize> = (0..inject.len()).collect();
+        inject_order.sort_by(|&a, &b| inject[a].0.total_cmp(&inject[b].0));
+        let mut inject_next = 0usize;
         let mut loops = 0u64;
         let (mut tx_total, mut rx_total) = (0u64, 0u64);
         loop {
@@ -390,6 +408,13 @@ impl Tester {
                 break;
             }
             let el_s = el_ns as f64 * 1e-9;
+            while let Some(&k) = inject_order.get(inject_next) {
+                if inject[k].0 > el_s {
+                    break;
+                }
+                inject_next += 1;
+                injected_ns[k] = self.send_one(inject[k].1, &inject[k].2);
+            }
             let mut all_done = true;
             // A turn builds at most TURN frames, starting where the last turn stopped, so the
             // receive side is polled often enough whatever the generators owe.
@@ -611,7 +636,52 @@ impl Tester {
             r.tester_limited = true;
         }
         r.tx_span_s = tx_first.map_or(0.0, |f| tx_last.saturating_sub(f) as f64 * 1e-9);
+        r.injected_ns = injected_ns;
         r
+    }
+
+    /// Sends `frame` as it is out of `port`'s first queue; when it left (low 32 bits of the
+    /// tester clock), or None if there was no buffer or the queue refused it.
+    fn send_one(&mut self, port: usize, frame: &[u8]) -> Option<u32> {
+        let mut b = self.cache.alloc()?;
+        if !b.fill(frame) {
+            self.cache.free(b);
+            return None;
+        }
+        // Not a test frame: its payload must be laid down afresh if the buffer is reused.
+        b.meta_mut().owner_tag = 0;
+        let mut v = vec![b];
+        let at = self.now_ns() as u32;
+        let taken = self.ports[port].tx[0].tx_burst(&mut v, &mut self.cache);
+        self.cache.free_all(&mut v);
+        (taken == 1).then_some(at)
+    }
+
+    /// Sends `frames` out of `port` at `fps` (membership reports before a multicast trial),
+    /// taking in whatever arrives meanwhile; returns how many the port took.
+    pub fn send_frames(&mut self, port: usize, frames: &[Vec<u8>], fps: f64) -> usize {
+        let t0 = Instant::now();
+        let mut rxv: Vec<PktBuf> = Vec::with_capacity(SWEEP);
+        let mut gap = 0u64;
+        let mut sent = 0;
+        for (i, f) in frames.iter().enumerate() {
+            let due = Duration::from_secs_f64(i as f64 / fps.max(1.0));
+            while t0.elapsed() < due {
+                if self.poll(&mut rxv, &mut gap) == 0 {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+            sent += usize::from(self.send_one(port, f).is_some());
+        }
+        // What the device sends back in the next moments (reports to routers, queries
+        // flooded) is taken in too, so it does not count in the first trial.
+        let quiet = Instant::now();
+        while quiet.elapsed() < Duration::from_millis(20) {
+            if self.poll(&mut rxv, &mut gap) == 0 {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        sent
     }
 
     /// `CLOCK_REALTIME` when the tester's clock read 0, from one realtime read between two
@@ -747,31 +817,57 @@ impl Tester {
             let s = &a.streams[i];
             // On the wire: built, less what a tester ring refused or kept.
             let tx = g.tx - not_sent[i].min(g.tx);
-            let lost = tx.saturating_sub(s.received);
-            r.tx += tx;
-            r.rx += s.received;
-            r.lost += lost;
-            r.duplicated += s.duplicated;
-            r.reordered += s.reordered;
-            r.misdelivered += s.misdelivered;
-            r.corrupted += s.corrupted;
-            hist.merge(&a.hist[i]);
-            lmin = lmin.min(s.lat_min);
-            lmax = lmax.max(s.lat_max);
-            lsum += s.lat_sum;
-            r.streams.push(StreamResult {
+            // Its own port, and a multicast stream's other receivers: each gets every frame.
+            let own = self.streams[i].rx_port as u16;
+            let all: Vec<(u16, &crate::analyzer::RxStream)> =
+                std::iter::once((own, s)).chain(a.receivers_of(i)).collect();
+            let mut sr = StreamResult {
                 name: self.streams[i].name.clone(),
                 tx,
-                rx: s.received,
-                lost,
-                duplicated: s.duplicated,
-                reordered: s.reordered,
                 misdelivered: s.misdelivered,
                 corrupted: s.corrupted,
-                latency: LatencyStats::from_samples(
-                    s.lat_min, s.lat_sum, s.lat_max, s.received, &a.hist[i],
-                ),
-            });
+                ..Default::default()
+            };
+            let (mut smin, mut smax, mut ssum) = (u32::MAX, 0u32, 0u64);
+            for &(port, x) in &all {
+                let lost = tx.saturating_sub(x.received);
+                sr.rx += x.received;
+                sr.lost += lost;
+                sr.duplicated += x.duplicated;
+                sr.reordered += x.reordered;
+                smin = smin.min(x.lat_min);
+                smax = smax.max(x.lat_max);
+                ssum += x.lat_sum;
+                if all.len() > 1 || self.streams[i].multicast_mac {
+                    sr.receivers.push(ReceiverResult {
+                        port: port as usize,
+                        rx: x.received,
+                        lost,
+                        duplicated: x.duplicated,
+                        first_ns: (x.received > 0).then_some(x.first_ns),
+                        last_ns: (x.received > 0).then_some(x.last_ns),
+                        first_tx_ns: (x.received > 0).then_some(x.first_tx_ns),
+                        last_tx_ns: (x.received > 0).then_some(x.last_tx_ns),
+                        lat_min_ns: x.lat_min,
+                        lat_avg_ns: x.lat_sum.checked_div(x.received).unwrap_or(0),
+                        lat_max_ns: x.lat_max,
+                    });
+                }
+            }
+            sr.latency = LatencyStats::from_samples(smin, ssum, smax, sr.rx, &a.hist[i]);
+            r.tx += tx;
+            r.expected_rx += tx * all.len() as u64;
+            r.rx += sr.rx;
+            r.lost += sr.lost;
+            r.duplicated += sr.duplicated;
+            r.reordered += sr.reordered;
+            r.misdelivered += sr.misdelivered;
+            r.corrupted += sr.corrupted;
+            hist.merge(&a.hist[i]);
+            lmin = lmin.min(smin);
+            lmax = lmax.max(smax);
+            lsum += ssum;
+            r.streams.push(sr);
         }
         r.port_rx = a.ports.iter().map(|p| p.frames).collect();
         r.port_other = a

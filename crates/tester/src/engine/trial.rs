@@ -77,6 +77,10 @@ pub struct TrialSpec {
     pub verify_payload: bool,
     /// Called once, this many seconds into the trial (to cut a link, withdraw a route, ...).
     pub events: Vec<(f64, Box<dyn FnMut()>)>,
+    /// Frames sent as they are, each once, this many seconds into the trial, out of a port
+    /// (a join or leave in the middle of a multicast trial); when each left is in
+    /// `TrialResult::injected_ns`, in their order here.
+    pub inject: Vec<(f64, usize, Vec<u8>)>,
 }
 
 impl TrialSpec {
@@ -92,6 +96,7 @@ impl TrialSpec {
             drain_max: Duration::from_secs(2),
             verify_payload: false,
             events: Vec::new(),
+            inject: Vec::new(),
         }
     }
 }
@@ -139,6 +144,27 @@ pub struct StreamResult {
     pub misdelivered: u64,
     pub corrupted: u64,
     pub latency: Option<LatencyStats>,
+    /// A multicast stream's receivers, its own port first (empty for a stream with one):
+    /// `rx`, `lost` and `duplicated` above are their sums.
+    pub receivers: Vec<ReceiverResult>,
+}
+
+/// One receiver (port) of a multicast stream in one trial.
+#[derive(Debug, Clone, Default)]
+pub struct ReceiverResult {
+    pub port: usize,
+    pub rx: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    /// When its first and last frame arrived (tester clock, low 32 bits of ns), and when those
+    /// two had been sent.
+    pub first_ns: Option<u32>,
+    pub last_ns: Option<u32>,
+    pub first_tx_ns: Option<u32>,
+    pub last_tx_ns: Option<u32>,
+    pub lat_min_ns: u32,
+    pub lat_avg_ns: u64,
+    pub lat_max_ns: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -155,6 +181,9 @@ pub struct TrialResult {
     /// Mean frame size of what was sent (FCS included), for bit rates.
     pub mean_size: f64,
     pub tx: u64,
+    /// Frames the receivers should have got: `tx`, but a multicast stream's frames count once
+    /// per receiver. `rx` and `lost` count copies.
+    pub expected_rx: u64,
     pub rx: u64,
     pub lost: u64,
     pub duplicated: u64,
@@ -201,6 +230,9 @@ pub struct TrialResult {
     pub cable_cut: u64,
     /// Why the trial could not run (streams that do not fit its frame sizes); nothing was sent.
     pub error: Option<String>,
+    /// When each of `TrialSpec::inject`'s frames left (tester clock, low 32 bits of ns, as
+    /// receivers' `first_ns`); None: not sent (no buffer, or the queue refused it).
+    pub injected_ns: Vec<Option<u32>>,
 }
 
 impl TrialResult {
@@ -210,10 +242,11 @@ impl TrialResult {
     }
 
     pub fn loss_ratio(&self) -> f64 {
-        if self.tx == 0 {
+        let expected = self.expected_rx.max(self.tx);
+        if expected == 0 {
             0.0
         } else {
-            self.lost as f64 / self.tx as f64
+            self.lost as f64 / expected as f64
         }
     }
 }

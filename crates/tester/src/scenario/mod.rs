@@ -12,6 +12,7 @@
 
 mod grf;
 mod metro;
+mod multicast;
 mod services;
 mod switching;
 mod xr;
@@ -44,6 +45,9 @@ pub enum Procedure {
     /// L2-1M: RFC 2889 learning capacity and rate searched, and flooding, through one bridge:
     /// see [`crate::switching::run_embedded`].
     Switching(crate::switching::Plan),
+    /// ME-11, ME-12: joins, then throughput per size of multicast streams counted per
+    /// receiver, then a probe group's join and leave times: see [`crate::multicast`].
+    Multicast(crate::multicast::McastPlan),
 }
 
 /// A seed figure for one row of the table.
@@ -132,6 +136,14 @@ pub const NAMES: &[(&str, &str)] = &[
         "RFC 2889 learning capacity and rate at 1,000,000 MACs, and flooding, through one bridge (the ME 6524 claimed 96,000)",
     ),
     (
+        "ME-11",
+        "ME 6524 IGMP snooping, 1 uplink: 200 sources x 100 groups, each joined on 24 access ports, 64..9216 B",
+    ),
+    (
+        "ME-12",
+        "ME 6524 IGMP snooping, 8 uplinks x 25 sources, 800 groups each joined on 3 access ports, 64..9216 B",
+    ),
+    (
         "ME-15",
         "ME 6524 hot swap: under ME-2's IPv6 traffic, a port, a worker and the config changed",
     ),
@@ -188,6 +200,8 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         )),
         "ME-10" => Ok(switching::flexlink(o)),
         "L2-1M" => Ok(switching::searches(o)),
+        "ME-11" => Ok(multicast::multicast(o, 1)),
+        "ME-12" => Ok(multicast::multicast(o, 8)),
         "XR-3" => Ok(xr::xr(o, false)),
         "XR-4" => Ok(xr::xr(o, true)),
         "XR-5" => Ok(services::xr5(o)),
@@ -340,6 +354,8 @@ fn base_stream(name: String, from: usize, to: usize) -> StreamSpec {
         fields: vec![],
         weight: 1.0,
         min_size: 0,
+        also_rx: Vec::new(),
+        multicast_mac: false,
     }
 }
 

@@ -21,7 +21,7 @@ fn learned_base(k: usize) -> [u8; 6] {
 /// interface per tester port, and a MAC table scaled with the scenario (the default 1,048,576
 /// at the seed's scale; a tenth of the addresses get a tenth of the table, so the ager's sweeps
 /// of a table sized for a million do not take the cores of a scenario run at CI's scale).
-fn mem_ports_yaml(o: &ScenarioOpts, ports: &[(String, f64)]) -> String {
+pub(super) fn mem_ports_yaml(o: &ScenarioOpts, ports: &[(String, f64)]) -> String {
     let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
     let macs = ((1_048_576.0 * o.scale).ceil() as u64).max(65_536);
     let mut y = format!(
