@@ -289,3 +289,57 @@ fn l2_1m_floods_and_searches_capacity_and_learning_rate() {
     assert!(report::table(&r).contains("Learning-rate steps"));
     assert!(report::svg(&r).contains("capacity"));
 }
+
+/// ME-11 and ME-12 at a twentieth of the sources (the seed's groups and receivers): every join
+/// is snooped, every receiver gets every frame of its groups at the throughput found (counted
+/// per receiver), and the probe group reaches its port only between its join and its leave.
+/// The join and leave times are figures (this machine's scheduling is in them): their checks
+/// may fail, but only with a time measured, and then the verdict must say so.
+#[test]
+fn the_multicast_scenarios_snoop_every_join_and_replicate_to_every_receiver() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let o = ScenarioOpts {
+        scale: 0.05,
+        ..Default::default()
+    };
+    for (id, receivers) in [("ME-11", 24usize), ("ME-12", 24)] {
+        let mut s = scenario::build(id, &o).unwrap();
+        s.sizes = vec![FrameSizes::Fixed(64), FrameSizes::Fixed(1518)];
+        let r = run::run(s, &opts(0.2), &mut Quiet).unwrap();
+        let m = r.multicast.as_ref().expect("a multicast report");
+        assert_eq!(
+            (m.joins_sent, m.memberships_snooped),
+            (2_400, 2_400),
+            "{id}"
+        );
+        assert_eq!(
+            m.groups_snooped,
+            if id == "ME-11" { 100 } else { 800 },
+            "{id}"
+        );
+        assert_eq!(m.rows.len(), 2, "{id}: a rate found at each size");
+        for row in &m.rows {
+            assert_eq!(row.receivers, receivers, "{id}");
+            assert_eq!((row.lost, row.duplicated), (0, 0), "{id} {row:?}");
+            assert!(row.output_fps > row.input_fps, "{id}: copies out {row:?}");
+        }
+        assert_eq!(m.before_join, 0, "{id}");
+        let (join, leave) = (
+            m.join_ms.expect("the probe joined"),
+            m.leave_ms.expect("and left"),
+        );
+        assert!(join >= 0.0 && leave >= 0.0, "{id}: {join} {leave}");
+        let js = report::json(&r);
+        let timing = |c: &&serde_json::Value| {
+            let n = c["name"].as_str().unwrap();
+            n.starts_with("join to") || n.starts_with("leave to")
+        };
+        let checks = js["checks"].as_array().unwrap();
+        for c in checks.iter().filter(|c| !timing(c)) {
+            assert_eq!(c["pass"], true, "{id}: {c}");
+        }
+        let slow = checks.iter().filter(timing).any(|c| c["pass"] == false);
+        assert_eq!(js["verdict"], if slow { "fail" } else { "pass" }, "{id}");
+        assert!(report::table(&r).contains("Copies out"), "{id}");
+    }
+}
