@@ -32,11 +32,14 @@ interfaces:
   - { name: p0.23, port: p0, vlan: 23, mac: "02:00:00:00:00:01" }
   - { name: p0.24, port: p0, vlan: 24, mac: "02:00:00:00:00:01" }
   - { name: p0.25, port: p0, vlan: 25, mac: "02:00:00:00:00:01" }
+  - { name: p0.26, port: p0, vlan: 26, mac: "02:00:00:00:00:01" }
+  - { name: p0.27, port: p0, vlan: 27, mac: "02:00:00:00:00:01" }
   - { name: bvi3, bridge: b3, mac: "02:00:00:00:0b:03", ipv4: [10.13.0.1/24] }
 bridges:
   - { name: b1, members: [p0.20, p0.21, { interface: p0.23, backup: p0.24 }], flood-unknown-unicast: false, bpdu: drop }
   - { name: b2, members: [p0.22], storm-control: { broadcast: 1 } }
   - { name: b3, members: [p0.25] }
+  - { name: b4, members: [p0.26, p0.27], igmp-snooping: { flood-unregistered: false } }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
@@ -120,6 +123,18 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
     let (bvi3, host_c) = ([2, 0, 0, 0, 0x0b, 3], [2, 0, 0, 0, 0x20, 3]);
     let mut not_ip = udp([10, 1, 0, 1]);
     not_ip[12..14].copy_from_slice(&[0x88, 0xb5]);
+    let join = packet::mcast::build(
+        host_a,
+        "10.26.0.2".parse().unwrap(),
+        &packet::mcast::Message::Report {
+            version: 2,
+            records: vec![packet::mcast::Record::join("239.4.4.4".parse().unwrap())],
+        },
+    )
+    .unwrap();
+    let mut bad_join = join.clone();
+    bad_join[14 + 24 + 7] ^= 1;
+    let mcast_data = |g: [u8; 4]| udp_from([10, 27, 0, 2], g, 8, 32, 5000);
     vec![
         (None, udp([10, 1, 0, 1])),
         (Some(NotForUs), not_us),
@@ -203,6 +218,35 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
         (None, bridged(25, bvi3, host_c, udp([10, 1, 0, 1]))),
         (None, udp([10, 13, 0, 2])),
         (Some(BviNotIp), bridged(25, bvi3, host_c, not_ip)),
+        // b4 snoops: a host on VLAN 26 joins 239.4.4.4 (the snooper reads it, no router to
+        // tell), the group's data from VLAN 27 goes to it; a group nobody joined has no
+        // listener; a report whose checksum is wrong is malformed.
+        (
+            None,
+            bridged(26, [1, 0, 0x5e, 4, 4, 4], host_a, join.clone()),
+        ),
+        (
+            None,
+            bridged(
+                27,
+                [1, 0, 0x5e, 4, 4, 4],
+                host_b,
+                mcast_data([239, 4, 4, 4]),
+            ),
+        ),
+        (
+            Some(McastNoListener),
+            bridged(
+                27,
+                [1, 0, 0x5e, 5, 5, 5],
+                host_b,
+                mcast_data([239, 5, 5, 5]),
+            ),
+        ),
+        (
+            Some(McastMalformed),
+            bridged(26, [1, 0, 0x5e, 4, 4, 4], host_a, bad_join),
+        ),
     ]
 }
 
@@ -287,8 +331,18 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                     "tx",
                 ];
                 let into_bridge = ["rx", "ethernet-input", "ip4-forward", "bvi-output", "tx"];
+                let snooped = ["rx", "ethernet-input", "l2-input", "l2-mcast"];
+                let to_group = ["rx", "ethernet-input", "l2-input", "l2-mcast", "tx"];
                 assert!(
-                    [&routed[..], &flooded, &from_bridge, &into_bridge].contains(&&nodes[..]),
+                    [
+                        &routed[..],
+                        &flooded,
+                        &from_bridge,
+                        &into_bridge,
+                        &snooped,
+                        &to_group
+                    ]
+                    .contains(&&nodes[..]),
                     "{nodes:?}"
                 );
             }
@@ -336,6 +390,7 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
         "slow-path",
         "output-features",
         "l2-input",
+        "l2-mcast",
         "l2-flood",
         "bvi-input",
         "bvi-output",
