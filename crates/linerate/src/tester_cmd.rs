@@ -182,6 +182,21 @@ pub struct ExternalArgs {
     /// fdb_flush`, `ovs-appctl fdb/flush br0`, `linerate clear mac address-table`).
     #[arg(long, value_name = "CMD")]
     flush: Option<String>,
+    /// IGMP snooping on an L2 device instead of the throughput search: tester port 0 sends
+    /// --sources x --groups (S,G), every other port's host joins every group (IGMPv2) and must
+    /// get every frame; then a probe group's join and leave times. DUT.yaml needs only its
+    /// ports.
+    #[arg(long)]
+    multicast: bool,
+    /// Multicast: groups joined on each receiving port.
+    #[arg(long, default_value_t = 100)]
+    groups: u32,
+    /// Multicast: sources sending to each group.
+    #[arg(long, default_value_t = 10)]
+    sources: u32,
+    /// Multicast: reports a second from each receiving port.
+    #[arg(long, default_value_t = 1000.0)]
+    join_fps: f64,
     #[command(flatten)]
     trial: TrialArgs,
 }
@@ -431,6 +446,9 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
         );
     }
     let dut = tester::external::load_dut(&a.dut)?;
+    if a.multicast {
+        return multicast(a, dut, &ro);
+    }
     if !a.switching.is_empty() {
         return switching(a, dut, &ro);
     }
@@ -481,6 +499,46 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
         &mut obs,
     )?;
     finish(&r, &a.trial.out)
+}
+
+/// `bench external --multicast`: IGMP snooping on an L2 device.
+fn multicast(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), String> {
+    let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
+    if !(a.join_fps > 0.0 && a.join_fps.is_finite()) {
+        return Err("--join-fps: reports/s, above 0".into());
+    }
+    let sizes = ro
+        .sizes
+        .clone()
+        .unwrap_or_else(|| vec![FrameSizes::Fixed(64)]);
+    let mut obs = ProgressPrinter::new();
+    obs.verbose = !a.trial.quiet;
+    let r = tester::multicast::run_external(
+        tester::multicast::McastRun {
+            dut_path: a.dut.clone(),
+            dut,
+            maps: a.ports.clone(),
+            speed,
+            sizes,
+            groups: a.groups,
+            sources: a.sources,
+            join_fps: a.join_fps,
+            core: a.core,
+        },
+        ro,
+        &mut obs,
+    )?;
+    outln!("\n{}", report::table(&r));
+    let paths = write_outputs(&r, &a.trial.out)?;
+    outln!(
+        "Wrote {}",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
 }
 
 /// `bench external --switching`: RFC 2889 procedures on an L2 device.

@@ -321,14 +321,14 @@ pub fn run_with(
             ));
         }
         Procedure::Multicast(plan) => {
-            let (r, rep) = crate::multicast::run_embedded(
+            let (r, rep) = crate::multicast::run(
                 &mut tester,
-                &core,
                 plan,
                 &sizes,
                 &ro.trial,
                 &search,
                 &seed_for,
+                &|| crate::multicast::snooped(&core),
                 obs,
             );
             rows = r;

@@ -253,7 +253,7 @@ impl SwitchingReport {
 
 /// Opens a tester port per `--port`: AF_PACKET, a responder in front that takes ARP and ND out
 /// of the received frames (it emulates nothing: an L2 device is asked nothing).
-fn open_l2_ports(
+pub(crate) fn open_l2_ports(
     dut: &Dut,
     maps: &[PortMap],
     speed: f64,

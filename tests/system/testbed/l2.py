@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from .netns import Netns, Testbed, wait_until
@@ -38,17 +39,34 @@ def dut_yaml(nports: int) -> str:
 
 
 class LinuxBridge:
-    """br0 in the DUT namespace over d0..dN, STP off (ports forward at once)."""
+    """br0 in the DUT namespace over d0..dN, STP off (ports forward at once). With `snooping`:
+    IGMP snooping with the bridge as querier (without a querier Linux floods every group),
+    unregistered groups not flooded (`mcast_flood off`) and fast leave on d1..dN, as a
+    Linerate bridge with `igmp-snooping: { flood-unregistered: false, fast-leave: [...] }`."""
 
     name = "linux-bridge"
 
-    def __init__(self, dut: Netns, nports: int) -> None:
+    def __init__(self, dut: Netns, nports: int, snooping: bool = False) -> None:
         self.dut = dut
-        dut.ip("link", "add", "br0", "type", "bridge", "stp_state", "0", "ageing_time", "30000")
+        extra = ["mcast_snooping", "1"] if snooping else []
+        dut.ip("link", "add", "br0", "type", "bridge", "stp_state", "0", "ageing_time", "30000",
+               *extra)
+        if snooping:
+            # The bridge's own querier counts only a query response interval after it is
+            # enabled (10 s by default): until then Linux floods every group (measured). With
+            # a 1 s interval, set first, the wait below covers it.
+            dut.ip("link", "set", "br0", "type", "bridge", "mcast_query_response_interval", "100")
+            dut.ip("link", "set", "br0", "type", "bridge", "mcast_querier", "1")
         dut.sysctl({"net.ipv6.conf.br0.disable_ipv6": 1})
         for i in range(nports):
             dut.ip("link", "set", f"d{i}", "master", "br0")
+            if snooping:
+                dut.run(["bridge", "link", "set", "dev", f"d{i}", "mcast_flood", "off"])
+                if i > 0:
+                    dut.run(["bridge", "link", "set", "dev", f"d{i}", "fastleave", "on"])
         dut.up("br0")
+        if snooping:
+            time.sleep(1.5)
         self.flush = f"ip -n {dut.name} link set br0 type bridge fdb_flush"
 
     def learned(self) -> int:
@@ -69,7 +87,7 @@ class LinerateBridge:
     name = "linerate"
 
     def __init__(self, bin_: Path, dut: Netns, workdir: Path, nports: int, macs: int,
-                 workers: int = 1, mac_limit: int = 0) -> None:
+                 workers: int = 1, mac_limit: int = 0, snooping: bool = False) -> None:
         self.bin = bin_
         workdir.mkdir(parents=True, exist_ok=True)
         members = ", ".join(f"p{i}" for i in range(nports))
@@ -78,8 +96,13 @@ class LinerateBridge:
         cfg += ["interfaces:"]
         cfg += [f'  - {{ name: p{i}, port: p{i}, mac: "02:00:00:00:0d:{i + 1:02x}" }}'
                 for i in range(nports)]
+        snoop = ""
+        if snooping:
+            leave = ", ".join(f"p{i}" for i in range(1, nports))
+            snoop = (", igmp-snooping: { flood-unregistered: false, "
+                     f"fast-leave: [{leave}] }}")
         cfg += ["bridges:", f"  - {{ name: lan, id: 10, members: [{members}], learning: true, "
-                f"mac-limit: {mac_limit}, aging: 300 }}"]
+                f"mac-limit: {mac_limit}, aging: 300{snoop} }}"]
         self.config = workdir / "router.yaml"
         self.config.write_text("\n".join(cfg) + "\n")
         self.sock, self.log = workdir / "api.sock", workdir / "daemon.log"
@@ -180,4 +203,23 @@ def bench(bin_: Path, tst: Netns, dut_file: Path, nports: int, out: Path, proced
         raise AssertionError(f"{' '.join(argv)}\n{p.stdout}\n{p.stderr}")
     rep = json.loads((out / "switching.json").read_text())
     rep["_md"] = (out / "switching.md").read_text()
+    return rep
+
+
+def bench_multicast(bin_: Path, tst: Netns, dut_file: Path, nports: int, out: Path,
+                    *extra: str, timeout: float = 600) -> dict:
+    """`linerate bench external --multicast` in the tester namespace; returns the JSON report
+    (with the table under `_md`)."""
+    argv = [str(bin_), "bench", "external", "--dut", str(dut_file), "--multicast",
+            "--out", str(out)]
+    for i in range(nports):
+        argv += ["--port", f"p{i}=t{i}"]
+    argv += list(extra)
+    p = tst.run(argv, check=False, timeout=timeout)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.log").write_text(f"{' '.join(argv)}\n{p.stdout}\n{p.stderr}")
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)}\n{p.stdout}\n{p.stderr}")
+    rep = json.loads((out / "multicast.json").read_text())
+    rep["_md"] = (out / "multicast.md").read_text()
     return rep

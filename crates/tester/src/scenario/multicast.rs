@@ -7,7 +7,6 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use super::*;
 use crate::multicast::{McastPlan, Probe};
-use crate::stream::{Field, FieldKind, Vary};
 
 /// The seed's Table 11 (ME-11) and Table 12 (ME-12), "aggregate throughput", frames/s.
 const SEED_11: [(u16, f64); 10] = [
@@ -53,37 +52,19 @@ fn mstream(
     sources: u32,
     groups: u32,
 ) -> StreamSpec {
-    let mut s = base_stream(name, from, to[0]);
-    s.also_rx = to[1..].to_vec();
-    s.multicast_mac = true;
     let IpAddr::V4(g) = first else {
         unreachable!("IPv4 groups")
     };
-    s.l3 = L3::V4 {
-        src: [10, 200 + from as u8, 0, 1],
-        dst: g.octets(),
-    };
-    // Every source to every group: the source steps each frame, the group when it wraps.
-    s.fields = vec![
-        Field {
-            kind: FieldKind::SrcIp,
-            vary: Vary::Step {
-                count: sources,
-                step: 1,
-            },
-            nested: false,
-        },
-        Field {
-            kind: FieldKind::DstIp,
-            vary: Vary::Step {
-                count: groups,
-                step: 1,
-            },
-            nested: true,
-        },
-    ];
-    s.ttl = 16;
-    s
+    crate::multicast::group_stream(
+        name,
+        from,
+        to,
+        host_mac(from),
+        Ipv4Addr::new(10, 200 + from as u8, 0, 1),
+        g,
+        sources,
+        groups,
+    )
 }
 
 pub(super) fn multicast(o: &ScenarioOpts, uplinks: usize) -> Scenario {
@@ -121,7 +102,6 @@ pub(super) fn multicast(o: &ScenarioOpts, uplinks: usize) -> Scenario {
         src: [10, 199, 0, 1],
         dst: PROBE_GROUP.octets(),
     };
-    probe.fields.clear();
     streams.push(probe);
     let plan = McastPlan {
         joins,
