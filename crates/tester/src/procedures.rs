@@ -112,7 +112,7 @@ pub struct Throughput {
 
 impl Throughput {
     pub fn fps(&self) -> f64 {
-        self.best.as_ref().map_or(0.0, |b| b.rx_fps)
+        self.best.as_ref().map_or(0.0, |b| b.frames_fps())
     }
 }
 
@@ -219,7 +219,7 @@ pub fn throughput(
     // up yet): bisect instead of guessing ~0 from it.
     let floor = if o.relative { 1e-6 } else { o.resolution };
     let mut next = if first.offered_fps > 0.0 && first.rx > 0 {
-        (o.max_load * first.rx_fps / first.offered_fps * 0.995).clamp(floor, o.max_load)
+        (o.max_load * first.frames_fps() / first.offered_fps * 0.995).clamp(floor, o.max_load)
     } else {
         o.max_load / 2.0
     };

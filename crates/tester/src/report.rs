@@ -35,7 +35,7 @@ impl Row {
         self.search
             .best
             .as_ref()
-            .map_or(0.0, |b| b.rx_fps * b.mean_size * 8.0 / 1e6)
+            .map_or(0.0, |b| b.frames_fps() * b.mean_size * 8.0 / 1e6)
     }
     pub fn latency(&self) -> Option<&LatencyStats> {
         self.search.best.as_ref().and_then(|b| b.latency.as_ref())
@@ -125,8 +125,8 @@ pub fn table(r: &ScenarioReport) -> String {
         s += "Method: each receiving port's host joins its groups (IGMPv2, one report per \
               group), the snooping table is read back; then RFC 2544 throughput per frame \
               size of multicast streams whose every frame each receiver must get (loss and \
-              duplicates per receiver; the rates are copies received); last, a probe group \
-              joined and left in mid-trial\n\n";
+              duplicates per receiver; the rates are frames into the device, the copies out \
+              beside them); last, a probe group joined and left in mid-trial\n\n";
     } else if r.switching.is_some() {
         s += "Method: RFC 2889 5.7 learning capacity (one frame from each address, then one \
               frame to each; a step passes when every test frame reached its port and none was \
@@ -711,7 +711,7 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
                 r.tolerance * 100.0
             ),
             measured: match best {
-                Some(b) => format!("{:.0} fps, {} lost", b.rx_fps, b.lost),
+                Some(b) => format!("{:.0} fps, {} lost", b.frames_fps(), b.lost),
                 None => "no trial passed".into(),
             },
             pass: best.is_some(),

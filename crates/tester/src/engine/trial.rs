@@ -241,6 +241,18 @@ impl TrialResult {
         self.tx_refused + self.tx_unsent == 0
     }
 
+    /// Frames a second delivered, a multicast frame counting once however many receivers it
+    /// owes (the copies received over the copies owed, times the frames sent): `rx_fps` for
+    /// unicast streams; for multicast the rate into the device, as RFC 2544 reports
+    /// throughput (the offered rate at which nothing is lost).
+    pub fn frames_fps(&self) -> f64 {
+        if self.expected_rx > self.tx && self.expected_rx > 0 {
+            self.rx_fps * self.tx as f64 / self.expected_rx as f64
+        } else {
+            self.rx_fps
+        }
+    }
+
     pub fn loss_ratio(&self) -> f64 {
         let expected = self.expected_rx.max(self.tx);
         if expected == 0 {

@@ -157,11 +157,12 @@ pub(super) fn multicast(o: &ScenarioOpts, uplinks: usize) -> Scenario {
             })
             .collect(),
         notes: vec![
-            "Rates are copies received (what leaves the device), the table gives frames into \
-             it beside them. The seed's 'aggregate throughput' is ambiguous: its ME-11 and \
-             ME-12 tables are the same figures at most sizes, and from 128 B up they are 8 \
-             gigabit ports' line rate (8 x 81,274 = 650,192 at 1,518 B), which ME-12's 8 \
-             uplinks fill but ME-11's one cannot."
+            "Throughput is RFC 2544's: frames into the device at which every receiver got \
+             every frame; the multicast table gives the copies out beside it. The seed's \
+             'aggregate throughput' matches that reading for ME-12 (from 128 B up it is its 8 \
+             gigabit uplinks' line rate: 8 x 81,274 = 650,192 at 1,518 B) but not for ME-11, \
+             whose table repeats the same figures with one gigabit uplink (1,488,095 frames/s \
+             at most at 64 B): ME-11's seed figures cannot be frames in on one gigabit port."
                 .into(),
             "Joins are IGMPv2 reports, one per group per port, paced at 1,000 a second per \
              port under the router's igmp-mld punt rate; the access ports are fast-leave and \
