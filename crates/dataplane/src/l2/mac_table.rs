@@ -347,6 +347,9 @@ impl MacTable {
             let k = keys[i];
             out[i] = match self.find(k.0, b1, b2, check) {
                 Some((_, v)) => Some(member_of(v)),
+                // A group address is never in the table (sources are unicast, and so are
+                // static entries): no second look. Multicast through a bridge is all misses.
+                None if k.0 >> 40 & 1 == 1 => None,
                 // Rare: a miss, checked against moves as a single lookup does.
                 None => self.lookup(k),
             };
