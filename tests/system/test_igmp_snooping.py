@@ -8,6 +8,8 @@ a host is told to), and a sender's UDP goes through the router's bridge `tv` (af
   reports (reports go to multicast routers only, and there is none);
 - r2 (IGMPv2, fast-leave) leaves in the middle: nothing of the group reaches it after its leave
   has reached the router, and `show igmp snooping groups` drops it;
+- the bridge's own querier (every 2 s here) sends IGMPv3 and MLDv2 general queries to every
+  member, and the kernels answer them: r1 reports again after its unsolicited reports;
 - tshark decodes what crossed, nothing malformed; the metrics count the groups.
 """
 
@@ -42,8 +44,10 @@ bridges:
   - name: tv
     id: 30
     members: [p1, p2, p3, p4]
-    igmp-snooping: { flood-unregistered: false, fast-leave: [p2, p3, p4] }
+    igmp-snooping: { flood-unregistered: false, fast-leave: [p2, p3, p4], querier: true,
+                     query-interval: 2, querier-address: 10.30.0.254 }
 """
+QUERIER_MAC = "02:00:5e:10:00:1e"  # the bridge's own (no routed interface): made from id 30
 
 # Joins `groups` (v4 and v6 addresses) on eth0, counts datagrams per group, leaves after
 # `leave` seconds (if given: then keeps counting what still comes), stops after `secs`.
@@ -141,7 +145,8 @@ def groups_view(r: Router) -> dict[str, list[str]]:
 
 def test_kernel_hosts_join_and_leave_through_snooping(linerate_bin, testbed, tmp_path):
     dut, h = topology(testbed)
-    caps = {n: testbed.capture(h[n], "eth0", f"igmp-{n}.pcap") for n in ("src", "r2", "r3")}
+    caps = {n: testbed.capture(h[n], "eth0", f"igmp-{n}.pcap")
+            for n in ("src", "r1", "r2", "r3")}
     r = Router(linerate_bin, dut, tmp_path / "dut", CONFIG)
     try:
         py = "/usr/bin/python3"
@@ -179,6 +184,7 @@ def test_kernel_hosts_join_and_leave_through_snooping(linerate_bin, testbed, tmp
         wait_until(lambda: groups_view(r) == {}, 5, what=f"every group left: {groups_view(r)}")
         v = r.json("show", "igmp", "snooping", "groups")
         assert v["reports"] > 0 and v["leaves"] >= 3 and v["malformed"] == 0, v
+        assert v["queries_sent"] >= 6, v
         assert v["joined"] == 3 and v["ended"] == 3, v
         metrics = r.cli("show", "metrics")
         assert "linerate_igmp_snooping_groups 0" in metrics, metrics[-2000:]
@@ -190,8 +196,21 @@ def test_kernel_hosts_join_and_leave_through_snooping(linerate_bin, testbed, tmp
     # r3 joined nothing: no datagram of the groups, and none of the other hosts' reports.
     to_groups = f"ip.dst == {GROUP4} || ipv6.dst == {GROUP6}"
     assert caps["r3"].fields(["frame.number"], f"udp && ({to_groups})") == []
-    assert caps["r3"].fields(["eth.src"], "igmp || icmpv6.type == 143 || icmpv6.type == 131") \
-        == [], "reports are for routers only"
+    r3_mac = h["r3"].ip_json("link", "show", "eth0")[0]["address"]
+    reports = ("(igmp.type == 0x16 || igmp.type == 0x22 || igmp.type == 0x17 || "
+               f"icmpv6.type == 143 || icmpv6.type == 131) && eth.src != {r3_mac}")
+    assert caps["r3"].fields(["eth.src"], reports) == [], "reports are for routers only"
+    # The querier's general queries reached every member, from its MAC and address; r1's
+    # kernel answered them (IGMPv3 reports beyond its two unsolicited ones, MLDv2 likewise).
+    for n in ("src", "r3"):
+        q4 = caps[n].fields(["eth.src", "ip.src", "igmp.version"], "igmp.type == 0x11")
+        assert len(q4) >= 3 and all(r == [QUERIER_MAC, "10.30.0.254", "3"] for r in q4), q4
+        q6 = caps[n].fields(["eth.src"], "icmpv6.type == 130")
+        assert len(q6) >= 3 and all(r == [QUERIER_MAC] for r in q6), q6
+    reports = caps["r1"].fields(["frame.time_relative"], "igmp.type == 0x22")
+    assert len(reports) >= 4, reports
+    mld = caps["r1"].fields(["frame.time_relative"], "icmpv6.type == 143")
+    assert len(mld) >= 4, mld
     # r2's leave is the kernel's IGMPv2 leave (type 0x17), decoded whole; nothing malformed.
     leaves = caps["r2"].fields(["igmp.version", "igmp.type"], "igmp.type == 0x17")
     assert leaves and all(row == ["2", "0x17"] for row in leaves), leaves

@@ -212,7 +212,7 @@ impl BridgesState {
                 snoop: b
                     .snoop
                     .as_ref()
-                    .map(|c| Arc::new(snoop_settings(c, &st.ports))),
+                    .map(|c| Arc::new(snoop_settings(c, &st.ports, b.id, bvi))),
                 counters,
             });
         }
@@ -481,7 +481,29 @@ pub fn now_s() -> u32 {
 fn snoop_settings(
     c: &crate::config::snooping::SnoopCfg,
     ports: &HashMap<String, L2Port>,
+    bridge_id: u16,
+    bvi: Option<&crate::config::InterfaceCfg>,
 ) -> SnoopSettings {
+    // The querier speaks as the routed interface where the bridge has one, else from a MAC
+    // of its own (locally administered, made from the bridge's id).
+    let querier = c.querier.then(|| dataplane::l2::snoop::Querier {
+        interval_ms: u64::from(c.query_interval_s) * 1000,
+        mac: bvi.map_or(
+            [
+                0x02,
+                0x00,
+                0x5e,
+                0x10,
+                (bridge_id >> 8) as u8,
+                bridge_id as u8,
+            ],
+            |i| i.mac.0,
+        ),
+        src_v4: c
+            .querier_address
+            .or_else(|| bvi.and_then(|i| i.ipv4.first()).map(|a| a.0.into()))
+            .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+    });
     let ids = |names: &[(String, crate::config::Origin)]| -> Box<[u32]> {
         names
             .iter()
@@ -497,6 +519,7 @@ fn snoop_settings(
         max_groups_per_member: c.max_groups_per_port,
         membership_ms: u64::from(c.membership_s) * 1000,
         last_member_ms: u64::from(c.last_member_s) * 1000,
+        querier,
     }
 }
 

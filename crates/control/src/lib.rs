@@ -13,6 +13,7 @@ pub mod link;
 pub mod metrics;
 pub mod mgmt;
 pub mod punt;
+pub mod querier;
 pub mod router;
 pub mod runtime;
 pub mod services;

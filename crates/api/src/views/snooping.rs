@@ -53,6 +53,9 @@ pub struct SnoopView {
     pub reports: u64,
     pub leaves: u64,
     pub queries: u64,
+    /// General queries the bridges' own queriers sent.
+    #[serde(default)]
+    pub queries_sent: u64,
     pub pim_hellos: u64,
     pub malformed: u64,
     /// Memberships made and ended; joins refused at a group limit or with the table full.
@@ -142,7 +145,7 @@ impl Render for SnoopView {
             out.push_str(&table(&["Bridge", "Member", "How", "Expires (s)"], rows));
         }
         out.push_str(&format!(
-            "{} group(s) of {}; read: {} report(s), {} leave(s), {} quer(ies), {} PIM hello(s), {} malformed; memberships made {}, ended {}; joins refused: limit {}, table full {}\n",
+            "{} group(s) of {}; read: {} report(s), {} leave(s), {} quer(ies), {} PIM hello(s), {} malformed; queries sent {}; memberships made {}, ended {}; joins refused: limit {}, table full {}\n",
             self.groups_total,
             self.capacity,
             self.reports,
@@ -150,6 +153,7 @@ impl Render for SnoopView {
             self.queries,
             self.pim_hellos,
             self.malformed,
+            self.queries_sent,
             self.joined,
             self.ended,
             self.refused_limit,

@@ -18,6 +18,11 @@
 //!       max-groups-per-port: 512      # groups one member joins, at most (0: none)
 //!       membership-interval: 260      # seconds a join lives unrefreshed (RFC 3376's default)
 //!       last-member-interval: 2       # seconds a leave waits for another host to answer
+//!       querier: true                 # send general queries (IGMPv3 and MLDv2) into the
+//!                                     # bridge (needs the punt path: a daemon), default false
+//!       query-interval: 125           # seconds between them
+//!       querier-address: 10.0.0.9     # their IPv4 source (default: the bridge's routed
+//!                                     # interface's first address, else 0.0.0.0)
 //! ```
 //!
 //! Snooping covers IGMPv1-v3 and MLDv1-v2 alike. Beyond each value's range, the checks refuse a
@@ -42,6 +47,9 @@ pub struct SnoopCfg {
     pub max_groups_per_port: u32,
     pub membership_s: u32,
     pub last_member_s: u32,
+    pub querier: bool,
+    pub query_interval_s: u32,
+    pub querier_address: Option<std::net::Ipv4Addr>,
     pub origin: Origin,
 }
 
@@ -56,6 +64,9 @@ impl Default for SnoopCfg {
             max_groups_per_port: 0,
             membership_s: 260,
             last_member_s: 2,
+            querier: false,
+            query_interval_s: 125,
+            querier_address: None,
             origin: Origin::default(),
         }
     }
@@ -104,9 +115,14 @@ pub(super) fn parse(f: &mut Fields<'_>, e: &mut Errs) -> Option<SnoopCfg> {
     if let Some(v) = sf.parse("max-groups-per-port", "a group count", e) {
         c.max_groups_per_port = v;
     }
+    if let Some(v) = sf.parse("querier", "true or false", e) {
+        c.querier = v;
+    }
+    c.querier_address = sf.parse("querier-address", "an IPv4 address", e);
     for (key, slot, max) in [
         ("membership-interval", &mut c.membership_s, 86_400u32),
         ("last-member-interval", &mut c.last_member_s, 600),
+        ("query-interval", &mut c.query_interval_s, 3_600),
     ] {
         if let Some(v) = sf.parse::<u32>(key, "a number of seconds", e) {
             if v == 0 || v > max {
@@ -204,6 +220,15 @@ interfaces:
             (s.max_groups, s.max_groups_per_port, s.last_member_s),
             (500, 100, 1)
         );
+        assert!(!s.querier);
+        let c = parse(
+            &format!("{BASE}bridges:\n  - {{ name: tv, members: [p1], igmp-snooping: {{ querier: true, query-interval: 30, querier-address: 10.9.9.9 }} }}\n"),
+            Path::new("lab.yaml"),
+        )
+        .unwrap();
+        let s = c.bridges[0].snoop.as_ref().unwrap();
+        assert_eq!((s.querier, s.query_interval_s), (true, 30));
+        assert_eq!(s.querier_address, Some("10.9.9.9".parse().unwrap()));
         let c = parse(
             &format!("{BASE}bridges:\n  - {{ name: tv, members: [p1], igmp-snooping: {{ fast-leave: true }} }}\n"),
             Path::new("lab.yaml"),
@@ -235,13 +260,17 @@ interfaces:
                 .any(|x| x.contains("more than the snooping table holds")),
             "{e:?}"
         );
-        let e = errors("bridges:\n  - { name: tv, members: [p1], igmp-snooping: { last-member-interval: 0, querier: true } }\n");
+        let e = errors("bridges:\n  - { name: tv, members: [p1], igmp-snooping: { last-member-interval: 0, proxy: true } }\n");
         assert!(
             e.iter()
                 .any(|x| x.contains("last-member-interval") && x.contains("1..=600")),
             "{e:?}"
         );
-        assert!(e.iter().any(|x| x.contains("querier")), "{e:?}");
+        assert!(
+            e.iter()
+                .any(|x| x.contains("proxy") && x.contains("querier")),
+            "{e:?}"
+        );
         let e = errors("limits: { mcast-groups: 3 }\n");
         assert!(e.iter().any(|x| x.contains("limits.mcast-groups")), "{e:?}");
     }

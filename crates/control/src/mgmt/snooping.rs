@@ -109,6 +109,7 @@ impl Core {
         view.reports = r(&c.reports);
         view.leaves = r(&c.leaves);
         view.queries = r(&c.queries);
+        view.queries_sent = r(&c.queries_sent);
         view.pim_hellos = r(&c.pim_hellos);
         view.malformed = r(&c.malformed);
         view.joined = r(&c.joined);
@@ -159,6 +160,7 @@ impl Core {
             ("report", &c.reports),
             ("leave", &c.leaves),
             ("query", &c.queries),
+            ("query_sent", &c.queries_sent),
             ("pim_hello", &c.pim_hellos),
             ("malformed", &c.malformed),
             ("joined", &c.joined),

@@ -106,6 +106,7 @@ impl PuntPlane {
             inject_dropped: 0,
             stale: 0,
             next_link: 0,
+            queriers: Default::default(),
         };
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -184,6 +185,8 @@ struct PuntThread {
     stale: u64,
     next_link: usize,
     outbox: Outbox,
+    /// The bridges' own IGMP/MLD queriers.
+    queriers: crate::querier::Queriers,
 }
 
 /// Generations of the tables kept to read frames punted under them: a frame waits in a ring
@@ -231,6 +234,13 @@ impl PuntThread {
             did += self.read_taps(&t, &mut frame);
             did += self.send_outbox();
             if now.duration_since(last_tick) >= Duration::from_millis(20) {
+                let queries = self.queriers.due(&t, now);
+                if !queries.is_empty() {
+                    self.outbox
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend(queries);
+                }
                 self.nb.tick(&t, now, &mut out);
                 self.nb.scan_next_hops(&t, now, &mut out);
                 last_tick = now;

@@ -116,6 +116,18 @@ pub struct SnoopSettings {
     pub membership_ms: u64,
     /// How long a leave waits for another host on the member to say it still listens.
     pub last_member_ms: u64,
+    /// The bridge's own querier, where it has one (sent by the control plane).
+    pub querier: Option<Querier>,
+}
+
+/// A bridge's own IGMP/MLD querier (RFC 4541 2.1.1's "proxy querier" when it has no address):
+/// general queries every `interval_ms`, from `mac`, IPv4 source `src_v4` (0.0.0.0 without one)
+/// and the IPv6 link-local address made from `mac` (EUI-64).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Querier {
+    pub interval_ms: u64,
+    pub mac: [u8; 6],
+    pub src_v4: std::net::Ipv4Addr,
 }
 
 impl Default for SnoopSettings {
@@ -131,6 +143,7 @@ impl Default for SnoopSettings {
             membership_ms: 260_000,
             // RFC 3376 8.8: last member query count 2 x interval 1 s.
             last_member_ms: 2_000,
+            querier: None,
         }
     }
 }
@@ -141,6 +154,8 @@ pub struct SnoopCounters {
     pub reports: AtomicU64,
     pub leaves: AtomicU64,
     pub queries: AtomicU64,
+    /// General queries the bridges' own queriers sent (IGMP and MLD each count).
+    pub queries_sent: AtomicU64,
     pub pim_hellos: AtomicU64,
     /// Membership messages that did not parse (dropped, not forwarded).
     pub malformed: AtomicU64,
@@ -300,6 +315,11 @@ impl SnoopTable {
         let mut st = self.lock();
         let mut out = Applied::default();
         for r in records {
+            if link_scope(r.group) {
+                // Always flooded (RFC 4541 2.1.2): hosts report their solicited-node groups
+                // when queried, and such groups must not take the table's or a member's room.
+                continue;
+            }
             let group = match r.group {
                 std::net::IpAddr::V4(g) => u128::from(u32::from(g)),
                 std::net::IpAddr::V6(g) => u128::from(g),
@@ -583,6 +603,14 @@ impl SnoopTable {
     /// Groups with members, in all bridges (routers' keys not counted).
     pub fn groups(&self) -> usize {
         self.lock().per_bridge.values().map(|&n| n as usize).sum()
+    }
+}
+
+/// 224.0.0.0/24, or an IPv6 group of scope 2 or less: flooded whoever joined it.
+fn link_scope(g: std::net::IpAddr) -> bool {
+    match g {
+        std::net::IpAddr::V4(a) => a.octets()[..3] == [224, 0, 0],
+        std::net::IpAddr::V6(a) => a.octets()[1] & 0x0f <= 2,
     }
 }
 

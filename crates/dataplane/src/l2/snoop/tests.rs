@@ -64,6 +64,20 @@ fn joins_are_forwarded_to_at_once_and_leaves_wait_the_last_member_interval() {
 }
 
 #[test]
+fn link_scope_groups_are_not_kept() {
+    let t = SnoopTable::new(64);
+    let s = SnoopSettings::default();
+    let groups = ["224.0.0.251", "ff02::1:ff00:2", "ff01::1", "239.1.1.1"];
+    let records: Vec<Record> = groups
+        .iter()
+        .map(|g| Record::join(g.parse().unwrap()))
+        .collect();
+    let a = t.apply(1, 1, false, &records, &s, 10);
+    assert_eq!(a.joined, 1, "only 239.1.1.1");
+    assert_eq!(t.groups(), 1);
+}
+
+#[test]
 fn fast_leave_members_leave_at_once() {
     let t = SnoopTable::new(64);
     let s = SnoopSettings {
