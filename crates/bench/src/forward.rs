@@ -44,6 +44,9 @@ pub struct Opts {
     /// many receiver ports, every group joined on each; ME-11's 200 sources x 100 groups
     /// replayed in on p0 (with --replay). The rate is copies out.
     pub multicast_receivers: usize,
+    /// The replication run's sources and groups (ME-11's: 200 x 100).
+    pub multicast_sources: u32,
+    pub multicast_groups: u32,
     pub workdir: PathBuf,
 }
 
@@ -312,15 +315,19 @@ fn switch(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     replay(o, router, pool, templates, n, build_s)
 }
 
-/// The replication run (`multicast_receivers` > 0): ME-11's 20,000 (S,G) into p0 of a
-/// snooping bridge, each group joined on every other port; replayed by each worker to itself.
+/// The replication run (`multicast_receivers` > 0): sources x groups (S,G) (ME-11's 20,000 by
+/// default) into p0 of a snooping bridge, each group joined on every other port; replayed by
+/// each worker to itself.
 fn multicast(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String> {
     use std::net::{IpAddr, Ipv4Addr};
     if !o.replay {
         return Err("replication is measured with --replay (each worker feeds itself)".into());
     }
     let r = o.multicast_receivers;
-    let (sources, groups) = (200u32, 100u32);
+    let (sources, groups) = (
+        o.multicast_sources.max(1),
+        o.multicast_groups.clamp(1, 65_000),
+    );
     let cores: Vec<String> = (0..o.workers).map(|i| i.to_string()).collect();
     let mut text = format!(
         "router: {{ workers: {}, cores: [{}], buffers: 65536 }}\nports:\n",

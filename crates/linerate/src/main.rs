@@ -299,6 +299,12 @@ enum BenchCmd {
         /// --replay). Mpps are copies out.
         #[arg(long, default_value_t = 0)]
         multicast: usize,
+        /// Replication: sources sending to each group (ME-11's 200).
+        #[arg(long, default_value_t = 200)]
+        mcast_sources: u32,
+        /// Replication: groups (ME-11's 100).
+        #[arg(long, default_value_t = 100)]
+        mcast_groups: u32,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         /// Print `show runtime` for each run: per graph node, calls, packets, vector size and
@@ -821,13 +827,15 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             flows,
             bridge,
             multicast,
+            mcast_sources,
+            mcast_groups,
             workdir,
             runtime,
             json,
         } => {
             if multicast > 0 {
                 outln!(
-                    "Replicating with each worker replaying frames to itself: 200 sources x 100 groups into a snooping bridge, every group joined on {multicast} ports, {workers} worker(s); Mpps are copies out"
+                    "Replicating with each worker replaying frames to itself: {mcast_sources} sources x {mcast_groups} groups into a snooping bridge, every group joined on {multicast} ports, {workers} worker(s); Mpps are copies out"
                 );
             } else if bridge > 0 {
                 outln!(
@@ -876,6 +884,8 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     flows,
                     bridge_macs: bridge,
                     multicast_receivers: multicast,
+                    multicast_sources: mcast_sources,
+                    multicast_groups: mcast_groups,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;
