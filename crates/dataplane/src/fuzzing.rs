@@ -21,6 +21,15 @@ pub fn graph(data: &[u8]) {
         let h = h.get_or_insert_with(|| {
             let mut h = Harness::with_bvi();
             crate::graph::harness::deny_dns_out(&mut h.t, 1);
+            // Bridge `lab` snoops IGMP/MLD (a small table: full tables are reached too).
+            let mut bridges = h.t.bridges.to_vec();
+            bridges[0].snoop = Some(std::sync::Arc::new(crate::l2::snoop::SnoopSettings {
+                flood_unregistered: false,
+                max_groups_per_member: 8,
+                ..Default::default()
+            }));
+            h.t.bridges = bridges.into_boxed_slice();
+            h.t.snoop = Some(std::sync::Arc::new(crate::l2::snoop::SnoopTable::new(16)));
             h
         });
         h.ctx.cache.flush();

@@ -445,6 +445,53 @@ fn v6_of(a: &IpAddr) -> Result<Ipv6Addr> {
     }
 }
 
+/// An address's bytes in the family of the message (IPv6 or not); the other family is
+/// malformed.
+fn octets(a: &IpAddr, v6: bool) -> Result<Vec<u8>> {
+    Ok(if v6 {
+        v6_of(a)?.octets().to_vec()
+    } else {
+        v4_of(a)?.octets().to_vec()
+    })
+}
+
+/// A query's source count and sources.
+fn put_sources(b: &mut Vec<u8>, sources: &[IpAddr], v6: bool) -> Result<()> {
+    b.extend_from_slice(&(sources.len() as u16).to_be_bytes());
+    for s in sources {
+        b.extend_from_slice(&octets(s, v6)?);
+    }
+    Ok(())
+}
+
+/// An IGMPv3 or MLDv2 report's record count and records (the same layout but for the
+/// addresses' width).
+fn put_records(b: &mut Vec<u8>, records: &[Record], v6: bool) -> Result<()> {
+    b.extend_from_slice(&(records.len() as u16).to_be_bytes());
+    for r in records {
+        b.extend_from_slice(&[r.kind as u8, 0]);
+        b.extend_from_slice(&(r.sources.len() as u16).to_be_bytes());
+        b.extend_from_slice(&octets(&r.group, v6)?);
+        for s in &r.sources {
+            b.extend_from_slice(&octets(s, v6)?);
+        }
+    }
+    Ok(())
+}
+
+/// The one record a v1/v2 report or leave carries, and whether it is a join: a v3-only record
+/// (sources, include mode other than a leave) cannot be said that way.
+fn one_record(records: &[Record]) -> Result<(&Record, bool)> {
+    let [r] = records else {
+        return Err(Error::Malformed);
+    };
+    match (r.kind, r.sources.is_empty()) {
+        (RecordKind::ToExclude | RecordKind::IsExclude, true) => Ok((r, true)),
+        (RecordKind::ToInclude, true) => Ok((r, false)),
+        _ => Err(Error::Malformed),
+    }
+}
+
 /// The IGMP message (checksum left 0) and the address it goes to.
 fn body_v4(msg: &Message) -> Result<(IpAddr, Vec<u8>)> {
     const ALL_HOSTS: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 1);
@@ -464,10 +511,7 @@ fn body_v4(msg: &Message) -> Result<(IpAddr, Vec<u8>)> {
             b.extend_from_slice(&g.unwrap_or(Ipv4Addr::UNSPECIFIED).octets());
             if *version >= 3 {
                 b.extend_from_slice(&[2, 125]);
-                b.extend_from_slice(&(sources.len() as u16).to_be_bytes());
-                for s in sources {
-                    b.extend_from_slice(&v4_of(s)?.octets());
-                }
+                put_sources(&mut b, sources, false)?;
             }
             g.unwrap_or(ALL_HOSTS)
         }
@@ -476,27 +520,16 @@ fn body_v4(msg: &Message) -> Result<(IpAddr, Vec<u8>)> {
             records,
         } => {
             b.extend_from_slice(&[IGMP_V3_REPORT, 0, 0, 0, 0, 0]);
-            b.extend_from_slice(&(records.len() as u16).to_be_bytes());
-            for r in records {
-                b.extend_from_slice(&[r.kind as u8, 0]);
-                b.extend_from_slice(&(r.sources.len() as u16).to_be_bytes());
-                b.extend_from_slice(&v4_of(&r.group)?.octets());
-                for s in &r.sources {
-                    b.extend_from_slice(&v4_of(s)?.octets());
-                }
-            }
+            put_records(&mut b, records, false)?;
             V3_REPORTS
         }
         Message::Report { records, .. } => {
-            // v2: one record, a join or a leave.
-            let [r] = records.as_slice() else {
-                return Err(Error::Malformed);
-            };
+            let (r, join) = one_record(records)?;
             let g = v4_of(&r.group)?;
-            let (t, dst) = match (r.kind, r.sources.is_empty()) {
-                (RecordKind::ToExclude | RecordKind::IsExclude, true) => (IGMP_V2_REPORT, g),
-                (RecordKind::ToInclude, true) => (IGMP_LEAVE, ALL_ROUTERS),
-                _ => return Err(Error::Malformed),
+            let (t, dst) = if join {
+                (IGMP_V2_REPORT, g)
+            } else {
+                (IGMP_LEAVE, ALL_ROUTERS)
             };
             b.extend_from_slice(&[t, 0, 0, 0]);
             b.extend_from_slice(&g.octets());
@@ -526,10 +559,7 @@ fn body_v6(msg: &Message) -> Result<(IpAddr, Vec<u8>)> {
             b.extend_from_slice(&g.unwrap_or(Ipv6Addr::UNSPECIFIED).octets());
             if *version >= 2 {
                 b.extend_from_slice(&[2, 125]);
-                b.extend_from_slice(&(sources.len() as u16).to_be_bytes());
-                for s in sources {
-                    b.extend_from_slice(&v6_of(s)?.octets());
-                }
+                put_sources(&mut b, sources, true)?;
             }
             g.unwrap_or(ALL_NODES)
         }
@@ -538,26 +568,16 @@ fn body_v6(msg: &Message) -> Result<(IpAddr, Vec<u8>)> {
             records,
         } => {
             b.extend_from_slice(&[MLD_V2_REPORT, 0, 0, 0, 0, 0]);
-            b.extend_from_slice(&(records.len() as u16).to_be_bytes());
-            for r in records {
-                b.extend_from_slice(&[r.kind as u8, 0]);
-                b.extend_from_slice(&(r.sources.len() as u16).to_be_bytes());
-                b.extend_from_slice(&v6_of(&r.group)?.octets());
-                for s in &r.sources {
-                    b.extend_from_slice(&v6_of(s)?.octets());
-                }
-            }
+            put_records(&mut b, records, true)?;
             V2_REPORTS
         }
         Message::Report { records, .. } => {
-            let [r] = records.as_slice() else {
-                return Err(Error::Malformed);
-            };
+            let (r, join) = one_record(records)?;
             let g = v6_of(&r.group)?;
-            let (t, dst) = match (r.kind, r.sources.is_empty()) {
-                (RecordKind::ToExclude | RecordKind::IsExclude, true) => (MLD_V1_REPORT, g),
-                (RecordKind::ToInclude, true) => (MLD_DONE, ALL_ROUTERS),
-                _ => return Err(Error::Malformed),
+            let (t, dst) = if join {
+                (MLD_V1_REPORT, g)
+            } else {
+                (MLD_DONE, ALL_ROUTERS)
             };
             b.extend_from_slice(&[t, 0, 0, 0, 0, 0, 0, 0]);
             b.extend_from_slice(&g.octets());

@@ -20,20 +20,25 @@ fn group_addr(k: &GroupKey) -> IpAddr {
     }
 }
 
+/// The id of the bridge a query names (None: all bridges); not found if there is none.
+fn bridge_id(st: &crate::bridges::BridgesState, q: &SnoopQuery) -> ApiResult<Option<u16>> {
+    q.bridge
+        .as_ref()
+        .map(|n| {
+            st.bridges
+                .iter()
+                .find(|b| &b.name == n)
+                .map(|b| b.id)
+                .ok_or_else(|| ApiError::not_found(format!("no bridge named `{n}`")))
+        })
+        .transpose()
+}
+
 impl Core {
     pub fn igmp_snooping(&self, q: &SnoopQuery) -> ApiResult<SnoopView> {
         let s = self.lock("show.igmp-snooping");
         let st = &s.router.bridges;
-        let only = match &q.bridge {
-            Some(n) => Some(
-                st.bridges
-                    .iter()
-                    .find(|b| &b.name == n)
-                    .map(|b| b.id)
-                    .ok_or_else(|| ApiError::not_found(format!("no bridge named `{n}`")))?,
-            ),
-            None => None,
-        };
+        let only = bridge_id(st, q)?;
         let Some(t) = &st.snoop else {
             return Ok(SnoopView::default());
         };
@@ -123,16 +128,7 @@ impl Core {
     pub fn igmp_snooping_clear(&self, q: &SnoopQuery) -> ApiResult<u64> {
         let s = self.lock("clear.igmp-snooping");
         let st = &s.router.bridges;
-        let only = match &q.bridge {
-            Some(n) => Some(
-                st.bridges
-                    .iter()
-                    .find(|b| &b.name == n)
-                    .map(|b| b.id)
-                    .ok_or_else(|| ApiError::not_found(format!("no bridge named `{n}`")))?,
-            ),
-            None => None,
-        };
+        let only = bridge_id(st, q)?;
         Ok(st.snoop.as_ref().map_or(0, |t| t.clear(only) as u64))
     }
 
