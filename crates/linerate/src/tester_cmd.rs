@@ -71,8 +71,8 @@ pub struct TrialArgs {
 
 #[derive(Args)]
 pub struct ScenarioArgs {
-    /// ME-1, ME-2, ME-15, XR-3, XR-4, GR-1, GR-2, GR-3; switching ME-7..ME-10; with services
-    /// XR-5, ME-1S, QOS-1;
+    /// ME-1, ME-2, ME-15, XR-3, XR-4, GR-1, GR-2, GR-3; switching ME-7..ME-10, L2-1M;
+    /// multicast ME-11, ME-12; with services XR-5, ME-1S, QOS-1;
     /// --list shows them.
     id: Option<String>,
     #[arg(long)]
