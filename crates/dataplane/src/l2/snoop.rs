@@ -253,11 +253,6 @@ impl SnoopTable {
         self.slots.len() / 2
     }
 
-    /// Bytes the slots take (entries are extra: about 100 bytes and 4 a member).
-    pub fn slot_bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<ArcSwapOption<Entry>>()
-    }
-
     /// The table's clock, in ms.
     pub fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64 + 1

@@ -62,6 +62,12 @@ impl Node for L2Mcast {
 
     fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let mut run = (u16::MAX, VectorCounts::default());
+        // The output list, made once a vector and refilled per frame (not 1 KB per frame).
+        let mut o = Outs {
+            ifx: [0; MAX_OUT],
+            n: 0,
+            overflow: false,
+        };
         for b in pkts.drain(..) {
             let l2 = t.ifs[b.meta().rx_if as usize]
                 .l2
@@ -72,7 +78,7 @@ impl Node for L2Mcast {
             }
             let bridge = &t.bridges[l2.bridge as usize];
             match (bridge.snoop.as_deref(), t.snoop.as_deref()) {
-                (Some(s), Some(table)) => one(ctx, t, table, s, bridge, l2, b, &mut run.1),
+                (Some(s), Some(table)) => one(ctx, t, table, s, bridge, l2, b, &mut o, &mut run.1),
                 _ => ctx.to(Next::Flood, b),
             }
         }
@@ -133,14 +139,18 @@ impl Outs {
     }
 }
 
-/// The multicast-router members of a bridge (learned and configured).
+/// Fills `o` with the multicast-router members of a bridge (learned and configured).
 #[inline(always)]
-fn routers(t: &Tables, table: &SnoopTable, s: &SnoopSettings, bridge: &Bridge, rx_if: u32) -> Outs {
-    let mut o = Outs {
-        ifx: [0; MAX_OUT],
-        n: 0,
-        overflow: false,
-    };
+fn routers(
+    o: &mut Outs,
+    t: &Tables,
+    table: &SnoopTable,
+    s: &SnoopSettings,
+    bridge: &Bridge,
+    rx_if: u32,
+) {
+    o.n = 0;
+    o.overflow = false;
     table.with(GroupKey::routers(bridge.id), |e| {
         if let Some(e) = e {
             for &m in e.any.iter() {
@@ -151,7 +161,6 @@ fn routers(t: &Tables, table: &SnoopTable, s: &SnoopSettings, bridge: &Bridge, r
     for &m in s.static_mrouters.iter() {
         o.push(t, m, rx_if, true);
     }
-    o
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -163,6 +172,7 @@ fn one(
     bridge: &Bridge,
     l2: L2Port,
     b: PktBuf,
+    o: &mut Outs,
     c: &mut VectorCounts,
 ) {
     let d = b.data();
@@ -185,7 +195,7 @@ fn one(
                 v6,
                 group,
             };
-            let mut o = routers(t, table, s, bridge, rx_if);
+            routers(o, t, table, s, bridge, rx_if);
             let routers_n = o.n;
             let len = d.len() as u64;
             let registered = table.with(key, |e| match e {
@@ -216,7 +226,7 @@ fn one(
                     return ctx.drop(b, DropReason::McastNoListener);
                 }
             }
-            replicate(ctx, t, b, &o, c);
+            replicate(ctx, t, b, o, c);
         }
         Kind::Membership => {
             // A join flood is policed under the igmp-mld punt class (per worker), like the
@@ -259,7 +269,7 @@ fn one(
                     });
                     let a = table.apply(bridge.id, l2.member, v6, &records, s, table.now_ms());
                     c.mcast_limit += u64::from(a.refused);
-                    let o = routers(t, table, s, bridge, rx_if);
+                    routers(o, t, table, s, bridge, rx_if);
                     let to_bvi = bridge.bvi != NO_IF && bridge.bvi != rx_if;
                     if to_bvi {
                         if o.n == 0 {
@@ -274,7 +284,7 @@ fn one(
                         ctx.cache.free(b);
                         return;
                     }
-                    replicate(ctx, t, b, &o, c);
+                    replicate(ctx, t, b, o, c);
                 }
             }
         }
