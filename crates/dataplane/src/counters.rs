@@ -61,6 +61,11 @@ reasons! {
     BviNotIp => "neither IP nor ARP, to a bridge's routed interface",
     McastMalformed => "IGMP or MLD message malformed (length, checksum, fields)",
     McastNoListener => "multicast to a group nobody joined, in a bridge that does not flood such groups and has no multicast router",
+    McastNoRoute => "routed multicast with no (S,G) or (*,G) route and no control plane to ask",
+    McastWrongIf => "routed multicast from another interface than its route's RPF interface",
+    McastTtl => "routed multicast whose TTL or hop limit would expire (no ICMP error for multicast)",
+    McastNoOutput => "routed multicast whose route has no output interface for it (pruned)",
+    McastTooBig => "a multicast copy larger than its output interface's MTU",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

@@ -14,6 +14,7 @@ pub mod feature;
 pub mod fuzzing;
 pub mod graph;
 pub mod l2;
+pub mod mfib;
 pub mod node;
 pub mod port;
 pub mod punt;

@@ -184,6 +184,14 @@ pub struct Tables {
     /// IGMP/MLD snooping's groups, shared by the bridges that snoop (None without them); like
     /// the MAC table it outlives commits.
     pub snoop: Option<Arc<crate::l2::snoop::SnoopTable>>,
+    /// The multicast FIB, where some VRF routes multicast (see [`crate::mfib`]).
+    pub mfib: Option<Arc<crate::mfib::Mfib>>,
+    /// Per VRF: it routes multicast (else multicast beyond the link scope is dropped).
+    pub mcast_vrfs: Box<[bool]>,
+    /// Per interface: the next hops multicast copies leave it by, IPv4 and IPv6 (a `Forward`
+    /// whose rewrite has the interface's MAC as source; the group's MAC is written per packet);
+    /// 0 where it routes no multicast.
+    pub mcast_nh: Box<[[u32; 2]]>,
 }
 
 impl Tables {
@@ -207,7 +215,18 @@ impl Tables {
             macs: None,
             l2_storm: Box::new([]),
             snoop: None,
+            mfib: None,
+            mcast_vrfs: Box::new([]),
+            mcast_nh: Box::new([]),
         }
+    }
+}
+
+impl Tables {
+    /// Whether VRF `vrf` routes multicast.
+    #[inline(always)]
+    pub fn routes_mcast(&self, vrf: u32) -> bool {
+        self.mcast_vrfs.get(vrf as usize).copied().unwrap_or(false)
     }
 }
 

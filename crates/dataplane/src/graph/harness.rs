@@ -285,6 +285,31 @@ impl Harness {
         h
     }
 
+    /// The harness with multicast routing in its VRF: an empty multicast FIB, and multicast
+    /// next hops (IPv4, IPv6) for eth0, eth1 and eth1.100.
+    pub fn with_mcast() -> Harness {
+        let mut h = Harness::new();
+        let mut nhs = h.t.next_hops.to_vec();
+        let mut per_if = vec![[0u32; 2]; h.t.ifs.len()];
+        for ifx in [0u32, 1, 2] {
+            let i = &h.t.ifs[ifx as usize];
+            for (fam, et) in [(0, 0x0800), (1, 0x86dd)] {
+                per_if[ifx as usize][fam] = nhs.len() as u32;
+                nhs.push(NextHop::Forward {
+                    tx_if: ifx,
+                    port: i.port,
+                    mtu: i.mtu,
+                    rewrite: Rewrite::ethernet(MacAddr([0; 6]), i.mac, i.vlan, et),
+                });
+            }
+        }
+        h.t.next_hops = nhs.into_boxed_slice();
+        h.t.mcast_nh = per_if.into_boxed_slice();
+        h.t.mcast_vrfs = Box::new([true]);
+        h.t.mfib = Some(Arc::new(crate::mfib::Mfib::new(64)));
+        h
+    }
+
     pub fn buf(&mut self, bytes: &[u8]) -> PktBuf {
         let mut b = self.ctx.cache.alloc().expect("the harness's pool has room");
         b.set_len(bytes.len());

@@ -137,6 +137,7 @@ graph! {
     Ip6Forward => crate::node::ip6::Ip6Forward;
     L2Control => crate::node::l2_control::L2Control;
     SlowPath => crate::node::slow::SlowPath;
+    IpMcast => crate::node::ip_mcast::IpMcast;
     OutputFeatures => crate::feature::output::OutputFeatures;
     BviOutput => crate::node::bvi_output::BviOutput;
 }

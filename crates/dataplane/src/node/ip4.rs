@@ -6,7 +6,8 @@
 //! the slow path for TTL expiry, no route, reject, options, MTU and local delivery; drops by
 //! reason for malformed headers (RFC 1812 5.2.2: version, IHL, checksum, length) and martian
 //! addresses (5.3.7); the slow path for unicast destinations in link-layer group frames (5.3.4,
-//! reading `meta.l2_group`).
+//! reading `meta.l2_group`); ip-mcast for multicast beyond the link scope in a VRF that routes
+//! multicast (dropped as `MulticastNotRouted` elsewhere).
 
 use packet::checksum;
 
@@ -60,6 +61,10 @@ fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         if h[0] != 0x45 {
             if h[0] >> 4 != 4 || h[0] & 0x0f < 5 {
                 ctx.drop(b, DropReason::Ip4BadHeader);
+            } else if be32(h, 16) >> 28 == 14 && t.routes_mcast(t.ifs[b.meta().rx_if as usize].vrf)
+            {
+                // An IGMPv2 report's router alert: ip-mcast checks the header and punts it.
+                ctx.to(super::IpNext::Mcast, b);
             } else {
                 ctx.slow(b, Slow::Options);
             }
@@ -82,10 +87,12 @@ fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         }
         if dst >> 28 == 14 || dst == u32::MAX {
             // Link-scope groups (OSPF, PIM, IGMP, VRRP) and the limited broadcast belong to the
-            // control plane; wider multicast is not routed.
+            // control plane; wider multicast is routed by ip-mcast where the VRF routes it.
             if dst >> 8 == 0x00e0_0000 || dst == u32::MAX {
                 let class = crate::punt::class_ip4(h);
                 ctx.punt(b, class, crate::tables::NO_IF);
+            } else if t.routes_mcast(t.ifs[b.meta().rx_if as usize].vrf) {
+                ctx.to(super::IpNext::Mcast, b);
             } else {
                 ctx.drop(b, DropReason::MulticastNotRouted);
             }

@@ -3,8 +3,9 @@
 //! Reads: `meta.l3_off`, `meta.rx_if`, the IPv6 header (and extension headers for the flow hash).
 //! Sets: `meta.next_hop`, the hop limit (IPv6 has no header checksum), the L2 header. Next: the
 //! egress port's transmit vector; the slow path for hop-limit expiry, no route, reject, too big
-//! (routers never fragment IPv6), hop-by-hop options and local delivery. Link-local sources or
-//! destinations and multicast are not forwarded (RFC 4291 2.5.6).
+//! (routers never fragment IPv6), hop-by-hop options and local delivery; ip-mcast for multicast
+//! wider than the link in a VRF that routes multicast. Link-local sources or destinations and
+//! other multicast are not forwarded (RFC 4291 2.5.6).
 
 use super::{
     be16, be32, enqueue, lookup_and_forward, mix, resolve, rewrite_l2, Action, Ctx, Slow, VECTOR,
@@ -71,6 +72,14 @@ fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
             } else {
                 ctx.drop(b, DropReason::Ip6Scope);
             }
+            continue;
+        }
+        if dst_hi >> 8 == 0xff
+            && dst_hi & 0x000f > 2
+            && t.routes_mcast(t.ifs[b.meta().rx_if as usize].vrf)
+        {
+            // Multicast wider than the link (RFC 4291 2.7 scope 3 and up), from any source.
+            ctx.to(super::IpNext::Mcast, b);
             continue;
         }
         if src_hi & 0xffc0 == 0xfe80 || dst_hi >> 8 == 0xff {

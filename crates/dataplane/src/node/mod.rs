@@ -9,6 +9,7 @@ pub mod bvi_output;
 pub mod ethernet;
 pub mod ip4;
 pub mod ip6;
+pub mod ip_mcast;
 pub mod l2_control;
 pub mod l2_flood;
 pub mod l2_input;
@@ -235,17 +236,25 @@ impl TokenBucket {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IpNext {
     SlowPath,
+    /// Multicast beyond the link scope in a VRF that routes it.
+    Mcast,
     OutputFeatures,
     /// Out of a bridge's routed interface: switched by its bridge.
     Bridge,
 }
 
 impl crate::graph::Edge for IpNext {
-    const ALL: &'static [Self] = &[IpNext::SlowPath, IpNext::OutputFeatures, IpNext::Bridge];
+    const ALL: &'static [Self] = &[
+        IpNext::SlowPath,
+        IpNext::Mcast,
+        IpNext::OutputFeatures,
+        IpNext::Bridge,
+    ];
     #[inline(always)]
     fn node(self) -> crate::graph::NodeId {
         match self {
             IpNext::SlowPath => crate::graph::NodeId::SlowPath,
+            IpNext::Mcast => crate::graph::NodeId::IpMcast,
             IpNext::OutputFeatures => crate::graph::NodeId::OutputFeatures,
             IpNext::Bridge => crate::graph::NodeId::BviOutput,
         }

@@ -42,6 +42,7 @@ classes! {
     Ldp => "ldp", 5_000, 500, "LDP discovery and sessions (UDP and TCP 646)";
     Pim => "pim", 2_000, 200, "PIM";
     IgmpMld => "igmp-mld", 2_000, 200, "IGMP and MLD";
+    McastData => "mcast-data", 1_000, 100, "multicast data for PIM: an unknown (S,G)'s first packets, wrong-interface packets, keepalive copies";
     Isis => "isis", 2_000, 200, "IS-IS (LLC, SAP 0xFE)";
     Bfd => "bfd", 10_000, 1_000, "BFD (UDP 3784, 3785, 4784)";
     Vrrp => "vrrp", 1_000, 100, "VRRP";
