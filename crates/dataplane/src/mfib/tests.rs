@@ -27,9 +27,8 @@ fn source_routes_win_over_the_groups_any_source_route() {
     let iif = |s| f.lookup(key(0, s, g), |r| r.map(|r| r.iif));
     assert_eq!(iif(0x0a00_0002), Some(2), "(S,G)");
     assert_eq!(iif(0x0a00_0009), Some(0), "(*,G) for another source");
-    assert_eq!(
-        f.lookup(key(1, 0x0a00_0002, g), |r| r.is_some()),
-        false,
+    assert!(
+        !f.lookup(key(1, 0x0a00_0002, g), |r| r.is_some()),
         "another VRF"
     );
     assert!(f.remove(key(0, 0x0a00_0002, g)));
