@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use api::requests::{
-    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, MacQuery, RouteDelete,
-    RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
+    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, MacQuery, MrouteQuery,
+    RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{CommitText, RunningConfig, WorkerAdded};
 use api::{ApiError, ErrorKind};
@@ -315,6 +315,7 @@ fn routes(core: Arc<Core>) -> Router {
         .route("/v1/mac-table", get(mac_table))
         .route("/v1/mac-table/clear", post(mac_clear))
         .route("/v1/igmp-snooping", get(igmp_snooping))
+        .route("/v1/mroutes", get(mroutes))
         .route("/v1/igmp-snooping/clear", post(igmp_snooping_clear))
         .route(
             "/v1/runtime",
@@ -442,6 +443,10 @@ async fn logging(State(c): Shared, Query(p): Query<LogQuery>) -> Response {
 
 async fn mac_table(State(c): Shared, Query(q): Query<MacQuery>) -> Response {
     call(c, move |c| c.mac_table(&q)).await
+}
+
+async fn mroutes(State(c): Shared, Query(q): Query<MrouteQuery>) -> Response {
+    call(c, move |c| c.mroutes(&q)).await
 }
 
 async fn igmp_snooping(State(c): Shared, Query(q): Query<SnoopQuery>) -> Response {

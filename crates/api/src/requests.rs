@@ -126,6 +126,33 @@ impl SnoopQuery {
     }
 }
 
+/// `GET /v1/mroutes?family=ipv4|ipv6&vrf=V`: the multicast FIB's routes of one family (IPv4
+/// when None), of one VRF (all when None).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MrouteQuery {
+    #[serde(default)]
+    pub family: Option<String>,
+    #[serde(default)]
+    pub vrf: Option<String>,
+}
+
+impl MrouteQuery {
+    pub fn path(&self) -> String {
+        let mut q = Vec::new();
+        if let Some(f) = &self.family {
+            q.push(format!("family={}", enc(f)));
+        }
+        if let Some(v) = &self.vrf {
+            q.push(format!("vrf={}", enc(v)));
+        }
+        if q.is_empty() {
+            "/v1/mroutes".into()
+        } else {
+            format!("/v1/mroutes?{}", q.join("&"))
+        }
+    }
+}
+
 /// `GET /v1/mac-table?bridge=B&interface=I&limit=N`: the entries of one bridge and/or one
 /// member (all when neither is given), at most `limit` of them (None: 1,000; 0: all). The same
 /// fields are `POST /v1/mac-table/clear`'s body: the dynamic entries it removes.

@@ -10,6 +10,7 @@ pub mod fpm;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod link;
+pub mod mcast;
 pub mod metrics;
 pub mod mgmt;
 pub mod punt;

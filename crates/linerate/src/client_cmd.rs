@@ -6,13 +6,14 @@ use std::path::PathBuf;
 
 use api::requests::{
     enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, CaptureRequest, Family, LogQuery,
-    MacQuery, RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
+    MacQuery, MrouteQuery, RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest,
+    WorkerRequest,
 };
 use api::views::{
     AclView, ApplyOutcome, BridgeView, CommitText, CommitView, CountersView, CpuView, ErrorView,
-    FlowsView, FpmStatus, InterfaceView, LogView, MacCleared, MacTableView, NeighborView, PortView,
-    PuntView, QosView, RoutesView, RunningConfig, RuntimeView, SnoopView, SystemView, TraceView,
-    WorkerAdded, WorkerView,
+    FlowsView, FpmStatus, InterfaceView, LogView, MacCleared, MacTableView, MrouteView,
+    NeighborView, PortView, PuntView, QosView, RoutesView, RunningConfig, RuntimeView, SnoopView,
+    SystemView, TraceView, WorkerAdded, WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -221,6 +222,11 @@ pub enum RouteShow {
         #[arg(long, default_value_t = 1000)]
         limit: usize,
     },
+    /// The multicast FIB: (S,G) and (*,G) routes, RPF and output interfaces, counters.
+    Mroute {
+        #[arg(long)]
+        vrf: Option<String>,
+    },
 }
 
 impl RouteShow {
@@ -231,7 +237,10 @@ impl RouteShow {
             vrf,
             longer,
             limit,
-        } = self;
+        } = self
+        else {
+            unreachable!("mroute is shown by show_ip")
+        };
         RoutesQuery {
             vrf,
             family,
@@ -239,6 +248,26 @@ impl RouteShow {
             longer,
             limit: (limit > 0).then_some(limit),
         }
+    }
+}
+
+/// `show ip[v6] route ...` or `show ip[v6] mroute`.
+fn show_ip(c: &Client, what: RouteShow, family: Family, json_out: bool) -> Result<(), String> {
+    match what {
+        RouteShow::Mroute { vrf } => {
+            let q = MrouteQuery {
+                family: Some(
+                    match family {
+                        Family::Ipv4 => "ipv4",
+                        Family::Ipv6 => "ipv6",
+                    }
+                    .into(),
+                ),
+                vrf,
+            };
+            print_view::<MrouteView>(c, &q.path(), json_out)
+        }
+        route => print_view::<RoutesView>(c, &route.query(family).path(), json_out),
     }
 }
 
@@ -412,12 +441,8 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
     match what {
         ShowCmd::Interfaces => print_view::<Vec<InterfaceView>>(c, "/v1/interfaces", json_out),
         ShowCmd::Ports => print_view::<Vec<PortView>>(c, "/v1/ports", json_out),
-        ShowCmd::Ip { what } => {
-            print_view::<RoutesView>(c, &what.query(Family::Ipv4).path(), json_out)
-        }
-        ShowCmd::Ipv6 { what } => {
-            print_view::<RoutesView>(c, &what.query(Family::Ipv6).path(), json_out)
-        }
+        ShowCmd::Ip { what } => show_ip(c, what, Family::Ipv4, json_out),
+        ShowCmd::Ipv6 { what } => show_ip(c, what, Family::Ipv6, json_out),
         ShowCmd::Neighbors => print_view::<Vec<NeighborView>>(c, "/v1/neighbors", json_out),
         ShowCmd::Counters => print_view::<CountersView>(c, "/v1/counters", json_out),
         ShowCmd::Errors => print_view::<Vec<ErrorView>>(c, "/v1/errors", json_out),

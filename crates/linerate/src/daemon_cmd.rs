@@ -131,6 +131,14 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             .collect(),
     );
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
+    // pimd programs the twins' kernel multicast cache; the mirror copies it into the data plane.
+    let mirror = if cp.taps {
+        Some(control::mcast::mirror::Mirror::start(
+            router.mcast.store.clone(),
+        )?)
+    } else {
+        None
+    };
     let hub = dataplane::punt::PuntHub::new(dataplane::punt::PuntConfig::default());
     let mut runtime = Runtime::start(
         &router,
@@ -188,6 +196,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     eprintln!("linerate: stopping");
     server.stop();
     core.shutdown();
+    drop(mirror);
     Ok(())
 }
 

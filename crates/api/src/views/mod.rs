@@ -11,6 +11,7 @@ pub mod control_plane;
 pub mod cpu;
 pub mod graph;
 pub mod interfaces;
+pub mod mroute;
 pub mod routes;
 pub mod services;
 pub mod snooping;
@@ -27,6 +28,7 @@ pub use interfaces::{
     CountersView, InterfaceView, NeighborView, PortCountersView, PortDriver, PortView, QueueView,
     WorkerAdded, WorkerView,
 };
+pub use mroute::{MrouteEntryView, MrouteView};
 pub use routes::{NextHopKind, RouteOrigin, RouteView, RoutesView};
 pub use services::{
     AclEntryView, AclView, ExportCounters, FlowsView, PolicerView, QosClassView, QosView,

@@ -11,6 +11,7 @@ use super::{services, Config, InterfaceCfg, NeighborCfg, Prefix, RouteCfg, Targe
 pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
     services::cross_check(cfg, e);
     super::bridges::cross_check(cfg, e);
+    mcast_routing(cfg, e);
     for (i, ifc) in cfg.interfaces.iter().enumerate() {
         if ifc.bvi.is_none() && !cfg.ports.iter().any(|p| p.name == ifc.port) {
             e.origin(
@@ -231,4 +232,49 @@ pub fn find_neighbor<'c>(cfg: &'c Config, vrf: &str, ip: IpAddr) -> Option<&'c N
                 .iter()
                 .any(|i| i.name == n.interface && i.vrf == vrf)
     })
+}
+
+/// `multicast-routing`: its VRFs exist; a static route's VRF routes multicast and its
+/// interfaces are routed interfaces of that VRF.
+fn mcast_routing(cfg: &Config, e: &mut Errs) {
+    let Some(m) = &cfg.mcast_routing else {
+        return;
+    };
+    for (v, o) in &m.vrfs {
+        if !cfg.vrfs.contains(v) {
+            e.origin(o, format!("no VRF named `{v}`"));
+        }
+    }
+    let member = |name: &str| {
+        cfg.bridges
+            .iter()
+            .flat_map(|b| &b.members)
+            .any(|m| m.interface == name || m.backup.as_deref() == Some(name))
+    };
+    for r in &m.routes {
+        if !m.vrfs.iter().any(|(v, _)| *v == r.vrf) {
+            e.origin(
+                &r.origin,
+                format!(
+                    "VRF `{}` does not route multicast (add it to multicast-routing.vrfs)",
+                    r.vrf
+                ),
+            );
+        }
+        let iif = (r.iif.as_str(), &r.origin);
+        for (name, o) in std::iter::once(iif).chain(r.oifs.iter().map(|(n, o)| (n.as_str(), o))) {
+            match cfg.interfaces.iter().find(|i| i.name == name) {
+                None => e.origin(o, format!("no interface named `{name}`")),
+                Some(i) if i.vrf != r.vrf => e.origin(
+                    o,
+                    format!("interface `{name}` is in VRF `{}`, not `{}`", i.vrf, r.vrf),
+                ),
+                Some(_) if member(name) => e.origin(
+                    o,
+                    format!("interface `{name}` is a bridge member: route to its bridge's routed interface"),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
 }

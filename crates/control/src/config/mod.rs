@@ -66,6 +66,7 @@ pub mod entry;
 mod fields;
 mod interfaces;
 mod logging;
+pub mod mcast_routing;
 mod router;
 mod routes;
 pub mod services;
@@ -159,6 +160,8 @@ pub struct Config {
     pub max_macs: usize,
     /// The IGMP/MLD snooping table's size in groups (`limits.mcast-groups`), fixed at start.
     pub max_mcast_groups: usize,
+    /// The multicast FIB's size (`limits.mroutes`).
+    pub max_mroutes: usize,
     pub vrfs: Vec<String>,
     pub ports: Vec<PortCfg>,
     pub interfaces: Vec<InterfaceCfg>,
@@ -172,6 +175,8 @@ pub struct Config {
     pub services: Services,
     /// TAP twins, the punt path, neighbours, FPM (see [`control_plane`]).
     pub control_plane: ControlPlane,
+    /// `multicast-routing`: None where no VRF routes multicast.
+    pub mcast_routing: Option<mcast_routing::McastRoutingCfg>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -434,6 +439,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         max_v6_routes: 1_000_000,
         max_macs: bridges::DEFAULT_MACS,
         max_mcast_groups: snooping::DEFAULT_MCAST_GROUPS,
+        max_mroutes: mcast_routing::DEFAULT_MROUTES,
         vrfs: vec!["default".into()],
         ports: Vec::new(),
         interfaces: Vec::new(),
@@ -447,6 +453,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
             ..Default::default()
         },
         control_plane: ControlPlane::default(),
+        mcast_routing: None,
     };
     if matches!(root.value, Value::Null) {
         e.at(
@@ -470,6 +477,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     routes::parse_neighbors(&mut top, &mut e, &mut cfg);
     routes::parse_routes(&mut top, &mut e, &mut cfg);
     routes::parse_route_files(&mut top, &dir, &mut e, &mut cfg);
+    cfg.mcast_routing = mcast_routing::parse(&mut top, &mut e);
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }

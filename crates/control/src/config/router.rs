@@ -84,6 +84,17 @@ pub(super) fn parse_limits(top: &mut Fields<'_>, e: &mut Errs, cfg: &mut Config)
                 }
                 cfg.max_mcast_groups = v.clamp(16, 1 << 24);
             }
+            if let Some(v) = f.parse::<usize>("mroutes", "a route count", e) {
+                if !(16..=1 << 24).contains(&v) {
+                    let at = f.node("mroutes").unwrap_or(n);
+                    e.at(
+                        at,
+                        "limits.mroutes",
+                        format!("{v}: the multicast FIB holds 16..=16777216 routes"),
+                    );
+                }
+                cfg.max_mroutes = v.clamp(16, 1 << 24);
+            }
             f.finish(e);
         }
     }

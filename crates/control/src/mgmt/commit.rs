@@ -404,6 +404,7 @@ impl Core {
             s.router.shared.clone(),
             Some(&s.router.services),
             Some(&s.router.bridges),
+            Some(&s.router.mcast),
         )
         .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
         new.ports_down = s

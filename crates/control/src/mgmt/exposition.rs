@@ -338,6 +338,7 @@ impl Core {
         self.services_metrics(&s, &mut e);
         self.bridge_metrics(&s, &mut e);
         self.snoop_metrics(&s, &mut e);
+        self.mroute_metrics(&s, &mut e);
         e.finish()
     }
 }

@@ -56,6 +56,9 @@ pub struct PuntStatus {
     /// the new ones (their interface removed or renamed, or a packet waiting for a neighbour,
     /// which the next packet resolves again).
     pub stale: u64,
+    /// Multicast data the kernel routed out of the twins (copies of what was punted for pimd,
+    /// which the data plane has replicated already): dropped, not sent again.
+    pub kernel_mcast: u64,
 }
 
 pub struct PuntPlane {
@@ -105,6 +108,7 @@ impl PuntPlane {
             no_tap: 0,
             inject_dropped: 0,
             stale: 0,
+            kernel_mcast: 0,
             next_link: 0,
             queriers: Default::default(),
         };
@@ -183,6 +187,7 @@ struct PuntThread {
     no_tap: u64,
     inject_dropped: u64,
     stale: u64,
+    kernel_mcast: u64,
     next_link: usize,
     outbox: Outbox,
     /// The bridges' own IGMP/MLD queriers.
@@ -403,6 +408,10 @@ impl PuntThread {
                 if n < 14 {
                     continue;
                 }
+                if kernel_routed_mcast(&frame[..n]) {
+                    self.kernel_mcast += 1;
+                    continue;
+                }
                 let Some(mut b) = self.cache.alloc() else {
                     self.inject_dropped += 1;
                     continue;
@@ -521,6 +530,7 @@ impl PuntThread {
         s.no_tap = self.no_tap;
         s.inject_dropped = self.inject_dropped;
         s.stale = self.stale;
+        s.kernel_mcast = self.kernel_mcast;
     }
 
     /// Sleeps until a TAP has a frame or a few milliseconds pass (the rings have no descriptor
@@ -548,6 +558,33 @@ impl PuntThread {
 /// the workers stopped before the hop-limit decrement (due unless the router generated the
 /// packet: `hop_done`) and the L2 rewrite. Returns the way out (a port, or a bridge), or None if the
 /// interface is gone or the frame cannot take the header.
+/// Whether a frame the kernel sent on a twin is multicast data it routed: to a group wider than
+/// the link and neither IGMP/MLD nor PIM. The kernel sees such packets only because the data
+/// plane punted them (an unknown (S,G)'s first packets, keepalive copies) after, or instead of,
+/// forwarding them itself; sending the kernel's copies too would duplicate them. Nothing else
+/// on the twins' side sends to such groups (applications on the router are not multicast
+/// sources).
+fn kernel_routed_mcast(f: &[u8]) -> bool {
+    // The kernel writes untagged frames to a twin (the VLAN tag is added on the way out).
+    let et = u16::from_be_bytes([f[12], f[13]]);
+    let h = &f[14..];
+    match et {
+        0x0800 if h.len() >= 20 => {
+            let dst = &h[16..20];
+            dst[0] >> 4 == 14 && dst[..3] != [224, 0, 0] && !matches!(h[9], 2 | 103)
+        }
+        0x86dd if h.len() >= 40 => {
+            h[24] == 0xff
+                && h[25] & 0x0f > 2
+                && !matches!(
+                    dataplane::punt::class_ip6(h),
+                    dataplane::punt::PuntClass::IgmpMld | dataplane::punt::PuntClass::Pim
+                )
+        }
+        _ => false,
+    }
+}
+
 fn finish_held(t: &Tables, ifx: u32, mac: MacAddr, b: &mut PktBuf) -> Option<Egress> {
     let ifc = t.ifs.get(ifx as usize)?;
     let l3 = b.meta().l3_off as usize;

@@ -34,6 +34,8 @@ enum NhKey {
     Glean(u32),
     Blackhole,
     Reject,
+    /// Multicast copies out of an interface (IPv6 or not).
+    Mcast(u32, bool),
 }
 
 pub struct Router {
@@ -59,6 +61,8 @@ pub struct Router {
     pub services: crate::services::ServicesState,
     /// Bridge domains and the MAC table (see `bridges`).
     pub bridges: crate::bridges::BridgesState,
+    /// Multicast routing: its VRFs, FIB and next hops (see `mcast`).
+    pub mcast: crate::mcast::McastState,
     /// Neighbours learned by ARP and ND (the configured ones are in `cfg.neighbors`).
     pub learned: HashMap<(u32, IpAddr), MacAddr>,
     /// The prefixes the config built (connected, local, static, neighbours, route files) and
@@ -152,6 +156,7 @@ impl Router {
     pub fn build(cfg: Config) -> Result<Router, BuildError> {
         let shared: SharedTables = Arc::new(ArcSwap::from_pointee(Tables::empty(cfg.icmp_rate)));
         let mut r = Self::build_unpublished(cfg, &[], EpochDomain::new(), shared)?;
+        r.mcast.go_live(&r.cfg);
         r.publish()?;
         Ok(r)
     }
@@ -165,12 +170,13 @@ impl Router {
         epoch: Arc<EpochDomain>,
         shared: SharedTables,
     ) -> Result<Router, BuildError> {
-        Self::build_unpublished_from(cfg, slots, epoch, shared, None, None)
+        Self::build_unpublished_from(cfg, slots, epoch, shared, None, None, None)
     }
 
     /// As [`Router::build_unpublished`], reusing from `prev` the compiled services (and their
-    /// counters) that the new config leaves unchanged, and from `prev_bridges` the MAC table
-    /// and the member ids of members that stay.
+    /// counters) that the new config leaves unchanged, from `prev_bridges` the MAC table
+    /// and the member ids of members that stay, and from `prev_mcast` the kernel's multicast
+    /// routes.
     pub fn build_unpublished_from(
         cfg: Config,
         slots: &[Option<String>],
@@ -178,9 +184,11 @@ impl Router {
         shared: SharedTables,
         prev: Option<&crate::services::ServicesState>,
         prev_bridges: Option<&crate::bridges::BridgesState>,
+        prev_mcast: Option<&crate::mcast::McastState>,
     ) -> Result<Router, BuildError> {
         let services = crate::services::ServicesState::build(&cfg, prev);
         let bridges = crate::bridges::BridgesState::build(&cfg, prev_bridges);
+        let mcast = crate::mcast::McastState::build(&cfg, prev_mcast);
         let fibs: Vec<Fibs> = cfg
             .vrfs
             .iter()
@@ -274,6 +282,7 @@ impl Router {
             shared,
             services,
             bridges,
+            mcast,
             learned: HashMap::new(),
             configured: Default::default(),
             route_file_names: Vec::new(),
@@ -281,6 +290,7 @@ impl Router {
             paths: Default::default(),
             generation,
         };
+        r.mcast_next_hops();
         r.install_connected()?;
         r.install_static()?;
         let files = r.cfg.route_files.clone();
@@ -301,6 +311,29 @@ impl Router {
         Ok(r)
     }
 
+    /// Per interface that routes multicast, the next hops its copies leave by (IPv4, IPv6):
+    /// the interface's MAC as source; ip-mcast writes the group's MAC per packet.
+    fn mcast_next_hops(&mut self) {
+        let mut per_if = vec![[0u32; 2]; self.ifs.len()];
+        for i in 0..self.ifs.len() {
+            let ifc = &self.ifs[i];
+            let bridged = ifc.l2.is_some() && ifc.bvi.is_none();
+            if !self.mcast.routes_on(&self.cfg, i, bridged) {
+                continue;
+            }
+            let (port, mtu, mac, vlan) = (ifc.port, ifc.mtu, ifc.mac, ifc.vlan);
+            for (fam, et) in [(0usize, 0x0800u16), (1, 0x86dd)] {
+                per_if[i][fam] = self.nh(NhKey::Mcast(i as u32, fam == 1), |_| NextHop::Forward {
+                    tx_if: i as u32,
+                    port,
+                    mtu,
+                    rewrite: Rewrite::ethernet(MacAddr([0; 6]), mac, vlan, et),
+                });
+            }
+        }
+        self.mcast.nh = per_if;
+    }
+
     /// The name of port `idx` ("" for none: a bridge's routed interface has no port).
     pub fn port_name(&self, idx: u16) -> &str {
         self.port_slots
@@ -315,6 +348,7 @@ impl Router {
         // Large tables are built whole before they go live, never by a worker.
         self.services.prepare(self.cfg.workers);
         self.paths.publishes += 1;
+        self.mcast.go_live(&self.cfg);
         self.shared.store(Arc::new(self.tables()));
         self.services.publish_plan(&self.cfg);
         self.apply_bridges();
@@ -866,6 +900,9 @@ impl Router {
             snoop: self.bridges.snoop.clone(),
             bridges: self.bridges.bridges.clone().into_boxed_slice(),
             macs: self.bridges.table.clone(),
+            mfib: self.mcast.fib.clone(),
+            mcast_vrfs: self.mcast.vrfs.clone().into_boxed_slice(),
+            mcast_nh: self.mcast.nh.clone().into_boxed_slice(),
         }
     }
 

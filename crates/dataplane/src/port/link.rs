@@ -14,8 +14,9 @@
 //! Everything here works in the network namespace of the calling thread, as sockets do.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+use super::netlink::{attrs, rd_u16, rd_u32, NlRequest, NlSocket, NLMSG_HDRLEN};
 
 /// The state of one link, as the kernel reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,7 +206,6 @@ impl LinkMonitor {
 }
 
 const RECV_BUF: usize = 64 * 1024;
-const NLMSG_HDRLEN: usize = 16;
 const IFINFOMSG_LEN: usize = 16;
 const IF_OPER_UNKNOWN: u8 = 0;
 const IF_OPER_UP: u8 = 6;
@@ -229,145 +229,6 @@ fn check_name(dev: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// An rtnetlink socket, optionally subscribed to multicast groups.
-struct NlSocket(OwnedFd);
-
-impl NlSocket {
-    fn open(groups: u32) -> io::Result<NlSocket> {
-        // SAFETY: socket() takes no pointers; a non-negative result is a new descriptor that we
-        // own from here on.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_nl is plain integers, so all-zero is a valid value.
-        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        sa.nl_family = libc::AF_NETLINK as u16;
-        sa.nl_groups = groups;
-        // SAFETY: the pointer and length describe `sa`, which lives across the call.
-        let r = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                &sa as *const libc::sockaddr_nl as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(NlSocket(fd))
-    }
-
-    fn send(&self, msg: &[u8]) -> io::Result<()> {
-        // SAFETY: `msg` is a live slice; send() only reads `msg.len()` bytes from it.
-        let r = unsafe { libc::send(self.0.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// Receives one datagram; `wait` blocks up to 2 s for it (answers to our own requests).
-    fn recv(&self, buf: &mut [u8], wait: bool) -> io::Result<usize> {
-        if wait && !self.wait_readable(Instant::now() + Duration::from_secs(2)) {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "no answer from the kernel",
-            ));
-        }
-        // SAFETY: `buf` is a live, writable slice; recv() writes at most `buf.len()` bytes.
-        let r = unsafe {
-            libc::recv(
-                self.0.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_TRUNC,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = r as usize;
-        if n > buf.len() {
-            // A link message larger than 64 KiB: not seen in practice; treat it as a lost
-            // notification so the monitor re-reads everything.
-            return Err(io::Error::from_raw_os_error(libc::ENOBUFS));
-        }
-        Ok(n)
-    }
-
-    fn wait_readable(&self, deadline: Instant) -> bool {
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let ms = left.as_millis().min(i32::MAX as u128) as i32;
-            let mut p = libc::pollfd {
-                fd: self.0.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: `p` is one valid pollfd that lives across the call.
-            let r = unsafe { libc::poll(&mut p, 1, ms) };
-            if r > 0 {
-                return true;
-            }
-            if r == 0 {
-                return false;
-            }
-            if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                return false;
-            }
-        }
-    }
-}
-
-/// Builds one netlink request.
-struct NlRequest(Vec<u8>);
-
-impl NlRequest {
-    fn new(ty: u16, flags: u16, seq: u32) -> NlRequest {
-        let mut v = Vec::with_capacity(64);
-        v.extend_from_slice(&0u32.to_ne_bytes()); // length, set by finish()
-        v.extend_from_slice(&ty.to_ne_bytes());
-        v.extend_from_slice(&flags.to_ne_bytes());
-        v.extend_from_slice(&seq.to_ne_bytes());
-        v.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel fills it in
-        NlRequest(v)
-    }
-
-    fn ifinfomsg(&mut self, index: i32) {
-        self.0.push(libc::AF_UNSPEC as u8);
-        self.0.push(0);
-        self.0.extend_from_slice(&0u16.to_ne_bytes()); // type
-        self.0.extend_from_slice(&index.to_ne_bytes());
-        self.0.extend_from_slice(&0u32.to_ne_bytes()); // flags
-        self.0.extend_from_slice(&0u32.to_ne_bytes()); // change mask
-    }
-
-    fn attr(&mut self, ty: u16, payload: &[u8]) {
-        let len = 4 + payload.len();
-        self.0.extend_from_slice(&(len as u16).to_ne_bytes());
-        self.0.extend_from_slice(&ty.to_ne_bytes());
-        self.0.extend_from_slice(payload);
-        while self.0.len() % 4 != 0 {
-            self.0.push(0);
-        }
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        let len = self.0.len() as u32;
-        self.0[..4].copy_from_slice(&len.to_ne_bytes());
-        self.0
-    }
-}
-
 /// One decoded netlink message, as far as this module cares.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Msg {
@@ -376,13 +237,6 @@ pub(crate) enum Msg {
     Error(i32),
     Done,
     Other,
-}
-
-fn rd_u16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// The messages in one datagram. Stops at the first malformed header (a kernel never sends one;
@@ -415,21 +269,6 @@ pub(crate) fn messages(buf: &[u8]) -> impl Iterator<Item = Msg> + '_ {
             t if t == libc::NLMSG_DONE as u16 => Msg::Done,
             _ => Msg::Other,
         })
-    })
-}
-
-/// Attributes (type without the nested/byte-order flags, payload) of an rtattr list.
-fn attrs(buf: &[u8]) -> impl Iterator<Item = (u16, &[u8])> + '_ {
-    let mut off = 0usize;
-    std::iter::from_fn(move || {
-        let len = rd_u16(buf, off)? as usize;
-        let ty = rd_u16(buf, off + 2)? & 0x3fff;
-        if len < 4 || off + len > buf.len() {
-            return None;
-        }
-        let payload = &buf[off + 4..off + len];
-        off += (len + 3) & !3;
-        Some((ty, payload))
     })
 }
 

@@ -23,6 +23,7 @@ pub mod af_xdp;
 #[cfg(target_os = "linux")]
 pub mod link;
 pub mod mem;
+pub mod netlink;
 pub mod pcap;
 pub mod replay;
 

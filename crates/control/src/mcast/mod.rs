@@ -1,0 +1,278 @@
+//! Multicast routing's control side: which VRFs route multicast, the multicast FIB the workers
+//! read (`dataplane::mfib`), and where its routes come from: the config's static routes, and the
+//! kernel's multicast cache in the TAP twins' namespace, which FRR's pimd programs and
+//! [`mirror`] copies.
+//!
+//! The FIB's interface indexes are those of one build of the tables, so each build makes its
+//! own FIB and fills it, when it goes live, from the [`Store`]: the kernel's routes by device
+//! name, kept across commits. The mirror writes each change into the store and into the live
+//! FIB, under the store's lock, so a commit never loses a change made while it was prepared.
+//!
+//! Reads: the config (`multicast-routing`, `limits.mroutes`), the interfaces' host names.
+//! Sets: `Tables::mfib`, `mcast_vrfs`, `mcast_nh` (with the router's next hops).
+
+pub mod mfc;
+pub mod mirror;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use dataplane::mfib::{Mfib, MrouteKey, Oif};
+use dataplane::tables::NO_IF;
+
+use crate::config::Config;
+
+/// A kernel route's key: the kernel's default table is Linerate's default VRF (pimd in VRFs
+/// needs kernel VRF devices, which the twins do not have: not mirrored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KernelKey {
+    pub v6: bool,
+    pub source: u128,
+    pub group: u128,
+}
+
+/// A kernel route by device names (a device that is not a twin, pimd's `pimreg` say, keeps
+/// its name and resolves to no interface).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRoute {
+    pub iif: String,
+    pub oifs: Vec<(String, u8)>,
+}
+
+/// What the mirror did, for `show ip mroute` and the metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MirrorCounters {
+    pub added: u64,
+    pub deleted: u64,
+    /// Full re-reads (at start, and after the kernel dropped notifications).
+    pub dumps: u64,
+    pub malformed: u64,
+    /// Routes the FIB refused, full.
+    pub refused: u64,
+    /// Whether the mirror runs (a daemon with TAP twins).
+    pub running: bool,
+}
+
+/// The FIB the workers use now, and how to resolve device names for it.
+struct Live {
+    fib: Arc<Mfib>,
+    /// Host name (the twin's device name) -> interface index, for routing interfaces only.
+    by_host: HashMap<String, u32>,
+    /// Keys the config's static routes hold (the kernel's do not replace them).
+    statics: HashSet<MrouteKey>,
+}
+
+/// The kernel's routes and the live FIB; shared by the mirror and every build of the router.
+#[derive(Default)]
+pub struct Store {
+    kernel: BTreeMap<KernelKey, KernelRoute>,
+    live: Option<Live>,
+    pub counters: MirrorCounters,
+}
+
+pub type SharedStore = Arc<Mutex<Store>>;
+
+impl Store {
+    /// Applies one kernel change: to the kernel's routes, and to the live FIB.
+    pub fn kernel_set(&mut self, k: KernelKey, r: KernelRoute) {
+        self.counters.added += 1;
+        if let Some(live) = &self.live {
+            if !install(live, k, &r) {
+                self.counters.refused += 1;
+            }
+        }
+        self.kernel.insert(k, r);
+    }
+
+    pub fn kernel_delete(&mut self, k: KernelKey) {
+        if self.kernel.remove(&k).is_none() {
+            return;
+        }
+        self.counters.deleted += 1;
+        if let Some(live) = &self.live {
+            let key = fib_key(k);
+            if !live.statics.contains(&key) {
+                live.fib.remove(key);
+            }
+        }
+    }
+
+    /// Replaces the kernel's routes with a dump's.
+    pub fn kernel_replace(&mut self, all: BTreeMap<KernelKey, KernelRoute>) {
+        self.counters.dumps += 1;
+        let gone: Vec<KernelKey> = self
+            .kernel
+            .keys()
+            .filter(|k| !all.contains_key(k))
+            .copied()
+            .collect();
+        for k in gone {
+            self.kernel_delete(k);
+        }
+        for (k, r) in all {
+            if self.kernel.get(&k) != Some(&r) {
+                self.kernel_set(k, r);
+            }
+        }
+    }
+
+    pub fn kernel_routes(&self) -> usize {
+        self.kernel.len()
+    }
+}
+
+fn fib_key(k: KernelKey) -> MrouteKey {
+    MrouteKey {
+        vrf: 0,
+        v6: k.v6,
+        source: k.source,
+        group: k.group,
+    }
+}
+
+/// Installs a kernel route into the live FIB (unless a static route holds its key); false if
+/// the FIB is full.
+fn install(live: &Live, k: KernelKey, r: &KernelRoute) -> bool {
+    let key = fib_key(k);
+    if live.statics.contains(&key) {
+        return true;
+    }
+    let iif = live.by_host.get(&r.iif).copied().unwrap_or(NO_IF);
+    let oifs: Vec<Oif> = r
+        .oifs
+        .iter()
+        .filter_map(|(name, ttl)| {
+            live.by_host.get(name).map(|&ifx| Oif {
+                ifx,
+                ttl: (*ttl).max(1),
+            })
+        })
+        .collect();
+    live.fib.set(key, iif, oifs, true).is_ok()
+}
+
+/// One build's multicast state (see the module's doc).
+pub struct McastState {
+    pub fib: Option<Arc<Mfib>>,
+    /// Per VRF: routes multicast.
+    pub vrfs: Vec<bool>,
+    /// Per interface: multicast next hops (IPv4, IPv6), filled by the router; 0: none.
+    pub nh: Vec<[u32; 2]>,
+    pub store: SharedStore,
+    /// The config's static routes, resolved to this build's interfaces.
+    statics: Vec<(MrouteKey, u32, Vec<Oif>)>,
+}
+
+fn bits(a: IpAddr) -> u128 {
+    match a {
+        IpAddr::V4(v) => u128::from(u32::from(v)),
+        IpAddr::V6(v) => u128::from(v),
+    }
+}
+
+impl McastState {
+    /// The state of a build of `cfg`; `prev` hands over the kernel's routes.
+    pub fn build(cfg: &Config, prev: Option<&McastState>) -> McastState {
+        let store = prev.map_or_else(Default::default, |p| p.store.clone());
+        let mut vrfs = vec![false; cfg.vrfs.len()];
+        let Some(m) = &cfg.mcast_routing else {
+            return McastState {
+                fib: None,
+                vrfs,
+                nh: Vec::new(),
+                store,
+                statics: Vec::new(),
+            };
+        };
+        for (v, _) in &m.vrfs {
+            if let Some(i) = cfg.vrfs.iter().position(|x| x == v) {
+                vrfs[i] = true;
+            }
+        }
+        let ifx = |name: &str| {
+            cfg.interfaces
+                .iter()
+                .position(|i| i.name == name)
+                .expect("checked") as u32
+        };
+        let statics = m
+            .routes
+            .iter()
+            .map(|r| {
+                let key = MrouteKey {
+                    vrf: cfg.vrfs.iter().position(|v| *v == r.vrf).expect("checked") as u32,
+                    v6: r.group.is_ipv6(),
+                    source: r.source.map_or(0, bits),
+                    group: bits(r.group),
+                };
+                let oifs = r
+                    .oifs
+                    .iter()
+                    .map(|(n, _)| Oif {
+                        ifx: ifx(n),
+                        ttl: 1,
+                    })
+                    .collect();
+                (key, ifx(&r.iif), oifs)
+            })
+            .collect();
+        McastState {
+            fib: Some(Arc::new(Mfib::new(cfg.max_mroutes))),
+            vrfs,
+            nh: Vec::new(),
+            store,
+            statics,
+        }
+    }
+
+    /// Whether interface `i` of `cfg` routes multicast (in a routing VRF, not a bridge member).
+    pub fn routes_on(&self, cfg: &Config, i: usize, bridged: bool) -> bool {
+        let ic = &cfg.interfaces[i];
+        !bridged
+            && cfg
+                .vrfs
+                .iter()
+                .position(|v| *v == ic.vrf)
+                .is_some_and(|v| self.vrfs[v])
+    }
+
+    /// Makes this build's FIB the live one: its static routes, then the kernel's routes
+    /// resolved to its interfaces. Called with the tables that carry it about to go live.
+    pub fn go_live(&self, cfg: &Config) {
+        let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(fib) = &self.fib else {
+            st.live = None;
+            return;
+        };
+        let mut refused = 0;
+        for (key, iif, oifs) in &self.statics {
+            if fib.set(*key, *iif, oifs.clone(), false).is_err() {
+                refused += 1;
+            }
+        }
+        let default_routes = self.vrfs.first().copied().unwrap_or(false);
+        let by_host: HashMap<String, u32> = cfg
+            .interfaces
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.nh.get(*i).is_some_and(|n| n[0] != 0))
+            .map(|(i, ic)| (ic.host_name.clone(), i as u32))
+            .collect();
+        let live = Live {
+            fib: fib.clone(),
+            by_host,
+            statics: self.statics.iter().map(|s| s.0).collect(),
+        };
+        if default_routes {
+            for (k, r) in &st.kernel {
+                if !install(&live, *k, r) {
+                    refused += 1;
+                }
+            }
+        }
+        st.counters.refused += refused;
+        // Kernel routes are the default VRF's: with it not routing, none are installed.
+        st.live = default_routes.then_some(live);
+    }
+}
