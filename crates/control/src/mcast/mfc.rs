@@ -6,8 +6,8 @@
 //! An entry is an `rtmsg` with `RTA_TABLE`, `RTA_SRC` (the source; 0 for (*,G)), `RTA_DST` (the
 //! group), `RTA_IIF` (the device of its input VIF), `RTA_MULTIPATH` (per output VIF an
 //! `rtnexthop` whose `rtnh_hops` is the VIF's TTL threshold and `rtnh_ifindex` its device) and
-//! `RTA_MFC_STATS`. Entries still waiting for pimd (unresolved) carry `RTA_EXPIRES` and are not
-//! routes yet. Decoded by hand, as the link monitor's messages are: five attributes.
+//! `RTA_MFC_STATS` (and `RTA_EXPIRES`, the time since last use). Entries still waiting for pimd
+//! (unresolved: `RTNH_F_UNRESOLVED` in `rtm_flags`, no interfaces) are not routes yet. Decoded by hand, as the link monitor's messages are: five attributes.
 
 use dataplane::port::netlink::{attrs, raw_messages, rd_u32};
 
@@ -23,7 +23,6 @@ const RTA_IIF: u16 = 3;
 const RTA_MULTIPATH: u16 = 9;
 const RTA_TABLE: u16 = 15;
 const RTA_MFC_STATS: u16 = 17;
-const RTA_EXPIRES: u16 = 23;
 /// `rtm_flags`: the entry waits for the daemon (`RTNH_F_UNRESOLVED`).
 const RTNH_F_UNRESOLVED: u32 = 0x20;
 
@@ -142,7 +141,6 @@ fn entry(add: bool, p: &[u8]) -> MfcMsg {
                     e.packets = u64::from_ne_bytes(b.try_into().expect("8 bytes"));
                 }
             }
-            RTA_EXPIRES => return MfcMsg::Unresolved,
             _ => {}
         }
     }

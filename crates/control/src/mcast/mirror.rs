@@ -20,8 +20,8 @@ use super::mfc::{self, MfcEntry, MfcMsg};
 use super::{KernelKey, KernelRoute, SharedStore};
 
 /// `RTMGRP_IPV4_MROUTE` and `RTMGRP_IPV6_MROUTE`: the legacy group bits of
-/// `RTNLGRP_IPV4_MROUTE` (5) and `RTNLGRP_IPV6_MROUTE` (10).
-const GROUPS: u32 = 1 << (5 - 1) | 1 << (10 - 1);
+/// `RTNLGRP_IPV4_MROUTE` (6) and `RTNLGRP_IPV6_MROUTE` (10).
+const GROUPS: u32 = 1 << (6 - 1) | 1 << (10 - 1);
 
 /// The kernel's main multicast table (`RT_TABLE_DEFAULT`), pimd's outside VRFs.
 const RT_TABLE_DEFAULT: u32 = 253;
