@@ -47,6 +47,9 @@ pub struct Opts {
     /// The replication run's sources and groups (ME-11's: 200 x 100).
     pub multicast_sources: u32,
     pub multicast_groups: u32,
+    /// Route the replicated traffic (ME-13) instead of switching it: every port a routed
+    /// interface, each (S,G) a multicast route from p0 to every other port.
+    pub multicast_routed: bool,
     pub workdir: PathBuf,
 }
 
@@ -343,27 +346,54 @@ fn multicast(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, Str
             "  - {{ name: p{p}, port: p{p}, mac: \"02:00:00:00:{p:02x}:01\", mtu: 9198 }}\n"
         );
     }
+    let group = |g: u32| IpAddr::V4(Ipv4Addr::from(0xef01_0001 + g));
     let members: Vec<String> = (0..=r).map(|p| format!("p{p}")).collect();
-    text += &format!(
-        "bridges:\n  - {{ name: bench, id: 1, members: [{}], igmp-snooping: {{ flood-unregistered: false }} }}\n",
-        members.join(", ")
-    );
+    if o.multicast_routed {
+        text += &format!(
+            "limits: {{ mroutes: {} }}\nmulticast-routing: true\n",
+            (sources * groups * 2).max(1024)
+        );
+    } else {
+        text += &format!(
+            "bridges:\n  - {{ name: bench, id: 1, members: [{}], igmp-snooping: {{ flood-unregistered: false }} }}\n",
+            members.join(", ")
+        );
+    }
     let cfg_path = dir.join("bench.yaml");
     std::fs::write(&cfg_path, &text).map_err(|e| e.to_string())?;
     let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let router = Router::build(cfg).map_err(|e| e.to_string())?;
-    // Every receiver joins every group, as a report would make it.
-    let st = &router.bridges;
-    let snoop = st.snoop.clone().ok_or("no snooping table")?;
-    let settings = dataplane::l2::snoop::SnoopSettings::default();
-    let group = |g: u32| IpAddr::V4(Ipv4Addr::from(0xef01_0001 + g));
-    let records: Vec<packet::mcast::Record> = (0..groups)
-        .map(|g| packet::mcast::Record::join(group(g)))
-        .collect();
-    for p in 1..=r {
-        let m = st.ports[&format!("p{p}")].member;
-        snoop.apply(1, m, false, &records, &settings, snoop.now_ms());
+    if o.multicast_routed {
+        // Every (S,G) a route from p0 (interface 0) to every receiver, as pimd would make it.
+        let fib = router.mcast.fib.clone().ok_or("no multicast FIB")?;
+        let oifs: Vec<dataplane::mfib::Oif> = (1..=r as u32)
+            .map(|ifx| dataplane::mfib::Oif { ifx, ttl: 1 })
+            .collect();
+        for g in 0..groups {
+            for s in 0..sources {
+                let key = dataplane::mfib::MrouteKey {
+                    vrf: 0,
+                    v6: false,
+                    source: u128::from(0x0ac8_0000 + s),
+                    group: u128::from(0xef01_0001 + g),
+                };
+                fib.set(key, 0, oifs.clone(), false)
+                    .map_err(|_| "the multicast FIB is full")?;
+            }
+        }
+    } else {
+        // Every receiver joins every group, as a report would make it.
+        let st = &router.bridges;
+        let snoop = st.snoop.clone().ok_or("no snooping table")?;
+        let settings = dataplane::l2::snoop::SnoopSettings::default();
+        let records: Vec<packet::mcast::Record> = (0..groups)
+            .map(|g| packet::mcast::Record::join(group(g)))
+            .collect();
+        for p in 1..=r {
+            let m = st.ports[&format!("p{p}")].member;
+            snoop.apply(1, m, false, &records, &settings, snoop.now_ms());
+        }
     }
     let build_s = t0.elapsed().as_secs_f64();
     let mut templates = Vec::with_capacity((sources * groups) as usize);

@@ -305,6 +305,10 @@ enum BenchCmd {
         /// Replication: groups (ME-11's 100).
         #[arg(long, default_value_t = 100)]
         mcast_groups: u32,
+        /// Replication: routed (ME-13) instead of switched: every port a routed interface,
+        /// each (S,G) a multicast route from p0 to the receivers.
+        #[arg(long)]
+        mcast_routed: bool,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         /// Print `show runtime` for each run: per graph node, calls, packets, vector size and
@@ -829,13 +833,19 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             multicast,
             mcast_sources,
             mcast_groups,
+            mcast_routed,
             workdir,
             runtime,
             json,
         } => {
             if multicast > 0 {
                 outln!(
-                    "Replicating with each worker replaying frames to itself: {mcast_sources} sources x {mcast_groups} groups into a snooping bridge, every group joined on {multicast} ports, {workers} worker(s); Mpps are copies out"
+                    "Replicating with each worker replaying frames to itself: {mcast_sources} sources x {mcast_groups} groups {}, {workers} worker(s); Mpps are copies out",
+                    if mcast_routed {
+                        format!("routed, each (S,G) a multicast route to {multicast} ports")
+                    } else {
+                        format!("into a snooping bridge, every group joined on {multicast} ports")
+                    }
                 );
             } else if bridge > 0 {
                 outln!(
@@ -886,6 +896,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     multicast_receivers: multicast,
                     multicast_sources: mcast_sources,
                     multicast_groups: mcast_groups,
+                    multicast_routed: mcast_routed,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;

@@ -377,6 +377,10 @@ fn checksums(data: &[u8]) {
 /// same records (queries' response codes are lossy, so only reports are compared).
 pub fn mcast(data: &[u8]) {
     use crate::mcast::{self, Message};
+    // PIM: checked (checksum, version, a Hello's options) without a panic.
+    if let Ok(p) = mcast::parse_pim_ip(data) {
+        assert!(p.kind != mcast::PIM_HELLO || p.hello_holdtime_s.is_some());
+    }
     let parsed = match data.first().map(|b| b >> 4) {
         Some(4) => {
             let _ = mcast::classify_v4(data);

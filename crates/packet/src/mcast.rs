@@ -357,6 +357,100 @@ fn code_v2_mld(c: u16) -> u32 {
     }
 }
 
+/// A PIM message's header as a snooping switch needs it (RFC 7761 4.9): the type, and for a
+/// Hello its holdtime (option 1; 105 s when absent, RFC 7761 4.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pim {
+    pub kind: u8,
+    pub hello_holdtime_s: Option<u16>,
+}
+
+/// PIM message types (RFC 7761 4.9).
+pub const PIM_HELLO: u8 = 0;
+const PIM_REGISTER: u8 = 1;
+
+/// Checks a PIMv2 message (`m`, after its IP header) and reads its header. `pseudo` is the
+/// IPv6 pseudo-header sum (RFC 7761 4.9: PIM over IPv6 sums it; over IPv4 it does not). A
+/// Register's checksum covers its 8-byte header only; every other type's, the whole message.
+/// A Hello's options must tile its body exactly.
+pub fn parse_pim(m: &[u8], pseudo: u32) -> Result<Pim> {
+    if m.len() < 4 {
+        return Err(Error::Truncated);
+    }
+    if m[0] >> 4 != 2 {
+        return Err(Error::Malformed);
+    }
+    let kind = m[0] & 0x0f;
+    let covered = if kind == PIM_REGISTER {
+        m.get(..8).ok_or(Error::Truncated)?
+    } else {
+        m
+    };
+    if checksum::fold(checksum::combine(pseudo, checksum::sum(covered))) != 0 {
+        return Err(Error::Malformed);
+    }
+    let mut out = Pim {
+        kind,
+        hello_holdtime_s: None,
+    };
+    if kind == PIM_HELLO {
+        let mut o = &m[4..];
+        out.hello_holdtime_s = Some(105);
+        while !o.is_empty() {
+            if o.len() < 4 {
+                return Err(Error::Truncated);
+            }
+            let (t, len) = (crate::be16(o, 0), usize::from(crate::be16(o, 2)));
+            let v = o.get(4..4 + len).ok_or(Error::Truncated)?;
+            if t == 1 {
+                if len != 2 {
+                    return Err(Error::Malformed);
+                }
+                out.hello_holdtime_s = Some(crate::be16(v, 0));
+            }
+            o = &o[4 + len..];
+        }
+    }
+    Ok(out)
+}
+
+/// The PIM message of an IPv4 or IPv6 packet (`ip` starts at its header), checked.
+pub fn parse_pim_ip(ip: &[u8]) -> Result<Pim> {
+    match ip.first().map(|v| v >> 4) {
+        Some(4) => {
+            let p = ipv4::Packet::new_checked(ip)?;
+            if p.protocol_raw() != PROTO_PIM || p.is_fragment() {
+                return Err(Error::Malformed);
+            }
+            parse_pim(p.payload(), 0)
+        }
+        Some(6) => {
+            let p = ipv6::Packet::new_checked(ip)?;
+            let (nh, off, frag) = p.transport().ok_or(Error::Truncated)?;
+            if nh != PROTO_PIM || frag {
+                return Err(Error::Malformed);
+            }
+            let end = 40 + usize::from(p.payload_len());
+            let m = ip.get(off..end).ok_or(Error::Truncated)?;
+            let src: [u8; 16] = ip[8..24].try_into().expect("40 bytes checked");
+            let dst: [u8; 16] = ip[24..40].try_into().expect("40 bytes checked");
+            let pseudo = checksum::pseudo_v6(&src, &dst, PROTO_PIM, m.len() as u32);
+            parse_pim(m, pseudo)
+        }
+        _ => Err(Error::Malformed),
+    }
+}
+
+/// A PIMv2 Hello with a holdtime option, checksummed (`pseudo` as for [`parse_pim`]): for tests
+/// and fuzz seeds.
+pub fn build_pim_hello(holdtime_s: u16, pseudo: u32) -> Vec<u8> {
+    let mut m = vec![0x20, 0, 0, 0, 0, 1, 0, 2];
+    m.extend_from_slice(&holdtime_s.to_be_bytes());
+    let c = checksum::fold(checksum::combine(pseudo, checksum::sum(&m)));
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    m
+}
+
 /// The Ethernet multicast address of a group (RFC 1112 6.4, RFC 2464 7).
 pub fn group_mac(group: IpAddr) -> [u8; 6] {
     match group {
@@ -593,6 +687,44 @@ mod tests {
 
     fn l3(f: &[u8]) -> &[u8] {
         &f[14..]
+    }
+
+    #[test]
+    fn pim_hellos_are_checked_and_their_holdtime_read() {
+        let h = build_pim_hello(105, 0);
+        assert_eq!(
+            parse_pim(&h, 0),
+            Ok(Pim {
+                kind: PIM_HELLO,
+                hello_holdtime_s: Some(105)
+            })
+        );
+        let mut bad = h.clone();
+        bad[9] ^= 1;
+        assert_eq!(parse_pim(&bad, 0), Err(Error::Malformed), "checksum");
+        let mut cut = vec![0x20, 0, 0, 0, 0, 1, 0, 2, 0];
+        let c = checksum::fold(checksum::sum(&cut));
+        cut[2..4].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(parse_pim(&cut, 0), Err(Error::Truncated), "an option cut");
+        let mut v1 = h.clone();
+        v1[0] = 0x10;
+        assert_eq!(parse_pim(&v1, 0), Err(Error::Malformed), "PIMv1");
+        // IPv6 sums the pseudo-header: the same bytes fail without it.
+        let src = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let mut dst = [0u8; 16];
+        dst[0] = 0xff;
+        dst[1] = 0x02;
+        dst[15] = 0x0d;
+        let ps = checksum::pseudo_v6(&src, &dst, PROTO_PIM, 10);
+        let h6 = build_pim_hello(30, ps);
+        assert_eq!(parse_pim(&h6, ps).unwrap().hello_holdtime_s, Some(30));
+        assert!(parse_pim(&h6, 0).is_err());
+        // A Register's checksum covers its header only: its payload may be anything.
+        let mut reg = vec![0x21, 0, 0, 0, 0, 0, 0, 0];
+        let c = checksum::fold(checksum::sum(&reg));
+        reg[2..4].copy_from_slice(&c.to_be_bytes());
+        reg.extend_from_slice(&[0x45, 1, 2, 3]);
+        assert_eq!(parse_pim(&reg, 0).unwrap().kind, 1);
     }
 
     #[test]

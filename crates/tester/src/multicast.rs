@@ -43,6 +43,9 @@ pub struct McastPlan {
     pub probe: Option<Probe>,
     /// The target for the join and leave times, ms.
     pub join_target_ms: f64,
+    /// A routed run (ME-13, ME-14): the (S,G) routes and output interfaces the device must
+    /// hold before traffic (None: a snooping bridge, whose joins are checked instead).
+    pub routes_expected: Option<(u64, u64)>,
 }
 
 /// One frame size's figures.
@@ -66,9 +69,12 @@ pub struct McastReport {
     pub joins_sent: u64,
     pub joins_expected: u64,
     /// What the device's snooping table held after the joins: groups, and (group, member)
-    /// memberships (None: not read, an external device).
+    /// memberships (None: not read, an external device). In a routed run: its multicast
+    /// routes, and their output interfaces.
     pub groups_snooped: Option<u64>,
     pub memberships_snooped: Option<u64>,
+    /// A routed run (ME-13, ME-14).
+    pub routed: bool,
     pub rows: Vec<McastRow>,
     /// The forwarding state's change at the probe's port, ms (None: not seen): from the join
     /// leaving the tester to the sending of the first frame that reached the port, and from the
@@ -135,6 +141,13 @@ pub fn snooped(core: &Arc<Core>) -> Option<(u64, u64)> {
     Some((v.groups.len() as u64, memberships))
 }
 
+/// The embedded router's multicast FIB, as (routes, output interfaces over all routes).
+pub fn mrouted(core: &Arc<Core>) -> Option<(u64, u64)> {
+    let v = core.mroutes(&api::requests::MrouteQuery::default()).ok()?;
+    let oifs = v.routes.iter().map(|r| r.oifs.len() as u64).sum();
+    Some((v.routes.len() as u64, oifs))
+}
+
 /// Every receiver's host reports its groups; returns the reports the ports took.
 fn join_all(t: &mut Tester, plan: &McastPlan) -> u64 {
     let mut sent = 0u64;
@@ -167,6 +180,7 @@ pub fn run(
         joins_expected: expected,
         groups_snooped: snooped.map(|s| s.0),
         memberships_snooped: snooped.map(|s| s.1),
+        routed: plan.routes_expected.is_some(),
         rows: Vec::new(),
         join_ms: None,
         leave_ms: None,
@@ -267,6 +281,15 @@ fn probe(
 
 fn checks(rep: &McastReport, plan: &McastPlan) -> Vec<Check> {
     let mut c = vec![match (rep.memberships_snooped, rep.groups_snooped) {
+        (Some(o), Some(r)) if plan.routes_expected.is_some() => {
+            let (routes, oifs) = plan.routes_expected.expect("checked");
+            Check {
+                name: "routes installed".into(),
+                expected: format!("{routes} (S,G) routes, {oifs} output interfaces"),
+                measured: format!("{r} routes, {o} output interfaces"),
+                pass: r == routes && o == oifs,
+            }
+        }
         (Some(m), Some(g)) => Check {
             name: "joins snooped".into(),
             expected: format!("{} memberships (every report sent)", rep.joins_expected),
@@ -322,6 +345,11 @@ pub fn table(x: &McastReport) -> String {
         thousands(x.joins_sent as f64),
         thousands(x.joins_expected as f64),
         match (x.memberships_snooped, x.groups_snooped) {
+            (Some(o), Some(r)) if x.routed => format!(
+                "the router held {} (S,G) routes with {} output interfaces",
+                thousands(r as f64),
+                thousands(o as f64)
+            ),
             (Some(m), Some(g)) => format!(
                 "the router snooped {} memberships in {} groups",
                 thousands(m as f64),
@@ -349,6 +377,9 @@ pub fn table(x: &McastReport) -> String {
         );
     }
     let fmt = |v: Option<f64>| v.map_or("not measured".to_string(), |v| format!("{v:.2} ms"));
+    if x.routed && x.join_ms.is_none() {
+        return s;
+    }
     s += &format!(
         "\nProbe group, state change (by the frames' send times): join to the first frame \
          through {}, leave to the last {}; to their arrival (path and polling included): {} and {}\n",
@@ -509,6 +540,7 @@ pub fn run_external(
             fps: 10_000.0,
         }),
         join_target_ms: 10.0,
+        routes_expected: None,
     };
     let search = SearchOpts {
         resolution: ro.resolution,

@@ -121,7 +121,12 @@ pub fn table(r: &ScenarioReport) -> String {
         thousands(r.ring as f64),
         thousands(crate::embedded::TX_RING as f64)
     );
-    if r.multicast.is_some() {
+    if r.multicast.as_ref().is_some_and(|m| m.routed) {
+        s += "Method: the router's multicast routes are read back; then RFC 2544 throughput \
+              per frame size of multicast streams whose every frame each receiver must get \
+              (loss and duplicates per receiver; the rates are frames into the device, the \
+              copies out beside them)\n\n";
+    } else if r.multicast.is_some() {
         s += "Method: each receiving port's host joins its groups (IGMPv2, one report per \
               group), the snooping table is read back; then RFC 2544 throughput per frame \
               size of multicast streams whose every frame each receiver must get (loss and \

@@ -328,7 +328,13 @@ pub fn run_with(
                 &ro.trial,
                 &search,
                 &seed_for,
-                &|| crate::multicast::snooped(&core),
+                &|| {
+                    if plan.routes_expected.is_some() {
+                        crate::multicast::mrouted(&core)
+                    } else {
+                        crate::multicast::snooped(&core)
+                    }
+                },
                 obs,
             );
             rows = r;

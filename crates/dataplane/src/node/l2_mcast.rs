@@ -11,7 +11,7 @@
 //! link-local groups (224.0.0.0/24, ff02::/16), groups nobody joined where the domain floods
 //! them, and what is not IP. Consumed: a report with no router member to go to. Dropped: a
 //! membership message over the `igmp-mld` punt class's rate (`PuntPoliced`: a join flood), or
-//! that does not parse (`McastMalformed`), data to a group nobody joined where the domain neither floods such
+//! that does not parse, or a PIM message that does not (`McastMalformed`), data to a group nobody joined where the domain neither floods such
 //! groups nor has a router member (`McastNoListener`), a frame with no member to go to.
 //!
 //! A frame goes to at most [`MAX_OUT`] members; a list longer than that (a bridge of more
@@ -288,14 +288,26 @@ fn one(
                 }
             }
         }
-        Kind::Pim => {
-            table.router_seen(bridge.id, l2.member, s, table.now_ms());
-            table
-                .counters
-                .pim_hellos
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            ctx.to(Next::Flood, b);
-        }
+        Kind::Pim => match mcast::parse_pim_ip(&d[l3..]) {
+            // A router is behind the member: learned from its Hellos (RFC 4541 2.1.1).
+            Ok(p) => {
+                if p.kind == mcast::PIM_HELLO {
+                    table.router_seen(bridge.id, l2.member, s, table.now_ms());
+                    table
+                        .counters
+                        .pim_hellos
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                ctx.to(Next::Flood, b);
+            }
+            Err(_) => {
+                table
+                    .counters
+                    .malformed
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                ctx.drop(b, DropReason::McastMalformed);
+            }
+        },
         Kind::LinkLocal | Kind::Other => ctx.to(Next::Flood, b),
     }
 }

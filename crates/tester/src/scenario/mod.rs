@@ -144,6 +144,14 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 IGMP snooping, 8 uplinks x 25 sources, 800 groups each joined on 3 access ports, 64..9216 B",
     ),
     (
+        "ME-13",
+        "ME 6524 multicast routing, 1 uplink: 200 sources x 100 groups, each (S,G) routed to 24 access ports, 64..9216 B",
+    ),
+    (
+        "ME-14",
+        "ME 6524 multicast routing, 8 uplinks x 25 sources, 800 groups each routed to 3 access ports, 64..9216 B",
+    ),
+    (
         "ME-15",
         "ME 6524 hot swap: under ME-2's IPv6 traffic, a port, a worker and the config changed",
     ),
@@ -202,6 +210,8 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "L2-1M" => Ok(switching::searches(o)),
         "ME-11" => Ok(multicast::multicast(o, 1)),
         "ME-12" => Ok(multicast::multicast(o, 8)),
+        "ME-13" => Ok(multicast::routed(o, 1)),
+        "ME-14" => Ok(multicast::routed(o, 8)),
         "XR-3" => Ok(xr::xr(o, false)),
         "XR-4" => Ok(xr::xr(o, true)),
         "XR-5" => Ok(services::xr5(o)),

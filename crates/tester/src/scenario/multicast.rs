@@ -1,7 +1,9 @@
-//! The Cisco ME 6524's Layer 2 multicast tests, IGMP snooping in one bridge domain: ME-11 (one
+//! The Cisco ME 6524's multicast tests. Layer 2, IGMP snooping in one bridge domain: ME-11 (one
 //! uplink, 200 sources to 100 groups, every group joined on each of 24 access ports) and ME-12
-//! (8 uplinks of 25 sources each, 800 groups, each joined on a group of 3 access ports). Both
-//! are 20,000 (S,G); the procedure is [`crate::multicast`].
+//! (8 uplinks of 25 sources each, 800 groups, each joined on a group of 3 access ports). Layer
+//! 3, the same traffic routed (ME-13, ME-14): every port a routed interface, each (S,G) a route
+//! from its uplink to its access ports. All are 20,000 (S,G); the procedure is
+//! [`crate::multicast`].
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -67,6 +69,132 @@ fn mstream(
     )
 }
 
+/// The seed's Table 13 (ME-13) and Table 14 (ME-14), "aggregate throughput", frames/s (the
+/// report captions both "Layer-2 ... 1 Uplink": a copy error; the text calls them layer-3).
+const SEED_13: [(u16, f64); 10] = [
+    (64, 9_284_333.0),
+    (128, 7_036_060.0),
+    (256, 3_730_763.0),
+    (512, 1_897_533.0),
+    (1024, 962_348.0),
+    (1280, 772_847.0),
+    (1518, 651_890.0),
+    (2034, 488_122.0),
+    (4068, 243_640.0),
+    (9216, 107_839.0),
+];
+const SEED_14: [(u16, f64); 10] = [
+    (64, 9_642_427.0),
+    (128, 7_054_674.0),
+    (256, 3_706_564.0),
+    (512, 1_897_533.0),
+    (1024, 964_940.0),
+    (1280, 772_847.0),
+    (1518, 651_890.0),
+    (2034, 488_122.0),
+    (4068, 243_640.0),
+    (9216, 107_839.0),
+];
+
+/// ME-13 (one uplink) and ME-14 (eight): ME-11's and ME-12's traffic through a multicast
+/// router. The embedded router has no PIM (no control plane in an embedded run), so the
+/// (S,G) routes pimd would install are the config's static ones: the data plane's replication
+/// is what is measured; PIM's own part is measured with pimd in external mode and in the
+/// system tests.
+pub(super) fn routed(o: &ScenarioOpts, uplinks: usize) -> Scenario {
+    let mut s = multicast(o, uplinks);
+    let one = uplinks == 1;
+    let access = 24usize;
+    let per_set = if one { access } else { access / uplinks };
+    let Procedure::Multicast(plan) = &mut s.procedure else {
+        unreachable!("multicast() builds a multicast procedure")
+    };
+    // Joins are PIM's business: none sent; the probe needs pimd too.
+    plan.joins.clear();
+    plan.probe = None;
+    let data = plan.data.clone();
+    s.streams.truncate(data.len());
+    let sources = s.flows / (100 * uplinks as u64);
+    plan.routes_expected = Some((s.flows, s.flows * per_set as u64));
+    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
+    let mut y = format!(
+        "router: {{ workers: {}, cores: [{}], buffers: 4096 }}\nlimits: {{ mroutes: {} }}\nports:\n",
+        o.workers,
+        cores.join(", "),
+        (s.flows * 2).max(1024)
+    );
+    for (name, _) in &s.ports {
+        y += &format!("  - {{ name: {name}, driver: mem }}\n");
+    }
+    y += "interfaces:\n";
+    for (i, (name, _)) in s.ports.iter().enumerate() {
+        let addr = if i < uplinks {
+            format!("10.{}.255.254/16", 200 + i)
+        } else {
+            format!("10.77.{i}.1/24")
+        };
+        y += &format!(
+            "  - {{ name: {name}, port: {name}, mac: \"{}\", ipv4: [{addr}] }}\n",
+            MacAddr(router_mac(i))
+        );
+    }
+    y += "multicast-routing:\n  static:\n";
+    for u in 0..uplinks {
+        let oifs: Vec<String> = (0..per_set)
+            .map(|k| format!("acc{}", u * per_set + k))
+            .collect();
+        let oifs = oifs.join(", ");
+        for src in 0..sources as u32 {
+            let source = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 200 + u as u8, 0, 1)) + src);
+            for g in 0..100 {
+                y += &format!(
+                    "    - {{ source: {source}, group: {}, iif: up{u}, oifs: [{oifs}] }}\n",
+                    group(u, g)
+                );
+            }
+        }
+    }
+    s.config_yaml = y;
+    let seed = if one { &SEED_13 } else { &SEED_14 };
+    s.seed = seed
+        .iter()
+        .map(|&(b, fps)| SeedRow {
+            key: b.to_string(),
+            fps: Some(fps),
+            note: "aggregate throughput".into(),
+        })
+        .collect();
+    s.id = if one { "ME-13" } else { "ME-14" };
+    s.title = if one {
+        format!("Multicast routing, 1 uplink: {sources} sources to 100 groups ({} (S,G) routes), each routed to 24 access ports", s.flows)
+    } else {
+        format!("Multicast routing, 8 uplinks: {sources} sources each, 800 groups ({} (S,G) routes), each routed to 3 access ports", s.flows)
+    };
+    s.seed_title = if one {
+        "Cisco ME 6524, Layer-3 multicast (PIM-SM), 1 uplink, 20,000 mroutes, 24 replicated ports, 300 s trials: 9,284,333 frames/s at 64 B (Table 13, aggregate throughput)"
+    } else {
+        "Cisco ME 6524, Layer-3 multicast (PIM-SM), 8 uplinks, 20,000 mroutes, 3 replicated ports, 300 s trials: 9,642,427 frames/s at 64 B (Table 14, aggregate throughput)"
+    };
+    s.notes = vec![
+        "Throughput is RFC 2544's: frames into the device at which every receiver got every \
+         frame (each copy routed: TTL decremented, the access port's own MAC address as \
+         source); the multicast table gives the copies out beside it."
+            .into(),
+        "The seed's switch ran PIM-SM, learning its 20,000 (S,G) from the testers' IGMP joins \
+         and the sources' traffic. An embedded run has no control plane, so the routes are the \
+         config's static (S,G) routes, the same table pimd builds: this measures the data \
+         plane's replication. PIM itself (joins through pimd on the TAP twins, its kernel \
+         routes mirrored) is exercised with pimd in external mode and the system tests."
+            .into(),
+        "Every port is a routed interface: 32 in ME-14, one more than the kernel's multicast \
+         routing has VIFs for under pimd (MAXVIFS 32, one of them pimd's register device); \
+         with pimd, the access side is one snooping bridge behind a routed interface \
+         (docs/multicast.md)."
+            .into(),
+    ];
+    s
+}
+
 pub(super) fn multicast(o: &ScenarioOpts, uplinks: usize) -> Scenario {
     let access = 24usize;
     let one = uplinks == 1;
@@ -114,6 +242,7 @@ pub(super) fn multicast(o: &ScenarioOpts, uplinks: usize) -> Scenario {
             fps: 100_000.0,
         }),
         join_target_ms: 10.0,
+        routes_expected: None,
     };
     let mut y = switching::mem_ports_yaml(o, &ports);
     let members: Vec<&str> = ports.iter().map(|p| p.0.as_str()).collect();
