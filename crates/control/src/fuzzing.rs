@@ -152,6 +152,12 @@ pub fn addr_ack(data: &[u8]) {
     }
 }
 
+/// One rtnetlink datagram as the multicast route mirror reads it (the kernel's MFC entries):
+/// decodes without a panic, and an entry encodes and decodes back to itself.
+pub fn mfc(data: &[u8]) {
+    crate::mcast::mfc::fuzz(data);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,10 +206,4 @@ mod tests {
         addr_ack(&[]);
         addr_ack(&[0xff; 64]);
     }
-}
-
-/// One rtnetlink datagram as the multicast route mirror reads it (the kernel's MFC entries):
-/// decodes without a panic, and an entry encodes and decodes back to itself.
-pub fn mfc(data: &[u8]) {
-    crate::mcast::mfc::fuzz(data);
 }
