@@ -14,6 +14,13 @@ a probe group's join and leave times. Writes OUT/<device>/multicast.{md,json,svg
 OUT/multicast.md (the side by side table).
 
     sudo benches/multicast/run.py --receivers 3 --groups 100 --sources 10 --sizes 64,1518
+
+With --routed the devices are multicast routers under FRR's pimd instead (the kernel's own
+multicast routing, and a Linerate daemon with pimd on its TAP twins: tests/system/testbed/
+l3mcast.py), each trial after --warmup seconds of the same traffic (pimd makes each (S,G) from
+its first packets):
+
+    sudo benches/multicast/run.py --routed --receivers 3 --groups 100 --sources 10 --warmup 2
 """
 
 from __future__ import annotations
@@ -31,11 +38,16 @@ sys.path.insert(0, str(REPO / "tests" / "system"))
 
 from testbed import Testbed  # noqa: E402
 from testbed import l2  # noqa: E402
+from testbed import l3mcast  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices", default="linux,linerate")
+    ap.add_argument("--routed", action="store_true",
+                    help="multicast routers under pimd instead of snooping bridges")
+    ap.add_argument("--warmup", type=float, default=0.0,
+                    help="seconds of traffic before each trial (pimd builds its routes)")
     ap.add_argument("--receivers", type=int, default=3)
     ap.add_argument("--groups", type=int, default=100)
     ap.add_argument("--sources", type=int, default=10)
@@ -56,7 +68,12 @@ def main() -> int:
         with Testbed(a.out / f"{dev}-run") as tb:
             try:
                 tst, dut = l2.topology(tb, nports)
-                if dev == "linux":
+                if a.routed and dev == "linux":
+                    d = l3mcast.LinuxMrouter(tb, dut, nports)
+                elif a.routed and dev == "linerate":
+                    d = l3mcast.LinerateMrouter(bin_, tb, dut, a.out / f"{dev}-run" / "dut",
+                                                nports)
+                elif dev == "linux":
                     d = l2.LinuxBridge(dut, nports, snooping=True)
                 elif dev == "linerate":
                     d = l2.LinerateBridge(bin_, dut, a.out / f"{dev}-run" / "dut", nports,
@@ -70,7 +87,10 @@ def main() -> int:
                     "--sources", str(a.sources), "--sizes", a.sizes.replace(",", " "),
                     "--speed", a.speed, "--seconds", str(a.seconds),
                     "--resolution", str(a.resolution), "--core", str(a.core), "--quiet",
-                    timeout=3600)
+                    "--warmup", str(a.warmup),
+                    *(["--leave-target-ms", "500"] if a.routed else []), timeout=3600)
+                if a.routed:
+                    row["routes"] = d.routes()
                 d.stop()
             except Exception as e:  # noqa: BLE001 - reported per device
                 row["error"] = f"{e}\n{traceback.format_exc()}"
@@ -107,7 +127,11 @@ def table(results: list[dict], a) -> str:
     cpu = next((r["report"]["cores"]["cpu"] for r in results if r["report"]), "?")
     s += (f"\nCPU: {cpu}; 2 vCPUs shared by the tester (pinned to CPU {a.core}) and the "
           f"device; {a.receivers} receivers, {a.sources} sources x {a.groups} groups, "
-          f"{a.seconds} s trials; verdicts: " + ", ".join(
+          f"{a.seconds} s trials"
+          + (f" after {a.warmup} s of warm-up traffic, routed under pimd (routes held at the "
+             f"end: " + ", ".join(f"{r['device']} {r.get('routes', '?')}" for r in results)
+             + ")" if a.routed else "")
+          + "; verdicts: " + ", ".join(
               f"{r['device']} {(r['report'] or {}).get('verdict', 'n/a')}" for r in results)
           + "\n")
     return s

@@ -378,7 +378,7 @@ fn multicast(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, Str
                     source: u128::from(0x0ac8_0000 + s),
                     group: u128::from(0xef01_0001 + g),
                 };
-                fib.set(key, 0, oifs.clone(), false)
+                fib.set(key, 0, oifs.clone(), dataplane::mfib::Origin::Static)
                     .map_err(|_| "the multicast FIB is full")?;
             }
         }

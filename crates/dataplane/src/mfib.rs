@@ -49,6 +49,20 @@ impl MrouteKey {
     }
 }
 
+/// Where a route comes from, which decides what goes up to the control plane besides the
+/// routed copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The config's: nothing goes up.
+    Static,
+    /// The kernel's multicast cache (pimd's): a keepalive copy every [`KEEPALIVE_MS`].
+    Kernel,
+    /// The kernel's, with an output the data plane does not have (pimd's register device,
+    /// while a first-hop router registers the source with the RP): every packet also goes up,
+    /// within the `mcast-data` punt class's rate, for the kernel to hand pimd.
+    KernelRegistering,
+}
+
 /// One output interface: where copies go, if the packet's TTL (hop limit) is above `ttl`
 /// (the kernel's threshold: 1 forwards every packet that may be forwarded at all).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,10 +94,10 @@ pub struct Mroute {
     pub oifs: Box<[Oif]>,
     /// False for what a deleted route leaves in its slot.
     pub live: bool,
-    /// The route comes from the kernel's multicast cache, whose owner (pimd) deletes it when
-    /// the kernel's counters for it stop moving: a copy of its traffic goes up every
-    /// [`KEEPALIVE_MS`] so that they move.
-    pub keepalive: bool,
+    /// Where it comes from. A kernel route's owner (pimd) deletes it when the kernel's
+    /// counters for it stop moving: a copy of its traffic goes up every [`KEEPALIVE_MS`] so
+    /// that they move.
+    pub origin: Origin,
     pub counters: Arc<MrouteCounters>,
 }
 
@@ -106,7 +120,7 @@ pub struct MrouteView {
     pub key: MrouteKey,
     pub iif: u32,
     pub oifs: Vec<Oif>,
-    pub keepalive: bool,
+    pub origin: Origin,
     pub packets: u64,
     pub bytes: u64,
     pub replicas: u64,
@@ -220,7 +234,7 @@ impl Mfib {
         key: MrouteKey,
         iif: u32,
         oifs: Vec<Oif>,
-        keepalive: bool,
+        origin: Origin,
     ) -> Result<(), Full> {
         let _w = self.lock();
         let mut slots = self.slots.load_full();
@@ -247,7 +261,7 @@ impl Mfib {
             iif,
             oifs: oifs.into_boxed_slice(),
             live: true,
-            keepalive,
+            origin,
             counters,
         })));
         Ok(())
@@ -265,7 +279,7 @@ impl Mfib {
                     iif: crate::tables::NO_IF,
                     oifs: Box::new([]),
                     live: false,
-                    keepalive: false,
+                    origin: Origin::Static,
                     counters: o.counters.clone(),
                 })));
                 self.live.fetch_sub(1, Ordering::Relaxed);
@@ -324,7 +338,7 @@ impl Mfib {
                     key: r.key,
                     iif: r.iif,
                     oifs: r.oifs.to_vec(),
-                    keepalive: r.keepalive,
+                    origin: r.origin,
                     packets: c.packets.load(Ordering::Relaxed),
                     bytes: c.bytes.load(Ordering::Relaxed),
                     replicas: c.replicas.load(Ordering::Relaxed),

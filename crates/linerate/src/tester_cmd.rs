@@ -197,6 +197,11 @@ pub struct ExternalArgs {
     /// Multicast: reports a second from each receiving port.
     #[arg(long, default_value_t = 1000.0)]
     join_fps: f64,
+    /// --multicast: the longest a leave may take to stop the group's traffic at its port, ms
+    /// (10: a snooping switch's fast leave; a router under pimd takes IGMP's last-member query
+    /// time).
+    #[arg(long, default_value_t = 10.0)]
+    leave_target_ms: f64,
     #[command(flatten)]
     trial: TrialArgs,
 }
@@ -523,6 +528,7 @@ fn multicast(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Resul
             groups: a.groups,
             sources: a.sources,
             join_fps: a.join_fps,
+            leave_target_ms: a.leave_target_ms,
             core: a.core,
         },
         ro,

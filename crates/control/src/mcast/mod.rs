@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use dataplane::mfib::{Mfib, MrouteKey, Oif};
+use dataplane::mfib::{Mfib, MrouteKey, Oif, Origin};
 use dataplane::tables::NO_IF;
 
 use crate::config::Config;
@@ -149,7 +149,13 @@ fn install(live: &Live, k: KernelKey, r: &KernelRoute) -> bool {
             })
         })
         .collect();
-    live.fib.set(key, iif, oifs, true).is_ok()
+    // An output the kernel has and the router does not: pimd's register device.
+    let origin = if oifs.len() < r.oifs.len() {
+        Origin::KernelRegistering
+    } else {
+        Origin::Kernel
+    };
+    live.fib.set(key, iif, oifs, origin).is_ok()
 }
 
 /// One build's multicast state (see the module's doc).
@@ -247,7 +253,7 @@ impl McastState {
         };
         let mut refused = 0;
         for (key, iif, oifs) in &self.statics {
-            if fib.set(*key, *iif, oifs.clone(), false).is_err() {
+            if fib.set(*key, *iif, oifs.clone(), Origin::Static).is_err() {
                 refused += 1;
             }
         }

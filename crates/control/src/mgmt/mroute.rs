@@ -98,7 +98,12 @@ impl Core {
                 group: addr(v6, e.key.group),
                 iif: name(e.iif),
                 oifs: e.oifs.iter().map(|o| name(o.ifx)).collect(),
-                origin: if e.keepalive { "pim" } else { "static" }.into(),
+                origin: match e.origin {
+                    dataplane::mfib::Origin::Static => "static",
+                    dataplane::mfib::Origin::Kernel => "pim",
+                    dataplane::mfib::Origin::KernelRegistering => "pim (registering)",
+                }
+                .into(),
                 packets: e.packets,
                 bytes: e.bytes,
                 replicas: e.replicas,

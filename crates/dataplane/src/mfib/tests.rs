@@ -21,8 +21,8 @@ fn oifs(list: &[u32]) -> Vec<Oif> {
 fn source_routes_win_over_the_groups_any_source_route() {
     let f = Mfib::new(16);
     let g = 0xe801_0101;
-    f.set(key(0, 0, g), 0, oifs(&[1]), false).unwrap();
-    f.set(key(0, 0x0a00_0002, g), 2, oifs(&[3, 4]), true)
+    f.set(key(0, 0, g), 0, oifs(&[1]), Origin::Static).unwrap();
+    f.set(key(0, 0x0a00_0002, g), 2, oifs(&[3, 4]), Origin::Kernel)
         .unwrap();
     let iif = |s| f.lookup(key(0, s, g), |r| r.map(|r| r.iif));
     assert_eq!(iif(0x0a00_0002), Some(2), "(S,G)");
@@ -41,13 +41,13 @@ fn source_routes_win_over_the_groups_any_source_route() {
 fn counters_carry_over_a_replacement_and_a_delete_and_re_add() {
     let f = Mfib::new(16);
     let k = key(0, 1, 0xe800_0001);
-    f.set(k, 0, oifs(&[1]), false).unwrap();
+    f.set(k, 0, oifs(&[1]), Origin::Static).unwrap();
     f.with(k, |r| {
         r.unwrap().counters.packets.fetch_add(5, Ordering::Relaxed)
     });
-    f.set(k, 0, oifs(&[1, 2]), false).unwrap();
+    f.set(k, 0, oifs(&[1, 2]), Origin::Static).unwrap();
     f.remove(k);
-    f.set(k, 0, oifs(&[2]), false).unwrap();
+    f.set(k, 0, oifs(&[2]), Origin::Static).unwrap();
     let v = f.view();
     assert_eq!((v.len(), v[0].packets, v[0].oifs.len()), (1, 5, 1));
 }
@@ -56,10 +56,13 @@ fn counters_carry_over_a_replacement_and_a_delete_and_re_add() {
 fn a_full_table_refuses_then_compacts_its_leftovers() {
     let f = Mfib::new(16);
     for g in 0..16 {
-        f.set(key(0, 1, 0xe800_0000 + g), 0, oifs(&[1]), false)
+        f.set(key(0, 1, 0xe800_0000 + g), 0, oifs(&[1]), Origin::Static)
             .unwrap();
     }
-    assert_eq!(f.set(key(0, 1, 0xe900_0000), 0, vec![], false), Err(Full));
+    assert_eq!(
+        f.set(key(0, 1, 0xe900_0000), 0, vec![], Origin::Static),
+        Err(Full)
+    );
     assert_eq!(f.counters.table_full.load(Ordering::Relaxed), 1);
     // Churn: each delete leaves a leftover; the array is made again when they fill it.
     for round in 0..10u128 {
@@ -67,8 +70,13 @@ fn a_full_table_refuses_then_compacts_its_leftovers() {
             assert!(f.remove(key(0, 1 + round, 0xe800_0000 + g)));
         }
         for g in 0..16 {
-            f.set(key(0, 2 + round, 0xe800_0000 + g), 0, oifs(&[1]), false)
-                .unwrap();
+            f.set(
+                key(0, 2 + round, 0xe800_0000 + g),
+                0,
+                oifs(&[1]),
+                Origin::Static,
+            )
+            .unwrap();
         }
     }
     assert_eq!(f.len(), 16);
@@ -103,7 +111,7 @@ proptest! {
                 Op::Set(s, g, oif) => {
                     let k = key(0, u128::from(s), 0xe800_0000 + u128::from(g));
                     let full = model.len() >= 16 && !model.contains_key(&k);
-                    let r = f.set(k, 0, oifs(&[u32::from(oif)]), false);
+                    let r = f.set(k, 0, oifs(&[u32::from(oif)]), Origin::Static);
                     prop_assert_eq!(r.is_err(), full);
                     if !full {
                         model.insert(k, u32::from(oif));

@@ -11,7 +11,8 @@
 //! picks its members). To the control plane (class `mcast-data`), where pimd on the TAP twins
 //! reads them from the kernel: a packet with no route (the kernel's upcall makes pimd create
 //! one), one from the wrong interface (for PIM asserts), a keepalive copy of a kernel route's
-//! traffic every [`crate::mfib::KEEPALIVE_MS`]; IGMP and MLD messages to any group (joins).
+//! traffic every [`crate::mfib::KEEPALIVE_MS`], or every packet of a route pimd is registering
+//! (`mfib::Origin::KernelRegistering`); IGMP and MLD messages to any group (joins).
 //! Dropped: those without a punt path (`McastNoRoute`, `McastWrongIf`), TTL or hop limit
 //! expired (no ICMP error for multicast, RFC 1812 5.3.5.2 / RFC 4443 2.4), a route with no
 //! output interface for the packet (`McastNoOutput`, a pruned route), too big for an output
@@ -21,7 +22,7 @@ use super::{be16, be32, Ctx};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::graph::{Edge, Node, NodeId, To};
-use crate::mfib::{Mfib, Mroute, MrouteKey, KEEPALIVE_MS};
+use crate::mfib::{Mfib, Mroute, MrouteKey, Origin, KEEPALIVE_MS};
 use crate::node::l2_flood::copy;
 use crate::punt::PuntClass;
 use crate::tables::{NextHop, Tables, NO_IF};
@@ -197,16 +198,20 @@ fn routed(ctx: &mut Ctx, t: &Tables, r: &Mroute, mut b: PktBuf, h: &Head, now: u
     if h.ttl <= 1 {
         return ctx.drop(b, DropReason::McastTtl);
     }
-    if r.keepalive && ctx.punt.is_some() {
-        let last = c.last_keepalive_ms.load(Relaxed);
-        if now.saturating_sub(last) >= KEEPALIVE_MS
-            && c.last_keepalive_ms
-                .compare_exchange(last, now, Relaxed, Relaxed)
-                .is_ok()
-        {
-            if let Some(cp) = copy(ctx, &b) {
-                ctx.punt(cp, PuntClass::McastData, NO_IF);
+    if r.origin != Origin::Static && ctx.punt.is_some() {
+        let up = match r.origin {
+            // The kernel hands these to pimd, which sends them to the RP in Registers.
+            Origin::KernelRegistering => true,
+            _ => {
+                let last = c.last_keepalive_ms.load(Relaxed);
+                now.saturating_sub(last) >= KEEPALIVE_MS
+                    && c.last_keepalive_ms
+                        .compare_exchange(last, now, Relaxed, Relaxed)
+                        .is_ok()
             }
+        };
+        if up {
+            ctx.punt_copy(&b, PuntClass::McastData);
         }
     }
     // The output interfaces this packet goes to.

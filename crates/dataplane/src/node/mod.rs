@@ -149,6 +149,31 @@ impl Ctx {
         }
     }
 
+    /// Hands a copy of `b` to the control plane (class `class`) if the class's policer admits
+    /// one now: the packet itself goes on, so a copy refused is counted as policed under the
+    /// class, not as a drop; nothing without a punt path.
+    pub fn punt_copy(&mut self, b: &PktBuf, class: crate::punt::PuntClass) {
+        use crate::punt::Outcome;
+        if self.punt.is_none() || !self.punt_policer.admit(class, self.now_ns) {
+            return;
+        }
+        let Some(cp) = crate::node::l2_flood::copy(self, b) else {
+            return;
+        };
+        if self.tap.active {
+            self.tap.on_punt(&cp, class);
+        }
+        let generation = self.generation;
+        let p = self.punt.as_mut().expect("checked");
+        match p.offer(cp, class, crate::tables::NO_IF, generation) {
+            Ok(()) => self.punt_policer.count(class, Outcome::Punted),
+            Err(cp) => {
+                self.punt_policer.count(class, Outcome::QueueFull);
+                self.cache.free(cp);
+            }
+        }
+    }
+
     /// Polices a packet of one of the slow path's own classes (`ttl-expired`, `options`):
     /// whether the slow path may handle it. Counted as punted or policed under the class.
     pub fn police(&mut self, class: crate::punt::PuntClass) -> bool {

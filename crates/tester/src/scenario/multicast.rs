@@ -242,6 +242,7 @@ pub(super) fn multicast(o: &ScenarioOpts, uplinks: usize) -> Scenario {
             fps: 100_000.0,
         }),
         join_target_ms: 10.0,
+        leave_target_ms: 10.0,
         routes_expected: None,
     };
     let mut y = switching::mem_ports_yaml(o, &ports);

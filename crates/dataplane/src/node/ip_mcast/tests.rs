@@ -1,7 +1,7 @@
 use crate::counters::DropReason;
 use crate::graph::harness::{ip4, ip6, Harness, MAC1};
 use crate::graph::NodeId;
-use crate::mfib::{MrouteKey, Oif};
+use crate::mfib::{MrouteKey, Oif, Origin};
 
 const SRC: [u8; 4] = [10, 0, 0, 2];
 const G: [u8; 4] = [232, 1, 2, 3];
@@ -23,7 +23,8 @@ fn oifs(list: &[u32]) -> Vec<Oif> {
 fn a_routed_packet_is_copied_to_each_output_interface_with_its_own_header() {
     let mut h = Harness::with_mcast();
     let fib = h.t.mfib.clone().unwrap();
-    fib.set(key(SRC, G), 0, oifs(&[1, 2, 0]), false).unwrap();
+    fib.set(key(SRC, G), 0, oifs(&[1, 2, 0]), Origin::Static)
+        .unwrap();
     let out = h.push(NodeId::IpMcast, 0, &[ip4(SRC, G, 64)]);
     let sent = &out.to["tx 1"];
     assert_eq!(sent.len(), 2, "eth1 and eth1.100 (not eth0, the input)");
@@ -55,8 +56,9 @@ fn a_routed_packet_is_copied_to_each_output_interface_with_its_own_header() {
 fn the_rpf_check_ttl_and_an_empty_list_drop_and_count() {
     let mut h = Harness::with_mcast();
     let fib = h.t.mfib.clone().unwrap();
-    fib.set(key(SRC, G), 1, oifs(&[2]), false).unwrap();
-    fib.set(key(SRC, [232, 9, 9, 9]), 0, vec![], false).unwrap();
+    fib.set(key(SRC, G), 1, oifs(&[2]), Origin::Static).unwrap();
+    fib.set(key(SRC, [232, 9, 9, 9]), 0, vec![], Origin::Static)
+        .unwrap();
     let out = h.push(
         NodeId::IpMcast,
         0,
@@ -78,7 +80,7 @@ fn the_rpf_check_ttl_and_an_empty_list_drop_and_count() {
         "no route, no control plane"
     );
     assert_eq!(fib.view()[0].wrong_if, 1);
-    fib.set(key(SRC, G), 0, oifs(&[1]), false).unwrap();
+    fib.set(key(SRC, G), 0, oifs(&[1]), Origin::Static).unwrap();
     let out = h.push(NodeId::IpMcast, 0, &[ip4(SRC, G, 1)]);
     assert_eq!(
         out.dropped(DropReason::McastTtl),
@@ -92,7 +94,7 @@ fn a_threshold_keeps_low_ttl_packets_off_an_interface() {
     let mut h = Harness::with_mcast();
     let fib = h.t.mfib.clone().unwrap();
     let list = vec![Oif { ifx: 1, ttl: 1 }, Oif { ifx: 2, ttl: 16 }];
-    fib.set(key(SRC, G), 0, list, false).unwrap();
+    fib.set(key(SRC, G), 0, list, Origin::Static).unwrap();
     let out = h.push(NodeId::IpMcast, 0, &[ip4(SRC, G, 10), ip4(SRC, G, 17)]);
     assert_eq!(out.count("tx 1"), 3, "TTL 10 to eth1 only, TTL 17 to both");
 }
@@ -112,7 +114,7 @@ fn any_source_routes_and_ipv6_by_scope() {
         },
         0,
         oifs(&[1]),
-        false,
+        Origin::Static,
     )
     .unwrap();
     let link_scope = ip6(s6, 0xff02 << 112 | 5, 9);
