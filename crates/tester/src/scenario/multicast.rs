@@ -134,7 +134,7 @@ pub(super) fn routed(o: &ScenarioOpts, uplinks: usize) -> Scenario {
             format!("10.77.{i}.1/24")
         };
         y += &format!(
-            "  - {{ name: {name}, port: {name}, mac: \"{}\", ipv4: [{addr}] }}\n",
+            "  - {{ name: {name}, port: {name}, mac: \"{}\", mtu: 9198, ipv4: [{addr}] }}\n",
             MacAddr(router_mac(i))
         );
     }
