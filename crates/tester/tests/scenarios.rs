@@ -290,6 +290,44 @@ fn l2_1m_floods_and_searches_capacity_and_learning_rate() {
     assert!(report::svg(&r).contains("capacity"));
 }
 
+/// ME-13 and ME-14 at a twentieth of the sources: the router holds every (S,G) route with its
+/// output interfaces, and every receiver gets every routed copy (TTL decremented, the access
+/// port's MAC as source) at the throughput found, at 64 B and at 9,216 B (jumbo frames through
+/// routed interfaces).
+#[test]
+fn the_routed_multicast_scenarios_route_every_copy() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let o = ScenarioOpts {
+        scale: 0.05,
+        ..Default::default()
+    };
+    for (id, oifs) in [("ME-13", 24u64), ("ME-14", 3)] {
+        let mut s = scenario::build(id, &o).unwrap();
+        s.sizes = vec![FrameSizes::Fixed(64), FrameSizes::Fixed(9216)];
+        // 10 sources: ME-13's to 100 groups, ME-14's one per uplink to its 100.
+        let routes = s.flows;
+        assert_eq!(routes, if id == "ME-13" { 1_000 } else { 800 });
+        let r = run::run(s, &opts(0.2), &mut Quiet).unwrap();
+        let m = r.multicast.as_ref().expect("a multicast report");
+        assert!(m.routed, "{id}");
+        assert_eq!(m.groups_snooped, Some(routes), "{id}: routes");
+        assert_eq!(
+            m.memberships_snooped,
+            Some(routes * oifs),
+            "{id}: output interfaces"
+        );
+        assert_eq!(m.rows.len(), 2, "{id}: a rate found at each size");
+        for row in &m.rows {
+            assert_eq!(row.receivers, 24, "{id}");
+            assert_eq!((row.lost, row.duplicated), (0, 0), "{id} {row:?}");
+            assert!(row.output_fps > row.input_fps, "{id}: copies out {row:?}");
+        }
+        let js = report::json(&r);
+        assert_eq!(js["verdict"], "pass", "{id}: {}", js["checks"]);
+        assert!(report::table(&r).contains("(S,G) routes"), "{id}");
+    }
+}
+
 /// ME-11 and ME-12 at a twentieth of the sources (the seed's groups and receivers): every join
 /// is snooped, every receiver gets every frame of its groups at the throughput found (counted
 /// per receiver), and the probe group reaches its port only between its join and its leave.
