@@ -26,6 +26,9 @@ const GROUPS: u32 = 1 << (6 - 1) | 1 << (10 - 1);
 /// The kernel's main multicast table (`RT_TABLE_DEFAULT`), pimd's outside VRFs.
 const RT_TABLE_DEFAULT: u32 = 253;
 
+/// The notification socket's receive buffer: about 40,000 route notifications.
+const RECV_BUFFER: usize = 8 << 20;
+
 pub struct Mirror {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -121,6 +124,9 @@ impl Mirror {
     pub fn start(store: SharedStore) -> Result<Mirror, String> {
         let events = NlSocket::open(GROUPS)
             .map_err(|e| format!("multicast route mirror: netlink socket: {e}"))?;
+        // pimd makes a route per (S,G) as sources start: a burst of thousands of
+        // notifications. Room for them makes a lost notification (and a dump) rare.
+        events.set_recv_buffer(RECV_BUFFER);
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
         let thread = std::thread::Builder::new()
@@ -142,6 +148,17 @@ fn resync(store: &SharedStore, names: &mut Names) {
     match got {
         Ok(all) => st.kernel_replace(all),
         Err(e) => eprintln!("linerate: multicast route mirror: dump failed: {e}"),
+    }
+}
+
+/// Reads and drops whatever the socket holds now.
+fn drain(events: &NlSocket, buf: &mut [u8]) {
+    loop {
+        match events.recv(buf, false) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(_) => return,
+        }
     }
 }
 
@@ -179,7 +196,14 @@ fn run(events: NlSocket, store: SharedStore, stop: &AtomicBool) {
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => resync(&store, &mut names),
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                // Notifications were lost. What is still queued is older than what was lost:
+                // applied after the dump, it would take routes back to older states that no
+                // later notification corrects. So drop it all, then dump; every change from
+                // here on arrives as a notification, after the dump, in order.
+                drain(&events, &mut buf);
+                resync(&store, &mut names);
+            }
             Err(e) => {
                 eprintln!("linerate: multicast route mirror: {e}");
                 std::thread::sleep(Duration::from_millis(200));

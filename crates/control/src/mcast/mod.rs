@@ -282,3 +282,122 @@ impl McastState {
         st.live = default_routes.then_some(live);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    const CFG: &str = "\
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+  - { name: p2, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: 02:00:00:00:00:01, ipv4: [10.0.0.1/24] }
+  - { name: p1, port: p1, mac: 02:00:00:00:00:02, ipv4: [10.1.0.1/24] }
+  - { name: p2, port: p2, mac: 02:00:00:00:00:03, ipv4: [10.2.0.1/24] }
+multicast-routing:
+  static:
+    - { source: 10.0.0.9, group: 232.9.9.9, iif: p0, oifs: [p2] }
+";
+
+    fn router(text: &str, prev: Option<&crate::router::Router>) -> crate::router::Router {
+        let cfg = crate::config::parse(text, Path::new("m.yaml")).unwrap();
+        match prev {
+            None => crate::router::Router::build(cfg).unwrap(),
+            Some(p) => {
+                let mut r = crate::router::Router::build_unpublished_from(
+                    cfg,
+                    &p.port_slots,
+                    p.epoch.clone(),
+                    p.shared.clone(),
+                    None,
+                    None,
+                    Some(&p.mcast),
+                )
+                .unwrap();
+                r.activate();
+                r
+            }
+        }
+    }
+
+    fn k(source: u128, group: u128) -> KernelKey {
+        KernelKey {
+            v6: false,
+            source,
+            group,
+        }
+    }
+
+    fn kr(iif: &str, oifs: &[&str]) -> KernelRoute {
+        KernelRoute {
+            iif: iif.into(),
+            oifs: oifs.iter().map(|o| (o.to_string(), 1)).collect(),
+        }
+    }
+
+    fn route(
+        r: &crate::router::Router,
+        source: u128,
+        group: u128,
+    ) -> Option<(u32, Vec<u32>, Origin)> {
+        let key = MrouteKey {
+            vrf: 0,
+            v6: false,
+            source,
+            group,
+        };
+        r.mcast.fib.as_ref().unwrap().with(key, |m| {
+            m.map(|m| (m.iif, m.oifs.iter().map(|o| o.ifx).collect(), m.origin))
+        })
+    }
+
+    #[test]
+    fn kernel_routes_reach_the_live_fib_by_name_and_survive_a_renumbering_commit() {
+        let r = router(CFG, None);
+        let (s, g) = (0x0a00_0002u128, 0xe801_0101u128);
+        {
+            let mut st = r.mcast.store.lock().unwrap();
+            st.kernel_set(k(s, g), kr("lr-p0", &["lr-p1", "lr-p2"]));
+            // pimd's register device is not the router's: every packet goes up.
+            st.kernel_set(k(s, g + 1), kr("lr-p0", &["lr-p1", "pimreg"]));
+            // A static route's key is the config's, whatever the kernel says.
+            st.kernel_set(k(0x0a00_0009, 0xe809_0909), kr("lr-p1", &["lr-p0"]));
+        }
+        assert_eq!(route(&r, s, g), Some((0, vec![1, 2], Origin::Kernel)));
+        assert_eq!(
+            route(&r, s, g + 1),
+            Some((0, vec![1], Origin::KernelRegistering))
+        );
+        assert_eq!(
+            route(&r, 0x0a00_0009, 0xe809_0909),
+            Some((0, vec![2], Origin::Static))
+        );
+        // A commit that removes p1 renumbers p2: the new FIB resolves the names again.
+        let text = CFG
+            .replace(
+                "  - { name: p1, port: p1, mac: 02:00:00:00:00:02, ipv4: [10.1.0.1/24] }\n",
+                "",
+            )
+            .replace("  - { name: p1, driver: mem }\n", "");
+        let r2 = router(&text, Some(&r));
+        // p2 is interface 1 now; lr-p1 is no longer the router's, so until pimd drops it the
+        // route sends its packets up too, as for an output only the kernel has.
+        assert_eq!(
+            route(&r2, s, g),
+            Some((0, vec![1], Origin::KernelRegistering))
+        );
+        // A dump that no longer has a route deletes it; one that changed replaces it.
+        r2.mcast.store.lock().unwrap().kernel_replace(
+            [(k(s, g + 1), kr("lr-p0", &["lr-p2"]))]
+                .into_iter()
+                .collect(),
+        );
+        assert_eq!(route(&r2, s, g), None);
+        assert_eq!(route(&r2, s, g + 1), Some((0, vec![1], Origin::Kernel)));
+        assert_eq!(r2.mcast.store.lock().unwrap().kernel_routes(), 1);
+    }
+}
