@@ -34,12 +34,21 @@ interfaces:
   - { name: p0.25, port: p0, vlan: 25, mac: "02:00:00:00:00:01" }
   - { name: p0.26, port: p0, vlan: 26, mac: "02:00:00:00:00:01" }
   - { name: p0.27, port: p0, vlan: 27, mac: "02:00:00:00:00:01" }
+  - { name: p0.30, port: p0, vlan: 30, vrf: mc, mac: "02:00:00:00:00:01", ipv4: [192.0.30.1/24] }
+  - { name: p1.30, port: p1, vlan: 30, vrf: mc, mac: "02:00:00:00:01:01", ipv4: [198.51.30.1/24], mtu: 1280, acl-out: NO-DNS }
   - { name: bvi3, bridge: b3, mac: "02:00:00:00:0b:03", ipv4: [10.13.0.1/24] }
 bridges:
   - { name: b1, members: [p0.20, p0.21, { interface: p0.23, backup: p0.24 }], flood-unknown-unicast: false, bpdu: drop }
   - { name: b2, members: [p0.22], storm-control: { broadcast: 1 } }
   - { name: b3, members: [p0.25] }
   - { name: b4, members: [p0.26, p0.27], igmp-snooping: { flood-unregistered: false } }
+vrfs: [mc]
+multicast-routing:
+  vrfs: [mc]
+  static:
+    - { vrf: mc, source: 192.0.2.2, group: 232.1.1.1, iif: p0.30, oifs: [p1.30] }
+    - { vrf: mc, source: 192.0.2.2, group: 232.1.1.2, iif: p1.30, oifs: [p0.30] }
+    - { vrf: mc, source: 192.0.2.2, group: 232.1.1.3, iif: p0.30, oifs: [] }
 neighbors:
   - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
   - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
@@ -86,6 +95,14 @@ fn bpdu() -> Vec<u8> {
     ];
     f.resize(60, 0);
     f
+}
+
+/// `f` on VLAN 30 of p0 (p0.30, in VRF mc, which routes multicast).
+fn mc(f: Vec<u8>) -> Vec<u8> {
+    let mut t = f[..12].to_vec();
+    t.extend_from_slice(&[0x81, 0x00, 0, 30]);
+    t.extend_from_slice(&f[12..]);
+    t
 }
 
 /// One frame for each reason this bed can produce, and the frame that is forwarded.
@@ -247,6 +264,33 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
             Some(McastMalformed),
             bridged(26, [1, 0, 0x5e, 4, 4, 4], host_a, bad_join),
         ),
+        // Multicast routing in VRF mc (VLAN 30; static routes, no PIM without a punt path):
+        // routed from p0.30 to p1.30 (through its output ACL); from the wrong interface; an
+        // (S,G) with no route; TTL 1; a route with no output; too big for p1.30's MTU (1,280).
+        (
+            None,
+            mc(udp_from([192, 0, 2, 2], [232, 1, 1, 1], 64, 32, 5000)),
+        ),
+        (
+            Some(McastWrongIf),
+            mc(udp_from([192, 0, 2, 2], [232, 1, 1, 2], 64, 32, 5000)),
+        ),
+        (
+            Some(McastNoRoute),
+            mc(udp_from([192, 0, 2, 2], [232, 9, 9, 9], 64, 32, 5000)),
+        ),
+        (
+            Some(McastTtl),
+            mc(udp_from([192, 0, 2, 2], [232, 1, 1, 1], 1, 32, 5000)),
+        ),
+        (
+            Some(McastNoOutput),
+            mc(udp_from([192, 0, 2, 2], [232, 1, 1, 3], 64, 32, 5000)),
+        ),
+        (
+            Some(McastTooBig),
+            mc(udp_from([192, 0, 2, 2], [232, 1, 1, 1], 64, 1300, 5000)),
+        ),
     ]
 }
 
@@ -333,6 +377,14 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                 let into_bridge = ["rx", "ethernet-input", "ip4-forward", "bvi-output", "tx"];
                 let snooped = ["rx", "ethernet-input", "l2-input", "l2-mcast"];
                 let to_group = ["rx", "ethernet-input", "l2-input", "l2-mcast", "tx"];
+                let mrouted = [
+                    "rx",
+                    "ethernet-input",
+                    "ip4-forward",
+                    "ip-mcast",
+                    "output-features",
+                    "tx",
+                ];
                 assert!(
                     [
                         &routed[..],
@@ -340,7 +392,8 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                         &from_bridge,
                         &into_bridge,
                         &snooped,
-                        &to_group
+                        &to_group,
+                        &mrouted
                     ]
                     .contains(&&nodes[..]),
                     "{nodes:?}"
@@ -391,6 +444,7 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
         "output-features",
         "l2-input",
         "l2-mcast",
+        "ip-mcast",
         "l2-flood",
         "bvi-input",
         "bvi-output",

@@ -30,6 +30,26 @@ pub fn graph(data: &[u8]) {
             }));
             h.t.bridges = bridges.into_boxed_slice();
             h.t.snoop = Some(std::sync::Arc::new(crate::l2::snoop::SnoopTable::new(16)));
+            // Multicast routing: a (*,G) and an (S,G) per family, to every routed interface.
+            h.add_mcast();
+            let fib = h.t.mfib.clone().expect("added");
+            let oifs = [0u32, 1, 2]
+                .map(|ifx| crate::mfib::Oif { ifx, ttl: 1 })
+                .to_vec();
+            for (v6, source, group) in [
+                (false, 0, 0xef01_0101u128),
+                (false, 0x0a00_0002, 0xe801_0101),
+                (true, 0, 0xff3e << 112 | 1),
+                (true, 0x2001_0db8 << 96 | 2, 0xff3e << 112 | 2),
+            ] {
+                let key = crate::mfib::MrouteKey {
+                    vrf: 0,
+                    v6,
+                    source,
+                    group,
+                };
+                let _ = fib.set(key, 0, oifs.clone(), crate::mfib::Origin::Kernel);
+            }
             h
         });
         h.ctx.cache.flush();

@@ -289,6 +289,13 @@ impl Harness {
     /// next hops (IPv4, IPv6) for eth0, eth1 and eth1.100.
     pub fn with_mcast() -> Harness {
         let mut h = Harness::new();
+        h.add_mcast();
+        h
+    }
+
+    /// Multicast routing in the harness's VRF (see [`Harness::with_mcast`]).
+    pub fn add_mcast(&mut self) {
+        let h = self;
         let mut nhs = h.t.next_hops.to_vec();
         let mut per_if = vec![[0u32; 2]; h.t.ifs.len()];
         for ifx in [0u32, 1, 2] {
@@ -307,7 +314,6 @@ impl Harness {
         h.t.mcast_nh = per_if.into_boxed_slice();
         h.t.mcast_vrfs = Box::new([true]);
         h.t.mfib = Some(Arc::new(crate::mfib::Mfib::new(64)));
-        h
     }
 
     pub fn buf(&mut self, bytes: &[u8]) -> PktBuf {
