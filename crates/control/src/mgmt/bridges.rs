@@ -463,6 +463,7 @@ pub(super) fn spawn_events(core: Weak<Core>) {
         .spawn(move || {
             // Per (bridge name, kind): the count last logged and when.
             let mut last: HashMap<(String, usize), (u64, Option<Instant>)> = HashMap::new();
+            let mut mroute_last: Option<(u64, Option<Instant>)> = None;
             loop {
                 std::thread::sleep(Duration::from_secs(1));
                 let Some(core) = core.upgrade() else {
@@ -470,6 +471,7 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                 };
                 let mut switchovers = Vec::new();
                 let mut shut_now: Vec<(String, String, u32)> = Vec::new();
+                let mroutes_refused: u64;
                 let now: Vec<(String, [u64; 4], u32)> = {
                     // Not `lock`: a look a second is not an API command to time.
                     let mut s = core.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -504,6 +506,12 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                         }
                         let _ = s.router.publish();
                     }
+                    mroutes_refused = s
+                        .router
+                        .mcast
+                        .fib
+                        .as_ref()
+                        .map_or(0, |f| f.counters.table_full.load(Ordering::Relaxed));
                     s.router
                         .bridges
                         .bridges
@@ -528,6 +536,21 @@ pub(super) fn spawn_events(core: Weak<Core>) {
                         &[("bridge", bridge)],
                         text,
                     );
+                }
+                // The multicast FIB full: routes refused (each commit makes a new FIB, whose
+                // count starts from zero).
+                let e = mroute_last.get_or_insert((0, None));
+                if mroutes_refused > e.0 && e.1.is_none_or(|t| t.elapsed() >= EVENT_INTERVAL) {
+                    let n = mroutes_refused - e.0;
+                    core.logger.log(
+                        Severity::Warning,
+                        "MROUTE_LIMIT",
+                        &[("count", n.to_string())],
+                        format!("multicast routes refused: the multicast FIB is full (limits.mroutes); {n} since the last record"),
+                    );
+                    *e = (mroutes_refused, Some(Instant::now()));
+                } else if mroutes_refused < e.0 {
+                    *e = (mroutes_refused, None);
                 }
                 for (name, counts, limit) in now {
                     for (k, &(msgid, severity, text)) in EVENTS.iter().enumerate() {
