@@ -6,7 +6,9 @@
 //! `meta.l3_off` (written by the next hop's rewrite: the neighbour's MAC, the BVI's), the MAC
 //! table. Writes: the tag of the member a frame leaves by (`l2::bridge::retag`), the bridge's
 //! counters. Next: the member's transmit vector (known unicast); a copy per member (broadcast,
-//! multicast, unknown unicast: `l2_flood::flood`, whose split horizon leaves the BVI out).
+//! multicast, unknown unicast: `l2_flood::flood`, whose split horizon leaves the BVI out); in a
+//! bridge that snoops IGMP/MLD, multicast data only to the members that joined its group and
+//! the multicast-router members (`l2_mcast::from_bvi`).
 //! Dropped: a destination that is the BVI itself, an unknown destination in a bridge that does
 //! not flood, a member that is down. Nothing is learned: the BVI's address is a static entry.
 
@@ -85,6 +87,8 @@ fn switch(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, c: &mut VectorCount
         Some(ifx) if ifx == rx_if => ctx.drop(b, DropReason::L2SameInterface),
         Some(ifx) if ifx != NO_IF => super::l2_input::to_member(ctx, &t.ifs[ifx as usize], b, c),
         _ if !group && !br.flood_unknown => ctx.drop(b, DropReason::L2UnknownUnicast),
+        // Multicast into a snooping bridge goes to the members that joined.
+        _ if group && br.snoop.is_some() => super::l2_mcast::from_bvi(ctx, t, bridge, b, c),
         _ => {
             if !group {
                 c.unknown_unicast += 1;

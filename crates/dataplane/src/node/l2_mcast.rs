@@ -312,6 +312,76 @@ fn one(
     }
 }
 
+/// Routed multicast sent out of a snooping bridge's routed interface (from `bvi-output`): data
+/// to a group goes to the members that joined it (for its source) and the multicast-router
+/// members, as data a member sent would; a group nobody joined is flooded or dropped as the
+/// bridge's settings say; anything else (the router's own queries and PIM) is flooded. `b`'s
+/// `rx_if` is the BVI, which is never among the outputs.
+pub(crate) fn from_bvi(ctx: &mut Ctx, t: &Tables, bridge: u16, b: PktBuf, c: &mut VectorCounts) {
+    let br = &t.bridges[bridge as usize];
+    let (Some(s), Some(table)) = (br.snoop.as_deref(), t.snoop.as_deref()) else {
+        return super::l2_flood::flood(ctx, t, b, bridge, c);
+    };
+    let d = b.data();
+    let l3 = b.meta().l3_off as usize;
+    let et = if l3 >= 14 && d.len() > l3 {
+        u16::from_be_bytes([d[l3 - 2], d[l3 - 1]])
+    } else {
+        0
+    };
+    let (kind, v6) = match et {
+        0x0800 => (mcast::classify_v4(&d[l3..]), false),
+        0x86dd => (mcast::classify_v6(&d[l3..]), true),
+        _ => (Kind::Other, false),
+    };
+    let Kind::Data { group, source } = kind else {
+        return super::l2_flood::flood(ctx, t, b, bridge, c);
+    };
+    let mut o = Outs {
+        ifx: [0; MAX_OUT],
+        n: 0,
+        overflow: false,
+    };
+    let rx_if = b.meta().rx_if;
+    routers(&mut o, t, table, s, br, rx_if);
+    let routers_n = o.n;
+    let len = d.len() as u64;
+    let key = GroupKey {
+        bridge: br.id,
+        v6,
+        group,
+    };
+    let registered = table.with(key, |e| match e {
+        Some(e) if !e.is_empty() => {
+            for &m in e.members_for(source) {
+                o.push(t, m, rx_if, routers_n > 0);
+            }
+            let k = &e.counters;
+            k.packets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            k.bytes.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
+            k.replicas
+                .fetch_add(o.n as u64, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
+        _ => false,
+    });
+    if o.overflow || (!registered && s.flood_unregistered) {
+        if !registered {
+            c.mcast_unregistered += 1;
+        }
+        return super::l2_flood::flood(ctx, t, b, bridge, c);
+    }
+    if registered {
+        c.mcast_forwarded += 1;
+    } else {
+        c.mcast_unregistered += 1;
+        if o.n == 0 {
+            return ctx.drop(b, DropReason::McastNoListener);
+        }
+    }
+    replicate(ctx, t, b, &o, c);
+}
+
 /// Sends `b` to every interface of `o` (copies to all but the last), tagged for each.
 #[inline(always)]
 fn replicate(ctx: &mut Ctx, t: &Tables, b: PktBuf, o: &Outs, c: &mut VectorCounts) {

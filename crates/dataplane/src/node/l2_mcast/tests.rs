@@ -193,3 +193,32 @@ fn malformed_and_flooding_membership_messages_are_dropped_and_counted() {
     }
     assert!(policed >= 40, "{policed} of 250 policed");
 }
+
+#[test]
+fn routed_multicast_out_of_a_bvi_goes_to_the_members_that_joined() {
+    use crate::graph::harness::{BVI_IF, MAC_BVI};
+    let mut h = Harness::with_bvi();
+    let mut bridges = h.t.bridges.to_vec();
+    bridges[0].snoop = Some(Arc::new(SnoopSettings {
+        flood_unregistered: false,
+        ..Default::default()
+    }));
+    h.t.bridges = bridges.into_boxed_slice();
+    h.t.snoop = Some(Arc::new(SnoopTable::new(64)));
+    through(&mut h, 200, &[join("239.7.7.7", false)]);
+    // As bvi-output gets a packet ip-mcast routed out of bvi7: the BVI's MAC as source.
+    let routed = |h: &mut Harness, group: [u8; 4]| {
+        let mut f = data4(group);
+        f[6..12].copy_from_slice(&MAC_BVI);
+        let mut b = h.buf(&f);
+        let m = b.meta_mut();
+        m.rx_if = BVI_IF;
+        m.l3_off = 14;
+        h.run_bufs(NodeId::BviOutput, vec![b])
+    };
+    let out = routed(&mut h, [239, 7, 7, 7]);
+    assert_eq!(vids(&out), [200], "only the member that joined");
+    let out = routed(&mut h, [239, 8, 8, 8]);
+    assert_eq!(out.dropped(DropReason::McastNoListener), 1, "nobody joined");
+    assert_eq!(out.count("tx 1"), 0);
+}
