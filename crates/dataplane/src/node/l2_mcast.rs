@@ -163,6 +163,40 @@ fn routers(
     }
 }
 
+/// Fills `o` with where data to `key` from `source` goes: the router members, then the members
+/// that joined (for that source), and counts the frame against the group; whether the group
+/// is registered (someone joined it).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn outputs(
+    o: &mut Outs,
+    t: &Tables,
+    table: &SnoopTable,
+    s: &SnoopSettings,
+    bridge: &Bridge,
+    key: GroupKey,
+    source: u128,
+    rx_if: u32,
+    len: usize,
+) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    routers(o, t, table, s, bridge, rx_if);
+    let routers_n = o.n;
+    table.with(key, |e| match e {
+        Some(e) if !e.is_empty() => {
+            for &m in e.members_for(source) {
+                o.push(t, m, rx_if, routers_n > 0);
+            }
+            let k = &e.counters;
+            k.packets.fetch_add(1, Relaxed);
+            k.bytes.fetch_add(len as u64, Relaxed);
+            k.replicas.fetch_add(o.n as u64, Relaxed);
+            true
+        }
+        _ => false,
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn one(
     ctx: &mut Ctx,
@@ -195,23 +229,7 @@ fn one(
                 v6,
                 group,
             };
-            routers(o, t, table, s, bridge, rx_if);
-            let routers_n = o.n;
-            let len = d.len() as u64;
-            let registered = table.with(key, |e| match e {
-                Some(e) if !e.is_empty() => {
-                    for &m in e.members_for(source) {
-                        o.push(t, m, rx_if, routers_n > 0);
-                    }
-                    let k = &e.counters;
-                    k.packets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    k.bytes.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
-                    k.replicas
-                        .fetch_add(o.n as u64, std::sync::atomic::Ordering::Relaxed);
-                    true
-                }
-                _ => false,
-            });
+            let registered = outputs(o, t, table, s, bridge, key, source, rx_if, d.len());
             if o.overflow {
                 return ctx.to(Next::Flood, b);
             }
@@ -342,29 +360,22 @@ pub(crate) fn from_bvi(ctx: &mut Ctx, t: &Tables, bridge: u16, b: PktBuf, c: &mu
         n: 0,
         overflow: false,
     };
-    let rx_if = b.meta().rx_if;
-    routers(&mut o, t, table, s, br, rx_if);
-    let routers_n = o.n;
-    let len = d.len() as u64;
     let key = GroupKey {
         bridge: br.id,
         v6,
         group,
     };
-    let registered = table.with(key, |e| match e {
-        Some(e) if !e.is_empty() => {
-            for &m in e.members_for(source) {
-                o.push(t, m, rx_if, routers_n > 0);
-            }
-            let k = &e.counters;
-            k.packets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            k.bytes.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
-            k.replicas
-                .fetch_add(o.n as u64, std::sync::atomic::Ordering::Relaxed);
-            true
-        }
-        _ => false,
-    });
+    let registered = outputs(
+        &mut o,
+        t,
+        table,
+        s,
+        br,
+        key,
+        source,
+        b.meta().rx_if,
+        d.len(),
+    );
     if o.overflow || (!registered && s.flood_unregistered) {
         if !registered {
             c.mcast_unregistered += 1;
