@@ -289,17 +289,6 @@ impl Mfib {
         }
     }
 
-    /// Deletes every route `keep` says no to (all of a VRF, or those through an interface).
-    pub fn retain(&self, mut keep: impl FnMut(&Mroute) -> bool) -> usize {
-        let gone: Vec<MrouteKey> = self
-            .routes()
-            .into_iter()
-            .filter(|r| !keep(r))
-            .map(|r| r.key)
-            .collect();
-        gone.into_iter().filter(|k| self.remove(*k)).count()
-    }
-
     /// A new array of the live routes, swapped in (called with the write lock held).
     fn compact(&self, old: &Slots) -> Arc<Slots> {
         let fresh = new_slots(old.len());
@@ -348,16 +337,6 @@ impl Mfib {
             .collect();
         v.sort_by_key(|r| r.key);
         v
-    }
-
-    /// Bytes one route takes: its slot share and its heap (for the results' bytes per entry).
-    pub fn bytes_per_route(oifs: usize) -> usize {
-        2 * std::mem::size_of::<ArcSwapOption<Mroute>>()
-            + std::mem::size_of::<Mroute>()
-            + 2 * std::mem::size_of::<usize>()
-            + oifs * std::mem::size_of::<Oif>()
-            + std::mem::size_of::<MrouteCounters>()
-            + 2 * std::mem::size_of::<usize>()
     }
 }
 

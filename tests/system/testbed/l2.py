@@ -80,16 +80,39 @@ class LinuxBridge:
         pass
 
 
-class LinerateBridge:
-    """`linerate daemon` in the DUT namespace: one bridge domain over p0..pN (af_packet on
-    d0..dN), with `limits: { macs }` as its table's size."""
+class LinerateDaemon:
+    """`linerate daemon` in the DUT namespace with config `lines`, started and waited for."""
 
     name = "linerate"
 
-    def __init__(self, bin_: Path, dut: Netns, workdir: Path, nports: int, macs: int,
-                 workers: int = 1, mac_limit: int = 0, snooping: bool = False) -> None:
+    def __init__(self, bin_: Path, dut: Netns, workdir: Path, lines: list[str]) -> None:
         self.bin = bin_
         workdir.mkdir(parents=True, exist_ok=True)
+        self.config = workdir / "router.yaml"
+        self.config.write_text("\n".join(lines) + "\n")
+        self.sock, self.log = workdir / "api.sock", workdir / "daemon.log"
+        self.proc = dut.popen([str(bin_), "daemon", "--config", str(self.config), "--no-state",
+                               "--socket", str(self.sock)], log=self.log, name="linerate")
+        wait_until(lambda: self.sock.exists() or not self.proc.running, 20,
+                   what="the daemon's API socket")
+        if not self.proc.running:
+            raise RuntimeError(self.log.read_text())
+
+    def cli_json(self, *args: str):
+        r = subprocess.run([str(self.bin), "--socket", str(self.sock), *args, "--json"],
+                           capture_output=True, text=True, timeout=30, check=True)
+        return json.loads(r.stdout)
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+class LinerateBridge(LinerateDaemon):
+    """`linerate daemon` in the DUT namespace: one bridge domain over p0..pN (af_packet on
+    d0..dN), with `limits: { macs }` as its table's size."""
+
+    def __init__(self, bin_: Path, dut: Netns, workdir: Path, nports: int, macs: int,
+                 workers: int = 1, mac_limit: int = 0, snooping: bool = False) -> None:
         members = ", ".join(f"p{i}" for i in range(nports))
         cfg = [f"router: {{ workers: {workers} }}", f"limits: {{ macs: {macs} }}", "ports:"]
         cfg += [f"  - {{ name: p{i}, driver: af_packet, device: d{i} }}" for i in range(nports)]
@@ -103,24 +126,8 @@ class LinerateBridge:
                      f"fast-leave: [{leave}] }}")
         cfg += ["bridges:", f"  - {{ name: lan, id: 10, members: [{members}], learning: true, "
                 f"mac-limit: {mac_limit}, aging: 300{snoop} }}"]
-        self.config = workdir / "router.yaml"
-        self.config.write_text("\n".join(cfg) + "\n")
-        self.sock, self.log = workdir / "api.sock", workdir / "daemon.log"
-        self.proc = dut.popen([str(bin_), "daemon", "--config", str(self.config), "--no-state",
-                               "--socket", str(self.sock)], log=self.log, name="linerate")
-        wait_until(lambda: self.sock.exists() or not self.proc.running, 20,
-                   what="the daemon's API socket")
-        if not self.proc.running:
-            raise RuntimeError(self.log.read_text())
+        super().__init__(bin_, dut, workdir, cfg)
         self.flush = f"{bin_} --socket {self.sock} clear mac address-table --bridge lan"
-
-    def cli_json(self, *args: str):
-        r = subprocess.run([str(self.bin), "--socket", str(self.sock), *args, "--json"],
-                           capture_output=True, text=True, timeout=30, check=True)
-        return json.loads(r.stdout)
-
-    def stop(self) -> None:
-        self.proc.stop()
 
 
 def ovs_available() -> str | None:

@@ -16,11 +16,10 @@ the (S,G) with the receivers' interfaces inherited from the (*,G) the joins made
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 from . import frr as frrmod
+from . import l2
 from .netns import Netns, Testbed, wait_until
 
 RP = "10.223.255.254"
@@ -76,7 +75,7 @@ class LinuxMrouter:
         self.frr.stop()
 
 
-class LinerateMrouter:
+class LinerateMrouter(l2.LinerateDaemon):
     """`linerate daemon` in the DUT namespace on af_packet ports p0..pN (d0..dN), each a routed
     interface with a TAP twin (lr-pI) that pimd runs on; the twins' kernel multicast cache is
     mirrored into Linerate's multicast FIB."""
@@ -85,8 +84,6 @@ class LinerateMrouter:
 
     def __init__(self, bin_: Path, testbed: Testbed, dut: Netns, workdir: Path, nports: int,
                  workers: int = 1) -> None:
-        self.bin = bin_
-        workdir.mkdir(parents=True, exist_ok=True)
         for i in range(nports):
             dut.up(f"d{i}")
         cfg = [f"router: {{ workers: {workers} }}", "ports:"]
@@ -95,28 +92,15 @@ class LinerateMrouter:
         cfg += [f'  - {{ name: p{i}, port: p{i}, mac: "02:00:00:00:0e:{i + 1:02x}", '
                 f"ipv4: [{a}] }}" for i, a in enumerate(addresses(nports))]
         cfg += ["control-plane:", "  taps: true", "multicast-routing: true"]
-        self.config = workdir / "router.yaml"
-        self.config.write_text("\n".join(cfg) + "\n")
-        self.sock, self.log = workdir / "api.sock", workdir / "daemon.log"
-        self.proc = dut.popen([str(bin_), "daemon", "--config", str(self.config), "--no-state",
-                               "--socket", str(self.sock)], log=self.log, name="linerate")
-        wait_until(lambda: self.sock.exists() or not self.proc.running, 20,
-                   what="the daemon's API socket")
-        if not self.proc.running:
-            raise RuntimeError(self.log.read_text())
+        super().__init__(bin_, dut, workdir, cfg)
         names = [f"lr-p{i}" for i in range(nports)]
         self.frr = testbed.frr(dut, {"zebra": frrmod.zebra_config(),
                                      "pimd": pimd_config(names)})
         wait_pim(self.frr, names)
-
-    def cli_json(self, *args: str):
-        r = subprocess.run([str(self.bin), "--socket", str(self.sock), *args, "--json"],
-                           capture_output=True, text=True, timeout=30, check=True)
-        return json.loads(r.stdout)
 
     def routes(self) -> int:
         return len(self.cli_json("show", "ip", "mroute")["routes"])
 
     def stop(self) -> None:
         self.frr.stop()
-        self.proc.stop()
+        super().stop()

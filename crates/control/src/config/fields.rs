@@ -236,3 +236,20 @@ pub(super) fn mac(s: &str, n: &Node, field: &str, e: &mut Errs) -> Option<MacAdd
         }
     }
 }
+
+/// Where node `n` (the field `field`) is, for checks made after parsing.
+pub(super) fn origin_at(n: &Node, field: &str) -> Origin {
+    Origin {
+        line: n.line,
+        col: n.col,
+        field: field.to_string(),
+    }
+}
+
+/// The names listed under `key`, each with where it is.
+pub(super) fn names(f: &mut Fields<'_>, key: &'static str, e: &mut Errs) -> Vec<(String, Origin)> {
+    f.list(key, e)
+        .into_iter()
+        .map(|(s, n, field)| (s, origin_at(n, &field)))
+        .collect()
+}

@@ -20,7 +20,7 @@
 
 use std::net::IpAddr;
 
-use super::fields::{seq, Errs, Fields};
+use super::fields::{names, origin_at, seq, Errs, Fields};
 use super::Origin;
 use crate::yaml::Value;
 
@@ -58,11 +58,7 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<McastRoutingCf
     let path = "multicast-routing".to_string();
     let default_vrf = |o: Origin| vec![("default".to_string(), o)];
     if let Value::Scalar(s) = &n.value {
-        let o = Origin {
-            line: n.line,
-            col: n.col,
-            field: path.clone(),
-        };
+        let o = origin_at(n, &path);
         return match s.as_str() {
             "true" => Some(McastRoutingCfg {
                 vrfs: default_vrf(o),
@@ -82,16 +78,7 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<McastRoutingCf
     let mut f = Fields::new(path, n, e)?;
     let mut c = McastRoutingCfg::default();
     if f.node("vrfs").is_some() {
-        for (s, node, field) in f.list("vrfs", e) {
-            c.vrfs.push((
-                s,
-                Origin {
-                    line: node.line,
-                    col: node.col,
-                    field,
-                },
-            ));
-        }
+        c.vrfs = names(&mut f, "vrfs", e);
     } else {
         c.vrfs = default_vrf(f.origin());
     }
@@ -107,20 +94,7 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<McastRoutingCf
             e.at(rn, &format!("{rpath}.group"), "`group` is required");
         }
         let iif = r.required("iif", e);
-        let oifs: Vec<(String, Origin)> = r
-            .list("oifs", e)
-            .into_iter()
-            .map(|(s, node, field)| {
-                (
-                    s,
-                    Origin {
-                        line: node.line,
-                        col: node.col,
-                        field,
-                    },
-                )
-            })
-            .collect();
+        let oifs = names(&mut r, "oifs", e);
         if let Some(g) = group.filter(|g| !routable_group(*g)) {
             let at = r.node("group").unwrap_or(rn);
             e.at(

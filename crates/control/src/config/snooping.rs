@@ -29,9 +29,9 @@
 //! `fast-leave` or `mrouter-ports` name that is not a member of the bridge, and a `max-groups`
 //! over `limits.mcast-groups`.
 
-use super::fields::{Errs, Fields};
+use super::fields::{names, origin_at, Errs, Fields};
 use super::Origin;
-use crate::yaml::{Node, Value};
+use crate::yaml::Value;
 
 /// The snooping table's default size (groups, all bridges).
 pub const DEFAULT_MCAST_GROUPS: usize = 65_536;
@@ -79,7 +79,7 @@ pub(super) fn parse(f: &mut Fields<'_>, e: &mut Errs) -> Option<SnoopCfg> {
     if let Value::Scalar(s) = &n.value {
         return match s.as_str() {
             "true" => Some(SnoopCfg {
-                origin: origin(n, &path),
+                origin: origin_at(n, &path),
                 ..Default::default()
             }),
             "false" => None,
@@ -134,21 +134,6 @@ pub(super) fn parse(f: &mut Fields<'_>, e: &mut Errs) -> Option<SnoopCfg> {
     }
     sf.finish(e);
     Some(c)
-}
-
-fn names(f: &mut Fields<'_>, key: &'static str, e: &mut Errs) -> Vec<(String, Origin)> {
-    f.list(key, e)
-        .into_iter()
-        .map(|(s, n, field)| (s, origin(n, &field)))
-        .collect()
-}
-
-fn origin(n: &Node, field: &str) -> Origin {
-    Origin {
-        line: n.line,
-        col: n.col,
-        field: field.to_string(),
-    }
 }
 
 /// The checks against the bridge's members and the table's size (see the module's comment).

@@ -16,7 +16,9 @@
 //! Dropped: those without a punt path (`McastNoRoute`, `McastWrongIf`), TTL or hop limit
 //! expired (no ICMP error for multicast, RFC 1812 5.3.5.2 / RFC 4443 2.4), a route with no
 //! output interface for the packet (`McastNoOutput`, a pruned route), too big for an output
-//! interface (`McastTooBig`: counted per copy, the others still go), bad IPv4 headers.
+//! interface (`McastTooBig`: counted per copy, the others still go), bad IPv4 headers
+//! (ip4-forward checks 20-byte headers before it hands them here; this node checks those with
+//! options).
 
 use super::{be16, be32, Ctx};
 use crate::buffer::PktBuf;
@@ -91,8 +93,8 @@ impl Node for IpMcast {
     }
 }
 
-/// What the IP header says: family, source, group, TTL, protocol (IPv4: upper protocol; IPv6:
-/// the first next header), total length.
+/// What the IP header says: family, source, group, TTL, whether it carries IGMP/MLD, total
+/// length.
 struct Head {
     v6: bool,
     source: u128,
@@ -112,8 +114,9 @@ fn head(b: &PktBuf) -> Result<Head, DropReason> {
             if ihl < 20 || h.len() < ihl {
                 return Err(DropReason::Ip4BadHeader);
             }
-            // Options packets (an IGMPv2 report's router alert) come here unchecked.
-            if packet::checksum::fold(packet::checksum::sum(&h[..ihl])) != 0 {
+            // ip4-forward checked 20-byte headers; options packets (an IGMPv2 report's router
+            // alert) come here unchecked.
+            if ihl > 20 && packet::checksum::fold(packet::checksum::sum(&h[..ihl])) != 0 {
                 return Err(DropReason::Ip4BadChecksum);
             }
             let len = be16(h, 2) as usize;
@@ -130,7 +133,9 @@ fn head(b: &PktBuf) -> Result<Head, DropReason> {
             })
         }
         Some(6) if h.len() >= 40 => {
-            let membership = matches!(crate::punt::class_ip6(h), PuntClass::IgmpMld) && h[6] == 0;
+            // MLD comes behind a hop-by-hop header (its router alert): only such packets are
+            // walked to their upper layer.
+            let membership = h[6] == 0 && matches!(crate::punt::class_ip6(h), PuntClass::IgmpMld);
             Ok(Head {
                 v6: true,
                 source: u128::from_be_bytes(h[8..24].try_into().expect("16 bytes")),
@@ -257,12 +262,12 @@ fn routed(ctx: &mut Ctx, t: &Tables, r: &Mroute, mut b: PktBuf, h: &Head, now: u
 }
 
 fn group_mac(h: &Head) -> [u8; 6] {
-    let g = h.group.to_be_bytes();
-    if h.v6 {
-        [0x33, 0x33, g[12], g[13], g[14], g[15]]
+    let g = if h.v6 {
+        std::net::IpAddr::V6(h.group.into())
     } else {
-        [0x01, 0x00, 0x5e, g[13] & 0x7f, g[14], g[15]]
-    }
+        std::net::IpAddr::V4((h.group as u32).into())
+    };
+    packet::mcast::group_mac(g)
 }
 
 /// Sends one copy out of next hop `nh` (an interface's multicast next hop).

@@ -163,6 +163,21 @@ fn routers(
     }
 }
 
+/// What a frame to a multicast MAC carries (its IP header at `l3`), and whether it is IPv6.
+#[inline(always)]
+fn classify(d: &[u8], l3: usize) -> (Kind, bool) {
+    let et = if l3 >= 14 && d.len() > l3 {
+        u16::from_be_bytes([d[l3 - 2], d[l3 - 1]])
+    } else {
+        0
+    };
+    match et {
+        0x0800 => (mcast::classify_v4(&d[l3..]), false),
+        0x86dd => (mcast::classify_v6(&d[l3..]), true),
+        _ => (Kind::Other, false),
+    }
+}
+
 /// Fills `o` with where data to `key` from `source` goes: the router members, then the members
 /// that joined (for that source), and counts the frame against the group; whether the group
 /// is registered (someone joined it).
@@ -211,16 +226,7 @@ fn one(
 ) {
     let d = b.data();
     let l3 = b.meta().l3_off as usize;
-    let et = if l3 >= 14 && d.len() > l3 {
-        u16::from_be_bytes([d[l3 - 2], d[l3 - 1]])
-    } else {
-        0
-    };
-    let (kind, v6) = match et {
-        0x0800 => (mcast::classify_v4(&d[l3..]), false),
-        0x86dd => (mcast::classify_v6(&d[l3..]), true),
-        _ => (Kind::Other, false),
-    };
+    let (kind, v6) = classify(d, l3);
     let rx_if = b.meta().rx_if;
     match kind {
         Kind::Data { group, source } => {
@@ -342,16 +348,7 @@ pub(crate) fn from_bvi(ctx: &mut Ctx, t: &Tables, bridge: u16, b: PktBuf, c: &mu
     };
     let d = b.data();
     let l3 = b.meta().l3_off as usize;
-    let et = if l3 >= 14 && d.len() > l3 {
-        u16::from_be_bytes([d[l3 - 2], d[l3 - 1]])
-    } else {
-        0
-    };
-    let (kind, v6) = match et {
-        0x0800 => (mcast::classify_v4(&d[l3..]), false),
-        0x86dd => (mcast::classify_v6(&d[l3..]), true),
-        _ => (Kind::Other, false),
-    };
+    let (kind, v6) = classify(d, l3);
     let Kind::Data { group, source } = kind else {
         return super::l2_flood::flood(ctx, t, b, bridge, c);
     };
