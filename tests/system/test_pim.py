@@ -11,7 +11,8 @@ reports). What is checked:
 - every receiver gets the stream, each datagram once: the kernel's own copies of what was punted
   for pimd (the unknown (S,G)'s first packets, keepalive copies) are dropped, not sent again;
 - Linerate's route counts the traffic, while the kernel's counters still move (the keepalive
-  copies that stop pimd from timing the (S,G) out);
+  copies that stop pimd from timing the (S,G) out), and the kernel sends none of those copies
+  out of the twins (they go up at TTL 1);
 - a leave (the receiver's socket closed) takes that interface out of the route, and the other
   receiver keeps its stream.
 """
@@ -160,8 +161,10 @@ multicast-routing: true
         x = route(r)
         assert (x["iif"], x["origin"]) == ("p0", "pim"), x
         k0 = kernel_packets(dut)
+        copies0 = r.json("show", "ip", "mroute")["kernel_copies_dropped"]
         time.sleep(7)  # past one keepalive period (5 s)
         k1 = kernel_packets(dut)
+        copies1 = r.json("show", "ip", "mroute")["kernel_copies_dropped"]
         sent = int(sender.communicate(timeout=30)[0])
         time.sleep(0.5)
         x = route(r)
@@ -169,6 +172,8 @@ multicast-routing: true
         assert x["replicas"] >= 2 * x["packets"] * 0.99, x
         assert k1 > k0, f"the kernel's (S,G) counter must move for pimd: {k0} -> {k1}"
         assert k1 < sent / 10, f"the kernel saw a trickle, not the stream: {k1} of {sent}"
+        # The keepalive copies went up at TTL 1: the kernel counted them and sent none out.
+        assert copies1 == copies0, f"the kernel replicated keepalives: {copies0} -> {copies1}"
         # Both receivers got the stream once: the kernel's copies were dropped on the twins.
         view = r.json("show", "ip", "mroute")
         got3 = rx3.leave()

@@ -55,7 +55,9 @@ impl MrouteKey {
 pub enum Origin {
     /// The config's: nothing goes up.
     Static,
-    /// The kernel's multicast cache (pimd's): a keepalive copy every [`KEEPALIVE_MS`].
+    /// The kernel's multicast cache (pimd's): a keepalive copy every [`KEEPALIVE_MS`], the
+    /// first with the route's first packet, at TTL 1 (the kernel counts it and sends it out of
+    /// none of its twins).
     Kernel,
     /// The kernel's, with an output the data plane does not have (pimd's register device,
     /// while a first-hop router registers the source with the RP): every packet also goes up,
@@ -81,7 +83,7 @@ pub struct MrouteCounters {
     /// Packets that arrived on another interface than the RPF one.
     pub wrong_if: AtomicU64,
     /// When (ms on the FIB's clock) a copy last went to the control plane to keep the
-    /// kernel's entry alive (see [`Mroute::keepalive`]).
+    /// kernel's entry alive (every [`KEEPALIVE_MS`]); 0 before the first.
     pub last_keepalive_ms: AtomicU64,
 }
 

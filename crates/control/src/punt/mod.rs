@@ -533,24 +533,33 @@ impl PuntThread {
         s.kernel_mcast = self.kernel_mcast;
     }
 
-    /// Sleeps until a TAP has a frame or a few milliseconds pass (the rings have no descriptor
-    /// to wait on; 2 ms bounds the latency a punted frame sees on an idle router).
+    /// Sleeps until a worker punts (the hub's doorbell), a TAP has a frame, or 2 ms pass (what
+    /// other threads hand over, queries and frames for the outbox, waits for that).
     fn wait(&self) {
         let mut fds: Vec<libc::pollfd> = self
             .twins
             .fds()
+            .chain(self.hub.doorbell.as_ref().map(|d| d.fd()))
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
+        if let Some(d) = &self.hub.doorbell {
+            if !d.sleep_unless(|| self.links.iter().any(|l| !l.from_worker.is_empty())) {
+                return;
+            }
+        }
         if fds.is_empty() {
             std::thread::sleep(Duration::from_millis(1));
-            return;
+        } else {
+            // SAFETY: `fds` is a live array of pollfd of the given length.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 2) };
         }
-        // SAFETY: `fds` is a live array of pollfd of the given length.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 2) };
+        if let Some(d) = &self.hub.doorbell {
+            d.woke();
+        }
     }
 }
 

@@ -11,7 +11,8 @@
 //! picks its members). To the control plane (class `mcast-data`), where pimd on the TAP twins
 //! reads them from the kernel: a packet with no route (the kernel's upcall makes pimd create
 //! one), one from the wrong interface (for PIM asserts), a keepalive copy of a kernel route's
-//! traffic every [`crate::mfib::KEEPALIVE_MS`], or every packet of a route pimd is registering
+//! traffic every [`crate::mfib::KEEPALIVE_MS`] (at TTL 1: the kernel counts it for pimd and
+//! replicates it to none of its twins), or every packet of a route pimd is registering
 //! (`mfib::Origin::KernelRegistering`); IGMP and MLD messages to any group (joins).
 //! Dropped: those without a punt path (`McastNoRoute`, `McastWrongIf`), TTL or hop limit
 //! expired (no ICMP error for multicast, RFC 1812 5.3.5.2 / RFC 4443 2.4), a route with no
@@ -208,15 +209,23 @@ fn routed(ctx: &mut Ctx, t: &Tables, r: &Mroute, mut b: PktBuf, h: &Head, now: u
             // The kernel hands these to pimd, which sends them to the RP in Registers.
             Origin::KernelRegistering => true,
             _ => {
+                // 0: none sent yet (the clock starts at 1): the route's first packet goes.
                 let last = c.last_keepalive_ms.load(Relaxed);
-                now.saturating_sub(last) >= KEEPALIVE_MS
+                (last == 0 || now.saturating_sub(last) >= KEEPALIVE_MS)
                     && c.last_keepalive_ms
                         .compare_exchange(last, now, Relaxed, Relaxed)
                         .is_ok()
             }
         };
-        if up {
-            ctx.punt_copy(&b, PuntClass::McastData);
+        match (up, r.origin) {
+            (false, _) => {}
+            // pimd's register device is one of the kernel route's outputs: the copy goes as
+            // it came.
+            (true, Origin::KernelRegistering) => ctx.punt_copy(&b, PuntClass::McastData, |_| {}),
+            // A keepalive: the kernel counts it against its route (pimd reads that count) and,
+            // at TTL 1, sends it out of no twin (its outputs' thresholds are 1): Linerate has
+            // replicated the packet already.
+            (true, _) => ctx.punt_copy(&b, PuntClass::McastData, |cp| set_ttl(cp, h.v6, 1)),
         }
     }
     // The output interfaces this packet goes to.
@@ -241,17 +250,7 @@ fn routed(ctx: &mut Ctx, t: &Tables, r: &Mroute, mut b: PktBuf, h: &Head, now: u
     }
     c.replicas.fetch_add(n as u64, Relaxed);
     // One TTL decrement for every copy.
-    let l3 = b.meta().l3_off as usize;
-    let ip = &mut b.data_mut()[l3..];
-    if h.v6 {
-        ip[7] -= 1;
-    } else {
-        let old = u16::from_be_bytes([ip[8], ip[9]]);
-        ip[8] -= 1;
-        let new = u16::from_be_bytes([ip[8], ip[9]]);
-        let s = packet::checksum::update16(be16(ip, 10), old, new);
-        ip[10..12].copy_from_slice(&s.to_be_bytes());
-    }
+    set_ttl(&mut b, h.v6, h.ttl - 1);
     let gmac = group_mac(h);
     for &nh in &outs[..n - 1] {
         if let Some(cp) = copy(ctx, &b) {
@@ -259,6 +258,22 @@ fn routed(ctx: &mut Ctx, t: &Tables, r: &Mroute, mut b: PktBuf, h: &Head, now: u
         }
     }
     send(ctx, t, b, outs[n - 1], h.len, &gmac);
+}
+
+/// Sets the TTL (hop limit) of `b`'s IP header, the IPv4 checksum updated (RFC 1624).
+#[inline(always)]
+fn set_ttl(b: &mut PktBuf, v6: bool, ttl: u8) {
+    let l3 = b.meta().l3_off as usize;
+    let ip = &mut b.data_mut()[l3..];
+    if v6 {
+        ip[7] = ttl;
+    } else {
+        let old = u16::from_be_bytes([ip[8], ip[9]]);
+        ip[8] = ttl;
+        let new = u16::from_be_bytes([ip[8], ip[9]]);
+        let s = packet::checksum::update16(be16(ip, 10), old, new);
+        ip[10..12].copy_from_slice(&s.to_be_bytes());
+    }
 }
 
 fn group_mac(h: &Head) -> [u8; 6] {

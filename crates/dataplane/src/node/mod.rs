@@ -151,15 +151,22 @@ impl Ctx {
 
     /// Hands a copy of `b` to the control plane (class `class`) if the class's policer admits
     /// one now: the packet itself goes on, so a copy refused is counted as policed under the
-    /// class, not as a drop; nothing without a punt path.
-    pub fn punt_copy(&mut self, b: &PktBuf, class: crate::punt::PuntClass) {
+    /// class, not as a drop; nothing without a punt path. `edit` changes the copy before it
+    /// goes (the original is untouched).
+    pub fn punt_copy(
+        &mut self,
+        b: &PktBuf,
+        class: crate::punt::PuntClass,
+        edit: impl FnOnce(&mut PktBuf),
+    ) {
         use crate::punt::Outcome;
         if self.punt.is_none() || !self.punt_policer.admit(class, self.now_ns) {
             return;
         }
-        let Some(cp) = crate::node::l2_flood::copy(self, b) else {
+        let Some(mut cp) = crate::node::l2_flood::copy(self, b) else {
             return;
         };
+        edit(&mut cp);
         if self.tap.active {
             self.tap.on_punt(&cp, class);
         }

@@ -18,6 +18,7 @@
 //!   check and a free, nothing more.
 
 pub mod class;
+pub mod doorbell;
 pub mod policer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -105,6 +106,9 @@ pub struct PuntHub {
     pub cfg: PuntConfig,
     new_links: Mutex<Vec<ControlLink>>,
     pub counters: PuntCounters,
+    /// Wakes the control plane's thread when a worker punts while it sleeps; None if the
+    /// system gave no eventfd (the thread then wakes by its poll timeout alone).
+    pub doorbell: Option<doorbell::Doorbell>,
 }
 
 impl PuntHub {
@@ -113,6 +117,7 @@ impl PuntHub {
             cfg,
             new_links: Mutex::new(Vec::new()),
             counters: PuntCounters::default(),
+            doorbell: doorbell::Doorbell::new().ok(),
         })
     }
 
@@ -166,7 +171,11 @@ impl WorkerPunt {
                 tx_if,
                 generation,
             })
-            .map_err(|rtrb::PushError::Full(p)| p.buf)
+            .map_err(|rtrb::PushError::Full(p)| p.buf)?;
+        if let Some(d) = &self.hub.doorbell {
+            d.ring();
+        }
+        Ok(())
     }
 
     /// True when the control plane has frames for this worker to send (one atomic load).

@@ -175,3 +175,53 @@ fn joins_to_a_group_and_unknown_sources_go_up_to_pim() {
         "the unknown (S,G)"
     );
 }
+
+#[test]
+fn a_kernel_routes_keepalive_goes_up_at_ttl_1_and_a_registering_routes_packets_as_they_came() {
+    use crate::punt::{PuntConfig, PuntHub};
+    let mut h = Harness::with_mcast();
+    let hub = PuntHub::new(PuntConfig { ring: 64 });
+    h.ctx.punt = Some(hub.attach(0));
+    let mut link = hub.take_new().pop().unwrap();
+    let fib = h.t.mfib.clone().unwrap();
+    let reg = [232, 7, 7, 7];
+    fib.set(key(SRC, G), 0, oifs(&[1]), Origin::Kernel).unwrap();
+    fib.set(key(SRC, reg), 0, oifs(&[1]), Origin::KernelRegistering)
+        .unwrap();
+    // The punt thread sleeps: the first punt rings it.
+    let bell = hub.doorbell.as_ref().unwrap();
+    assert!(bell.sleep_unless(|| false));
+    let out = h.push(
+        NodeId::IpMcast,
+        0,
+        &[ip4(SRC, G, 64), ip4(SRC, G, 64), ip4(SRC, reg, 64)],
+    );
+    let mut p = libc::pollfd {
+        fd: bell.fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd.
+    assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 1, "the worker rang");
+    bell.woke();
+    assert_eq!(out.count("tx 1"), 3, "every packet still routed");
+    let mut up = Vec::new();
+    while let Ok(p) = link.from_worker.pop() {
+        up.push(p);
+    }
+    // One keepalive per period for the kernel's route (the second packet is inside it), and
+    // every packet of the registering one.
+    assert_eq!(up.len(), 2);
+    let ka = up[0].buf.data()[14..34].to_vec();
+    assert_eq!((&ka[16..20], ka[8]), (&G[..], 1), "the keepalive at TTL 1");
+    assert!(packet::checksum::ipv4_header_ok(&ka));
+    let rg = &up[1].buf.data()[14..34];
+    assert_eq!(
+        (&rg[16..20], rg[8]),
+        (&reg[..], 64),
+        "for the register device: as it came"
+    );
+    for p in up {
+        h.ctx.cache.free(p.buf);
+    }
+}
