@@ -3,9 +3,9 @@
 //!
 //! Written by the control plane (the mirror of the routing namespace's kernel multicast cache,
 //! which pimd programs, and the config's static routes); read by the workers for every routed
-//! multicast packet (`node::ip_mcast`), without a lock: a route is an immutable [`Mroute`] in a
-//! slot of an open-addressed array of `ArcSwapOption`, replaced whole when it changes, so a
-//! reader sees the old output list or the new one, never a mix, and a change is forwarded by
+//! multicast packet (`node::ip_mcast`), without a lock: a route is an immutable [`Mroute`]
+//! behind a pointer in a slot of an open-addressed array, replaced whole when it changes, so a
+//! reader sees the old output list or the new one, never a mix, and a change is forwarded
 //! from the next packet, with no pause and no new `Tables`.
 //!
 //! A slot, once claimed by a key, keeps it: a deleted route leaves an empty one behind (no
@@ -13,18 +13,26 @@
 //! once full. When the array fills with such leftovers, the writer makes a new one of the live
 //! routes and swaps it in whole ([`Mfib::set`]); readers on the old array finish on it.
 //!
+//! Reclamation. A replaced route or array is freed once every worker has passed a quiescent
+//! point since (the epoch scheme the unicast FIB uses, `fib::epoch`): a worker reads through a
+//! [`Pinned`] FIB, made from its `EpochReader` borrowed mutably for the vector, so it cannot
+//! announce a quiescent point while it holds a route. Reads cost two plain loads (the array,
+//! the slot); with `ArcSwap` slots they were two reference-count debts, a fifth of a routed
+//! packet's time. The control plane reads under the writers' lock ([`Mfib::with`],
+//! [`Mfib::view`]), where nothing is freed.
+//!
 //! Interface indexes are those of one generation of the tables (`Tables::generation`): a commit
 //! that renumbers interfaces makes a new FIB from the control plane's copy and publishes it with
 //! its tables.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use fib::{EpochDomain, EpochReader};
 
 /// A route's key. IPv4 addresses are in the low 32 bits; `source` 0 is (*,G).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MrouteKey {
     pub vrf: u32,
     pub v6: bool,
@@ -88,7 +96,7 @@ pub struct MrouteCounters {
 }
 
 /// One route as the workers read it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Mroute {
     pub key: MrouteKey,
     /// The interface its traffic must arrive on; [`crate::tables::NO_IF`]: none (dropped).
@@ -129,41 +137,148 @@ pub struct MrouteView {
     pub wrong_if: u64,
 }
 
-type Slots = Box<[ArcSwapOption<Mroute>]>;
+/// The open-addressed array: each slot null (never claimed) or a route it owns.
+struct Table {
+    slots: Box<[AtomicPtr<Mroute>]>,
+}
+
+impl Table {
+    fn new(n: usize) -> Box<Table> {
+        Box::new(Table {
+            slots: (0..n)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+        })
+    }
+
+    /// The slot index of `key`: its own, or the free one where it would go; and its route.
+    /// The caller must hold a reference that keeps the routes alive (a pin, or the writers'
+    /// lock).
+    #[inline(always)]
+    fn find(&self, key: MrouteKey) -> (usize, Option<&Mroute>) {
+        let mask = self.slots.len() - 1;
+        let mut i = key.hash() & mask;
+        for _ in 0..self.slots.len() {
+            let p = self.slots[i].load(Ordering::Acquire);
+            // SAFETY: a non-null slot points to a route made by Box::into_raw and freed only
+            // through `Writer::retire`, once no reader can hold it: after every worker passed a
+            // quiescent point (readers hold a Pinned, which borrows their EpochReader mutably
+            // so that they cannot), or under the writers' lock (control-plane readers hold it).
+            match unsafe { p.as_ref() } {
+                None => return (i, None),
+                Some(r) if r.key == key => return (i, Some(r)),
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+        (usize::MAX, None)
+    }
+}
+
+/// What a writer unlinked, kept until no reader can hold it.
+enum Garbage {
+    Route(*mut Mroute),
+    /// An array replaced by a compaction; its routes live on in the new one, except those
+    /// retired with it.
+    Table(*mut Table),
+}
+
+/// The writers' side: serializes them (the mirror, the config, the sweeps) and keeps what they
+/// unlinked until it is safe to free.
+struct Writer {
+    limbo: Vec<(u64, Garbage)>,
+}
+
+// SAFETY: the raw pointers in `limbo` are owned (Box::into_raw) and touched only by the thread
+// holding the writers' lock.
+unsafe impl Send for Writer {}
 
 pub struct Mfib {
-    slots: ArcSwap<Slots>,
+    table: AtomicPtr<Table>,
+    domain: Arc<EpochDomain>,
     /// Slots claimed (live routes and leftovers), and live routes.
     used: AtomicUsize,
     live: AtomicUsize,
     capacity: usize,
-    epoch: Instant,
-    /// Serializes writers (the mirror, the config, the sweeps).
-    write: Mutex<()>,
+    clock: Instant,
+    write: Mutex<Writer>,
     pub counters: MfibCounters,
 }
+
+// SAFETY: the pointers are shared with workers only as described in the module's doc: routes
+// are immutable once published (their counters are atomics), and freed only when unreachable.
+unsafe impl Send for Mfib {}
+// SAFETY: as above.
+unsafe impl Sync for Mfib {}
 
 /// A route refused because the FIB holds its capacity of live routes.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Full;
 
-fn new_slots(n: usize) -> Arc<Slots> {
-    Arc::new((0..n).map(|_| ArcSwapOption::empty()).collect())
+/// A worker's view of the FIB for one vector: while it lives, its `EpochReader` is borrowed
+/// and no route it returns can be freed.
+pub struct Pinned<'a> {
+    table: &'a Table,
+}
+
+impl<'a> Pinned<'a> {
+    /// The (S,G) route of a packet from `source` to `group`, else the group's (*,G).
+    #[inline(always)]
+    pub fn lookup(&self, key: MrouteKey) -> Option<&'a Mroute> {
+        self.get(key).or_else(|| self.get(key.any_source()))
+    }
+
+    /// Starts loading the slot `key` hashes to (the first of a lookup's two dependent loads).
+    #[inline(always)]
+    pub fn prefetch_slot(&self, key: MrouteKey) {
+        let mask = self.table.slots.len() - 1;
+        fib::lpm::prefetch(&self.table.slots[key.hash() & mask]);
+    }
+
+    /// Starts loading the route in `key`'s first slot, once [`Pinned::prefetch_slot`] has had
+    /// time to bring the slot in (the second load).
+    #[inline(always)]
+    pub fn prefetch_route(&self, key: MrouteKey) {
+        let mask = self.table.slots.len() - 1;
+        let p = self.table.slots[key.hash() & mask].load(Ordering::Relaxed);
+        fib::lpm::prefetch(p);
+    }
+
+    #[inline(always)]
+    fn get(&self, key: MrouteKey) -> Option<&'a Mroute> {
+        self.table.find(key).1.filter(|r| r.live)
+    }
 }
 
 impl Mfib {
-    /// A FIB for `routes` routes in all VRFs together.
-    pub fn new(routes: usize) -> Mfib {
+    /// A FIB for `routes` routes in all VRFs together, read by workers registered with
+    /// `domain`.
+    pub fn new(routes: usize, domain: Arc<EpochDomain>) -> Mfib {
         let n = (routes.max(16) * 2).next_power_of_two();
         Mfib {
-            slots: ArcSwap::new(new_slots(n)),
+            table: AtomicPtr::new(Box::into_raw(Table::new(n))),
+            domain,
             used: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
             capacity: routes.max(16),
-            epoch: Instant::now(),
-            write: Mutex::new(()),
+            clock: Instant::now(),
+            write: Mutex::new(Writer { limbo: Vec::new() }),
             counters: MfibCounters::default(),
         }
+    }
+
+    /// The FIB as worker `reader` reads it for one vector. Panics if the reader is not of this
+    /// FIB's domain or is offline (either would let a route be freed under it).
+    #[inline(always)]
+    pub fn pin<'a>(&'a self, reader: &'a mut EpochReader) -> Pinned<'a> {
+        assert!(
+            reader.reads(&self.domain) && reader.is_online(),
+            "the multicast FIB is read by an online reader of its epoch domain"
+        );
+        // SAFETY: the array is freed only through `Writer::retire` once every online reader
+        // of the domain has passed a quiescent point after it was unlinked; this reader is
+        // online and cannot pass one while `reader` is borrowed.
+        let table = unsafe { &*self.table.load(Ordering::Acquire) };
+        Pinned { table }
     }
 
     pub fn capacity(&self) -> usize {
@@ -182,52 +297,33 @@ impl Mfib {
     /// The FIB's clock, in ms (never 0).
     #[inline(always)]
     pub fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+        self.clock.elapsed().as_millis() as u64 + 1
     }
 
-    /// Calls `f` with the live route of `key`, if there is one.
-    #[inline(always)]
+    /// Calls `f` with the live route of `key`, if there is one (under the writers' lock: for
+    /// the control plane and tests; workers read through [`Mfib::pin`]).
     pub fn with<R>(&self, key: MrouteKey, f: impl FnOnce(Option<&Mroute>) -> R) -> R {
-        let slots = self.slots.load();
-        let mask = slots.len() - 1;
-        let mut i = key.hash() & mask;
-        for _ in 0..slots.len() {
-            let g = slots[i].load();
-            match g.as_deref() {
-                None => return f(None),
-                Some(r) if r.key == key => return f(r.live.then_some(r)),
-                Some(_) => i = (i + 1) & mask,
-            }
-        }
-        f(None)
+        let w = self.lock();
+        f(self.current(&w).find(key).1.filter(|r| r.live))
     }
 
-    /// The (S,G) route of a packet from `source` to `group`, else the group's (*,G).
-    #[inline(always)]
+    /// As [`Pinned::lookup`], under the writers' lock.
     pub fn lookup<R>(&self, key: MrouteKey, f: impl FnOnce(Option<&Mroute>) -> R) -> R {
-        let mut f = Some(f);
-        let found = self.with(key, |r| r.map(|r| (f.take().expect("once"))(Some(r))));
-        match found {
-            Some(out) => out,
-            None => self.with(key.any_source(), |r| (f.take().expect("once"))(r)),
-        }
+        let w = self.lock();
+        let t = self.current(&w);
+        let get = |k| t.find(k).1.filter(|r| r.live);
+        f(get(key).or_else(|| get(key.any_source())))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+    fn lock(&self) -> MutexGuard<'_, Writer> {
         self.write.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The slot index of `key` in `slots`: its own, or the free one where it would go.
-    fn find(slots: &Slots, key: MrouteKey) -> (usize, Option<Arc<Mroute>>) {
-        let mask = slots.len() - 1;
-        let mut i = key.hash() & mask;
-        loop {
-            match slots[i].load_full() {
-                None => return (i, None),
-                Some(r) if r.key == key => return (i, Some(r)),
-                Some(_) => i = (i + 1) & mask,
-            }
-        }
+    /// The current array, read by a writer (or a control-plane reader) holding the lock `_w`.
+    fn current<'w>(&self, _w: &'w MutexGuard<'_, Writer>) -> &'w Table {
+        // SAFETY: the array is replaced and retired only by a writer holding the lock, and
+        // freed only after that; the lock is held for 'w.
+        unsafe { &*self.table.load(Ordering::Acquire) }
     }
 
     /// Adds or replaces the route of `key`; its counters carry over from the route it replaces.
@@ -238,83 +334,122 @@ impl Mfib {
         oifs: Vec<Oif>,
         origin: Origin,
     ) -> Result<(), Full> {
-        let _w = self.lock();
-        let mut slots = self.slots.load_full();
-        let (mut i, mut old) = Self::find(&slots, key);
+        let mut w = self.lock();
+        let (mut i, mut old) = self.current(&w).find(key);
+        let mut counters = old.map(|o| (o.counters.clone(), o.live));
         if old.is_none() {
             if self.live.load(Ordering::Relaxed) >= self.capacity {
                 self.counters.table_full.fetch_add(1, Ordering::Relaxed);
                 return Err(Full);
             }
             if self.used.load(Ordering::Relaxed) >= self.capacity {
-                slots = self.compact(&slots);
-                (i, old) = Self::find(&slots, key);
+                self.compact(&mut w);
+                (i, old) = self.current(&w).find(key);
+                counters = old.map(|o| (o.counters.clone(), o.live));
             }
             self.used.fetch_add(1, Ordering::Relaxed);
         }
-        let counters = old
-            .as_ref()
-            .map_or_else(Default::default, |o| o.counters.clone());
-        if !old.as_ref().is_some_and(|o| o.live) {
+        let (counters, was_live) = counters.unwrap_or_default();
+        if !was_live {
             self.live.fetch_add(1, Ordering::Relaxed);
         }
-        slots[i].store(Some(Arc::new(Mroute {
+        let new = Box::into_raw(Box::new(Mroute {
             key,
             iif,
             oifs: oifs.into_boxed_slice(),
             live: true,
             origin,
             counters,
-        })));
+        }));
+        let prev = self.current(&w).slots[i].swap(new, Ordering::AcqRel);
+        self.retire(&mut w, [Garbage::Route(prev)]);
         Ok(())
     }
 
     /// Deletes the route of `key`; false if it had none.
     pub fn remove(&self, key: MrouteKey) -> bool {
-        let _w = self.lock();
-        let slots = self.slots.load_full();
-        let (i, old) = Self::find(&slots, key);
-        match old {
-            Some(o) if o.live => {
-                slots[i].store(Some(Arc::new(Mroute {
-                    key,
-                    iif: crate::tables::NO_IF,
-                    oifs: Box::new([]),
-                    live: false,
-                    origin: Origin::Static,
-                    counters: o.counters.clone(),
-                })));
-                self.live.fetch_sub(1, Ordering::Relaxed);
-                true
-            }
-            _ => false,
-        }
+        let mut w = self.lock();
+        let (i, old) = self.current(&w).find(key);
+        let Some(o) = old.filter(|o| o.live) else {
+            return false;
+        };
+        let leftover = Box::into_raw(Box::new(Mroute {
+            key,
+            iif: crate::tables::NO_IF,
+            oifs: Box::new([]),
+            live: false,
+            origin: Origin::Static,
+            counters: o.counters.clone(),
+        }));
+        let prev = self.current(&w).slots[i].swap(leftover, Ordering::AcqRel);
+        self.retire(&mut w, [Garbage::Route(prev)]);
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        true
     }
 
-    /// A new array of the live routes, swapped in (called with the write lock held).
-    fn compact(&self, old: &Slots) -> Arc<Slots> {
-        let fresh = new_slots(old.len());
+    /// A new array of the live routes, swapped in; the old array and its leftovers retired.
+    fn compact(&self, w: &mut MutexGuard<'_, Writer>) {
+        let old = self.current(w);
+        let fresh = Table::new(old.slots.len());
         let mut used = 0;
-        for s in old.iter() {
-            if let Some(r) = s.load_full().filter(|r| r.live) {
-                let (i, _) = Self::find(&fresh, r.key);
-                fresh[i].store(Some(r));
-                used += 1;
+        let mut gone = Vec::new();
+        for s in old.slots.iter() {
+            let p = s.load(Ordering::Acquire);
+            // SAFETY: as in `Table::find`; the lock is held.
+            match unsafe { p.as_ref() } {
+                Some(r) if r.live => {
+                    let (i, _) = fresh.find(r.key);
+                    fresh.slots[i].store(p, Ordering::Relaxed);
+                    used += 1;
+                }
+                Some(_) => gone.push(Garbage::Route(p)),
+                None => {}
             }
         }
         self.used.store(used, Ordering::Relaxed);
-        self.slots.store(fresh.clone());
+        let prev = self.table.swap(Box::into_raw(fresh), Ordering::AcqRel);
+        gone.push(Garbage::Table(prev));
+        self.retire(w, gone);
         self.counters.compactions.fetch_add(1, Ordering::Relaxed);
-        fresh
     }
 
-    /// Every live route.
-    pub fn routes(&self) -> Vec<Arc<Mroute>> {
-        self.slots
-            .load()
+    /// Keeps what was just unlinked until every worker has passed a quiescent point, and frees
+    /// what earlier calls kept that is past that now.
+    fn retire(&self, w: &mut MutexGuard<'_, Writer>, unlinked: impl IntoIterator<Item = Garbage>) {
+        let e = self.domain.advance();
+        w.limbo.extend(
+            unlinked
+                .into_iter()
+                .filter(|g| !matches!(g, Garbage::Route(p) if p.is_null()))
+                .map(|g| (e, g)),
+        );
+        let safe = self.domain.safe_epoch();
+        w.limbo.retain(|(e, g)| {
+            if *e > safe {
+                return true;
+            }
+            free(g);
+            false
+        });
+    }
+
+    /// Routes unlinked and not yet freed (a worker has not passed a quiescent point since).
+    pub fn retired(&self) -> usize {
+        self.lock().limbo.len()
+    }
+
+    /// Every live route, copied (under the writers' lock).
+    pub fn routes(&self) -> Vec<Mroute> {
+        let w = self.lock();
+        self.current(&w)
+            .slots
             .iter()
-            .filter_map(|s| s.load_full())
+            .filter_map(|s| {
+                // SAFETY: as in `Table::find`; the lock is held.
+                unsafe { s.load(Ordering::Acquire).as_ref() }
+            })
             .filter(|r| r.live)
+            .cloned()
             .collect()
     }
 
@@ -339,6 +474,38 @@ impl Mfib {
             .collect();
         v.sort_by_key(|r| r.key);
         v
+    }
+}
+
+/// Frees what a writer retired.
+fn free(g: &Garbage) {
+    // SAFETY: each pointer came from Box::into_raw, was unlinked from every place a reader
+    // could find it, is past every reader's quiescent point (or no reader exists: `drop`), and
+    // is in limbo once, so it is freed once. A retired array does not own its routes.
+    unsafe {
+        match *g {
+            Garbage::Route(p) => drop(Box::from_raw(p)),
+            Garbage::Table(p) => drop(Box::from_raw(p)),
+        }
+    }
+}
+
+impl Drop for Mfib {
+    fn drop(&mut self) {
+        // No reader is left: each holds the FIB through an Arc, and this is its last owner.
+        let w = self.write.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (_, g) in w.limbo.drain(..) {
+            free(&g);
+        }
+        let t = *self.table.get_mut();
+        // SAFETY: the current array and its routes are owned by the FIB alone now.
+        let table = unsafe { Box::from_raw(t) };
+        for s in table.slots.iter() {
+            let p = s.load(Ordering::Relaxed);
+            if !p.is_null() {
+                free(&Garbage::Route(p));
+            }
+        }
     }
 }
 

@@ -130,6 +130,9 @@ impl Worker {
         ctx.worker = id as u16;
         ctx.taps = Some(taps.clone());
         ctx.punt = punt.map(|h| h.attach(id));
+        // The worker's registration with the tables' epoch domain: nodes that read through it
+        // (ip-mcast's FIB) borrow it from here for a vector.
+        ctx.epoch = Some(epoch);
         let mut orphans: Vec<PktBuf> = Vec::new();
         let mut bridged: Vec<PktBuf> = Vec::new();
         let mut buf: Vec<PktBuf> = Vec::with_capacity(VECTOR * 2);
@@ -180,7 +183,7 @@ impl Worker {
                     }
                 }
                 if let Some(reply) = retire {
-                    finish(&epoch, &mut tx, &mut ctx);
+                    finish(&mut tx, &mut ctx);
                     let tx = tx
                         .into_iter()
                         .enumerate()
@@ -190,7 +193,9 @@ impl Worker {
                     return;
                 }
             }
-            epoch.quiescent();
+            if let Some(e) = &ctx.epoch {
+                e.quiescent();
+            }
             let t = &**tcache.load();
             let tapping = taps.armed();
             let mut did = 0;
@@ -279,11 +284,11 @@ impl Worker {
                 std::hint::spin_loop();
             }
         }
-        finish(&epoch, &mut tx, &mut ctx);
+        finish(&mut tx, &mut ctx);
     }
 }
 
-fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ctx) {
+fn finish(tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ctx) {
     ctx.acl_log.flush_all();
     // The flows this worker holds go to the exporter, ended as a flush.
     if let Some(mut fl) = ctx.flows.take() {
@@ -296,7 +301,9 @@ fn finish(epoch: &EpochReader, tx: &mut [Option<Box<dyn TxQueue>>], ctx: &mut Ct
         // up to 250 ms before it (no flows flushed, the cache still full).
         fl.publish_stats(ctx.worker as usize);
     }
-    epoch.offline();
+    if let Some(e) = &ctx.epoch {
+        e.offline();
+    }
     for q in tx.iter_mut().flatten() {
         q.flush();
     }

@@ -81,6 +81,17 @@ impl EpochReader {
         }
     }
 
+    /// Whether the reader is online (registered, and not `offline` since its last
+    /// `quiescent`): only an online reader's references are waited for.
+    pub fn is_online(&self) -> bool {
+        self.slot.0.load(Ordering::Relaxed) != OFFLINE
+    }
+
+    /// Whether this reader is registered with `domain`.
+    pub fn reads(&self, domain: &Arc<EpochDomain>) -> bool {
+        Arc::ptr_eq(&self.domain, domain)
+    }
+
     /// The reader will hold no references until its next `quiescent` call.
     pub fn offline(&self) {
         self.slot.0.store(OFFLINE, Ordering::Release);

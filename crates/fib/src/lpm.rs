@@ -109,8 +109,9 @@ fn upto(v: u32) -> u64 {
     u64::MAX >> (63 - v)
 }
 
+/// Starts loading the cache line at `p` (a hint: any address, never a fault).
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

@@ -178,8 +178,13 @@ fn bits(a: IpAddr) -> u128 {
 }
 
 impl McastState {
-    /// The state of a build of `cfg`; `prev` hands over the kernel's routes.
-    pub fn build(cfg: &Config, prev: Option<&McastState>) -> McastState {
+    /// The state of a build of `cfg`; `prev` hands over the kernel's routes. The FIB's routes
+    /// are reclaimed by `epoch`, the domain the workers announce their quiescent points in.
+    pub fn build(
+        cfg: &Config,
+        prev: Option<&McastState>,
+        epoch: &Arc<fib::EpochDomain>,
+    ) -> McastState {
         let store = prev.map_or_else(Default::default, |p| p.store.clone());
         let mut vrfs = vec![false; cfg.vrfs.len()];
         let Some(m) = &cfg.mcast_routing else {
@@ -224,7 +229,7 @@ impl McastState {
             })
             .collect();
         McastState {
-            fib: Some(Arc::new(Mfib::new(cfg.max_mroutes))),
+            fib: Some(Arc::new(Mfib::new(cfg.max_mroutes, epoch.clone()))),
             vrfs,
             nh: Vec::new(),
             store,

@@ -188,7 +188,7 @@ impl Router {
     ) -> Result<Router, BuildError> {
         let services = crate::services::ServicesState::build(&cfg, prev);
         let bridges = crate::bridges::BridgesState::build(&cfg, prev_bridges);
-        let mcast = crate::mcast::McastState::build(&cfg, prev_mcast);
+        let mcast = crate::mcast::McastState::build(&cfg, prev_mcast, &epoch);
         let fibs: Vec<Fibs> = cfg
             .vrfs
             .iter()

@@ -313,7 +313,10 @@ impl Harness {
         h.t.next_hops = nhs.into_boxed_slice();
         h.t.mcast_nh = per_if.into_boxed_slice();
         h.t.mcast_vrfs = Box::new([true]);
-        h.t.mfib = Some(Arc::new(crate::mfib::Mfib::new(64)));
+        // Its own epoch domain, with the harness's context as its one reader.
+        let domain = EpochDomain::new();
+        h.ctx.epoch = Some(domain.register());
+        h.t.mfib = Some(Arc::new(crate::mfib::Mfib::new(64, domain)));
     }
 
     pub fn buf(&mut self, bytes: &[u8]) -> PktBuf {

@@ -19,7 +19,7 @@ fn oifs(list: &[u32]) -> Vec<Oif> {
 
 #[test]
 fn source_routes_win_over_the_groups_any_source_route() {
-    let f = Mfib::new(16);
+    let f = Mfib::new(16, EpochDomain::new());
     let g = 0xe801_0101;
     f.set(key(0, 0, g), 0, oifs(&[1]), Origin::Static).unwrap();
     f.set(key(0, 0x0a00_0002, g), 2, oifs(&[3, 4]), Origin::Kernel)
@@ -39,7 +39,7 @@ fn source_routes_win_over_the_groups_any_source_route() {
 
 #[test]
 fn counters_carry_over_a_replacement_and_a_delete_and_re_add() {
-    let f = Mfib::new(16);
+    let f = Mfib::new(16, EpochDomain::new());
     let k = key(0, 1, 0xe800_0001);
     f.set(k, 0, oifs(&[1]), Origin::Static).unwrap();
     f.with(k, |r| {
@@ -54,7 +54,7 @@ fn counters_carry_over_a_replacement_and_a_delete_and_re_add() {
 
 #[test]
 fn a_full_table_refuses_then_compacts_its_leftovers() {
-    let f = Mfib::new(16);
+    let f = Mfib::new(16, EpochDomain::new());
     for g in 0..16 {
         f.set(key(0, 1, 0xe800_0000 + g), 0, oifs(&[1]), Origin::Static)
             .unwrap();
@@ -100,11 +100,13 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    /// The FIB answers every lookup as a plain map of its live routes would, through deletes,
-    /// replacements, refusals at capacity and compactions (a 16-route table, 72 keys).
+    /// The FIB answers every lookup, the control plane's and a worker's, as a plain map of its
+    /// live routes would, through deletes, replacements, refusals at capacity and compactions
+    /// (a 16-route table, 72 keys).
     #[test]
     fn matches_a_map_of_its_live_routes(ops in proptest::collection::vec(op(), 1..300)) {
-        let f = Mfib::new(16);
+        let domain = EpochDomain::new();
+        let f = Mfib::new(16, domain.clone());
         let mut model: BTreeMap<MrouteKey, u32> = BTreeMap::new();
         for o in ops {
             match o {
@@ -124,12 +126,68 @@ proptest! {
             }
             prop_assert_eq!(f.len(), model.len());
         }
+        let mut reader = domain.register();
+        let pinned = f.pin(&mut reader);
         for s in 0..6u128 {
             for g in 0..12u128 {
                 let k = key(0, s, 0xe800_0000 + g);
                 let got = f.with(k, |r| r.map(|r| r.oifs[0].ifx));
                 prop_assert_eq!(got, model.get(&k).copied());
+                // A worker's lookup: the (S,G), else the group's (*,G) (source 0).
+                let want = model.get(&k).or_else(|| model.get(&k.any_source())).copied();
+                prop_assert_eq!(pinned.lookup(k).map(|r| r.oifs[0].ifx), want);
             }
         }
     }
+}
+
+#[test]
+fn a_worker_reads_while_routes_change_and_what_no_worker_holds_is_freed() {
+    use std::sync::atomic::AtomicBool;
+    let domain = EpochDomain::new();
+    let f = Arc::new(Mfib::new(64, domain.clone()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut rd = domain.register();
+    let worker = {
+        let (f, stop) = (f.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut seen = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                rd.quiescent();
+                let p = f.pin(&mut rd);
+                for g in 0..32u128 {
+                    if let Some(r) = p.lookup(key(0, 1, 0xe800_0000 + g)) {
+                        // Every version the writer publishes lists v and v + 1: never a mix,
+                        // never freed memory.
+                        assert_eq!(r.oifs.len(), 2, "{r:?}");
+                        assert_eq!(r.oifs[1].ifx, r.oifs[0].ifx + 1, "{r:?}");
+                        seen += 1;
+                    }
+                }
+            }
+            rd.offline();
+            seen
+        })
+    };
+    for v in 0..20_000u32 {
+        let k = key(0, 1, 0xe800_0000 + u128::from(v % 32));
+        f.set(k, 0, oifs(&[v, v + 1]), Origin::Kernel).unwrap();
+        if v % 7 == 0 {
+            assert!(f.remove(k));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(worker.join().unwrap() > 0, "the worker found routes");
+    // With the worker offline, the next change frees everything retired, itself included.
+    f.set(key(0, 1, 0xe800_0000), 0, oifs(&[1, 2]), Origin::Kernel)
+        .unwrap();
+    assert_eq!(f.retired(), 0);
+}
+
+#[test]
+#[should_panic(expected = "online reader of its epoch domain")]
+fn a_reader_of_another_domain_is_refused() {
+    let f = Mfib::new(16, EpochDomain::new());
+    let mut other = EpochDomain::new().register();
+    let _ = f.pin(&mut other);
 }

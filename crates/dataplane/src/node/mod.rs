@@ -88,6 +88,10 @@ pub struct Ctx {
     pub punt_policer: crate::punt::PuntPolicer,
     /// The generation of the tables the vector is run with (punted frames carry it).
     pub generation: u64,
+    /// The worker's registration with the tables' epoch domain (announced quiescent between
+    /// vectors); a node borrows it to read a table whose memory is reclaimed by epochs (the
+    /// multicast FIB, [`crate::mfib::Mfib::pin`]). None: such tables are not read.
+    pub epoch: Option<fib::EpochReader>,
 }
 
 impl Ctx {
@@ -118,6 +122,7 @@ impl Ctx {
             punt: None,
             punt_policer: Default::default(),
             generation: 0,
+            epoch: None,
         }
     }
 
