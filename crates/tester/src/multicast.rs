@@ -149,19 +149,27 @@ pub fn mrouted(core: &Arc<Core>) -> Option<(u64, u64)> {
     Some((v.routes.len() as u64, oifs))
 }
 
+/// Per receiving port, its host's reports of its groups.
+fn reports(plan: &McastPlan) -> Vec<(usize, Vec<Vec<u8>>)> {
+    plan.joins
+        .iter()
+        .map(|(p, groups)| (*p, groups.iter().map(|&g| report(*p, g, false)).collect()))
+        .collect()
+}
+
 /// Every receiver's host reports its groups; returns the reports the ports took.
 fn join_all(t: &mut Tester, plan: &McastPlan) -> u64 {
     let mut sent = 0u64;
-    for (p, groups) in &plan.joins {
-        let frames: Vec<Vec<u8>> = groups.iter().map(|&g| report(*p, g, false)).collect();
-        sent += t.send_frames(*p, &frames, plan.join_fps) as u64;
+    for (p, frames) in reports(plan) {
+        sent += t.send_frames(p, &frames, plan.join_fps) as u64;
     }
     sent
 }
 
 /// Joins, throughput per size, the probe. `table` reads the device's snooping table (groups,
-/// memberships), where it can be read. Before each size after the first the hosts report
-/// again, as hosts answer a querier: a run longer than a membership interval keeps its groups.
+/// memberships), where it can be read. Before each size after the first, and before any trial
+/// a minute or more after they last did, the hosts report again, as hosts answer a querier: a
+/// run longer than a membership interval keeps its groups.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     t: &mut Tester,
@@ -175,6 +183,16 @@ pub fn run(
 ) -> (Vec<Row>, McastReport) {
     let expected: u64 = plan.joins.iter().map(|j| j.1.len() as u64).sum();
     let sent = join_all(t, plan);
+    // Hosts answer a querier: in a run longer than a minute (a search at ME-13's scale through
+    // pimd, with warm-ups, takes minutes; the default membership interval is 260 s) they
+    // report again before the next trial, or the device rightly ages their groups out.
+    t.refresh = Some(crate::engine::Refresh {
+        every: std::time::Duration::from_secs(60),
+        last: std::time::Instant::now(),
+        frames: reports(plan),
+        fps: plan.join_fps,
+        sent: 0,
+    });
     let snooped = table();
     let mut rep = McastReport {
         joins_sent: sent,
@@ -230,6 +248,7 @@ pub fn run(
     if let Some(pr) = &plan.probe {
         probe(t, pr, sizes, trial, &mut rep, obs);
     }
+    t.refresh = None;
     rep.checks = checks(&rep, plan);
     (rows, rep)
 }
@@ -607,9 +626,9 @@ pub fn run_external(
             "No DUT probe: an external device's drops are unknown, so loss is copies owed \
              minus copies received, whatever the cause."
                 .into(),
-            "The receivers' hosts report their groups (IGMPv2) before the first size and \
-             again before each other, as hosts answer a querier; they do not answer queries \
-             otherwise."
+            "The receivers' hosts report their groups (IGMPv2) before the first size, again \
+             before each other, and before any trial a minute or more after they last did, as \
+             hosts answer a querier; they do not answer queries otherwise."
                 .into(),
         ],
         external: None,

@@ -160,6 +160,21 @@ pub struct Tester {
     /// `CLOCK_REALTIME` at `clock`'s zero, in ns: turns a receive queue's own timestamp
     /// (`Meta::rx_ns`, the kernel's) into the tester's clock. Measured at each trial's start.
     realtime_at_zero_ns: u64,
+    /// Frames the tester's hosts send again before a trial once `Refresh::every` has passed
+    /// since they last did (IGMP reports: a run longer than the device's membership interval
+    /// keeps its groups, as hosts that answer a querier do).
+    pub refresh: Option<Refresh>,
+}
+
+/// Frames to send again, paced, before trials (see [`Tester::refresh`]).
+pub struct Refresh {
+    pub every: std::time::Duration,
+    pub last: Instant,
+    /// Per tester port, its frames.
+    pub frames: Vec<(usize, Vec<Vec<u8>>)>,
+    pub fps: f64,
+    /// Frames sent by refreshes so far.
+    pub sent: u64,
 }
 
 impl Tester {
@@ -184,6 +199,7 @@ impl Tester {
             last_sweep_ns: 0,
             realtime_at_zero_ns: 0,
             cables: Default::default(),
+            refresh: None,
         }
     }
 
@@ -250,6 +266,15 @@ impl Tester {
                 error: Some(e),
                 ..Default::default()
             };
+        }
+        if let Some(mut r) = self.refresh.take() {
+            if r.last.elapsed() >= r.every {
+                for (p, frames) in &r.frames {
+                    r.sent += self.send_frames(*p, frames, r.fps) as u64;
+                }
+                r.last = Instant::now();
+            }
+            self.refresh = Some(r);
         }
         let sizes = spec.sizes.sizes();
         self.compile(&sizes);
