@@ -64,12 +64,7 @@ def main() -> int:
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with Testbed(out / "run") as tb:
-        dut, h1, h2, h3 = (tb.netns(n) for n in ("dut", "h1", "h2", "h3"))
-        for h, d in ((h1, "d0"), (h2, "d1"), (h3, "d2")):
-            tb.veth(h, "eth0", dut, d)
-            dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
-            dut.up(d)
-        dut.up("lo")
+        dut, (h1, h2, h3) = tb.hosts_around(3)
         dut.addr("d2", "203.0.113.1/24")
         h1.addr("eth0", "192.0.2.2/24")
         h2.addr("eth0", "198.51.100.2/24")

@@ -112,12 +112,7 @@ def kernel_packets(dut) -> int:
 
 
 def test_pim_ssm_through_pimd_on_the_twins(linerate_bin, testbed, tmp_path):
-    dut, h1, h2, h3 = (testbed.netns(n) for n in ("dut", "h1", "h2", "h3"))
-    for h, d in ((h1, "d0"), (h2, "d1"), (h3, "d2")):
-        testbed.veth(h, "eth0", dut, d)
-        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
-        dut.up(d)
-    dut.up("lo")
+    dut, (h1, h2, h3) = testbed.hosts_around(3)
     nets = ("192.0.2", "198.51.100", "203.0.113")
     for h, net in zip((h1, h2, h3), nets):
         h.addr("eth0", f"{net}.2/24")

@@ -540,6 +540,18 @@ class Testbed:
         ns.create(forwarding=forwarding)
         return ns
 
+    def hosts_around(self, n: int) -> tuple[Netns, list[Netns]]:
+        """A `dut` namespace and hosts h1..hN, host i's eth0 cabled to the DUT's d(i-1) (up,
+        IPv6 off on the DUT's side: the device under test sets its own addresses)."""
+        dut = self.netns("dut")
+        hosts = [self.netns(f"h{i + 1}") for i in range(n)]
+        for i, h in enumerate(hosts):
+            self.veth(h, "eth0", dut, f"d{i}")
+            dut.sysctl({f"net.ipv6.conf.d{i}.disable_ipv6": 1})
+            dut.up(f"d{i}")
+        dut.up("lo")
+        return dut, hosts
+
     def veth(self, ns_a: Netns, a: str, ns_b: Netns | None, b: str, *, queues: int = 2,
              txqueues: int | None = None, rxqueues: int | None = None,
              up: bool = True) -> Veth:
