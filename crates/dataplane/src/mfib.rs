@@ -304,15 +304,20 @@ impl Mfib {
     /// the control plane and tests; workers read through [`Mfib::pin`]).
     pub fn with<R>(&self, key: MrouteKey, f: impl FnOnce(Option<&Mroute>) -> R) -> R {
         let w = self.lock();
-        f(self.current(&w).find(key).1.filter(|r| r.live))
+        f(self.locked(&w).get(key))
     }
 
     /// As [`Pinned::lookup`], under the writers' lock.
     pub fn lookup<R>(&self, key: MrouteKey, f: impl FnOnce(Option<&Mroute>) -> R) -> R {
         let w = self.lock();
-        let t = self.current(&w);
-        let get = |k| t.find(k).1.filter(|r| r.live);
-        f(get(key).or_else(|| get(key.any_source())))
+        f(self.locked(&w).lookup(key))
+    }
+
+    /// The current array as a reader holding the writers' lock `w` sees it.
+    fn locked<'w>(&self, w: &'w MutexGuard<'_, Writer>) -> Pinned<'w> {
+        Pinned {
+            table: self.current(w),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Writer> {

@@ -191,7 +191,6 @@ pub fn run(
         last: std::time::Instant::now(),
         frames: reports(plan),
         fps: plan.join_fps,
-        sent: 0,
     });
     let snooped = table();
     let mut rep = McastReport {
