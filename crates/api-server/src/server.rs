@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use api::requests::{
-    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, LogQuery, MacQuery, MrouteQuery,
-    RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
+    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, GtpContextQuery, LogQuery, MacQuery,
+    MrouteQuery, RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{CommitText, RunningConfig, WorkerAdded};
 use api::{ApiError, ErrorKind};
@@ -19,7 +19,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use control::mgmt::show::trace_view;
 use control::mgmt::Core;
@@ -316,6 +316,16 @@ fn routes(core: Arc<Core>) -> Router {
         .route("/v1/mac-table/clear", post(mac_clear))
         .route("/v1/igmp-snooping", get(igmp_snooping))
         .route("/v1/mroutes", get(mroutes))
+        .route("/v1/gtp/contexts", get(gtp_contexts))
+        .route(
+            "/v1/gtp/statistics",
+            get(|State(c): Shared| call(c, |c| c.gtp_stats())),
+        )
+        .route(
+            "/v1/apns",
+            get(|State(c): Shared| call(c, |c| Ok(c.apns()))),
+        )
+        .route("/v1/gtp/contexts/{teid}", delete(gtp_clear))
         .route("/v1/igmp-snooping/clear", post(igmp_snooping_clear))
         .route(
             "/v1/runtime",
@@ -443,6 +453,22 @@ async fn logging(State(c): Shared, Query(p): Query<LogQuery>) -> Response {
 
 async fn mac_table(State(c): Shared, Query(q): Query<MacQuery>) -> Response {
     call(c, move |c| c.mac_table(&q)).await
+}
+
+async fn gtp_contexts(State(c): Shared, Query(q): Query<GtpContextQuery>) -> Response {
+    call(c, move |c| c.gtp_contexts(&q)).await
+}
+
+async fn gtp_clear(State(c): Shared, Path(teid): Path<String>) -> Response {
+    let t = teid
+        .strip_prefix("0x")
+        .map_or_else(|| teid.parse(), |h| u32::from_str_radix(h, 16));
+    let Ok(t) = t else {
+        return error(ApiError::invalid(format!(
+            "TEID `{teid}`: a number (decimal or 0x hex)"
+        )));
+    };
+    call(c, move |c| c.gtp_clear(t)).await
 }
 
 async fn mroutes(State(c): Shared, Query(q): Query<MrouteQuery>) -> Response {

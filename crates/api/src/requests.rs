@@ -126,6 +126,39 @@ impl SnoopQuery {
     }
 }
 
+/// `GET /v1/gtp/contexts?imsi=I&apn=A&ip=ADDR&limit=N`: the PDP contexts of one IMSI, APN or
+/// UE address (all when none is given), at most `limit` (None: 1,000; 0: all).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GtpContextQuery {
+    #[serde(default)]
+    pub imsi: Option<String>,
+    #[serde(default)]
+    pub apn: Option<String>,
+    #[serde(default)]
+    pub ip: Option<String>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+impl GtpContextQuery {
+    pub fn path(&self) -> String {
+        let mut q = Vec::new();
+        for (k, v) in [("imsi", &self.imsi), ("apn", &self.apn), ("ip", &self.ip)] {
+            if let Some(v) = v {
+                q.push(format!("{k}={}", enc(v)));
+            }
+        }
+        if let Some(l) = self.limit {
+            q.push(format!("limit={l}"));
+        }
+        if q.is_empty() {
+            "/v1/gtp/contexts".into()
+        } else {
+            format!("/v1/gtp/contexts?{}", q.join("&"))
+        }
+    }
+}
+
 /// `GET /v1/mroutes?family=ipv4|ipv6&vrf=V`: the multicast FIB's routes of one family (IPv4
 /// when None), of one VRF (all when None).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -50,6 +50,9 @@ pub struct Opts {
     /// Route the replicated traffic (ME-13) instead of switching it: every port a routed
     /// interface, each (S,G) a multicast route from p0 to every other port.
     pub multicast_routed: bool,
+    /// The GGSN instead (0: no): this many PDP contexts, uplink G-PDUs and downlink packets
+    /// in turn (see `crate::gtp`).
+    pub gtp_contexts: usize,
     pub workdir: PathBuf,
 }
 
@@ -438,6 +441,9 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     if o.multicast_receivers > 0 {
         return multicast(o, dir);
     }
+    if o.gtp_contexts > 0 {
+        return crate::gtp::run(o, dir);
+    }
     if o.bridge_macs > 0 {
         return switch(o, dir);
     }
@@ -503,6 +509,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             idle_yield_after: 0,
             pool: Some(pool.clone()),
             replay: None,
+            replay_whole: false,
             exit_when_drained: false,
             punt: None,
         })
@@ -661,7 +668,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     })
 }
 
-fn replay(
+pub(crate) fn replay(
     o: &Opts,
     router: Router,
     pool: Arc<Pool>,
@@ -676,6 +683,8 @@ fn replay(
             idle_yield_after: 0,
             pool: Some(pool),
             replay: Some(templates.into()),
+            // GTP-U moves frames within their buffers (36 bytes in, 36 out).
+            replay_whole: o.gtp_contexts > 0,
             exit_when_drained: false,
             punt: None,
         })

@@ -7,6 +7,7 @@ pub mod classify;
 pub mod forward;
 pub mod fpm;
 pub mod fpm_churn;
+pub mod gtp;
 pub mod lpm;
 pub mod mac;
 

@@ -45,6 +45,83 @@ pub fn config(data: &[u8]) {
 fn shrink(cfg: &mut Config) {
     cfg.max_v4_routes = cfg.max_v4_routes.min(MAX_ROUTES);
     cfg.max_v6_routes = cfg.max_v6_routes.min(MAX_ROUTES);
+    cfg.max_gtp_contexts = cfg.max_gtp_contexts.min(MAX_ROUTES);
+    if let Some(g) = &mut cfg.ggsn {
+        // A fuzzed config must not write files where it likes.
+        g.restart_counter = None;
+        for a in &mut g.apns {
+            // Nor allocate 2^24-entry pools per APN.
+            a.v4_pool = a.v4_pool.map(|(p, l)| (p, l.max(20)));
+            a.v6_pool = a.v6_pool.map(|(p, l)| (p, l.max(52)));
+        }
+    }
+}
+
+/// The GGSN the `gtpc` target talks to: one APN with both pools, room for 64 contexts.
+const GGSN_CONFIG: &str = r#"
+control-plane: { taps: true }
+ports: [{ name: p0, driver: mem }]
+interfaces: [{ name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24] }]
+ggsn:
+  address: 192.0.2.1
+  apns:
+    - { name: internet, ipv4-pool: 10.64.0.0/26, ipv6-pool: "2001:db8:100::/58", dns: [192.0.2.53] }
+"#;
+
+/// GTP-C and GTP-U signalling into the GGSN's engine: `data` is messages, each a byte of
+/// flags (bit 0: from the GTP-U port; bits 1-2: which of four SGSN addresses; bits 3-7: the
+/// clock's step in 100 ms) and a 2-byte length before it. Whatever arrives, nothing panics, and
+/// after every message the contexts, the pools and the data plane's table agree: each context
+/// is found by its TEID and its addresses, and the pools hold exactly the contexts' addresses.
+pub fn gtpc(data: &[u8]) {
+    use crate::gtp::engine::Engine;
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+    use std::sync::Arc;
+    let cfg = config::parse(GGSN_CONFIG, config_path()).expect("the fuzz GGSN's config is valid");
+    let g = cfg.ggsn.expect("it has a GGSN");
+    let pools: Vec<_> = g.apns.iter().map(|a| a.pools()).collect();
+    let table = Arc::new(dataplane::gtp::GtpTable::new(64, &pools, 1));
+    let mut e = Engine::new(&g, table.clone(), 1);
+    let mut now = 0u64;
+    let mut rest = data;
+    while rest.len() >= 3 {
+        let flags = rest[0];
+        let n = usize::from(u16::from_be_bytes([rest[1], rest[2]])).min(rest.len() - 3);
+        let (m, tail) = rest[3..].split_at(n);
+        rest = tail;
+        now += u64::from(flags >> 3) * 100;
+        let from = SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::new(192, 0, 2, 10 + ((flags >> 1) & 3))),
+            if flags & 1 == 1 { 2152 } else { 2123 },
+        );
+        for out in e.handle(now, from, flags & 1 == 1, m) {
+            assert!(
+                packet::gtp::parse_header(&out.bytes).is_ok(),
+                "we send what we parse"
+            );
+        }
+        let (mut v4, mut v6) = (0u32, 0u32);
+        for c in e.contexts() {
+            let up = table
+                .uplink(c.teid)
+                .expect("each context is found by its TEID");
+            assert_eq!(up.ue_v4, c.ue_v4.map(u32::from));
+            if let Some(a) = c.ue_v4 {
+                v4 += 1;
+                assert_eq!(table.slot_v4(c.apn, u32::from(a)), Some(up.slot));
+            }
+            if let Some(p) = c.ue_v6 {
+                v6 += 1;
+                assert_eq!(table.slot_v6(c.apn, p), Some(up.slot));
+            }
+        }
+        let u = e.apn_usage()[0];
+        assert_eq!(
+            (u.v4.0, u.v6.0),
+            (v4, v6),
+            "the pools hold the contexts' addresses"
+        );
+    }
 }
 
 /// The config the `routes` target loads its route files into: two interfaces, a neighbour on
@@ -199,6 +276,13 @@ mod tests {
             matches!(&m[..], [crate::mcast::mfc::MfcMsg::Entry(e)] if e.oifs == [(8, 1), (9, 1)] && e.iif == 7),
             "{m:?}"
         );
+    }
+
+    #[test]
+    fn gtpc_inputs() {
+        gtpc(&[]);
+        gtpc(&[0, 0, 3, 0x32, 1, 0]);
+        saved("gtpc", gtpc);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod fpm;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gtp;
 pub mod link;
 pub mod mcast;
 pub mod metrics;

@@ -128,6 +128,10 @@ pub struct StartOptions {
     /// Benchmarks only: the first `mem` port replays these frames on every worker and every
     /// `mem` port's transmit queue counts and frees (see `dataplane::port::replay`). No peers.
     pub replay: Option<Arc<[Vec<u8>]>>,
+    /// Replay copies each frame whole, not just its first 64 bytes: for paths that move the
+    /// frame within its buffer (encapsulation, decapsulation), where a buffer's old bytes are
+    /// not where the next frame of the same length wants them.
+    pub replay_whole: bool,
     /// End workers once every input is drained (capture-file runs); a daemon keeps them.
     pub exit_when_drained: bool,
     /// The punt path to the control plane (ARP/ND, TAP twins); None: workers drop what they
@@ -143,6 +147,7 @@ impl Default for StartOptions {
             idle_yield_after: 256,
             pool: None,
             replay: None,
+            replay_whole: false,
             exit_when_drained: true,
             punt: None,
         }
@@ -274,7 +279,11 @@ impl Runtime {
                         .map(|q| RxSlot {
                             port: idx as u16,
                             queue: q as u16,
-                            q: Box::new(ReplayRx::new(f.clone(), rt.pool.capacity())),
+                            q: Box::new(ReplayRx::new(
+                                f.clone(),
+                                rt.pool.capacity(),
+                                rt.opts.replay_whole,
+                            )),
                         })
                         .collect()
                 } else {

@@ -61,6 +61,10 @@ routes:
   - { prefix: 10.66.0.0/16, blackhole: true }
   - { prefix: 10.67.0.0/16, reject: true }
   - { prefix: 10.77.0.0/16, via: 198.51.100.9 }
+ggsn:
+  address: 198.18.0.1
+  apns:
+    - { name: internet, ipv4-pool: 10.64.0.0/16 }
 acls:
   - name: NO-DNS
     entries: ["10 deny udp dport 53", "20 permit ip"]
@@ -104,6 +108,29 @@ fn mc(f: Vec<u8>) -> Vec<u8> {
     t.extend_from_slice(&f[12..]);
     t
 }
+
+/// A UDP datagram from 192.0.2.2 to the GGSN's address (198.18.0.1) and GTP-U port, carrying
+/// `gtp`.
+fn to_ggsn(gtp: &[u8]) -> Vec<u8> {
+    let mut f = ip4_frame([198, 18, 0, 1], 64, 8 + gtp.len(), true, 17, 2152);
+    f[36..38].copy_from_slice(&2152u16.to_be_bytes());
+    f[38..40].copy_from_slice(&((8 + gtp.len()) as u16).to_be_bytes());
+    f[42..].copy_from_slice(gtp);
+    f
+}
+
+/// A G-PDU with these flags to `teid`, carrying `tpdu`.
+fn gpdu(flags: u8, teid: u32, tpdu: &[u8]) -> Vec<u8> {
+    let mut g = vec![flags, 255];
+    g.extend_from_slice(&(tpdu.len() as u16).to_be_bytes());
+    g.extend_from_slice(&teid.to_be_bytes());
+    g.extend_from_slice(tpdu);
+    g
+}
+
+/// The one PDP context the test installs: slot 0, first generation, of a 65,536-context table
+/// (the TEID's slot bits are the low 16), UE 10.64.0.5.
+const TEID: u32 = 1 << 16;
 
 /// One frame for each reason this bed can produce, and the frame that is forwarded.
 fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
@@ -152,7 +179,27 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
     let mut bad_join = join.clone();
     bad_join[14 + 24 + 7] ^= 1;
     let mcast_data = |g: [u8; 4]| udp_from([10, 27, 0, 2], g, 8, 32, 5000);
+    let from_ue = |src: [u8; 4]| udp_from(src, [10, 1, 0, 1], 64, 32, 5000)[14..].to_vec();
     vec![
+        // The GGSN (198.18.0.1, one context at TEID): an uplink G-PDU decapsulated and routed
+        // to p1; a malformed one (version 2 flags), one to an unknown TEID (no control plane
+        // to answer it here), a spoofed source, a payload that is not IP; a downlink packet to
+        // a pool address with no context.
+        (None, to_ggsn(&gpdu(0x30, TEID, &from_ue([10, 64, 0, 5])))),
+        (
+            Some(GtpuMalformed),
+            to_ggsn(&gpdu(0x50, TEID, &from_ue([10, 64, 0, 5]))),
+        ),
+        (
+            Some(GtpuUnknownTeid),
+            to_ggsn(&gpdu(0x30, 0x999, &from_ue([10, 64, 0, 5]))),
+        ),
+        (
+            Some(GtpuSpoofed),
+            to_ggsn(&gpdu(0x30, TEID, &from_ue([10, 64, 0, 9]))),
+        ),
+        (Some(GtpuBadInner), to_ggsn(&gpdu(0x30, TEID, &[0x60; 12]))),
+        (Some(GtpNoContext), udp([10, 64, 0, 7])),
         (None, udp([10, 1, 0, 1])),
         (Some(NotForUs), not_us),
         (Some(UnknownEthertype), lldp),
@@ -310,6 +357,18 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
     let dir = std::env::temp_dir().join(format!("linerate-obs-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (core, mut peers) = core_with(&dir, &(CONFIG.to_string() + PUNT));
+    {
+        let g = core.lock("test").router.gtp.clone().expect("the GGSN");
+        assert_eq!(g.table.teid(0, 1), TEID);
+        let ctx = dataplane::gtp::Context {
+            apn: 0,
+            peer_teid: 7,
+            peer: 0xc612_0002,
+            ue_v4: Some(0x0a40_0005),
+            ue_v6: None,
+        };
+        g.table.install(TEID, &ctx);
+    }
     let frames = frames();
     let produced: Vec<DropReason> = frames.iter().filter_map(|f| f.0).collect();
     for &d in DropReason::ALL {
@@ -385,6 +444,15 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                     "output-features",
                     "tx",
                 ];
+                let decapsulated = [
+                    "rx",
+                    "ethernet-input",
+                    "ip4-forward",
+                    "gtpu-input",
+                    "ip4-forward",
+                    "output-features",
+                    "tx",
+                ];
                 assert!(
                     [
                         &routed[..],
@@ -393,7 +461,8 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                         &into_bridge,
                         &snooped,
                         &to_group,
-                        &mrouted
+                        &mrouted,
+                        &decapsulated
                     ]
                     .contains(&&nodes[..]),
                     "{nodes:?}"

@@ -66,6 +66,11 @@ reasons! {
     McastTtl => "routed multicast whose TTL or hop limit would expire (no ICMP error for multicast)",
     McastNoOutput => "routed multicast whose route has no output interface for it (pruned)",
     McastTooBig => "a multicast copy larger than its output interface's MTU",
+    GtpuMalformed => "GTP-U header malformed (version, length, extension headers) or a fragment",
+    GtpuUnknownTeid => "G-PDU for a TEID with no PDP context, and no control plane to answer it",
+    GtpuSpoofed => "uplink packet whose source is not its PDP context's address (anti-spoofing)",
+    GtpuBadInner => "G-PDU whose payload is not an IP packet of its PDP context's type",
+    GtpNoContext => "downlink packet to a pool address with no PDP context",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

@@ -8,7 +8,9 @@
 /// for the length, then the frame; and so on. Every frame goes through the whole graph of the
 /// two-port harness router (forwarding, the slow path with its ICMP errors, l2-control, output
 /// features on one interface, bridging between two VLANs and two Q-in-Q members of port 1 with
-/// learning and flooding, and the bridge's routed interface, `bvi7`, routing in and out of it).
+/// learning and flooding, the bridge's routed interface, `bvi7`, routing in and out of it, and
+/// a GGSN at 10.0.0.10 with two PDP contexts: 10.64.0.5 / 2001:db8:100:3::/64 at TEID 0x403,
+/// peer TEID 0xabcd0001 at 10.1.0.9, and 10.64.0.6 at TEID 0x404).
 /// Asserted: nothing panics, and every buffer taken comes back to the pool once what was
 /// transmitted is freed (no frame is lost or freed twice).
 pub fn graph(data: &[u8]) {
@@ -49,6 +51,20 @@ pub fn graph(data: &[u8]) {
                     group,
                 };
                 let _ = fib.set(key, 0, oifs.clone(), crate::mfib::Origin::Kernel);
+            }
+            let gtp = h.add_gtp();
+            for (slot, ue_v4, ue_v6) in [
+                (3, 0x0a40_0005, Some(0x2001_0db8_0100_0003)),
+                (4, 0x0a40_0006, None),
+            ] {
+                let c = crate::gtp::Context {
+                    apn: 0,
+                    peer_teid: 0xabcd_0001,
+                    peer: 0x0a01_0009,
+                    ue_v4: Some(ue_v4),
+                    ue_v6,
+                };
+                gtp.install(gtp.teid(slot, 1), &c);
             }
             h
         });

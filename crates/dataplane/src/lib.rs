@@ -13,6 +13,7 @@ pub mod feature;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
+pub mod gtp;
 pub mod l2;
 pub mod mfib;
 pub mod node;

@@ -17,6 +17,10 @@ pub const NO_IF: u32 = u32::MAX;
 /// out of it is switched by its bridge (`node::bvi_output`) to the member its destination is on.
 pub const BVI_PORT: u16 = u16::MAX;
 
+/// The `port` of a tunnel's interface (an APN's), which has no port: packets arrive on it
+/// decapsulated and leave it encapsulated, never as frames of a port.
+pub const TUNNEL_PORT: u16 = u16::MAX - 1;
+
 #[derive(Clone, Debug)]
 pub struct Interface {
     pub name: String,
@@ -141,6 +145,20 @@ pub enum NextHop {
     Blackhole,
     /// Discarded with ICMP destination unreachable, administratively prohibited.
     Reject,
+    /// The GGSN's GTP-U address (a host route in the Gn VRF, [`crate::gtp::Gtpu::gn_vrf`]):
+    /// G-PDUs to it are decapsulated (gtpu-input); anything else to it is the router's own
+    /// traffic, as for `Local`.
+    GtpuLocal,
+    /// An APN's address pool (routes in the APN's VRF): packets to a UE are tunnelled to its
+    /// SGSN (gtpu-encap). `apn` indexes [`crate::gtp::Gtpu::apns`].
+    GtpApn { apn: u16 },
+}
+
+impl NextHop {
+    /// Addressed to the router itself (its own addresses, the GGSN's GTP-U address among them).
+    pub fn is_local(&self) -> bool {
+        matches!(self, NextHop::Local | NextHop::GtpuLocal)
+    }
 }
 
 pub struct Vrf {
@@ -192,6 +210,8 @@ pub struct Tables {
     /// whose rewrite has the interface's MAC as source; the group's MAC is written per packet);
     /// 0 where it routes no multicast.
     pub mcast_nh: Box<[[u32; 2]]>,
+    /// The GGSN's user plane, when it is configured (see [`crate::gtp`]).
+    pub gtpu: Option<Arc<crate::gtp::Gtpu>>,
 }
 
 impl Tables {
@@ -218,6 +238,7 @@ impl Tables {
             mfib: None,
             mcast_vrfs: Box::new([]),
             mcast_nh: Box::new([]),
+            gtpu: None,
         }
     }
 }

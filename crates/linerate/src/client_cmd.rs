@@ -5,15 +5,15 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use api::requests::{
-    enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, CaptureRequest, Family, LogQuery,
-    MacQuery, MrouteQuery, RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest,
-    WorkerRequest,
+    enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, CaptureRequest, Family,
+    GtpContextQuery, LogQuery, MacQuery, MrouteQuery, RouteDelete, RouteRequest, RoutesQuery,
+    SnoopQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{
-    AclView, ApplyOutcome, BridgeView, CommitText, CommitView, CountersView, CpuView, ErrorView,
-    FlowsView, FpmStatus, InterfaceView, LogView, MacCleared, MacTableView, MrouteView,
-    NeighborView, PortView, PuntView, QosView, RoutesView, RunningConfig, RuntimeView, SnoopView,
-    SystemView, TraceView, WorkerAdded, WorkerView,
+    AclView, ApnView, ApplyOutcome, BridgeView, CommitText, CommitView, CountersView, CpuView,
+    ErrorView, FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, LogView,
+    MacCleared, MacTableView, MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView,
+    RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -121,6 +121,41 @@ pub enum ShowCmd {
     Igmp {
         #[command(subcommand)]
         what: IgmpShow,
+    },
+    /// The GGSN: `show gtp contexts [--imsi I] [--apn A] [--ip ADDR]`, `show gtp statistics`.
+    Gtp {
+        #[command(subcommand)]
+        what: GtpShow,
+    },
+    /// The GGSN's APNs: VRF, interface, pools and their use, DNS servers.
+    Apn,
+}
+
+#[derive(Subcommand)]
+pub enum GtpShow {
+    /// PDP contexts: IMSI, APN, address, TEIDs, the SGSN, traffic counters.
+    Contexts {
+        #[arg(long)]
+        imsi: Option<String>,
+        #[arg(long)]
+        apn: Option<String>,
+        /// The UE's IPv4 address or an address in its IPv6 /64.
+        #[arg(long)]
+        ip: Option<String>,
+        /// List at most this many (0: all).
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+    },
+    /// GTP-C messages by type and cause, Error Indications, SGSN restarts.
+    Statistics,
+}
+
+#[derive(Subcommand)]
+pub enum GtpClear {
+    /// `clear gtp context TEID`: deletes one PDP context here (its SGSN is not told).
+    Context {
+        /// The context's TEID (ours), decimal or 0x hex.
+        teid: String,
     },
 }
 
@@ -294,6 +329,11 @@ pub enum ClearCmd {
     Igmp {
         #[command(subcommand)]
         what: IgmpShow,
+    },
+    /// `clear gtp context TEID`.
+    Gtp {
+        #[command(subcommand)]
+        what: GtpClear,
     },
 }
 
@@ -475,6 +515,27 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             },
         } => print_view::<SnoopView>(c, &SnoopQuery { bridge: a.bridge }.path(), json_out),
         ShowCmd::RunningConfig => print_view::<RunningConfig>(c, "/v1/config", json_out),
+        ShowCmd::Gtp {
+            what:
+                GtpShow::Contexts {
+                    imsi,
+                    apn,
+                    ip,
+                    limit,
+                },
+        } => {
+            let q = GtpContextQuery {
+                imsi,
+                apn,
+                ip,
+                limit: Some(limit),
+            };
+            print_view::<GtpContextsView>(c, &q.path(), json_out)
+        }
+        ShowCmd::Gtp {
+            what: GtpShow::Statistics,
+        } => print_view::<GtpStatsView>(c, "/v1/gtp/statistics", json_out),
+        ShowCmd::Apn => print_view::<Vec<ApnView>>(c, "/v1/apns", json_out),
     }
 }
 
@@ -514,6 +575,13 @@ pub fn clear(a: &ApiArgs, what: ClearCmd) -> Result<(), String> {
                 .post("/v1/igmp-snooping/clear", &SnoopQuery { bridge: a.bridge })?
                 .view()?;
             outln!("{} membership(s) ended", r["ended"]);
+        }
+        ClearCmd::Gtp {
+            what: GtpClear::Context { teid },
+        } => {
+            c.delete(&format!("/v1/gtp/contexts/{}", enc(&teid)))?
+                .checked()?;
+            outln!("PDP context {teid} deleted");
         }
     }
     Ok(())

@@ -139,6 +139,19 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     } else {
         None
     };
+    // The GGSN's GTP-C (and GTP-U signalling) sockets, on its address's twin.
+    let ggsn = match &router.gtp {
+        Some(_) if !cp.taps => {
+            eprintln!("linerate: GGSN without TAP twins (control-plane.taps): GTP-C cannot reach it, only the user plane runs");
+            None
+        }
+        Some(g) => {
+            let svc = control::gtp::service::Service::start(g.clone())?;
+            eprintln!("linerate: GGSN GTP-C on {}", svc.control);
+            Some(svc)
+        }
+        None => None,
+    };
     let hub = dataplane::punt::PuntHub::new(dataplane::punt::PuntConfig::default());
     let mut runtime = Runtime::start(
         &router,
@@ -197,6 +210,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     server.stop();
     core.shutdown();
     drop(mirror);
+    drop(ggsn);
     Ok(())
 }
 

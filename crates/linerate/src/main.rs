@@ -309,6 +309,10 @@ enum BenchCmd {
         /// each (S,G) a multicast route from p0 to the receivers.
         #[arg(long)]
         mcast_routed: bool,
+        /// The GGSN instead: N PDP contexts created through GTP-C, then uplink G-PDUs and
+        /// downlink packets in turn, Gn and Gi on two VLANs of one port (with --replay).
+        #[arg(long, default_value_t = 0)]
+        gtp: usize,
         #[arg(long, default_value = "target/bench")]
         workdir: PathBuf,
         /// Print `show runtime` for each run: per graph node, calls, packets, vector size and
@@ -834,11 +838,16 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             mcast_sources,
             mcast_groups,
             mcast_routed,
+            gtp,
             workdir,
             runtime,
             json,
         } => {
-            if multicast > 0 {
+            if gtp > 0 {
+                outln!(
+                    "GGSN with each worker replaying frames to itself: {gtp} PDP contexts, uplink G-PDUs (decapsulated, routed) and downlink packets (encapsulated, routed) in turn, Gn and Gi on two VLANs of one port, {workers} worker(s); frame sizes are the Gi side's"
+                );
+            } else if multicast > 0 {
                 outln!(
                     "Replicating with each worker replaying frames to itself: {mcast_sources} sources x {mcast_groups} groups {}, {workers} worker(s); Mpps are copies out",
                     if mcast_routed {
@@ -897,6 +906,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     multicast_sources: mcast_sources,
                     multicast_groups: mcast_groups,
                     multicast_routed: mcast_routed,
+                    gtp_contexts: gtp,
                     workdir: workdir.clone(),
                 };
                 let r = bench::forward::run(&o)?;

@@ -16,6 +16,7 @@ pub mod capture;
 pub mod checksum;
 pub mod ethernet;
 pub mod filter;
+pub mod gtp;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;

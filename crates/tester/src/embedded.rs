@@ -80,6 +80,7 @@ impl Embedded {
                 idle_yield_after: 0,
                 pool: Some(pool.clone()),
                 replay: None,
+                replay_whole: false,
                 exit_when_drained: false,
                 punt: None,
             })

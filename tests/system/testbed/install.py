@@ -31,6 +31,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "procps": ("pgrep", "sysctl"),
     "iputils-ping": ("ping",),
     "util-linux": ("nsenter",),
+    "osmo-ggsn": ("sgsnemu", "osmo-ggsn"),
 }
 
 # Which package provides a program (by its base name), for error messages and install lists.

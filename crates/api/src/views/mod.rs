@@ -10,6 +10,7 @@ pub mod config;
 pub mod control_plane;
 pub mod cpu;
 pub mod graph;
+pub mod gtp;
 pub mod interfaces;
 pub mod mroute;
 pub mod routes;
@@ -24,6 +25,7 @@ pub use config::{ApplyOutcome, CommitText, CommitView, RunningConfig};
 pub use control_plane::{FpmStatus, NeighborStats, PuntClassView, PuntView, TapView};
 pub use cpu::{CpuRow, CpuView, ThreadKind};
 pub use graph::{ErrorView, NodeRuntime, RuntimeView, StepView, TraceView, WorkerRuntime};
+pub use gtp::{ApnView, GtpContextView, GtpContextsView, GtpStatsView};
 pub use interfaces::{
     CountersView, InterfaceView, NeighborView, PortCountersView, PortDriver, PortView, QueueView,
     WorkerAdded, WorkerView,

@@ -60,6 +60,10 @@ pub enum NextHopKind {
     Down,
     Blackhole,
     Reject,
+    /// The GGSN's GTP-U address: tunnels end here.
+    GtpuLocal,
+    /// An APN's address pool: tunnelled to each UE's SGSN (the APN in `via`).
+    Gtp,
 }
 
 impl NextHopKind {
@@ -74,6 +78,8 @@ impl NextHopKind {
             NextHopKind::Down => "down",
             NextHopKind::Blackhole => "blackhole",
             NextHopKind::Reject => "reject",
+            NextHopKind::GtpuLocal => "gtpu-local",
+            NextHopKind::Gtp => "gtp",
         }
     }
 }

@@ -64,6 +64,7 @@ mod check;
 pub mod control_plane;
 pub mod entry;
 mod fields;
+pub mod ggsn;
 mod interfaces;
 mod logging;
 pub mod mcast_routing;
@@ -177,6 +178,10 @@ pub struct Config {
     pub control_plane: ControlPlane,
     /// `multicast-routing`: None where no VRF routes multicast.
     pub mcast_routing: Option<mcast_routing::McastRoutingCfg>,
+    /// The PDP context table's size (`limits.gtp-contexts`), fixed at start.
+    pub max_gtp_contexts: usize,
+    /// `ggsn`: None where the router is no GGSN.
+    pub ggsn: Option<ggsn::GgsnCfg>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -454,6 +459,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         },
         control_plane: ControlPlane::default(),
         mcast_routing: None,
+        max_gtp_contexts: ggsn::DEFAULT_CONTEXTS,
+        ggsn: None,
     };
     if matches!(root.value, Value::Null) {
         e.at(
@@ -478,6 +485,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     routes::parse_routes(&mut top, &mut e, &mut cfg);
     routes::parse_route_files(&mut top, &dir, &mut e, &mut cfg);
     cfg.mcast_routing = mcast_routing::parse(&mut top, &mut e);
+    cfg.ggsn = ggsn::parse(&mut top, &dir, &mut e);
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }

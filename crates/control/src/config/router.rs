@@ -95,6 +95,17 @@ pub(super) fn parse_limits(top: &mut Fields<'_>, e: &mut Errs, cfg: &mut Config)
                 }
                 cfg.max_mroutes = v.clamp(16, 1 << 24);
             }
+            if let Some(v) = f.parse::<usize>("gtp-contexts", "a context count", e) {
+                if !(16..=1 << 24).contains(&v) {
+                    let at = f.node("gtp-contexts").unwrap_or(n);
+                    e.at(
+                        at,
+                        "limits.gtp-contexts",
+                        format!("{v}: the PDP context table holds 16..=16777216 contexts"),
+                    );
+                }
+                cfg.max_gtp_contexts = v.clamp(16, 1 << 24);
+            }
             f.finish(e);
         }
     }

@@ -239,7 +239,10 @@ impl McastState {
 
     /// Whether interface `i` of `cfg` routes multicast (in a routing VRF, not a bridge member).
     pub fn routes_on(&self, cfg: &Config, i: usize, bridged: bool) -> bool {
-        let ic = &cfg.interfaces[i];
+        // Interfaces past the config's are tunnels' (an APN's): they route no multicast.
+        let Some(ic) = cfg.interfaces.get(i) else {
+            return false;
+        };
         !bridged
             && cfg
                 .vrfs

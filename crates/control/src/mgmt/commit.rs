@@ -276,9 +276,21 @@ fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
         punt: Default::default(),
         ..c.clone()
     };
-    (fixed(&old.control_plane) != fixed(&new.control_plane)).then(|| {
-        "control-plane: the punt path, TAP twins and FPM server are set up at start".into()
-    })
+    if fixed(&old.control_plane) != fixed(&new.control_plane) {
+        return Some(
+            "control-plane: the punt path, TAP twins and FPM server are set up at start".into(),
+        );
+    }
+    let ggsn = |c: &Config| c.ggsn.as_ref().map(|g| g.without_origins());
+    if ggsn(old) != ggsn(new)
+        || (old.ggsn.is_some() && old.max_gtp_contexts != new.max_gtp_contexts)
+    {
+        return Some(
+            "ggsn: the GGSN's address, APNs and context table are set up at start (its PDP contexts would be lost)"
+                .into(),
+        );
+    }
+    None
 }
 
 fn invalid_config(e: config::ConfigErrors) -> ApiError {
@@ -407,6 +419,8 @@ impl Core {
             Some(&s.router.mcast),
         )
         .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
+        // The GGSN and its contexts go on as they are (its section cannot change).
+        new.gtp = s.router.gtp.clone();
         new.ports_down = s
             .router
             .ports_down

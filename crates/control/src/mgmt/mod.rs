@@ -20,6 +20,7 @@ pub mod capture_file;
 pub mod commit;
 pub mod exposition;
 pub mod graph;
+pub mod gtp;
 pub mod mroute;
 pub mod ops;
 pub mod services;

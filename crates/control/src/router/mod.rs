@@ -36,6 +36,8 @@ enum NhKey {
     Reject,
     /// Multicast copies out of an interface (IPv6 or not).
     Mcast(u32, bool),
+    GtpuLocal,
+    GtpApn(u16),
 }
 
 pub struct Router {
@@ -63,6 +65,9 @@ pub struct Router {
     pub bridges: crate::bridges::BridgesState,
     /// Multicast routing: its VRFs, FIB and next hops (see `mcast`).
     pub mcast: crate::mcast::McastState,
+    /// The GGSN, where the config has one (see `gtp`): set by [`Router::build`], carried by
+    /// commits.
+    pub gtp: Option<Arc<crate::gtp::Ggsn>>,
     /// Neighbours learned by ARP and ND (the configured ones are in `cfg.neighbors`).
     pub learned: HashMap<(u32, IpAddr), MacAddr>,
     /// The prefixes the config built (connected, local, static, neighbours, route files) and
@@ -156,6 +161,16 @@ impl Router {
     pub fn build(cfg: Config) -> Result<Router, BuildError> {
         let shared: SharedTables = Arc::new(ArcSwap::from_pointee(Tables::empty(cfg.icmp_rate)));
         let mut r = Self::build_unpublished(cfg, &[], EpochDomain::new(), shared)?;
+        if let Some(g) = &r.cfg.ggsn {
+            let recovery = crate::gtp::next_recovery(g.restart_counter.as_deref())
+                .map_err(|e| BuildError(format!("ggsn.restart-counter: {e}")))?;
+            r.gtp = Some(crate::gtp::Ggsn::new(
+                g,
+                r.cfg.max_gtp_contexts,
+                r.cfg.workers,
+                recovery,
+            ));
+        }
         r.mcast.go_live(&r.cfg);
         r.publish()?;
         Ok(r)
@@ -263,6 +278,24 @@ impl Router {
                 bvi,
             });
         }
+        // Each APN's interface: its decapsulated packets arrive on it, in its VRF.
+        for apn in cfg.ggsn.iter().flat_map(|g| &g.apns) {
+            ifs.push(Interface {
+                name: apn.interface(),
+                port: dataplane::tables::TUNNEL_PORT,
+                vlan: None,
+                s_vlan: None,
+                mac: MacAddr([0; 6]),
+                mtu: 1500,
+                vrf: vrf_idx(&apn.vrf),
+                up: true,
+                v4: Vec::new(),
+                v6: Vec::new(),
+                punt_local: false,
+                l2: None,
+                bvi: None,
+            });
+        }
         for (pm, mut q) in ports.iter_mut().zip(qinq) {
             q.sort_unstable();
             pm.qinq = q.into_boxed_slice();
@@ -283,6 +316,7 @@ impl Router {
             services,
             bridges,
             mcast,
+            gtp: None,
             learned: HashMap::new(),
             configured: Default::default(),
             route_file_names: Vec::new(),
@@ -292,6 +326,7 @@ impl Router {
         };
         r.mcast_next_hops();
         r.install_connected()?;
+        r.install_gtp()?;
         r.install_static()?;
         let files = r.cfg.route_files.clone();
         // Every bad line of every file is reported at once, as for the config itself.
@@ -578,6 +613,68 @@ impl Router {
             self.add(vrf, host_prefix(nb.ip), nh)?;
         }
         Ok(())
+    }
+
+    /// The GGSN's routes: its Gn address to gtpu-input (replacing the address's local route),
+    /// each APN's pools to gtpu-encap, in the APN's VRF.
+    fn install_gtp(&mut self) -> Result<(), BuildError> {
+        let Some(g) = self.cfg.ggsn.clone() else {
+            return Ok(());
+        };
+        let a = u32::from(g.address);
+        let gn = self
+            .ifs
+            .iter()
+            .find(|i| i.v4.iter().any(|&(x, _)| x == a))
+            .map_or(0, |i| i.vrf as usize);
+        let local = self.nh(NhKey::GtpuLocal, |_| NextHop::GtpuLocal);
+        self.add(gn, Prefix::V4(a, 32), local)?;
+        for (i, apn) in g.apns.iter().enumerate() {
+            let nh = self.nh(NhKey::GtpApn(i as u16), |_| NextHop::GtpApn {
+                apn: i as u16,
+            });
+            let vrf = self.vrf_index(&apn.vrf);
+            if let Some((p, l)) = apn.v4_pool {
+                self.add(vrf, Prefix::V4(p, l), nh)?;
+            }
+            if let Some((p, l)) = apn.v6_pool {
+                self.add(vrf, Prefix::V6(p, l), nh)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The GGSN's user plane as the tables carry it.
+    fn gtpu(&self) -> Option<Arc<dataplane::gtp::Gtpu>> {
+        let g = self.gtp.as_ref()?;
+        let a = u32::from(g.cfg.address);
+        let gn_vrf = self
+            .ifs
+            .iter()
+            .find(|i| i.v4.iter().any(|&(x, _)| x == a))
+            .map_or(0, |i| i.vrf);
+        let apns = g
+            .cfg
+            .apns
+            .iter()
+            .map(|apn| {
+                let name = apn.interface();
+                dataplane::gtp::ApnPlane {
+                    name: apn.name.clone(),
+                    ifx: self
+                        .ifs
+                        .iter()
+                        .position(|i| i.name == name)
+                        .map_or(NO_IF, |i| i as u32),
+                }
+            })
+            .collect();
+        Some(Arc::new(dataplane::gtp::Gtpu {
+            table: g.table.clone(),
+            local_v4: a,
+            gn_vrf,
+            apns,
+        }))
     }
 
     /// The next-hop id for a route target in a VRF, resolving gateways to their neighbours.
@@ -903,6 +1000,7 @@ impl Router {
             mfib: self.mcast.fib.clone(),
             mcast_vrfs: self.mcast.vrfs.clone().into_boxed_slice(),
             mcast_nh: self.mcast.nh.clone().into_boxed_slice(),
+            gtpu: self.gtpu(),
         }
     }
 
@@ -1019,6 +1117,16 @@ impl Router {
                 (NextHop::Down { tx_if }, _) => (NextHopKind::Down, vec![ifname(*tx_if)]),
                 (NextHop::Blackhole, _) => (NextHopKind::Blackhole, vec![]),
                 (NextHop::Reject, _) => (NextHopKind::Reject, vec![]),
+                (NextHop::GtpuLocal, _) => (NextHopKind::GtpuLocal, vec![]),
+                (NextHop::GtpApn { apn }, _) => (
+                    NextHopKind::Gtp,
+                    vec![self
+                        .cfg
+                        .ggsn
+                        .as_ref()
+                        .and_then(|g| g.apns.get(*apn as usize))
+                        .map_or("?".into(), |a| format!("APN {}", a.name))],
+                ),
             })
             .collect()
     }

@@ -130,7 +130,19 @@ pub fn urpf_ok(t: &Tables, nh: u32, rx_if: u32, mode: Urpf) -> bool {
         _ => None,
     };
     match &t.next_hops[nh as usize] {
-        NextHop::NoRoute | NextHop::Blackhole | NextHop::Reject | NextHop::Local => false,
+        NextHop::NoRoute
+        | NextHop::Blackhole
+        | NextHop::Reject
+        | NextHop::Local
+        | NextHop::GtpuLocal => false,
+        // A UE's address: it comes from the APN's interface (decapsulated).
+        NextHop::GtpApn { apn } => {
+            mode == Urpf::Loose
+                || t.gtpu
+                    .as_ref()
+                    .and_then(|g| g.apns.get(*apn as usize))
+                    .is_some_and(|a| a.ifx == rx_if)
+        }
         NextHop::Ecmp(members) => {
             mode == Urpf::Loose
                 || members

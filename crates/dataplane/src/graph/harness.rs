@@ -41,6 +41,11 @@ pub const HOST7: [u8; 6] = [2, 0, 0, 0, 7, 5];
 /// `bvi7`'s interface index and member id.
 pub const BVI_IF: u32 = 7;
 pub const BVI_MEMBER: u32 = 5;
+/// [`Harness::with_gtp`]'s GTP-U address (10.0.0.10), next hops and APN interface.
+pub const GTPU_ADDR: u32 = 0x0a00_000a;
+pub const NH_GTPU: u32 = 7;
+pub const NH_APN: u32 = 8;
+pub const APN_IF: u32 = 7;
 
 /// What one node did with the frames pushed into it.
 #[derive(Default)]
@@ -62,6 +67,9 @@ impl Out {
 pub struct Harness {
     pub t: Tables,
     pub ctx: Ctx,
+    /// The writers of the one VRF's FIBs, for routes added after the harness is made.
+    v4w: LpmWriter<u32>,
+    v6w: LpmWriter<u128>,
 }
 
 fn ifc(name: &str, port: u16, vlan: Option<u16>, mac: [u8; 6], v4: u32, v6: u128) -> Interface {
@@ -252,6 +260,8 @@ impl Harness {
         Harness {
             ctx: Ctx::new(cache, 2, 1000),
             t,
+            v4w: v4,
+            v6w: v6,
         }
     }
 
@@ -283,6 +293,64 @@ impl Harness {
         macs.set_static(crate::l2::MacKey::new(7, MAC_BVI), BVI_MEMBER)
             .expect("room");
         h
+    }
+
+    /// The harness as a GGSN: GTP-U address [`GTPU_ADDR`] (a host route to `GtpuLocal`), APN
+    /// `internet` (index 0) with pools 10.64.0.0/16 and 2001:db8:100::/48 (by /64), its
+    /// interface `apn-internet` ([`APN_IF`]) in the one VRF; contexts are the caller's to add
+    /// to the table it returns. The SGSNs are on eth1 (10.1.0.0/24).
+    pub fn with_gtp() -> (Harness, Arc<crate::gtp::GtpTable>) {
+        let mut h = Harness::new();
+        assert_eq!(
+            (h.t.next_hops.len(), h.t.ifs.len()),
+            (NH_GTPU as usize, APN_IF as usize)
+        );
+        let table = h.add_gtp();
+        (h, table)
+    }
+
+    /// Makes the harness a GGSN (see [`Harness::with_gtp`]), its next hops and APN interface
+    /// appended to what it has.
+    pub fn add_gtp(&mut self) -> Arc<crate::gtp::GtpTable> {
+        let h = self;
+        let mut nhs = h.t.next_hops.to_vec();
+        let (local, apn) = (nhs.len() as u32, nhs.len() as u32 + 1);
+        nhs.push(NextHop::GtpuLocal);
+        nhs.push(NextHop::GtpApn { apn: 0 });
+        h.t.next_hops = nhs.into_boxed_slice();
+        h.v4w.insert(GTPU_ADDR, 32, local).unwrap();
+        h.v4w.insert(0x0a40_0000, 16, apn).unwrap();
+        h.v6w.insert(0x2001_0db8_0100 << 80, 48, apn).unwrap();
+        h.v4w.publish().unwrap();
+        h.v6w.publish().unwrap();
+        let mut ifs = h.t.ifs.to_vec();
+        let ifx = ifs.len() as u32;
+        ifs.push(Interface {
+            port: crate::tables::TUNNEL_PORT,
+            v4: vec![],
+            v6: vec![],
+            ..ifc("apn-internet", 0, None, [0; 6], 0, 0)
+        });
+        h.t.ifs = ifs.into_boxed_slice();
+        let table = Arc::new(crate::gtp::GtpTable::new(
+            1024,
+            &[crate::gtp::ApnPools {
+                v4: Some((0x0a40_0000, 65536)),
+                v6: Some((0x2001_0db8_0100_0000, 65536)),
+            }],
+            1,
+        ));
+        h.t.gtpu = Some(Arc::new(crate::gtp::Gtpu {
+            table: table.clone(),
+            local_v4: GTPU_ADDR,
+            gn_vrf: 0,
+            apns: vec![crate::gtp::ApnPlane {
+                name: "internet".into(),
+                ifx,
+            }]
+            .into_boxed_slice(),
+        }));
+        table
     }
 
     /// The harness with multicast routing in its VRF: an empty multicast FIB, and multicast

@@ -131,6 +131,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
             return ctx.slow(b, why);
         }
         Action::Drop(why) => return ctx.drop(b, why),
+        Action::Node(next) => return ctx.to(next, b),
     };
     let l3 = b.meta().l3_off as usize;
     let h = &mut b.data_mut()[l3..];

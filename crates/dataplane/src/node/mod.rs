@@ -7,6 +7,8 @@
 pub mod bvi_input;
 pub mod bvi_output;
 pub mod ethernet;
+pub mod gtpu_encap;
+pub mod gtpu_input;
 pub mod ip4;
 pub mod ip6;
 pub mod ip_mcast;
@@ -278,6 +280,10 @@ pub enum IpNext {
     OutputFeatures,
     /// Out of a bridge's routed interface: switched by its bridge.
     Bridge,
+    /// To the GGSN's GTP-U address: decapsulated.
+    GtpuInput,
+    /// To a UE in an APN's pool: tunnelled to its SGSN.
+    GtpuEncap,
 }
 
 impl crate::graph::Edge for IpNext {
@@ -286,6 +292,8 @@ impl crate::graph::Edge for IpNext {
         IpNext::Mcast,
         IpNext::OutputFeatures,
         IpNext::Bridge,
+        IpNext::GtpuInput,
+        IpNext::GtpuEncap,
     ];
     #[inline(always)]
     fn node(self) -> crate::graph::NodeId {
@@ -294,6 +302,8 @@ impl crate::graph::Edge for IpNext {
             IpNext::Mcast => crate::graph::NodeId::IpMcast,
             IpNext::OutputFeatures => crate::graph::NodeId::OutputFeatures,
             IpNext::Bridge => crate::graph::NodeId::BviOutput,
+            IpNext::GtpuInput => crate::graph::NodeId::GtpuInput,
+            IpNext::GtpuEncap => crate::graph::NodeId::GtpuEncap,
         }
     }
 }
@@ -307,6 +317,8 @@ pub enum Action<'t> {
     },
     Slow(Slow),
     Drop(DropReason),
+    /// Handed whole (TTL untouched) to another node: GTP-U decapsulation or encapsulation.
+    Node(IpNext),
 }
 
 /// Resolves next hop `nh` (an ECMP group to one member, by `hash`, computed only for groups);
@@ -334,6 +346,8 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
         NextHop::Glean { .. } => Action::Slow(Slow::Glean),
         NextHop::Blackhole => Action::Drop(DropReason::Blackhole),
         NextHop::Down { .. } => Action::Drop(DropReason::InterfaceDown),
+        NextHop::GtpuLocal => Action::Node(IpNext::GtpuInput),
+        NextHop::GtpApn { .. } => Action::Node(IpNext::GtpuEncap),
         // ECMP members are Forward next hops; a nested group is a control-plane bug.
         NextHop::Ecmp(_) => Action::Drop(DropReason::NoRoute),
     };

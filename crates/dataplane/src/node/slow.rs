@@ -70,11 +70,11 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
     match why {
         Slow::TtlExpired => {
             let dst = be32(b.data(), l3 + 16);
-            if matches!(
-                t.next_hops[t.vrfs[vrf_of(t, &b)].v4.lookup(dst) as usize],
-                NextHop::Local
-            ) {
-                return local4(ctx, t, b);
+            match t.next_hops[t.vrfs[vrf_of(t, &b)].v4.lookup(dst) as usize] {
+                NextHop::Local => return local4(ctx, t, b),
+                // A tunnelled packet's outer TTL may end here: it is for us.
+                NextHop::GtpuLocal => return ctx.to(super::IpNext::GtpuInput, b),
+                _ => {}
             }
             if !ctx.police(PuntClass::TtlExpired) {
                 return ctx.drop(b, DropReason::PuntPoliced);
@@ -149,7 +149,7 @@ fn slow4(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
         Slow::L2Group => {
             let dst = be32(b.data(), l3 + 16);
             match t.next_hops[t.vrfs[vrf_of(t, &b)].v4.lookup(dst) as usize] {
-                NextHop::Local => local4(ctx, t, b),
+                NextHop::Local | NextHop::GtpuLocal => local4(ctx, t, b),
                 _ => ctx.drop(b, DropReason::L2GroupUnicast),
             }
         }
@@ -342,11 +342,11 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
     match why {
         Slow::TtlExpired => {
             let dst = u128::from_be_bytes(addr6(b.data(), l3 + 24));
-            if matches!(
-                t.next_hops[t.vrfs[vrf_of(t, &b)].v6.lookup(dst) as usize],
-                NextHop::Local
-            ) {
-                return local6(ctx, t, b);
+            match t.next_hops[t.vrfs[vrf_of(t, &b)].v6.lookup(dst) as usize] {
+                NextHop::Local => return local6(ctx, t, b),
+                // A tunnelled packet's outer TTL may end here: it is for us.
+                NextHop::GtpuLocal => return ctx.to(super::IpNext::GtpuInput, b),
+                _ => {}
             }
             if !ctx.police(PuntClass::TtlExpired) {
                 return ctx.drop(b, DropReason::PuntPoliced);
@@ -385,7 +385,7 @@ fn slow6(ctx: &mut Ctx, t: &Tables, b: PktBuf, why: Slow) {
         Slow::L2Group => {
             let dst = u128::from_be_bytes(addr6(b.data(), l3 + 24));
             match t.next_hops[t.vrfs[vrf_of(t, &b)].v6.lookup(dst) as usize] {
-                NextHop::Local => local6(ctx, t, b),
+                NextHop::Local | NextHop::GtpuLocal => local6(ctx, t, b),
                 _ => ctx.drop(b, DropReason::L2GroupUnicast),
             }
         }

@@ -17,16 +17,21 @@ pub struct ReplayRx {
     /// Length of the frame each buffer last held: the same length means only the first 64 bytes
     /// (the headers the router rewrites and the frames differ in) need copying again.
     last_len: Vec<u32>,
+    /// Copy every frame whole (see [`ReplayRx::new`]).
+    whole: bool,
 }
 
 impl ReplayRx {
-    /// `frames` must differ only in their first 64 bytes when they have the same length.
-    pub fn new(frames: Arc<[Vec<u8>]>, pool_capacity: usize) -> Self {
+    /// Unless `whole`, `frames` must differ only in their first 64 bytes when they have the
+    /// same length, and the path must leave a frame where it found it in its buffer: only
+    /// those 64 bytes are copied into a buffer that last held a frame of the same length.
+    pub fn new(frames: Arc<[Vec<u8>]>, pool_capacity: usize, whole: bool) -> Self {
         assert!(!frames.is_empty());
         Self {
             frames,
             next: 0,
             last_len: vec![0; pool_capacity],
+            whole,
         }
     }
 }
@@ -39,7 +44,7 @@ impl RxQueue for ReplayRx {
             let f = &self.frames[self.next % self.frames.len()];
             self.next = self.next.wrapping_add(1);
             let i = b.meta().index as usize;
-            if self.last_len.get(i) == Some(&(f.len() as u32)) {
+            if !self.whole && self.last_len.get(i) == Some(&(f.len() as u32)) {
                 b.set_len(f.len());
                 let h = f.len().min(64);
                 b.data_mut()[..h].copy_from_slice(&f[..h]);

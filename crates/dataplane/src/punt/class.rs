@@ -48,6 +48,7 @@ classes! {
     Vrrp => "vrrp", 1_000, 100, "VRRP";
     Rip => "rip", 1_000, 100, "RIP and RIPng (UDP 520, 521)";
     GtpC => "gtp-c", 10_000, 1_000, "GTPv1-C (UDP 2123)";
+    GtpU => "gtp-u", 1_000, 100, "GTP-U signalling (Echo, Error Indication, End Marker) and G-PDUs for unknown TEIDs (answered with an Error Indication)";
     Dlsw => "dlsw", 5_000, 500, "DLSw SSP (TCP 2065, 2067)";
     Local => "local", 2_000, 200, "other traffic to the router's addresses (ICMP echo, SSH, ...)";
     Glean => "glean", 2_000, 200, "packets waiting for their next hop's MAC address";
@@ -137,6 +138,7 @@ fn class_l4(proto: u8, ports: Option<(u16, u16)>) -> PuntClass {
         (520, PuntClass::Rip),
         (521, PuntClass::Rip),
         (2123, PuntClass::GtpC),
+        (2152, PuntClass::GtpU),
     ];
     match proto {
         2 => PuntClass::IgmpMld,
