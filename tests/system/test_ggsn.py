@@ -119,6 +119,10 @@ def test_sgsnemu_contexts_carry_pings_through_the_ggsn(linerate_bin, testbed, tm
             and c["downlink_bytes"] == 84 * c["downlink_packets"]
             and 0 <= c["uplink_packets"] - c["downlink_packets"] <= 1 for c in carriers), carriers
         assert len(r.json("show", "gtp", "contexts", "--imsi", ctxs[0]["imsi"])["contexts"]) == 1
+        metrics = r.cli("show", "metrics")
+        assert "linerate_gtp_contexts 8" in metrics, metrics[-2000:]
+        up = re.search(r'linerate_gtp_packets_total\{direction="uplink"\} (\d+)', metrics)
+        assert up and int(up.group(1)) >= 10, metrics[-2000:]
         wait_until(lambda: all(not e.running for e in emus), 30, what="sgsnemu to finish")
         outs = [e.output(200_000) for e in emus]
         for out in outs:

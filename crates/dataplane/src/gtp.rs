@@ -390,6 +390,20 @@ impl GtpTable {
         s.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
+    /// The sum of every slot's counters over every worker (all contexts ever: what the GGSN
+    /// carried since it started).
+    pub fn totals(&self) -> [u64; 4] {
+        let mut out = [0u64; 4];
+        for w in self.counters.iter() {
+            for row in w.0.chunks_exact(4) {
+                for (o, c) in out.iter_mut().zip(row) {
+                    *o += c.load(Ordering::Relaxed);
+                }
+            }
+        }
+        out
+    }
+
     /// The sum over workers of `slot`'s four counters (up packets, up bytes, down packets,
     /// down bytes).
     pub fn read_counters(&self, slot: u32) -> [u64; 4] {
@@ -474,25 +488,32 @@ mod tests {
 
     #[test]
     fn readers_never_see_a_torn_context() {
+        use std::sync::atomic::AtomicU64;
         use std::sync::Arc;
         let t = Arc::new(table());
         let teid = t.teid(1, 1);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = Arc::new(AtomicU64::new(0));
         let reader = {
-            let (t, stop) = (t.clone(), stop.clone());
+            let (t, stop, seen) = (t.clone(), stop.clone(), seen.clone());
             std::thread::spawn(move || {
-                let mut seen = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     if let Some(d) = t.downlink(1, 0) {
                         // The writer keeps peer == peer_teid + 1.
                         assert_eq!(d.peer, d.peer_teid + 1);
-                        seen += 1;
+                        seen.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                seen
             })
         };
-        for i in 0..200_000u32 {
+        // Writes until the reader has read many times while they were going on (a release
+        // build's writer can otherwise finish before the reader starts), and at least 200,000
+        // times, within ten seconds.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut i = 0u32;
+        while (i < 200_000 || seen.load(Ordering::Relaxed) < 100_000)
+            && std::time::Instant::now() < deadline
+        {
             let c = Context {
                 apn: 0,
                 peer_teid: i,
@@ -502,8 +523,13 @@ mod tests {
             };
             t.install(teid, &c);
             t.update_peer(teid, i + 7, i + 8);
+            i = i.wrapping_add(1);
         }
         stop.store(true, Ordering::Relaxed);
-        assert!(reader.join().unwrap() > 0);
+        reader.join().unwrap();
+        assert!(
+            seen.load(Ordering::Relaxed) >= 100_000,
+            "the reader read while writes went on"
+        );
     }
 }

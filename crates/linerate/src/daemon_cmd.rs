@@ -146,7 +146,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             None
         }
         Some(g) => {
-            let svc = control::gtp::service::Service::start(g.clone())?;
+            let svc = control::gtp::service::Service::start(g.clone(), Some(logger.clone()))?;
             eprintln!("linerate: GGSN GTP-C on {}", svc.control);
             Some(svc)
         }

@@ -41,6 +41,25 @@ pub const DUPLICATE_WINDOW_MS: u64 = 15_000;
 /// Error Indications sent per second at most.
 pub const ERROR_INDICATION_RATE: u32 = 1_000;
 
+/// T3-RESPONSE and N3-REQUESTS (TS 29.060 7.6, their usual values): an Echo Request is sent
+/// again after 3 s without an answer, and a path that answers none of 5 has failed.
+pub const T3_MS: u64 = 3_000;
+pub const N3: u32 = 5;
+
+/// What happened to a path, for the log (the service drains them after each message).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GtpEvent {
+    /// An SGSN's restart counter changed: it lost its contexts, and so did we.
+    PeerRestart {
+        sgsn: Ipv4Addr,
+        old: u8,
+        new: u8,
+        contexts: usize,
+    },
+    /// An SGSN answered none of N3 Echo Requests: its contexts are deleted.
+    PathFailure { sgsn: Ipv4Addr, contexts: usize },
+}
+
 /// A message to send: to `to`, from the GTP-C or GTP-U port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Send {
@@ -101,6 +120,9 @@ pub struct GtpStats {
     pub error_indications_received: u64,
     pub error_indications_sent: u64,
     pub error_indications_limited: u64,
+    pub echo_requests_sent: u64,
+    pub path_failures: u64,
+    pub contexts_torn_down_by_path_failure: u64,
     /// Contexts deleted because their SGSN restarted (its Recovery IE changed).
     pub peer_restarts: u64,
     pub contexts_torn_down_by_restart: u64,
@@ -111,6 +133,17 @@ pub struct GtpStats {
 pub struct ApnUsage {
     pub v4: (u32, u32),
     pub v6: (u32, u32),
+}
+
+/// An SGSN as its path is kept.
+#[derive(Default)]
+struct Peer {
+    restart: Option<u8>,
+    contexts: usize,
+    /// The Echo Request waiting for an answer: its sequence number, when it was last sent,
+    /// and how many times.
+    echo: Option<(u16, u64, u32)>,
+    next_echo_ms: u64,
 }
 
 struct Apn {
@@ -165,8 +198,12 @@ pub struct Engine {
     free_slots: VecDeque<u32>,
     fresh_slot: u32,
     by_imsi: HashMap<(String, u8), u32>,
-    /// Each SGSN's (signalling address) last restart counter.
-    peers: HashMap<Ipv4Addr, u8>,
+    /// Each SGSN (by its signalling address): restart counter, contexts, Echo state.
+    peers: HashMap<Ipv4Addr, Peer>,
+    echo_interval_ms: u64,
+    echo_seq: u16,
+    /// What happened to paths since the service last looked.
+    pub events: Vec<GtpEvent>,
     answered: HashMap<(SocketAddr, u16), (u64, Vec<u8>)>,
     answered_order: VecDeque<(u64, SocketAddr, u16)>,
     creates: Limiter,
@@ -248,6 +285,9 @@ impl Engine {
             fresh_slot: 0,
             by_imsi: HashMap::new(),
             peers: HashMap::new(),
+            echo_interval_ms: u64::from(cfg.echo_interval_s) * 1000,
+            echo_seq: 0,
+            events: Vec::new(),
             answered: HashMap::new(),
             answered_order: VecDeque::new(),
             creates: Limiter::new(cfg.create_rate),
@@ -359,7 +399,10 @@ impl Engine {
                 self.stats.echo_requests += 1;
                 Some(self.echo_response(seq))
             }
-            msg::ECHO_RESPONSE => None,
+            msg::ECHO_RESPONSE => {
+                self.echo_answered(from, seq, &req);
+                None
+            }
             msg::CREATE_PDP_REQUEST => Some(self.create(now_ms, &req, seq)),
             msg::UPDATE_PDP_REQUEST => Some(self.update(&req, seq)),
             msg::DELETE_PDP_REQUEST => Some(self.delete_request(&req, seq)),
@@ -669,6 +712,12 @@ impl Engine {
             .tlv(ie::GSN_ADDRESS, &self.local.octets())
             .tlv(ie::QOS_PROFILE, &ctx.qos);
         self.by_imsi.insert((imsi, nsapi), slot);
+        let p = self.peers.entry(ctx.sgsn_c).or_default();
+        if p.contexts == 0 {
+            // The first Echo Request one interval after the path's first context.
+            p.next_echo_ms = now_ms + self.echo_interval_ms;
+        }
+        p.contexts += 1;
         self.contexts[slot as usize] = Some(ctx);
         Self::count(&mut self.stats.creates, cause::REQUEST_ACCEPTED);
         m.finish()
@@ -741,6 +790,19 @@ impl Engine {
             ctx.sgsn_teid_c = tc;
         }
         ctx.sgsn_teid_u = teid_u;
+        if ctx.sgsn_c != c {
+            if let Some(p) = self.peers.get_mut(&ctx.sgsn_c) {
+                p.contexts = p.contexts.saturating_sub(1);
+            }
+            let p = self.peers.entry(c).or_default();
+            if p.contexts == 0 {
+                p.next_echo_ms = self.last_ms + self.echo_interval_ms;
+            }
+            p.contexts += 1;
+        }
+        let ctx = self.contexts[slot as usize]
+            .as_mut()
+            .expect("slot_of checked");
         ctx.sgsn_c = c;
         ctx.sgsn_u = u;
         ctx.qos = req.by_type[&ie::QOS_PROFILE].to_vec();
@@ -810,23 +872,105 @@ impl Engine {
 
     /// An SGSN's restart counter, from a Recovery IE: a change means it lost its contexts.
     fn peer_recovery(&mut self, sgsn: Ipv4Addr, r: u8) {
-        match self.peers.insert(sgsn, r) {
+        let p = self.peers.entry(sgsn).or_default();
+        match p.restart.replace(r) {
             Some(old) if old != r => {
                 self.stats.peer_restarts += 1;
-                let gone: Vec<u32> = self
-                    .contexts
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| c.as_ref().is_some_and(|c| c.sgsn_c == sgsn))
-                    .map(|(i, _)| i as u32)
-                    .collect();
-                self.stats.contexts_torn_down_by_restart += gone.len() as u64;
-                for s in gone {
-                    self.remove_slot(s);
-                }
+                let n = self.remove_peer_contexts(sgsn);
+                self.stats.contexts_torn_down_by_restart += n as u64;
+                self.events.push(GtpEvent::PeerRestart {
+                    sgsn,
+                    old,
+                    new: r,
+                    contexts: n,
+                });
             }
             _ => {}
         }
+    }
+
+    /// Deletes every context whose SGSN (signalling) is `sgsn`; returns how many.
+    fn remove_peer_contexts(&mut self, sgsn: Ipv4Addr) -> usize {
+        let gone: Vec<u32> = self
+            .contexts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.as_ref().is_some_and(|c| c.sgsn_c == sgsn))
+            .map(|(i, _)| i as u32)
+            .collect();
+        for &s in &gone {
+            self.remove_slot(s);
+        }
+        gone.len()
+    }
+
+    fn echo_answered(&mut self, from: SocketAddr, seq: u16, req: &Request<'_>) {
+        let IpAddr::V4(sgsn) = from.ip() else {
+            return;
+        };
+        if let Some(p) = self.peers.get_mut(&sgsn) {
+            if p.echo.is_some_and(|(s, _, _)| s == seq) {
+                p.echo = None;
+            }
+        }
+        if let Some(&r) = req.by_type.get(&ie::RECOVERY).and_then(|v| v.first()) {
+            self.peer_recovery(sgsn, r);
+        }
+    }
+
+    /// Path management, called every few hundred milliseconds: an Echo Request to each SGSN
+    /// with contexts every `echo-interval`, sent again after [`T3_MS`] without an answer; after
+    /// [`N3`] unanswered the path has failed and the SGSN's contexts are deleted.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<Send> {
+        self.last_ms = self.last_ms.max(now_ms);
+        if self.echo_interval_ms == 0 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let mut failed = Vec::new();
+        for (&sgsn, p) in self.peers.iter_mut() {
+            if p.contexts == 0 {
+                p.echo = None;
+                continue;
+            }
+            let send = match p.echo {
+                Some((_, sent, tries)) if now_ms.saturating_sub(sent) >= T3_MS => {
+                    if tries >= N3 {
+                        p.echo = None;
+                        failed.push(sgsn);
+                        None
+                    } else {
+                        let seq = p.echo.expect("some").0;
+                        p.echo = Some((seq, now_ms, tries + 1));
+                        Some(seq)
+                    }
+                }
+                Some(_) => None,
+                None if now_ms >= p.next_echo_ms => {
+                    self.echo_seq = self.echo_seq.wrapping_add(1);
+                    p.echo = Some((self.echo_seq, now_ms, 1));
+                    p.next_echo_ms = now_ms + self.echo_interval_ms;
+                    Some(self.echo_seq)
+                }
+                None => None,
+            };
+            if let Some(seq) = send {
+                self.stats.echo_requests_sent += 1;
+                out.push(Send {
+                    to: SocketAddr::new(IpAddr::V4(sgsn), gtp::GTPC_PORT),
+                    user_plane: false,
+                    bytes: MsgBuilder::new(msg::ECHO_REQUEST, 0, seq).finish(),
+                });
+            }
+        }
+        for sgsn in failed {
+            let n = self.remove_peer_contexts(sgsn);
+            self.stats.path_failures += 1;
+            self.stats.contexts_torn_down_by_path_failure += n as u64;
+            self.events
+                .push(GtpEvent::PathFailure { sgsn, contexts: n });
+        }
+        out
     }
 
     /// The slot of our TEID `teid`, if a context has it.
@@ -846,6 +990,9 @@ impl Engine {
         };
         self.table.remove(c.teid, &c.plane());
         self.by_imsi.remove(&(c.imsi.clone(), c.nsapi));
+        if let Some(p) = self.peers.get_mut(&c.sgsn_c) {
+            p.contexts = p.contexts.saturating_sub(1);
+        }
         let a = &mut self.apns[c.apn as usize];
         if let (Some(v4), Some((base, pool))) = (c.ue_v4, a.v4.as_mut()) {
             pool.give(u32::from(v4).wrapping_sub(*base));

@@ -4,18 +4,22 @@
 //! to the engine and sends what the engine answers; G-PDUs never come here but those the data
 //! plane had no context for (answered with an Error Indication).
 //!
-//! Every `echo-interval` the GTP-C thread sends an Echo Request to each SGSN that has contexts
-//! (TS 29.060 7.2.1), so an SGSN learns of our restart from our Recovery IE.
+//! The GTP-C thread also runs the engine's path management ([`super::engine::Engine::tick`]:
+//! Echo Requests to each SGSN with contexts, path failure after N3 unanswered) and logs what
+//! happened to paths: `GTP_PATH_FAILURE`, `GTP_PEER_RESTART` (warnings, with the SGSN and the
+//! contexts deleted).
 
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use packet::gtp::{msg, MsgBuilder, GTPC_PORT, GTPU_PORT};
+use packet::gtp::{GTPC_PORT, GTPU_PORT};
 
+use super::engine::GtpEvent;
 use super::Ggsn;
+use crate::syslog::{Logger, Severity};
 
 pub struct Service {
     stop: Arc<AtomicBool>,
@@ -25,7 +29,7 @@ pub struct Service {
 
 impl Service {
     /// Binds both sockets and starts their threads.
-    pub fn start(g: Arc<Ggsn>) -> Result<Service, String> {
+    pub fn start(g: Arc<Ggsn>, logger: Option<Arc<Logger>>) -> Result<Service, String> {
         let addr = g.cfg.address;
         let bind = |port| {
             let s = UdpSocket::bind((addr, port))
@@ -40,12 +44,12 @@ impl Service {
         let started = Instant::now();
         let mut threads = Vec::new();
         for (sock, user_plane) in [(c, false), (u, true)] {
-            let (g, stop) = (g.clone(), stop.clone());
+            let (g, stop, logger) = (g.clone(), stop.clone(), logger.clone());
             let name = if user_plane { "gtp-u" } else { "gtp-c" };
             threads.push(
                 std::thread::Builder::new()
                     .name(name.into())
-                    .spawn(move || serve(&g, &sock, user_plane, &stop, started))
+                    .spawn(move || serve(&g, &sock, user_plane, &stop, started, logger.as_deref()))
                     .map_err(|e| e.to_string())?,
             );
         }
@@ -66,22 +70,25 @@ impl Drop for Service {
     }
 }
 
-fn serve(g: &Ggsn, sock: &UdpSocket, user_plane: bool, stop: &AtomicBool, started: Instant) {
+fn serve(
+    g: &Ggsn,
+    sock: &UdpSocket,
+    user_plane: bool,
+    stop: &AtomicBool,
+    started: Instant,
+    logger: Option<&Logger>,
+) {
     let mut buf = vec![0u8; 65_536];
-    let mut next_echo = Instant::now() + Duration::from_secs(u64::from(g.cfg.echo_interval_s));
-    let mut echo_seq = 0u16;
+    let now_ms = || started.elapsed().as_millis() as u64;
     while !stop.load(Ordering::Relaxed) {
-        if !user_plane && g.cfg.echo_interval_s > 0 && Instant::now() >= next_echo {
-            next_echo += Duration::from_secs(u64::from(g.cfg.echo_interval_s));
-            let peers: std::collections::BTreeSet<Ipv4Addr> =
-                g.engine().contexts().map(|c| c.sgsn_c).collect();
-            for p in peers {
-                echo_seq = echo_seq.wrapping_add(1);
-                let m = MsgBuilder::new(msg::ECHO_REQUEST, 0, echo_seq).finish();
-                let _ = sock.send_to(&m, (p, GTPC_PORT));
+        if !user_plane {
+            let sends = g.engine().tick(now_ms());
+            for s in sends {
+                let _ = sock.send_to(&s.bytes, s.to);
             }
         }
-        let (n, from) = match sock.recv_from(&mut buf) {
+        let got = sock.recv_from(&mut buf);
+        let (n, from) = match got {
             Ok(x) => x,
             Err(e)
                 if matches!(
@@ -89,18 +96,52 @@ fn serve(g: &Ggsn, sock: &UdpSocket, user_plane: bool, stop: &AtomicBool, starte
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                continue
+                log_events(g, logger);
+                continue;
             }
             Err(_) => {
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
             }
         };
-        let now_ms = started.elapsed().as_millis() as u64;
-        let out = g.engine().handle(now_ms, from, user_plane, &buf[..n]);
+        let out = g.engine().handle(now_ms(), from, user_plane, &buf[..n]);
         for s in out {
             // Answers leave by the socket they came in on (2123 or 2152).
             let _ = sock.send_to(&s.bytes, s.to);
         }
+        log_events(g, logger);
+    }
+}
+
+/// Logs (and forgets) what the engine says happened to paths.
+fn log_events(g: &Ggsn, logger: Option<&Logger>) {
+    let events = std::mem::take(&mut g.engine().events);
+    let Some(l) = logger else {
+        return;
+    };
+    for ev in events {
+        match ev {
+            GtpEvent::PathFailure { sgsn, contexts } => l.log(
+                Severity::Warning,
+                "GTP_PATH_FAILURE",
+                &[("sgsn", sgsn.to_string()), ("contexts", contexts.to_string())],
+                format!("GTP path to SGSN {sgsn} failed (no Echo Response): {contexts} PDP context(s) deleted"),
+            ),
+            GtpEvent::PeerRestart {
+                sgsn,
+                old,
+                new,
+                contexts,
+            } => l.log(
+                Severity::Warning,
+                "GTP_PEER_RESTART",
+                &[
+                    ("sgsn", sgsn.to_string()),
+                    ("restart_counter", new.to_string()),
+                    ("contexts", contexts.to_string()),
+                ],
+                format!("SGSN {sgsn} restarted (restart counter {old} -> {new}): {contexts} PDP context(s) deleted"),
+            ),
+        };
     }
 }

@@ -339,6 +339,7 @@ impl Core {
         self.bridge_metrics(&s, &mut e);
         self.snoop_metrics(&s, &mut e);
         self.mroute_metrics(&s, &mut e);
+        self.gtp_metrics(&s, &mut e);
         e.finish()
     }
 }

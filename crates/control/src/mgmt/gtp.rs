@@ -8,6 +8,7 @@ use api::views::{ApnView, GtpContextView, GtpContextsView, GtpStatsView};
 
 use super::{ApiError, ApiResult, Core};
 use crate::gtp::engine::PdpContext;
+use crate::metrics::{Exposition, Kind};
 
 impl Core {
     fn ggsn(&self) -> Option<std::sync::Arc<crate::gtp::Ggsn>> {
@@ -156,5 +157,85 @@ impl Core {
                 "no PDP context with TEID {teid:#x}"
             )))
         }
+    }
+
+    /// The GGSN's metrics: contexts, GTP-C responses by message and cause, Error Indications,
+    /// path failures and SGSN restarts, and the user plane's packets and bytes by direction.
+    pub(super) fn gtp_metrics(&self, s: &super::State, e: &mut Exposition) {
+        let Some(g) = &s.router.gtp else {
+            return;
+        };
+        let totals = g.table.totals();
+        let eng = g.engine();
+        let st = &eng.stats;
+        e.family("linerate_gtp_contexts", Kind::Gauge, "PDP contexts held.");
+        e.sample(&[], eng.context_count() as f64);
+        e.family(
+            "linerate_gtp_context_capacity",
+            Kind::Gauge,
+            "PDP contexts the table holds at most (limits.gtp-contexts).",
+        );
+        e.sample(&[], f64::from(g.table.capacity()));
+        e.family(
+            "linerate_gtp_responses_total",
+            Kind::Counter,
+            "GTP-C responses sent, by message and cause (128: accepted).",
+        );
+        for (m, by) in [
+            ("create", &st.creates),
+            ("update", &st.updates),
+            ("delete", &st.deletes),
+        ] {
+            for (c, n) in by {
+                e.sample(&[("message", m), ("cause", &c.to_string())], *n as f64);
+            }
+        }
+        e.family(
+            "linerate_gtp_received_total",
+            Kind::Counter,
+            "GTP messages the service read, and those it dropped by why.",
+        );
+        for (what, n) in [
+            ("all", st.received),
+            ("malformed", st.malformed),
+            ("unknown_type", st.unknown_type),
+            ("duplicate", st.duplicates),
+            ("other_version", st.version_not_supported),
+        ] {
+            e.sample(&[("kind", what)], n as f64);
+        }
+        e.family(
+            "linerate_gtp_error_indications_total",
+            Kind::Counter,
+            "Error Indications received and sent (and not sent: over the rate).",
+        );
+        for (dir, n) in [
+            ("received", st.error_indications_received),
+            ("sent", st.error_indications_sent),
+            ("rate_limited", st.error_indications_limited),
+        ] {
+            e.sample(&[("direction", dir)], n as f64);
+        }
+        e.family(
+            "linerate_gtp_path_events_total",
+            Kind::Counter,
+            "SGSN paths failed (no Echo Response) and SGSN restarts seen.",
+        );
+        e.sample(&[("event", "path_failure")], st.path_failures as f64);
+        e.sample(&[("event", "peer_restart")], st.peer_restarts as f64);
+        e.family(
+            "linerate_gtp_packets_total",
+            Kind::Counter,
+            "Packets of PDP contexts the data plane carried, by direction (all contexts ever).",
+        );
+        e.sample(&[("direction", "uplink")], totals[0] as f64);
+        e.sample(&[("direction", "downlink")], totals[2] as f64);
+        e.family(
+            "linerate_gtp_bytes_total",
+            Kind::Counter,
+            "Bytes (the UEs' packets) of PDP contexts the data plane carried, by direction.",
+        );
+        e.sample(&[("direction", "uplink")], totals[1] as f64);
+        e.sample(&[("direction", "downlink")], totals[3] as f64);
     }
 }

@@ -323,3 +323,72 @@ fn a_g_pdu_for_an_unknown_teid_gets_an_error_indication() {
     );
     assert_eq!(ie_of(&ies, ie::GSN_ADDRESS), Some(&[192, 0, 2, 1][..]));
 }
+
+#[test]
+fn a_path_that_answers_no_echo_fails_and_its_contexts_go() {
+    // echo-interval 60 s: the first Echo Request a minute after the first context.
+    let (mut e, t) = engine(1000, "10.64.0.0/24");
+    let v4 = EndUserAddress::Ipv4(None);
+    e.handle(
+        0,
+        from(),
+        false,
+        &create(1, "262010000000001", 5, "internet", v4),
+    );
+    assert!(e.tick(59_000).is_empty());
+    let first = e.tick(60_000);
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].to, SocketAddr::new(IpAddr::V4(SGSN), 2123));
+    let h = gtp::parse_header(&first[0].bytes).unwrap();
+    assert_eq!(h.msg_type, msg::ECHO_REQUEST);
+    // Answered: nothing more until the next interval.
+    let mut r = MsgBuilder::new(msg::ECHO_RESPONSE, 0, h.seq.unwrap());
+    r.tv(ie::RECOVERY, &[3]);
+    assert!(e.handle(60_100, from(), false, &r.finish()).is_empty());
+    assert!(e.tick(63_500).is_empty(), "answered: not sent again");
+    // The next one goes unanswered: sent again every T3, N3 times, then the path has failed.
+    let mut sent = 0;
+    let mut now = 120_000;
+    while now <= 120_000 + T3_MS * u64::from(N3) {
+        sent += e.tick(now).len();
+        now += 500;
+    }
+    assert_eq!(sent, N3 as usize);
+    assert_eq!(e.context_count(), 0);
+    assert_eq!(t.slot_v4(0, 0x0a40_0001), None);
+    assert_eq!(
+        std::mem::take(&mut e.events),
+        [GtpEvent::PathFailure {
+            sgsn: SGSN,
+            contexts: 1
+        }]
+    );
+    assert_eq!(e.stats.path_failures, 1);
+    // No contexts: no more Echo Requests to that SGSN.
+    assert!(e.tick(300_000).is_empty());
+}
+
+#[test]
+fn an_echo_response_with_another_restart_counter_ends_the_sgsns_contexts() {
+    let (mut e, _) = engine(1000, "10.64.0.0/24");
+    let v4 = EndUserAddress::Ipv4(None);
+    e.handle(
+        0,
+        from(),
+        false,
+        &create(1, "262010000000001", 5, "internet", v4),
+    );
+    let mut r = MsgBuilder::new(msg::ECHO_RESPONSE, 0, 99);
+    r.tv(ie::RECOVERY, &[4]);
+    e.handle(10, from(), false, &r.finish());
+    assert_eq!(e.context_count(), 0);
+    assert_eq!(
+        e.events,
+        [GtpEvent::PeerRestart {
+            sgsn: SGSN,
+            old: 3,
+            new: 4,
+            contexts: 1
+        }]
+    );
+}
