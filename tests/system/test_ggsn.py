@@ -15,6 +15,7 @@ are tunnelled back. What is checked:
 - what crosses Gn decodes in tshark as GTP (Create PDP Context Request/Response, G-PDUs with
   ICMP inside), with no malformed packet;
 - a G-PDU to a TEID nobody has gets an Error Indication back (scapy-free: a raw UDP socket);
+- `clear gtp context` deletes one here (`show apn` counts its address free again);
 - sgsnemu's exit deletes its contexts and their addresses go back to the pool.
 """
 
@@ -79,13 +80,14 @@ def ipv4_header(src: str, dst: str) -> bytes:
 
 def sgsnemu(testbed, sgsn, i: int, contexts: int, pings: int):
     """sgsnemu number `i` from its own address, with its own IMSI range, pinging the server
-    from inside each tunnel."""
+    from inside its tunnels (`pings` 0: holding its contexts idle until it is stopped)."""
     d = testbed.dir(f"sgsnemu{i}")
     argv = ["timeout", "40", "stdbuf", "-oL", "sgsnemu", "-l", f"10.0.0.{2 + i}", "-r", "10.0.0.1",
             "--imsi", f"26201{i:02d}00000001", "--nsapi", "5", "--apn", "internet",
             "--contexts", str(contexts), "--statedir", str(d), "--pidfile", str(d / "pid"),
-            "--pinghost", "10.1.0.2", "--pingcount", str(pings), "--pingrate", "5",
             "--timelimit", "8"]
+    if pings:
+        argv += ["--pinghost", "10.1.0.2", "--pingcount", str(pings), "--pingrate", "5"]
     return sgsn.popen(argv, log=d / "out.log", name=f"sgsnemu{i}")
 
 
@@ -120,7 +122,7 @@ def test_sgsnemu_contexts_carry_pings_through_the_ggsn(linerate_bin, testbed, tm
             and 0 <= c["uplink_packets"] - c["downlink_packets"] <= 1 for c in carriers), carriers
         assert len(r.json("show", "gtp", "contexts", "--imsi", ctxs[0]["imsi"])["contexts"]) == 1
         metrics = r.cli("show", "metrics")
-        assert "linerate_gtp_contexts 8" in metrics, metrics[-2000:]
+        assert "linerate_gtp_contexts 8\n" in metrics, metrics[-2000:]
         up = re.search(r'linerate_gtp_packets_total\{direction="uplink"\} (\d+)', metrics)
         assert up and int(up.group(1)) >= 10, metrics[-2000:]
         wait_until(lambda: all(not e.running for e in emus), 30, what="sgsnemu to finish")
@@ -139,6 +141,15 @@ def test_sgsnemu_contexts_carry_pings_through_the_ggsn(linerate_bin, testbed, tm
         assert (apn["name"], apn["ipv4_in_use"]) == ("internet", 0), apn
         drops = r.drops()
         assert not {k: v for k, v in drops.items() if "Gtp" in k}, drops
+        # `clear gtp context`: a third sgsnemu's one idle context deleted here, its address
+        # free again.
+        idle = sgsnemu(testbed, sgsn, 2, contexts=1, pings=0)
+        held = wait_until(lambda: r.json("show", "gtp", "contexts")["contexts"], 5,
+                          what="sgsnemu 2's context")
+        r.cli("clear", "gtp", "context", hex(held[0]["teid"]))
+        assert r.json("show", "gtp", "contexts")["total"] == 0
+        assert r.json("show", "apn")[0]["ipv4_in_use"] == 0
+        idle.stop()
         # A G-PDU for a TEID nobody has: an Error Indication comes back from 2152.
         with sgsn.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.bind(("10.0.0.2", 2152))
