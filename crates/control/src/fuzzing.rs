@@ -68,9 +68,10 @@ ggsn:
     - { name: internet, ipv4-pool: 10.64.0.0/26, ipv6-pool: "2001:db8:100::/58", dns: [192.0.2.53] }
 "#;
 
-/// GTP-C and GTP-U signalling into the GGSN's engine: `data` is messages, each a byte of
-/// flags (bit 0: from the GTP-U port; bits 1-2: which of four SGSN addresses; bits 3-7: the
-/// clock's step in 100 ms) and a 2-byte length before it. Whatever arrives, nothing panics, and
+/// GTP-C and GTP-U signalling into the GGSN's engine, its path management ticking between
+/// messages: `data` is messages, each a byte of flags (bit 0: from the GTP-U port; bits 1-2:
+/// which of four SGSN addresses; bits 3-7: the clock's step in seconds) and a 2-byte length
+/// before it. Whatever arrives, nothing panics, and
 /// after every message the contexts, the pools and the data plane's table agree: each context
 /// is found by its TEID and its addresses, and the pools hold exactly the contexts' addresses.
 pub fn gtpc(data: &[u8]) {
@@ -89,7 +90,7 @@ pub fn gtpc(data: &[u8]) {
         let n = usize::from(u16::from_be_bytes([rest[1], rest[2]])).min(rest.len() - 3);
         let (m, tail) = rest[3..].split_at(n);
         rest = tail;
-        now += u64::from(flags >> 3) * 100;
+        now += u64::from(flags >> 3) * 1000;
         let from = SocketAddr::new(
             IpAddr::V4(Ipv4Addr::new(192, 0, 2, 10 + ((flags >> 1) & 3))),
             if flags & 1 == 1 { 2152 } else { 2123 },
