@@ -240,6 +240,7 @@ pub fn version_of(b: &[u8]) -> Option<u8> {
 /// in 4-byte units (0 is `Malformed`: the walk could not advance), its content, and the type of
 /// the next one, 0 ending the chain. A chain that runs past the message, or holds more than
 /// [`MAX_EXT_HEADERS`] headers, is `Malformed`.
+#[inline]
 pub fn parse_header(b: &[u8]) -> Result<Header> {
     if b.len() < HEADER_LEN {
         return Err(Error::Truncated);

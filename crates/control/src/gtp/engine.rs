@@ -358,11 +358,10 @@ impl Engine {
         if gtp::version_of(b).is_some_and(|v| v != 1) {
             // 7.2.3: answered with the version we speak, to the sequence number if it has one.
             self.stats.version_not_supported += 1;
-            let seq = if b.len() >= 8 && b[0] >> 5 == 2 {
-                // GTPv2: the sequence number is 3 bytes after the TEID (if T) or after 4.
-                0
-            } else {
-                b.get(8..10).map_or(0, |s| u16::from_be_bytes([s[0], s[1]]))
+            // Only a GTPv0/v1 header has it where ours does; GTPv2's is answered with 0.
+            let seq = match b[0] >> 5 {
+                2 => 0,
+                _ => b.get(8..10).map_or(0, |s| u16::from_be_bytes([s[0], s[1]])),
             };
             return reply(MsgBuilder::new(msg::VERSION_NOT_SUPPORTED, 0, seq).finish());
         }
@@ -374,7 +373,7 @@ impl Engine {
             }
         };
         if user_plane {
-            return self.user_plane(now_ms, from, &req, b);
+            return self.user_plane(now_ms, from, &req);
         }
         let Some(seq) = req.h.seq else {
             // GTP-C always numbers its messages (TS 29.060 6: S is 1).
@@ -446,13 +445,7 @@ impl Engine {
 
     /// GTP-U signalling the data plane punted: Echo, Error Indication, and G-PDUs it had no
     /// context for.
-    fn user_plane(
-        &mut self,
-        now_ms: u64,
-        from: SocketAddr,
-        req: &Request<'_>,
-        b: &[u8],
-    ) -> Vec<Send> {
+    fn user_plane(&mut self, now_ms: u64, from: SocketAddr, req: &Request<'_>) -> Vec<Send> {
         let send = |bytes| {
             vec![Send {
                 to: from,
@@ -482,7 +475,6 @@ impl Engine {
                     return Vec::new();
                 }
                 self.stats.error_indications_sent += 1;
-                let _ = b;
                 let mut m = MsgBuilder::new(msg::ERROR_INDICATION, 0, 0);
                 m.tv(ie::TEID_DATA_I, &req.h.teid.to_be_bytes());
                 m.tlv(ie::GSN_ADDRESS, &self.local.octets());

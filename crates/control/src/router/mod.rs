@@ -622,11 +622,7 @@ impl Router {
             return Ok(());
         };
         let a = u32::from(g.address);
-        let gn = self
-            .ifs
-            .iter()
-            .find(|i| i.v4.iter().any(|&(x, _)| x == a))
-            .map_or(0, |i| i.vrf as usize);
+        let gn = self.gn_vrf(a) as usize;
         let local = self.nh(NhKey::GtpuLocal, |_| NextHop::GtpuLocal);
         self.add(gn, Prefix::V4(a, 32), local)?;
         for (i, apn) in g.apns.iter().enumerate() {
@@ -644,15 +640,20 @@ impl Router {
         Ok(())
     }
 
+    /// The Gn side's VRF: that of the interface holding the GGSN's address `a` (the config
+    /// check made sure one does).
+    fn gn_vrf(&self, a: u32) -> u32 {
+        self.ifs
+            .iter()
+            .find(|i| i.v4.iter().any(|&(x, _)| x == a))
+            .map_or(0, |i| i.vrf)
+    }
+
     /// The GGSN's user plane as the tables carry it.
     fn gtpu(&self) -> Option<Arc<dataplane::gtp::Gtpu>> {
         let g = self.gtp.as_ref()?;
         let a = u32::from(g.cfg.address);
-        let gn_vrf = self
-            .ifs
-            .iter()
-            .find(|i| i.v4.iter().any(|&(x, _)| x == a))
-            .map_or(0, |i| i.vrf);
+        let gn_vrf = self.gn_vrf(a);
         let apns = g
             .cfg
             .apns

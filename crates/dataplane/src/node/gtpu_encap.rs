@@ -13,6 +13,7 @@
 //! refused; waiting for the SGSN's MAC). Dropped: a pool address with no context.
 
 use packet::checksum;
+use packet::gtp::{gpdu_header, GTPU_PORT};
 
 use super::{be16, be32, lookup_and_forward, Ctx, IpNext, VECTOR};
 use crate::buffer::PktBuf;
@@ -24,7 +25,6 @@ pub struct GtpuEncap;
 
 /// Outer IPv4 (20), UDP (8) and GTP-U (8) headers.
 pub const OVERHEAD: usize = 36;
-const GTPU_PORT: u16 = 2152;
 
 impl Node for GtpuEncap {
     const NAME: &'static str = "gtpu-encap";
@@ -189,8 +189,5 @@ pub fn write_headers(h: &mut [u8], src: u32, dst: u32, teid: u32, len: usize) {
     h[22..24].copy_from_slice(&GTPU_PORT.to_be_bytes());
     h[24..26].copy_from_slice(&(total - 20).to_be_bytes());
     h[26..28].copy_from_slice(&[0, 0]);
-    h[28] = 0x30;
-    h[29] = 255;
-    h[30..32].copy_from_slice(&(len as u16).to_be_bytes());
-    h[32..36].copy_from_slice(&teid.to_be_bytes());
+    gpdu_header(&mut h[28..36], teid, len as u16);
 }

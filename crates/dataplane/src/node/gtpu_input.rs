@@ -14,6 +14,8 @@
 //! done), a source that is not the context's address, a payload that is not IP of the
 //! context's type.
 
+use packet::gtp::{msg::G_PDU, GTPU_PORT};
+
 use super::{be16, be32, Ctx, Slow, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
@@ -42,10 +44,6 @@ impl Edge for GtpuInputNext {
     }
 }
 
-/// GTP-U's UDP port.
-const GTPU_PORT: u16 = 2152;
-/// The GTP-U message type of a G-PDU (a user's packet).
-const G_PDU: u8 = 255;
 /// Outer IPv4 (no options: ip4-forward sent those to the slow path), UDP, GTP-U.
 const UDP_OFF: usize = 20;
 const GTP_OFF: usize = 28;
@@ -107,27 +105,24 @@ impl Node for GtpuInput {
                 ctx.drop(b, DropReason::GtpuMalformed);
                 continue;
             }
+            // The UDP datagram within the IP packet, and the GTP-U message within it (the
+            // packet crate's parser: version, length, the extension header chain).
             let udp_len = be16(d, UDP_OFF + 4) as usize;
-            let flags = d[GTP_OFF];
-            let gtp_len = be16(d, GTP_OFF + 2) as usize;
-            let end = GTP_OFF + 8 + gtp_len;
-            if flags >> 5 != 1 || flags & 0x10 == 0 || udp_len < 16 || UDP_OFF + udp_len > total {
-                ctx.drop(b, DropReason::GtpuMalformed);
-                continue;
-            }
-            if end > UDP_OFF + udp_len {
-                ctx.drop(b, DropReason::GtpuMalformed);
-                continue;
-            }
-            if d[GTP_OFF + 1] != G_PDU {
+            let h = match (udp_len >= 16 && UDP_OFF + udp_len <= total)
+                .then(|| packet::gtp::parse_header(&d[GTP_OFF..UDP_OFF + udp_len]))
+            {
+                Some(Ok(h)) => h,
+                _ => {
+                    ctx.drop(b, DropReason::GtpuMalformed);
+                    continue;
+                }
+            };
+            if h.msg_type != G_PDU {
                 ctx.punt(b, PuntClass::GtpU, NO_IF);
                 continue;
             }
-            let Some(inner) = inner_offset(d, flags, end) else {
-                ctx.drop(b, DropReason::GtpuMalformed);
-                continue;
-            };
-            let teid = be32(d, GTP_OFF + 4);
+            let (inner, end) = (GTP_OFF + h.header_len, GTP_OFF + h.end());
+            let teid = h.teid;
             let Some(up) = g.table.uplink(teid) else {
                 if ctx.punt.is_some() {
                     ctx.punt(b, PuntClass::GtpU, NO_IF);
@@ -203,38 +198,6 @@ impl Node for GtpuInput {
 fn teid_of(b: &PktBuf) -> Option<u32> {
     let d = b.data().get(b.meta().l3_off as usize..)?;
     (d.len() >= GTP_OFF + 8).then(|| be32(d, GTP_OFF + 4))
-}
-
-/// Where the T-PDU starts within `d` (the outer IPv4 header onwards): after the 8 fixed bytes,
-/// the 4 optional ones (present when E, S or PN is set) and each extension header (a length in
-/// 4-byte units, never 0, the next type in its last byte). None if that runs past `end`.
-#[inline(always)]
-fn inner_offset(d: &[u8], flags: u8, end: usize) -> Option<usize> {
-    let mut at = GTP_OFF + 8;
-    if flags & 0x07 == 0 {
-        return Some(at);
-    }
-    at += 4;
-    if at > end {
-        return None;
-    }
-    if flags & 0x04 != 0 {
-        let mut next = d[at - 1];
-        // A G-PDU carries a few at most; a long chain is an attack on this loop.
-        for _ in 0..8 {
-            if next == 0 {
-                return Some(at);
-            }
-            let len = *d.get(at)? as usize * 4;
-            if len == 0 || at + len > end {
-                return None;
-            }
-            next = d[at + len - 1];
-            at += len;
-        }
-        return None;
-    }
-    Some(at)
 }
 
 #[cfg(test)]
