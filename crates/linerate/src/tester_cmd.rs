@@ -203,7 +203,57 @@ pub struct ExternalArgs {
     #[arg(long, default_value_t = 10.0)]
     leave_target_ms: f64,
     #[command(flatten)]
+    gtp: GtpArgs,
+    #[command(flatten)]
     trial: TrialArgs,
+}
+
+/// `bench external --gtp`: GG-1 against a GGSN.
+#[derive(Args)]
+pub struct GtpArgs {
+    /// GG-1 against a GGSN instead of plain streams: an emulated SGSN creates PDP contexts
+    /// (GTP-C from --sgsn), then user traffic runs both ways through them, per frame size: the
+    /// first --port is Gn, the second Gi. Frame sizes are the user's packets (the tunnel adds
+    /// 36 bytes on Gn).
+    #[arg(long)]
+    gtp: bool,
+    /// --gtp: the GGSN's GTP-C and GTP-U address (default: the Gn interface's IPv4 address in
+    /// DUT.yaml).
+    #[arg(long)]
+    ggsn: Option<std::net::Ipv4Addr>,
+    /// --gtp: the emulated SGSN's signalling address, one of this host's (its GTP-C socket binds
+    /// port 2123 there).
+    #[arg(long)]
+    sgsn: Option<std::net::Ipv4Addr>,
+    /// --gtp: the SGSN's user plane address, where the downlink is sent (default: the Gn
+    /// port's neighbour in DUT.yaml, which the tester emulates).
+    #[arg(long)]
+    sgsn_user: Option<std::net::Ipv4Addr>,
+    /// --gtp: the APN every context asks for.
+    #[arg(long, default_value = "internet")]
+    apn: String,
+    /// --gtp: PDP contexts created and held during the traffic (the seed: 384,000).
+    #[arg(long, default_value_t = 1000)]
+    contexts: u32,
+    /// --gtp: contexts created per second (the seed: 600).
+    #[arg(long, default_value_t = 600.0)]
+    create_rate: f64,
+    /// --gtp: first search the highest create rate with 99.999% accepted, creating and deleting
+    /// this many contexts at each rate tried (0: no search).
+    #[arg(long, default_value_t = 0)]
+    create_search: u32,
+    /// --gtp: the search's highest rate, contexts/s.
+    #[arg(long, default_value_t = 1_000_000.0)]
+    create_search_max: f64,
+    /// --gtp: the traffic goes through this many of the contexts, evenly spread (0: all).
+    #[arg(long, default_value_t = 0)]
+    traffic_contexts: u32,
+    /// --gtp: contexts deleted per second at the end.
+    #[arg(long, default_value_t = 5000.0)]
+    delete_rate: f64,
+    /// --gtp: the first subscriber's IMSI (each context's is one more).
+    #[arg(long, default_value_t = 262_010_000_000_000)]
+    imsi_base: u64,
 }
 
 #[derive(Args)]
@@ -457,6 +507,9 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
     if !a.switching.is_empty() {
         return switching(a, dut, &ro);
     }
+    if a.gtp.gtp {
+        return gtp(a, dut, &ro);
+    }
     let infos = tester::external::port_infos(&dut, &a.ports);
     let (streams, speeds, what) = match &a.streams {
         Some(path) => {
@@ -501,6 +554,94 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
             resolve_timeout: std::time::Duration::from_secs_f64(a.resolve_timeout),
         },
         &ro,
+        &mut obs,
+    )?;
+    finish(&r, &a.trial.out)
+}
+
+/// `bench external --gtp`: GG-1 against a GGSN.
+fn gtp(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), String> {
+    let g = &a.gtp;
+    if a.ports.len() != 2 {
+        return Err("--gtp: two --port, Gn first, then Gi".into());
+    }
+    let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
+    let infos = tester::external::port_infos(&dut, &a.ports);
+    let gn_if = dut
+        .cfg
+        .interfaces
+        .iter()
+        .find(|i| i.port == a.ports[0].dut_port && i.vlan.is_none());
+    let ggsn = match (g.ggsn, gn_if.and_then(|i| i.ipv4.first())) {
+        (Some(x), _) => x,
+        (None, Some(p)) => std::net::Ipv4Addr::from(p.0),
+        (None, None) => {
+            return Err("--gtp: no --ggsn, and the Gn interface has no IPv4 address".into())
+        }
+    };
+    let sgsn = g
+        .sgsn
+        .ok_or("--gtp needs --sgsn, the address GTP-C is sent from (one of this host's)")?;
+    let user = match (g.sgsn_user, infos[0].host_v4) {
+        (Some(x), _) => x,
+        (None, Some(h)) => std::net::Ipv4Addr::from(h),
+        (None, None) => {
+            return Err("--gtp: no --sgsn-user, and the Gn port has no IPv4 neighbour".into())
+        }
+    };
+    for (name, v) in [
+        ("--create-rate", g.create_rate),
+        ("--delete-rate", g.delete_rate),
+        ("--create-search-max", g.create_search_max),
+    ] {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(format!("{name}: per second, above 0"));
+        }
+    }
+    if g.contexts == 0 {
+        return Err("--contexts: at least 1".into());
+    }
+    if g.imsi_base + g.contexts as u64 + g.create_search as u64 * 64 >= 1_000_000_000_000_000 {
+        return Err("--imsi-base: IMSIs have 15 digits".into());
+    }
+    let sizes = ro
+        .sizes
+        .clone()
+        .unwrap_or_else(|| vec![FrameSizes::Fixed(64)]);
+    let mut o = tester::sgsn::SgsnOpts::new(ggsn, sgsn, user, &g.apn);
+    o.imsi_base = g.imsi_base;
+    let mut obs = ProgressPrinter::new();
+    obs.verbose = !a.trial.quiet;
+    let r = tester::ggsn::run(
+        tester::ggsn::GgsnRun {
+            ext: tester::external::ExternalRun {
+                dut_path: a.dut.clone(),
+                dut,
+                maps: a.ports.clone(),
+                streams: Vec::new(),
+                speeds: vec![speed; 2],
+                sizes,
+                what: format!(
+                    "Gn {} on {}, Gi {} on {}",
+                    a.ports[0].dut_port, a.ports[0].device, a.ports[1].dut_port, a.ports[1].device
+                ),
+                core: a.core,
+                dut_api: a.dut_api.clone(),
+                resolve_timeout: std::time::Duration::from_secs_f64(a.resolve_timeout),
+            },
+            sgsn: o,
+            contexts: g.contexts,
+            create_rate: g.create_rate,
+            search: (g.create_search > 0).then(|| tester::ggsn::RateSearch {
+                contexts: g.create_search,
+                start: 1000.0f64.min(g.create_search_max),
+                max: g.create_search_max,
+                resolution: 0.05,
+            }),
+            traffic_contexts: g.traffic_contexts,
+            delete_rate: g.delete_rate,
+        },
+        ro,
         &mut obs,
     )?;
     finish(&r, &a.trial.out)

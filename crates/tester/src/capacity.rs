@@ -63,6 +63,7 @@ fn streams(ports: usize, per_port: usize, flows: u32) -> Vec<StreamSpec> {
                 min_size: 0,
                 also_rx: Vec::new(),
                 multicast_mac: false,
+                tunnel: None,
             });
         }
     }

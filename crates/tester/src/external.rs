@@ -1245,6 +1245,7 @@ pub fn run(
                 .into(),
         ],
         external: Some(info),
+        gtp: None,
         soak: Vec::new(),
     })
 }

@@ -22,6 +22,8 @@
 //! - [`services`]: the procedures of the scenarios with services on (XR-5, ME-1S, QOS-1).
 //! - [`bridging`]: the switching scenarios' address learning (ME-7, ME-8, ME-9).
 //! - [`failover`]: ME-10, a Flexlink pair's primary cut under traffic.
+//! - [`ggsn`]: GG-1 against a GGSN: contexts from [`sgsn`], then user traffic both ways.
+//! - [`sgsn`]: the SGSN emulator, a GTP-C client creating and deleting PDP contexts at a rate.
 //! - [`report`] and [`chart`]: seed-shaped tables, JSON, SVG charts, progress lines.
 
 pub mod analyzer;
@@ -37,6 +39,7 @@ pub mod fake_dut;
 pub mod floor;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod ggsn;
 pub mod histogram;
 pub mod hotswap;
 pub mod load;
@@ -46,6 +49,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod services;
+pub mod sgsn;
 pub mod signature;
 pub mod storm;
 pub mod stream;

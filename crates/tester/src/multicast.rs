@@ -465,6 +465,7 @@ pub fn group_stream(
         min_size: 0,
         also_rx: to[1..].to_vec(),
         multicast_mac: true,
+        tunnel: None,
     }
 }
 
@@ -631,6 +632,7 @@ pub fn run_external(
                 .into(),
         ],
         external: None,
+        gtp: None,
         soak: Vec::new(),
     })
 }

@@ -48,6 +48,8 @@ pub trait Observer {
     fn progress(&mut self, _what: &str, _p: &Progress) {}
     /// A trial finished.
     fn trial(&mut self, _what: &str, _r: &TrialResult, _pass: bool) {}
+    /// A step that is not a trial finished (contexts created, a rate tried).
+    fn note(&mut self, _line: &str) {}
 }
 
 /// An observer that says nothing.

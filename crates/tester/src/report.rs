@@ -552,6 +552,10 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
         }
     }
     s += "\n";
+    if let Some(g) = &r.gtp {
+        s += &crate::ggsn::table(r, g);
+        s += "\n";
+    }
     s += &loss_and_back_to_back(r);
     s += &soak_and_verdict(r);
     for n in &r.notes {
@@ -759,6 +763,9 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
     if let Some(x) = &r.multicast {
         c.extend(x.checks.iter().cloned());
     }
+    if let Some(x) = &r.gtp {
+        c.extend(x.checks.iter().cloned());
+    }
     for sk in &r.soak {
         let t = &sk.trial;
         let ignored = if sk.ignored.is_empty() {
@@ -872,6 +879,7 @@ pub fn json(r: &ScenarioReport) -> Value {
             }
             v
         }),
+        "gtp": r.gtp.as_ref().map(|g| serde_json::to_value(g).unwrap_or(Value::Null)),
     })
 }
 
@@ -978,6 +986,16 @@ impl Default for ProgressPrinter {
 }
 
 impl Observer for ProgressPrinter {
+    fn note(&mut self, line: &str) {
+        if self.verbose {
+            let mut e = std::io::stderr();
+            if self.live {
+                let _ = write!(e, "\r{:80}\r", "");
+            }
+            let _ = writeln!(e, "  {line}");
+        }
+    }
+
     fn progress(&mut self, what: &str, p: &Progress) {
         if self.live {
             let mut e = std::io::stderr();

@@ -405,6 +405,9 @@ struct Settle<'a> {
 }
 
 impl Observer for Settle<'_> {
+    fn note(&mut self, line: &str) {
+        self.inner.note(line);
+    }
     fn progress(&mut self, what: &str, p: &crate::engine::Progress) {
         self.inner.progress(what, p);
     }

@@ -107,6 +107,8 @@ pub fn read(sig: &[u8], trial: u8, ip_len: u16) -> Parsed {
 
 /// Where the IP packet of an Ethernet frame ends, through up to two VLAN tags. `(l3 offset, end,
 /// version)`, or None for a frame that carries no whole IP packet long enough for a signature.
+/// A GTP-U G-PDU (IPv4, UDP to port 2152, message type 255) is stepped into: the test packet is
+/// the one the tunnel carries, as a GGSN's downlink sends it.
 #[inline(always)]
 pub fn locate(frame: &[u8]) -> Option<(usize, usize, u8)> {
     let mut off = 12;
@@ -133,7 +135,40 @@ pub fn locate(frame: &[u8]) -> Option<(usize, usize, u8)> {
     if end > frame.len() || end < l3 + min_hdr + LEN {
         return None;
     }
+    if v == 4 && frame[l3 + 9] == 17 {
+        let udp = l3 + (frame[l3] & 0x0f) as usize * 4;
+        if frame.get(udp + 2..udp + 4) == Some(&packet::gtp::GTPU_PORT.to_be_bytes()[..]) {
+            return tunnelled(frame, udp + 8, end);
+        }
+    }
     Some((l3, end, v))
+}
+
+/// The IP packet inside the G-PDU at `gtp` (ending at `end`, the outer packet's end). None for
+/// other GTP-U messages and for a G-PDU that does not hold a whole IP packet ending with it.
+#[cold]
+fn tunnelled(frame: &[u8], gtp: usize, end: usize) -> Option<(usize, usize, u8)> {
+    let b = frame.get(gtp..end)?;
+    let h = packet::gtp::parse_header(b).ok()?;
+    if h.msg_type != packet::gtp::msg::G_PDU || h.end() != b.len() {
+        return None;
+    }
+    let inner = &b[h.header_len..];
+    let l3 = gtp + h.header_len;
+    let (len, v, min_hdr) = match inner.first()? >> 4 {
+        4 => (
+            u16::from_be_bytes([*inner.get(2)?, *inner.get(3)?]) as usize,
+            4,
+            20,
+        ),
+        6 => (
+            40 + u16::from_be_bytes([*inner.get(4)?, *inner.get(5)?]) as usize,
+            6,
+            40,
+        ),
+        _ => return None,
+    };
+    (len == inner.len() && len >= min_hdr + LEN).then_some((l3, end, v))
 }
 
 #[cfg(test)]
@@ -204,5 +239,47 @@ mod tests {
         f[16..18].copy_from_slice(&0x0806u16.to_be_bytes());
         assert_eq!(locate(&f), None);
         assert_eq!(locate(&f[..10]), None);
+    }
+
+    /// An IPv4 packet of `inner` bytes in a G-PDU, with `ext` extension header bytes.
+    fn gpdu(inner: usize, ext: &[u8]) -> Vec<u8> {
+        let outer = 20 + 8 + 8 + ext.len() + inner;
+        let mut f = vec![0u8; 14 + outer];
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&(outer as u16).to_be_bytes());
+        f[23] = 17;
+        f[36..38].copy_from_slice(&2152u16.to_be_bytes());
+        let g = 42;
+        packet::gtp::gpdu_header(&mut f[g..g + 8], 7, (ext.len() + inner) as u16);
+        if !ext.is_empty() {
+            f[g] |= 0x04; // E
+        }
+        f[g + 8..g + 8 + ext.len()].copy_from_slice(ext);
+        let i = g + 8 + ext.len();
+        f[i] = 0x45;
+        f[i + 2..i + 4].copy_from_slice(&(inner as u16).to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn locate_steps_into_a_gpdu() {
+        let f = gpdu(46, &[]);
+        assert_eq!(locate(&f), Some((50, f.len(), 4)));
+        // Through a PDCP extension header: the 4 optional bytes, then one 4-byte header.
+        let f = gpdu(46, &[0, 0, 0, 0xc0, 1, 0, 0, 0]);
+        assert_eq!(locate(&f), Some((58, f.len(), 4)));
+        // An inner length that disagrees with the tunnel's: not a test packet.
+        let mut f = gpdu(46, &[]);
+        f[52..54].copy_from_slice(&40u16.to_be_bytes());
+        assert_eq!(locate(&f), None);
+        // GTP-U signalling (an Echo Request) is not stepped into, nor taken for a test packet.
+        let mut f = gpdu(46, &[]);
+        f[43] = packet::gtp::msg::ECHO_REQUEST;
+        assert_eq!(locate(&f), None);
+        // UDP to another port is an ordinary packet.
+        let mut f = gpdu(46, &[]);
+        f[36..38].copy_from_slice(&5000u16.to_be_bytes());
+        assert_eq!(locate(&f), Some((14, f.len(), 4)));
     }
 }

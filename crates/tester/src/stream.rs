@@ -26,6 +26,9 @@ pub enum FieldKind {
     DstPort,
     /// IPv6 flow label (20 bits).
     FlowLabel,
+    /// The GTP-U tunnel's TEID (a [`Gtpu`] stream): a list of TEIDs in lockstep with a list of
+    /// inner source addresses sends each context's frames in its own tunnel.
+    Teid,
 }
 
 /// How a field varies from frame to frame. Step and Random start from the header's value.
@@ -69,6 +72,22 @@ pub enum L3 {
     V6 { src: [u8; 16], dst: [u8; 16] },
 }
 
+/// An outer IPv4/UDP/GTP-U header before the stream's own IP header: the stream is a user's
+/// traffic in an SGSN's tunnel to a GGSN (TS 29.060 G-PDU, no optional fields, UDP checksum 0).
+/// The frame size a stream is asked for is the inner packet's Ethernet size; on the wire the
+/// frame is [`Gtpu::OVERHEAD`] bytes longer, as the seed's GGSN sizes are the user's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gtpu {
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub teid: u32,
+}
+
+impl Gtpu {
+    /// Outer IPv4 (20), UDP (8) and GTP-U (8) headers.
+    pub const OVERHEAD: usize = 36;
+}
+
 #[derive(Debug, Clone)]
 pub struct StreamSpec {
     pub name: String,
@@ -97,12 +116,15 @@ pub struct StreamSpec {
     /// The destination MAC follows the destination address: the group's multicast MAC (RFC
     /// 1112 6.4, RFC 2464 7), whatever the address fields make it.
     pub multicast_mac: bool,
+    /// Sent inside a GTP-U tunnel (uplink user traffic to a GGSN).
+    pub tunnel: Option<Gtpu>,
 }
 
 impl StreamSpec {
-    /// Bytes of headers before the payload.
+    /// Bytes of headers before the payload (the tunnel's included).
     pub fn header_len(&self) -> usize {
         14 + if self.vlan.is_some() { 4 } else { 0 }
+            + self.tunnel_len()
             + match self.l3 {
                 L3::V4 { .. } => 20,
                 L3::V6 { .. } => 40,
@@ -110,32 +132,63 @@ impl StreamSpec {
             + if self.udp.is_some() { 8 } else { 0 }
     }
 
-    /// The smallest frame (FCS included) that holds the headers and the signature.
+    /// Bytes the tunnel adds to every frame (0 without one).
+    pub fn tunnel_len(&self) -> usize {
+        if self.tunnel.is_some() {
+            Gtpu::OVERHEAD
+        } else {
+            0
+        }
+    }
+
+    /// The smallest frame size (FCS included, the tunnel not counted) that holds the headers
+    /// and the signature.
     pub fn min_frame(&self) -> usize {
-        (self.header_len() + signature::LEN + FCS).max(64)
+        (self.header_len() - self.tunnel_len() + signature::LEN + FCS).max(64)
     }
 
     pub fn is_v6(&self) -> bool {
         matches!(self.l3, L3::V6 { .. })
     }
 
-    /// Distinct flows the stream carries (combinations of varying fields), saturating.
+    /// Distinct flows the stream carries (combinations of varying fields), saturating. Fields
+    /// that are not nested step on every frame together, so deterministic ones repeat after the
+    /// least common multiple of their periods (a list of TEIDs in lockstep with a list of
+    /// addresses is one flow per pair); random ones combine with everything.
     pub fn flows(&self) -> u64 {
+        fn gcd(a: u64, b: u64) -> u64 {
+            if b == 0 {
+                a
+            } else {
+                gcd(b, a % b)
+            }
+        }
         let mut total: u64 = 1;
         let mut group: u64 = 1;
+        let mut group_random = false;
+        let close = |total: u64, group: u64, random: bool| {
+            if random {
+                total.saturating_mul(group)
+            } else {
+                (total / gcd(total, group)).saturating_mul(group)
+            }
+        };
         for f in &self.fields {
             let n = match &f.vary {
                 Vary::Step { count, .. } | Vary::Random { count } => *count as u64,
                 Vary::List(l) => l.len() as u64,
             };
+            let random = matches!(f.vary, Vary::Random { .. });
             if f.nested {
                 group = group.saturating_mul(n);
+                group_random |= random;
             } else {
-                total = total.saturating_mul(group);
+                total = close(total, group, group_random);
                 group = n;
+                group_random = random;
             }
         }
-        total.saturating_mul(group)
+        close(total, group, group_random)
     }
 
     /// Checks the spec can be built at every size of `sizes`; the message names the stream.
@@ -175,6 +228,7 @@ impl StreamSpec {
                 FieldKind::VlanId => self.vlan.is_some(),
                 FieldKind::SrcPort | FieldKind::DstPort => self.udp.is_some(),
                 FieldKind::FlowLabel => self.is_v6(),
+                FieldKind::Teid => self.tunnel.is_some(),
                 _ => true,
             };
             if !ok {
@@ -199,9 +253,9 @@ impl StreamSpec {
     }
 }
 
-/// Bytes copied from a template into every frame: all headers (at most 18 + 40 + 8) and the
-/// start of the payload.
-pub const HDR_COPY: usize = 96;
+/// Bytes copied from a template into every frame: all headers (at most 18 + 36 + 40 + 8) and
+/// the start of the payload.
+pub const HDR_COPY: usize = 112;
 const PATTERN_LEN: usize = dataplane::buffer::MAX_FRAME;
 
 /// The payload pattern, indexed from its end: the byte `d` bytes before the signature is
@@ -291,7 +345,9 @@ pub struct GenStream {
 }
 
 fn place_of(spec: &StreamSpec, kind: FieldKind) -> Place {
-    let l2 = if spec.vlan.is_some() { 18 } else { 14 };
+    let eth = if spec.vlan.is_some() { 18 } else { 14 };
+    // The stream's own IP header, after the tunnel's.
+    let l2 = eth + spec.tunnel_len();
     let (src, dst, w) = match spec.l3 {
         L3::V4 { .. } => (l2 + 12, l2 + 16, 4),
         L3::V6 { .. } => (l2 + 8, l2 + 24, 16),
@@ -306,6 +362,7 @@ fn place_of(spec: &StreamSpec, kind: FieldKind) -> Place {
         FieldKind::SrcPort => (l4, 2),
         FieldKind::DstPort => (l4 + 2, 2),
         FieldKind::FlowLabel => (l2, 20),
+        FieldKind::Teid => (eth + 32, 4),
     };
     Place {
         off: off as u16,
@@ -351,7 +408,7 @@ fn write_field(h: &mut [u8], p: Place, v: u128) {
 }
 
 fn header(spec: &StreamSpec, size: u16) -> Template {
-    let len = size as usize - FCS;
+    let len = size as usize - FCS + spec.tunnel_len();
     let mut h = [0u8; HDR_COPY];
     // The EtherType is written below, by family.
     let l3 = packet::ethernet::Header {
@@ -362,7 +419,9 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
     }
     .emit(&mut h)
     .expect("HDR_COPY holds the Ethernet header");
-    let off = l3 - 2;
+    let eth_end = l3;
+    let l3 = eth_end + spec.tunnel_len();
+    let off = eth_end - 2;
     let ip_len = len - l3;
     let hdr_end = spec.header_len();
     let sig_off = l3 + ip_len - signature::LEN;
@@ -394,6 +453,9 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
             ip[8..24].copy_from_slice(&src);
             ip[24..40].copy_from_slice(&dst);
         }
+    }
+    if let Some(t) = spec.tunnel {
+        write_tunnel(&mut h[eth_end - 2..], &t, (len - eth_end) as u16);
     }
     if let Some((sp, dp)) = spec.udp {
         let l4 = hdr_end - 8;
@@ -431,6 +493,28 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
         sig_odd: (sig_off - hdr_end) % 2 == 1,
         ip_sum_base: 0,
     }
+}
+
+/// The tunnel's headers: `h` starts at the EtherType (the outer header is IPv4 whatever the
+/// stream's own family), `outer_len` is the outer IP packet's length.
+fn write_tunnel(h: &mut [u8], t: &Gtpu, outer_len: u16) {
+    h[..2].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip = &mut h[2..22];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&outer_len.to_be_bytes());
+    ip[6] = 0x40;
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&t.src);
+    ip[16..20].copy_from_slice(&t.dst);
+    let c = checksum::fold(checksum::sum(ip));
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let udp = &mut h[22..30];
+    udp[0..2].copy_from_slice(&packet::gtp::GTPU_PORT.to_be_bytes());
+    udp[2..4].copy_from_slice(&packet::gtp::GTPU_PORT.to_be_bytes());
+    udp[4..6].copy_from_slice(&(outer_len - 20).to_be_bytes());
+    // The UDP checksum stays 0: IPv4 allows it, and GTP-U senders commonly leave it out.
+    packet::gtp::gpdu_header(&mut h[30..38], t.teid, outer_len - Gtpu::OVERHEAD as u16);
 }
 
 impl GenStream {
@@ -674,6 +758,7 @@ pub fn v4_stream() -> StreamSpec {
         min_size: 0,
         also_rx: Vec::new(),
         multicast_mac: false,
+        tunnel: None,
     }
 }
 
@@ -710,6 +795,61 @@ mod tests {
             // The payload between UDP and the signature is the pattern.
             assert_eq!(&f[42..end - 16], pattern(end - 16 - 42));
         }
+    }
+
+    #[test]
+    fn gtpu_frames_carry_each_context_in_its_own_tunnel() {
+        let mut spec = v4_stream();
+        spec.tunnel = Some(Gtpu {
+            src: [192, 168, 0, 2],
+            dst: [192, 168, 0, 1],
+            teid: 0,
+        });
+        // Three contexts: TEID and UE address in lockstep.
+        let teids: Arc<[u128]> = vec![0x101, 0x2002, 0x30003].into();
+        let ues: Arc<[u128]> = vec![0x0a00_0001, 0x0a00_0102, 0x0a01_0003].into();
+        for (kind, list) in [
+            (FieldKind::Teid, teids.clone()),
+            (FieldKind::SrcIp, ues.clone()),
+        ] {
+            spec.fields.push(Field {
+                kind,
+                vary: Vary::List(list),
+                nested: false,
+            });
+        }
+        spec.validate(&[64, 1518], 2).unwrap();
+        assert_eq!(spec.min_frame(), 64);
+        let mut g = GenStream::new(&spec, &[64, 1518], 1);
+        for i in 0..6 {
+            let z = i % 2;
+            let f = build_one(&mut g, z, 5);
+            // The size asked for is the user's packet; the tunnel adds 36 bytes on the wire.
+            assert_eq!(f.len(), [60, 1514][z] + 36);
+            assert!(checksum::ipv4_header_ok(&f[14..34]));
+            assert_eq!(&f[26..34], &[192, 168, 0, 2, 192, 168, 0, 1]);
+            assert_eq!(u16::from_be_bytes([f[16], f[17]]) as usize, f.len() - 14);
+            assert_eq!(u16::from_be_bytes([f[36], f[37]]), 2152);
+            let gtp = packet::gtp::parse_header(&f[42..]).unwrap();
+            assert_eq!(gtp.msg_type, 255);
+            assert_eq!(gtp.end(), f.len() - 42);
+            assert_eq!(gtp.teid as u128, teids[i % 3]);
+            // The inner packet: its own valid header, the context's address, the signature.
+            let inner = 50;
+            assert!(checksum::ipv4_header_ok(&f[inner..inner + 20]));
+            let src = u32::from_be_bytes(f[inner + 12..inner + 16].try_into().unwrap());
+            assert_eq!(src as u128, ues[i % 3]);
+            let (l3, end, v) = signature::locate(&f).unwrap();
+            assert_eq!((l3, end, v), (inner, f.len(), 4));
+            match signature::read(&f[end - 16..end], 3, (end - l3) as u16) {
+                signature::Parsed::Ok(s) => assert_eq!((s.stream, s.seq), (9, i as u32)),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(&f[inner + 28..end - 16], pattern(end - 16 - inner - 28));
+        }
+        // A TEID field needs a tunnel.
+        spec.tunnel = None;
+        assert!(spec.validate(&[64], 2).unwrap_err().contains("Teid"));
     }
 
     #[test]

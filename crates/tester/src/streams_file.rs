@@ -197,6 +197,7 @@ pub fn pattern(
                 min_size: 0,
                 also_rx: Vec::new(),
                 multicast_mac: false,
+                tunnel: None,
             };
             s.min_size = v6_min_size(&s);
             Ok(s)
@@ -557,6 +558,7 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
         min_size: 0,
         also_rx: Vec::new(),
         multicast_mac: false,
+        tunnel: None,
     };
     spec.min_size = v6_min_size(&spec);
     Some(spec)

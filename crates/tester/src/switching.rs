@@ -94,6 +94,7 @@ fn l2_stream(name: &str, from: usize, to: usize, src: [u8; 6], dst: [u8; 6]) -> 
         min_size: 0,
         also_rx: Vec::new(),
         multicast_mac: false,
+        tunnel: None,
     }
 }
 
@@ -362,6 +363,9 @@ struct Recorder<'a> {
 }
 
 impl Observer for Recorder<'_> {
+    fn note(&mut self, line: &str) {
+        self.inner.note(line);
+    }
     fn progress(&mut self, what: &str, p: &crate::engine::Progress) {
         self.inner.progress(what, p);
     }

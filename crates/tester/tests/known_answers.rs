@@ -35,6 +35,7 @@ fn stream(name: &str, from: usize, to: usize) -> StreamSpec {
         min_size: 0,
         also_rx: Vec::new(),
         multicast_mac: false,
+        tunnel: None,
     }
 }
 

@@ -366,6 +366,7 @@ fn base_stream(name: String, from: usize, to: usize) -> StreamSpec {
         min_size: 0,
         also_rx: Vec::new(),
         multicast_mac: false,
+        tunnel: None,
     }
 }
 

@@ -1,0 +1,147 @@
+"""GG-1 in external mode: the tester's SGSN emulator and user traffic against a GGSN on veths.
+
+    tester namespace                                   DUT namespace
+    linerate bench external --gtp   t0 (Gn) == d0      a Linerate daemon's GGSN (10.0.0.1),
+      GTP-C from 10.0.0.3 (t0's own)                     or OsmoGGSN (gtpu-mode tun)
+      emulates 10.0.0.2 (SGSN user plane)
+                                    t1 (Gi) == d1
+      emulates 10.1.0.2 (the server)
+
+What is checked, as outcomes:
+
+- the SGSN emulator creates every context it asked for (and the GGSN's own table says so), finds
+  a create rate in its search, and deletes them all at the end (the GGSN's table is empty);
+- user traffic through the tunnels at a low fixed load: every uplink G-PDU comes out on Gi as
+  the subscriber's packet, every downlink packet comes back tunnelled (the analyzer steps into
+  the G-PDU to find the signature), nothing lost, corrupted or misdelivered, both frame sizes;
+- the GGSN counted the uplink and downlink packets (Linerate's metrics);
+- the report carries the GG-1 checks and the seed's figures beside each size.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from test_real_ports import Router
+from testbed import require_tools, wait_until
+
+pytestmark = pytest.mark.usefixtures("testbed_session")
+
+T_MAC = ["02:00:00:00:0e:02", "02:00:00:00:0f:02"]
+
+LINERATE = """\
+router: { workers: 1 }
+limits: { gtp-contexts: 8192 }
+ports:
+  - { name: gn, driver: af_packet, device: d0 }
+  - { name: gi, driver: af_packet, device: d1 }
+interfaces:
+  - { name: gn, port: gn, mac: "02:00:00:00:0d:01", ipv4: [10.0.0.1/24] }
+  - { name: gi, port: gi, mac: "02:00:00:00:0d:02", ipv4: [10.1.0.1/24] }
+ggsn:
+  address: 10.0.0.1
+  echo-interval: 0
+  apns:
+    - { name: internet, ipv4-pool: 10.64.0.0/16 }
+control-plane: { taps: true }
+"""
+
+DUT_YAML = f"""\
+ports:
+  - {{ name: gn, driver: af_packet, device: d0 }}
+  - {{ name: gi, driver: af_packet, device: d1 }}
+interfaces:
+  - {{ name: gn, port: gn, ipv4: [10.0.0.1/24] }}
+  - {{ name: gi, port: gi, ipv4: [10.1.0.1/24] }}
+neighbors:
+  - {{ interface: gn, ip: 10.0.0.2, mac: "{T_MAC[0]}" }}
+  - {{ interface: gi, ip: 10.1.0.2, mac: "{T_MAC[1]}" }}
+"""
+
+
+def topology(testbed):
+    """The tester's Gn end carries the SGSN's signalling address (its kernel's UDP socket);
+    nothing else on the tester's ends has an address or IPv6."""
+    tst, dut = testbed.netns("tester"), testbed.netns("dut")
+    testbed.veth(tst, "t0", dut, "d0")
+    testbed.veth(tst, "t1", dut, "d1")
+    tst.sysctl({"net.ipv6.conf.t0.disable_ipv6": 1, "net.ipv6.conf.t1.disable_ipv6": 1})
+    tst.addr("t0", "10.0.0.3/24")
+    tst.up("t1")
+    for d in ("d0", "d1"):
+        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+        dut.up(d)
+    dut.up("lo")
+    return tst, dut
+
+
+def gg1(bin_: Path, tst, dut_file: Path, out: Path, *extra: str) -> dict:
+    """GG-1 at a low fixed load (20% of 10 Mbit/s, a few thousand frames/s each way): low
+    enough for any GGSN here, so a lost frame is a fault, not a limit."""
+    argv = [str(bin_), "bench", "external", "--dut", str(dut_file), "--port", "gn=t0",
+            "--port", "gi=t1", "--gtp", "--sgsn", "10.0.0.3", "--speed", "10m", "--load", "20",
+            "--seconds", "1", "--sizes", "64", "--sizes", "1460", "--out", str(out), *extra]
+    p = tst.run(argv, check=False, timeout=300)
+    assert p.returncode == 0, f"{p.stdout}\n{p.stderr}"
+    rep = json.loads((out / "gg-1.json").read_text())
+    rep["_md"] = (out / "gg-1.md").read_text()
+    rep["_log"] = p.stderr
+    return rep
+
+
+def assert_traffic(rep: dict) -> None:
+    rows = {r["key"]: r for r in rep["rows"]}
+    assert set(rows) == {"64", "1460"}, rows.keys()
+    for key, row in rows.items():
+        (t,) = row["trials"]
+        assert t["pass"] and t["lost"] == 0 and t["rx"] == t["tx"], (key, t)
+        assert t["corrupted"] == 0 and t["misdelivered"] == 0, (key, t)
+        streams = {s["name"]: s for s in t["streams"]}
+        for name in ("uplink", "downlink"):
+            s = streams[name]
+            assert s["tx"] > 100 and s["rx"] == s["tx"] and s["lost"] == 0, (key, s)
+        assert row["seed_fps"] in (1_300_000, 840_000), row
+    md = rep["_md"]
+    assert "Beside the seed" in md and "| 64 | " in md and "| 1460 | " in md, md
+
+
+def test_gg1_against_linerate(linerate_bin, testbed, tmp_path):
+    tst, dut = topology(testbed)
+    r = Router(linerate_bin, dut, tmp_path / "dut", LINERATE)
+    try:
+        f = tmp_path / "dut.yaml"
+        f.write_text(DUT_YAML)
+        rep = gg1(linerate_bin, tst, f, tmp_path / "out", "--contexts", "300",
+                  "--create-rate", "2000", "--create-search", "300",
+                  "--create-search-max", "4000", "--dut-api", str(r.sock))
+        assert rep["verdict"] == "pass", json.dumps(rep["checks"], indent=1) + rep["_log"]
+        g = rep["gtp"]
+        assert g["create"]["accepted"] == 300 and g["contexts_held"] == 300, g["create"]
+        assert g["traffic_contexts"] == 300
+        assert g["delete"]["accepted"] == 300, g["delete"]
+        # The search doubled from 1,000/s to its 4,000/s cap, every step passing.
+        assert [s["rate"] for s in g["search"]] == [1000, 2000, 4000], g["search"]
+        assert g["best_rate"] == 4000, g["search"]
+        names = {c["name"] for c in rep["checks"]}
+        assert {"contexts created", "create rate", "create rate search",
+                "contexts deleted", "64: throughput"} <= names, names
+        assert_traffic(rep)
+        # Linerate's own view: every create accepted (3 search steps and the run), all gone.
+        stats = r.json("show", "gtp", "statistics")
+        assert stats["creates"].get("128", 0) == 4 * 300, stats
+        assert r.json("show", "gtp", "contexts")["total"] == 0
+        metrics = r.cli("show", "metrics")
+        up = re.search(r'linerate_gtp_packets_total\{direction="uplink"\} (\d+)', metrics)
+        down = re.search(r'linerate_gtp_packets_total\{direction="downlink"\} (\d+)', metrics)
+        sent_up = sum(s["tx"] for row in rep["rows"] for s in row["trials"][0]["streams"]
+                      if s["name"] == "uplink")
+        assert up and down and int(up.group(1)) >= sent_up > 0, metrics[-2000:]
+        assert int(down.group(1)) >= sent_up, metrics[-2000:]
+    finally:
+        r.stop()
