@@ -145,3 +145,58 @@ def test_gg1_against_linerate(linerate_bin, testbed, tmp_path):
         assert int(down.group(1)) >= sent_up, metrics[-2000:]
     finally:
         r.stop()
+
+
+OSMO_GGSN = """\
+log stderr
+ logging filter all 1
+ logging print category 1
+ logging level ggsn notice
+ logging level lgtp notice
+line vty
+ no login
+ bind 127.0.0.1
+ggsn ggsn0
+ gtp state-dir {state}
+ gtp bind-ip 10.0.0.1
+ apn internet
+  gtpu-mode tun
+  tun-device tun4
+  type-support v4
+  ip prefix dynamic 10.64.0.0/16
+  ip dns 0 10.1.0.53
+  ip ifconfig 10.64.0.0/16
+  no shutdown
+ default-apn internet
+ no shutdown ggsn
+"""
+
+
+def test_gg1_against_osmo_ggsn(linerate_bin, testbed, tmp_path):
+    """The same run against a GGSN that is not ours: OsmoGGSN with its tun user plane, the
+    kernel routing between the tun and Gi."""
+    require_tools("osmo-ggsn")
+    tst, dut = topology(testbed)
+    dut.addr("d0", "10.0.0.1/24")
+    dut.addr("d1", "10.1.0.1/24")
+    dut.set_forwarding(True)
+    dut.sysctl({"net.ipv4.conf.all.rp_filter": 0, "net.ipv4.conf.default.rp_filter": 0})
+    wd = testbed.dir("osmo-ggsn")
+    (wd / "state").mkdir()
+    cfg = wd / "osmo-ggsn.cfg"
+    cfg.write_text(OSMO_GGSN.format(state=wd / "state"))
+    proc = dut.popen(["osmo-ggsn", "-c", str(cfg)], log=wd / "out.log", name="osmo-ggsn")
+    try:
+        wait_until(lambda: "10.0.0.1:2123" in dut.run(["ss", "-uln"]).stdout or not proc.running,
+                   10, what="osmo-ggsn to bind GTP-C")
+        assert proc.running, (wd / "out.log").read_text()
+        f = tmp_path / "dut.yaml"
+        f.write_text(DUT_YAML)
+        rep = gg1(linerate_bin, tst, f, tmp_path / "out", "--contexts", "200",
+                  "--create-rate", "500")
+        assert rep["verdict"] == "pass", json.dumps(rep["checks"], indent=1) + rep["_log"]
+        g = rep["gtp"]
+        assert g["create"]["accepted"] == 200 and g["delete"]["accepted"] == 200, g
+        assert_traffic(rep)
+    finally:
+        proc.stop()
