@@ -49,7 +49,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "system"))
 
-from testbed import Netns, Testbed, wait_until
+from testbed import Testbed, wait_until
+from testbed.cpus import boosted, busy_cores, napi_on_core, rps
 
 # The tester's side of each link, and the device's.
 T_ADDR = ["198.18.0.2", "198.18.1.2"]
@@ -155,32 +156,6 @@ ports:
 """
 
 
-BOOST = 'echo -20 > /proc/self/autogroup; exec nice -n -20 "$@"'
-
-
-def boosted(argv: list[str], on: bool) -> list[str]:
-    """`argv` at the highest CPU priority, when `on`: nice -20 and, since the kernel schedules
-    each session as a group (autogroup), its session's group at -20 too (the process must be in
-    a session of its own: `setsid` or popen's new session). On a machine shared with other
-    work (compilers), the tester and the device would otherwise lose their cores to it for
-    milliseconds at a time, and measure that."""
-    return ["sh", "-c", BOOST, "sh", *argv] if on else argv
-
-
-def busy_cores(seconds: float) -> float:
-    """The machine's busy cores over `seconds`: every CPU's time not idle, waiting for I/O or
-    stolen (exact on a tickless kernel, unlike the tick-sampled user + system)."""
-    def read():
-        f = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-        return f[3] + f[4] + f[7], time.monotonic()
-    hz = os.sysconf("SC_CLK_TCK")
-    ncpu = os.cpu_count() or 1
-    (a, t0) = read()
-    time.sleep(seconds)
-    (b, t1) = read()
-    return max(0.0, ncpu - (b - a) / hz / (t1 - t0))
-
-
 @dataclass
 class Result:
     key: str
@@ -209,18 +184,11 @@ class Bench:
         for ns, devs in ((self.tst, ("t0", "t1")), (self.dut, ("d0", "d1"))):
             ns.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1 for d in devs})
         if ncpu > 1:
-            self.rps(self.tst, ("t0", "t1"), self.tester_core)
-            self.rps(self.dut, ("d0", "d1"), self.dut_core)
+            rps(self.tst, ("t0", "t1"), self.tester_core)
+            rps(self.dut, ("d0", "d1"), self.dut_core)
         (out / "dut.yaml").write_text(DUT_YAML)
         self.tuples = deny_tuples(args.rules)
         self.polling = False
-
-    @staticmethod
-    def rps(ns: Netns, devs, cpu: int) -> None:
-        """Steers the receive work of `devs` (on a veth: the sender's softirq) to `cpu`."""
-        mask = format(1 << cpu, "x")
-        for d in devs:
-            ns.run(f"for q in /sys/class/net/{d}/queues/rx-*; do echo {mask} > $q/rps_cpus; done")
 
     # -- the devices ----------------------------------------------------------------------
 
@@ -270,28 +238,7 @@ class Bench:
         return proc, sock
 
     def napi_on_dut_core(self, devs) -> None:
-        """With an XDP program attached, a veth receives in NAPI on the sending CPU (the
-        tester's), where RPS cannot move it. Threaded NAPI pinned to the device's core puts that
-        work where a NIC's IRQ affinity would."""
-        for d in devs:
-            self.dut.run(f"echo 1 > /sys/class/net/{d}/threaded")
-        pids: list[str] = []
-        for _ in range(50):
-            pids = subprocess.run(["pgrep", "^napi/d[01]-"], capture_output=True,
-                                  text=True).stdout.split()
-            if len(pids) >= len(devs):
-                break
-            time.sleep(0.1)
-        if not pids:
-            raise RuntimeError("no napi/d0-*, napi/d1-* threads after enabling threaded NAPI")
-        for pid in pids:
-            subprocess.run(["taskset", "-p", "-c", str(self.dut_core), pid], check=True,
-                           capture_output=True)
-            # Real-time, as a softirq would be: the polling worker on that core must not
-            # starve its own receive path.
-            subprocess.run(["chrt", "-f", "-p", "50", pid], check=True, capture_output=True)
-        print(f"  threaded NAPI on d0, d1 ({len(pids)} threads) pinned to CPU {self.dut_core}",
-              file=sys.stderr)
+        napi_on_core(self.dut, devs, self.dut_core)
 
     # -- the tester -----------------------------------------------------------------------
 

@@ -827,14 +827,16 @@ impl Engine {
             .and_then(|v| v.first())
             .is_some_and(|t| t & 1 == 1);
         if teardown {
-            // Every context of the PDP address: this IMSI's (secondaries are not built).
-            let imsi = ctx.imsi.clone();
-            let all: Vec<u32> = self
-                .by_imsi
-                .iter()
-                .filter(|((i, _), _)| *i == imsi)
-                .map(|(_, &s)| s)
-                .collect();
+            // Every context of the PDP address: this IMSI's (secondaries are not built), one
+            // lookup per NSAPI (4 bits), not a walk of every context.
+            let mut key = (ctx.imsi.clone(), 0u8);
+            let mut all = Vec::new();
+            for nsapi in 0..16 {
+                key.1 = nsapi;
+                if let Some(&s) = self.by_imsi.get(&key) {
+                    all.push(s);
+                }
+            }
             for s in all {
                 self.remove_slot(s);
             }

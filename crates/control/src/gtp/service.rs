@@ -36,6 +36,11 @@ impl Service {
                 .map_err(|e| format!("GGSN: binding {addr}:{port}: {e}"))?;
             s.set_read_timeout(Some(Duration::from_millis(200)))
                 .map_err(|e| e.to_string())?;
+            // A create storm arrives in bursts (a punt burst is 10,000 frames): room for one,
+            // at about 1 KB of kernel memory per datagram, so none is dropped while the thread
+            // catches up.
+            dataplane::port::sockopt::set_recv_buffer(&s, 16 << 20);
+            dataplane::port::sockopt::set_send_buffer(&s, 4 << 20);
             Ok::<_, String>(s)
         };
         let (c, u) = (bind(GTPC_PORT)?, bind(GTPU_PORT)?);

@@ -26,6 +26,7 @@ pub mod mem;
 pub mod netlink;
 pub mod pcap;
 pub mod replay;
+pub mod sockopt;
 
 use crate::buffer::{BufCache, PktBuf};
 

@@ -74,26 +74,9 @@ impl NlSocket {
         Ok(NlSocket(fd))
     }
 
-    /// Asks for a receive buffer of `bytes` (beyond `net.core.rmem_max` where the process may:
-    /// `SO_RCVBUFFORCE` needs CAP_NET_ADMIN); the kernel's default is kept if neither works.
+    /// Asks for a receive buffer of `bytes` (see [`super::sockopt::set_recv_buffer`]).
     pub fn set_recv_buffer(&self, bytes: usize) {
-        let v = bytes.min(i32::MAX as usize) as libc::c_int;
-        for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
-            // SAFETY: the pointer and length describe `v`, a c_int that lives across the call;
-            // setsockopt only reads it.
-            let r = unsafe {
-                libc::setsockopt(
-                    self.0.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&v as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r == 0 {
-                return;
-            }
-        }
+        super::sockopt::set_recv_buffer(&self.0, bytes);
     }
 
     pub fn send(&self, msg: &[u8]) -> io::Result<()> {

@@ -47,7 +47,7 @@ classes! {
     Bfd => "bfd", 10_000, 1_000, "BFD (UDP 3784, 3785, 4784)";
     Vrrp => "vrrp", 1_000, 100, "VRRP";
     Rip => "rip", 1_000, 100, "RIP and RIPng (UDP 520, 521)";
-    GtpC => "gtp-c", 10_000, 1_000, "GTPv1-C (UDP 2123)";
+    GtpC => "gtp-c", 100_000, 10_000, "GTPv1-C (UDP 2123): sized for 50,000 context creates a second and their retransmissions";
     GtpU => "gtp-u", 1_000, 100, "GTP-U signalling (Echo, Error Indication, End Marker) and G-PDUs for unknown TEIDs (answered with an Error Indication)";
     Dlsw => "dlsw", 5_000, 500, "DLSw SSP (TCP 2065, 2067)";
     Local => "local", 2_000, 200, "other traffic to the router's addresses (ICMP echo, SSH, ...)";
