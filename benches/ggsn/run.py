@@ -20,6 +20,7 @@ OUT/ggsn.json, with each run's own GG-1 report (gg-1.md, .json, .svg) under OUT/
     sudo benches/ggsn/run.py --quick    # 1,000 contexts (and per search step), 1 s trials
     sudo benches/ggsn/run.py --full     # the same contexts, 10 s trials, 2% resolution
     sudo benches/ggsn/run.py --only l --contexts 384000 --create-search 100000   # GG-1's scale
+    sudo benches/ggsn/run.py --gg2      # GG-2: two Linerate GGSNs, 1024 B and 1460 B
 
 OsmoGGSN holds at most 1,024 contexts (its GTP library's table; the 1,025th Create is refused
 with "no memory available"), so the side by side runs 1,000 contexts through each; Linerate
@@ -87,7 +88,8 @@ ggsn ggsn0
 LABELS = {"o": "OsmoGGSN (gtpu-mode tun)", "l": "Linerate"}
 
 
-def linerate_config(core: int, driver: str, contexts: int) -> str:
+def linerate_config(core: int, driver: str, contexts: int, net: int = 0) -> str:
+    """A Linerate GGSN on d0 (Gn, 10.NET.0.1) and d1 (Gi, 10.NET+1.0.1)."""
     return f"""\
 router: {{ workers: 1, cores: [{core}] }}
 limits: {{ gtp-contexts: {max(65_536, contexts * 2)} }}
@@ -95,10 +97,10 @@ ports:
   - {{ name: gn, driver: {driver}, device: d0 }}
   - {{ name: gi, driver: {driver}, device: d1 }}
 interfaces:
-  - {{ name: gn, port: gn, mac: "{LR_MAC[0]}", ipv4: [10.0.0.1/24] }}
-  - {{ name: gi, port: gi, mac: "{LR_MAC[1]}", ipv4: [10.1.0.1/24] }}
+  - {{ name: gn, port: gn, mac: "{LR_MAC[0]}", ipv4: [10.{net}.0.1/24] }}
+  - {{ name: gi, port: gi, mac: "{LR_MAC[1]}", ipv4: [10.{net + 1}.0.1/24] }}
 ggsn:
-  address: 10.0.0.1
+  address: 10.{net}.0.1
   create-rate: 1000000
   echo-interval: 0
   apns:
@@ -212,6 +214,87 @@ class Bench:
         return {"key": key, "report": rep}
 
 
+GG2_DUT_YAML = f"""\
+ports:
+  - {{ name: gna, driver: af_packet, device: d0 }}
+  - {{ name: gia, driver: af_packet, device: d1 }}
+  - {{ name: gnb, driver: af_packet, device: d2 }}
+  - {{ name: gib, driver: af_packet, device: d3 }}
+interfaces:
+  - {{ name: gna, port: gna, ipv4: [10.0.0.1/24] }}
+  - {{ name: gia, port: gia, ipv4: [10.1.0.1/24] }}
+  - {{ name: gnb, port: gnb, ipv4: [10.2.0.1/24] }}
+  - {{ name: gib, port: gib, ipv4: [10.3.0.1/24] }}
+neighbors:
+  - {{ interface: gna, ip: 10.0.0.2, mac: "{T_MAC[0]}" }}
+  - {{ interface: gia, ip: 10.1.0.2, mac: "{T_MAC[1]}" }}
+  - {{ interface: gnb, ip: 10.2.0.2, mac: "02:00:00:00:1e:02" }}
+  - {{ interface: gib, ip: 10.3.0.2, mac: "02:00:00:00:1f:02" }}
+"""
+
+
+def gg2(tb: Testbed, bin_: Path, args) -> dict:
+    """GG-2: two Linerate GGSNs in namespaces of their own, each on its own veth pair, one
+    tester: 1024 B through A, 1460 B through B, each alone and then both. Their workers go on
+    the last two CPUs when the machine has three or more, else both on the last one (then they
+    share a core, and together can only be about half of alone)."""
+    out = args.out
+    tst = tb.netns("tester")
+    ncpu = os.cpu_count() or 1
+    cores = [ncpu - 1, ncpu - 2] if ncpu >= 3 else [ncpu - 1, ncpu - 1]
+    procs = []
+    try:
+        for i, name in enumerate("ab"):
+            dut = tb.netns(f"ggsn_{name}")
+            t = (f"t{2 * i}", f"t{2 * i + 1}")
+            tb.veth(tst, t[0], dut, "d0", queues=2)
+            tb.veth(tst, t[1], dut, "d1", queues=2)
+            tst.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1 for d in t})
+            dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1 for d in ("d0", "d1")})
+            for d in t:
+                tst.up(d)
+            for d in ("d0", "d1"):
+                dut.up(d)
+            dut.up("lo")
+            tst.addr(t[0], f"10.{2 * i}.0.3/24")
+            if ncpu > 1:
+                rps(tst, t, 0)
+                rps(dut, ("d0", "d1"), cores[i])
+            wd = out / f"linerate-{name}"
+            wd.mkdir(parents=True, exist_ok=True)
+            cfg = wd / "router.yaml"
+            cfg.write_text(linerate_config(cores[i], args.driver, args.contexts, net=2 * i))
+            sock, log = wd / "api.sock", wd / "daemon.log"
+            proc = dut.popen(boosted([str(bin_), "daemon", "--config", str(cfg), "--no-state",
+                                      "--socket", str(sock)], args.boost),
+                             log=log, name=f"linerate-{name}")
+            procs.append(proc)
+            wait_until(lambda: sock.exists() or not proc.running, 60,
+                       what="the daemon's API socket")
+            if not proc.running:
+                raise RuntimeError(f"linerate daemon {name} exited:\n{log.read_text()[-3000:]}")
+        (out / "dut.yaml").write_text(GG2_DUT_YAML)
+        argv = [str(bin_), "bench", "external", "--dut", str(out / "dut.yaml"),
+                "--port", "gna=t0", "--port", "gia=t1", "--port", "gnb=t2", "--port", "gib=t3",
+                "--core", "0", "--gtp", "--sgsn", "10.0.0.3", "--sgsn", "10.2.0.3",
+                "--contexts", str(args.contexts), "--create-rate", str(args.create_rate),
+                "--sizes", "1024", "--second-size", "1460", "--alone",
+                "--seconds", str(args.seconds), "--resolution", str(args.resolution),
+                "--out", str(out / "run-gg2")]
+        if args.boost:
+            argv = ["setsid", "-w", *boosted(argv, True)]
+        p = tst.run(argv, check=False, timeout=args.timeout)
+        (out / "run-gg2.log").write_text(p.stdout + p.stderr)
+        if p.returncode != 0:
+            raise RuntimeError((p.stderr or p.stdout or "failed").strip().splitlines()[-1])
+        rep = json.loads((out / "run-gg2" / "gg-2.json").read_text())
+        rep["_cores"] = cores
+        return rep
+    finally:
+        for proc in procs:
+            proc.stop()
+
+
 def figures(r: dict) -> dict:
     """What the table shows of one GGSN's GG-1 report."""
     rep = r.get("report")
@@ -222,10 +305,11 @@ def figures(r: dict) -> dict:
          "created": g["create"]["accepted"], "requested": g["create"]["requests"],
          "verdict": rep["verdict"]}
     for row in rep["rows"]:
+        key = row["key"].lower()
         best = next((t for t in row["trials"] if t["pass"] and t["load"] == row["throughput_load"]),
                     None)
         cpu = (best or {}).get("cpu") or {}
-        f[row["key"]] = {
+        f[key] = {
             "ndr_fps": row["throughput_fps"],
             "tester_limited": row["tester_limited"],
             "lat_avg_us": (row["latency"] or {}).get("avg_ns", 0) / 1e3 if row["latency"] else None,
@@ -256,7 +340,7 @@ def table(results: list[dict], sizes: list[str]) -> str:
             continue
         cells = [LABELS[r["key"]], fmt(f["best_rate"]), ratio(f["best_rate"], base.get("best_rate"))]
         for s in sizes:
-            x, b = f.get(s, {}), base.get(s, {})
+            x, b = f.get(s.lower(), {}), base.get(s.lower(), {})
             ndr = fmt(x.get("ndr_fps")) + (" (tester-bound)" if x.get("tester_limited") else "")
             cells += [ndr, ratio(x.get("ndr_fps"), b.get("ndr_fps")), fmt(x.get("lat_avg_us"), 1),
                       fmt(x.get("dut_core_ns"))]
@@ -290,6 +374,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="ol", help="o: OsmoGGSN, l: Linerate")
     ap.add_argument("--driver", choices=["af_packet", "af_xdp"], default="af_packet",
                     help="Linerate's port driver")
+    ap.add_argument("--gg2", action="store_true",
+                    help="GG-2 instead: two Linerate GGSNs, 1024 B through one and 1460 B "
+                         "through the other, each alone and then together")
     ap.add_argument("--no-boost", dest="boost", action="store_false")
     ap.add_argument("--out", type=Path, default=REPO / "target" / "bench" / "ggsn")
     ap.add_argument("--timeout", type=float, default=7200, help="seconds per tester run")
@@ -304,11 +391,19 @@ def main(argv=None) -> int:
     if not bin_.is_file():
         print(f"{bin_}: no linerate binary (cargo build --release -p linerate)", file=sys.stderr)
         return 2
-    if "o" in args.only and not shutil.which("osmo-ggsn"):
+    if "o" in args.only and not args.gg2 and not shutil.which("osmo-ggsn"):
         print("osmo-ggsn not found (apt-get install osmo-ggsn)", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.gg2:
+        with Testbed(args.out) as tb:
+            rep = gg2(tb, bin_, args)
+        md = (args.out / "run-gg2" / "gg-2.md").read_text()
+        print(md)
+        print(f"GGSN workers on CPUs {rep['_cores']} ({os.cpu_count()} CPUs); verdict "
+              f"{rep['verdict']}")
+        return 0
     results = []
     with Testbed(args.out) as tb:
         b = Bench(tb, bin_, args.out, args)

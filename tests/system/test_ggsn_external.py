@@ -200,3 +200,83 @@ def test_gg1_against_osmo_ggsn(linerate_bin, testbed, tmp_path):
         assert_traffic(rep)
     finally:
         proc.stop()
+
+
+GG2_DUT_YAML = """\
+ports:
+  - { name: gna, driver: af_packet, device: d0 }
+  - { name: gia, driver: af_packet, device: d1 }
+  - { name: gnb, driver: af_packet, device: d2 }
+  - { name: gib, driver: af_packet, device: d3 }
+interfaces:
+  - { name: gna, port: gna, ipv4: [10.0.0.1/24] }
+  - { name: gia, port: gia, ipv4: [10.1.0.1/24] }
+  - { name: gnb, port: gnb, ipv4: [10.2.0.1/24] }
+  - { name: gib, port: gib, ipv4: [10.3.0.1/24] }
+neighbors:
+  - { interface: gna, ip: 10.0.0.2, mac: "02:00:00:00:0e:02" }
+  - { interface: gia, ip: 10.1.0.2, mac: "02:00:00:00:0f:02" }
+  - { interface: gnb, ip: 10.2.0.2, mac: "02:00:00:00:1e:02" }
+  - { interface: gib, ip: 10.3.0.2, mac: "02:00:00:00:1f:02" }
+"""
+
+
+def test_gg2_two_linerate_ggsns_side_by_side(linerate_bin, testbed, tmp_path):
+    """GG-2's shape at a low fixed load: two GGSNs (two daemons, namespaces of their own), one
+    tester with an SGSN emulator for each; 1024 B through A, 1460 B through B, each alone and
+    then together. Every frame of each goes through its own GGSN only; together carries what
+    alone did (at this load there is room for both)."""
+    tst = testbed.netns("tester")
+    routers = []
+    try:
+        for i, name in enumerate("ab"):
+            dut = testbed.netns(f"ggsn_{name}")
+            t = (f"t{2 * i}", f"t{2 * i + 1}")
+            testbed.veth(tst, t[0], dut, "d0")
+            testbed.veth(tst, t[1], dut, "d1")
+            tst.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1 for d in t})
+            tst.addr(t[0], f"10.{2 * i}.0.3/24")
+            tst.up(t[1])
+            for d in ("d0", "d1"):
+                dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+                dut.up(d)
+            dut.up("lo")
+            cfg = LINERATE.replace("10.0.0.", f"10.{2 * i}.0.").replace(
+                "10.1.0.", f"10.{2 * i + 1}.0.")
+            routers.append(Router(linerate_bin, dut, tmp_path / f"dut-{name}", cfg))
+        f = tmp_path / "dut.yaml"
+        f.write_text(GG2_DUT_YAML)
+        out = tmp_path / "out"
+        argv = [str(linerate_bin), "bench", "external", "--dut", str(f),
+                "--port", "gna=t0", "--port", "gia=t1", "--port", "gnb=t2", "--port", "gib=t3",
+                "--gtp", "--sgsn", "10.0.0.3", "--sgsn", "10.2.0.3", "--contexts", "100",
+                "--create-rate", "1000", "--sizes", "1024", "--second-size", "1460", "--alone",
+                "--speed", "10m", "--load", "20", "--seconds", "1", "--out", str(out)]
+        p = tst.run(argv, check=False, timeout=300)
+        assert p.returncode == 0, f"{p.stdout}\n{p.stderr}"
+        rep = json.loads((out / "gg-2.json").read_text())
+        md = (out / "gg-2.md").read_text()
+        assert rep["verdict"] == "pass", json.dumps(rep["checks"], indent=1) + p.stderr
+        assert [g["instance"] for g in rep["gtp"]] == ["A", "B"]
+        assert all(g["create"]["accepted"] == 100 and g["delete"]["accepted"] == 100
+                   for g in rep["gtp"]), rep["gtp"]
+        rows = {r["key"]: r for r in rep["rows"]}
+        assert set(rows) == {"1024 A alone", "1024 B alone", "1024 together"}, rows.keys()
+        for key, names in (("1024 A alone", {"A uplink", "A downlink"}),
+                           ("1024 B alone", {"B uplink", "B downlink"}),
+                           ("1024 together", {"A uplink", "A downlink", "B uplink",
+                                              "B downlink"})):
+            (t,) = rows[key]["trials"]
+            assert {s["name"] for s in t["streams"]} == names, (key, t["streams"])
+            assert t["pass"] and t["lost"] == 0 and t["misdelivered"] == 0, (key, t)
+            assert all(s["rx"] == s["tx"] > 50 for s in t["streams"]), (key, t["streams"])
+        names = {c["name"] for c in rep["checks"]}
+        assert {"1024: GGSN A together against alone", "1024: GGSN B together against alone",
+                "GGSN A: contexts created", "GGSN B: contexts deleted"} <= names, names
+        assert "Side by side" in md and "| 1024 | B |" in md, md
+        # Each GGSN created its own subscribers' contexts only.
+        for r in routers:
+            assert r.json("show", "gtp", "statistics")["creates"].get("128") == 100
+    finally:
+        for r in routers:
+            r.stop()

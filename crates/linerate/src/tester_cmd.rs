@@ -218,17 +218,24 @@ pub struct GtpArgs {
     #[arg(long)]
     gtp: bool,
     /// --gtp: the GGSN's GTP-C and GTP-U address (default: the Gn interface's IPv4 address in
-    /// DUT.yaml).
+    /// DUT.yaml); GG-2: once per GGSN.
     #[arg(long)]
-    ggsn: Option<std::net::Ipv4Addr>,
+    ggsn: Vec<std::net::Ipv4Addr>,
     /// --gtp: the emulated SGSN's signalling address, one of this host's (its GTP-C socket binds
-    /// port 2123 there).
+    /// port 2123 there); GG-2: once per GGSN.
     #[arg(long)]
-    sgsn: Option<std::net::Ipv4Addr>,
+    sgsn: Vec<std::net::Ipv4Addr>,
     /// --gtp: the SGSN's user plane address, where the downlink is sent (default: the Gn
-    /// port's neighbour in DUT.yaml, which the tester emulates).
+    /// port's neighbour in DUT.yaml, which the tester emulates); GG-2: once per GGSN.
     #[arg(long)]
-    sgsn_user: Option<std::net::Ipv4Addr>,
+    sgsn_user: Vec<std::net::Ipv4Addr>,
+    /// --gtp with four --port (Gn, Gi of GGSN A, then of GGSN B): GG-2. The second GGSN's
+    /// frames are this size whatever the row's (the seed: 1460 while the first's are 1024).
+    #[arg(long, default_value_t = 0)]
+    second_size: u16,
+    /// GG-2: search each GGSN alone too, so both together are judged against it.
+    #[arg(long)]
+    alone: bool,
     /// --gtp: the APN every context asks for.
     #[arg(long, default_value = "internet")]
     apn: String,
@@ -552,6 +559,7 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
             core: a.core,
             dut_api: a.dut_api.clone(),
             resolve_timeout: std::time::Duration::from_secs_f64(a.resolve_timeout),
+            subsets: Vec::new(),
         },
         &ro,
         &mut obs,
@@ -562,33 +570,70 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
 /// `bench external --gtp`: GG-1 against a GGSN.
 fn gtp(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), String> {
     let g = &a.gtp;
-    if a.ports.len() != 2 {
-        return Err("--gtp: two --port, Gn first, then Gi".into());
+    let n = a.ports.len() / 2;
+    if a.ports.len() % 2 != 0 || !(1..=2).contains(&n) {
+        return Err(
+            "--gtp: two --port per GGSN, Gn first, then Gi (four for GG-2: A's, then B's)".into(),
+        );
     }
     let speed = tester::load::parse_speed(&a.speed).map_err(|e| format!("--speed: {e}"))?;
     let infos = tester::external::port_infos(&dut, &a.ports);
-    let gn_if = dut
-        .cfg
-        .interfaces
-        .iter()
-        .find(|i| i.port == a.ports[0].dut_port && i.vlan.is_none());
-    let ggsn = match (g.ggsn, gn_if.and_then(|i| i.ipv4.first())) {
-        (Some(x), _) => x,
-        (None, Some(p)) => std::net::Ipv4Addr::from(p.0),
-        (None, None) => {
-            return Err("--gtp: no --ggsn, and the Gn interface has no IPv4 address".into())
+    let pick = |v: &[std::net::Ipv4Addr], i: usize, what: &str| -> Result<Option<_>, String> {
+        match v.len() {
+            0 => Ok(None),
+            l if l == n => Ok(Some(v[i])),
+            l => Err(format!("{what}: given {l} times for {n} GGSN(s)")),
         }
     };
-    let sgsn = g
-        .sgsn
-        .ok_or("--gtp needs --sgsn, the address GTP-C is sent from (one of this host's)")?;
-    let user = match (g.sgsn_user, infos[0].host_v4) {
-        (Some(x), _) => x,
-        (None, Some(h)) => std::net::Ipv4Addr::from(h),
-        (None, None) => {
-            return Err("--gtp: no --sgsn-user, and the Gn port has no IPv4 neighbour".into())
-        }
-    };
+    let mut instances = Vec::new();
+    for i in 0..n {
+        let gn = &a.ports[2 * i];
+        let gn_if = dut
+            .cfg
+            .interfaces
+            .iter()
+            .find(|x| x.port == gn.dut_port && x.vlan.is_none());
+        let ggsn = match (
+            pick(&g.ggsn, i, "--ggsn")?,
+            gn_if.and_then(|x| x.ipv4.first()),
+        ) {
+            (Some(x), _) => x,
+            (None, Some(p)) => std::net::Ipv4Addr::from(p.0),
+            (None, None) => {
+                return Err(format!(
+                    "--gtp: no --ggsn, and the Gn interface of port {} has no IPv4 address",
+                    gn.dut_port
+                ))
+            }
+        };
+        let sgsn = pick(&g.sgsn, i, "--sgsn")?.ok_or(
+            "--gtp needs --sgsn (once per GGSN), the address GTP-C is sent from (one of this host's)",
+        )?;
+        let user = match (pick(&g.sgsn_user, i, "--sgsn-user")?, infos[2 * i].host_v4) {
+            (Some(x), _) => x,
+            (None, Some(h)) => std::net::Ipv4Addr::from(h),
+            (None, None) => {
+                return Err(format!(
+                    "--gtp: no --sgsn-user, and port {} has no IPv4 neighbour",
+                    gn.dut_port
+                ))
+            }
+        };
+        let mut o = tester::sgsn::SgsnOpts::new(ggsn, sgsn, user, &g.apn);
+        // Each GGSN's subscribers apart from the other's.
+        o.imsi_base = g.imsi_base + i as u64 * 100_000_000;
+        instances.push(tester::ggsn::Instance {
+            name: if n == 1 {
+                String::new()
+            } else {
+                ["A", "B"][i].to_string()
+            },
+            sgsn: o,
+            gn: 2 * i,
+            gi: 2 * i + 1,
+            min_size: if i == 1 { g.second_size } else { 0 },
+        });
+    }
     for (name, v) in [
         ("--create-rate", g.create_rate),
         ("--delete-rate", g.delete_rate),
@@ -601,15 +646,13 @@ fn gtp(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), 
     if g.contexts == 0 {
         return Err("--contexts: at least 1".into());
     }
-    if g.imsi_base + g.contexts as u64 + g.create_search as u64 * 64 >= 1_000_000_000_000_000 {
+    if g.imsi_base + 200_000_000 >= 1_000_000_000_000_000 {
         return Err("--imsi-base: IMSIs have 15 digits".into());
     }
     let sizes = ro
         .sizes
         .clone()
         .unwrap_or_else(|| vec![FrameSizes::Fixed(64)]);
-    let mut o = tester::sgsn::SgsnOpts::new(ggsn, sgsn, user, &g.apn);
-    o.imsi_base = g.imsi_base;
     let mut obs = ProgressPrinter::new();
     obs.verbose = !a.trial.quiet;
     let r = tester::ggsn::run(
@@ -619,17 +662,26 @@ fn gtp(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), 
                 dut,
                 maps: a.ports.clone(),
                 streams: Vec::new(),
-                speeds: vec![speed; 2],
+                speeds: vec![speed; a.ports.len()],
                 sizes,
-                what: format!(
-                    "Gn {} on {}, Gi {} on {}",
-                    a.ports[0].dut_port, a.ports[0].device, a.ports[1].dut_port, a.ports[1].device
-                ),
+                what: a
+                    .ports
+                    .chunks(2)
+                    .map(|p| {
+                        format!(
+                            "Gn {} on {}, Gi {} on {}",
+                            p[0].dut_port, p[0].device, p[1].dut_port, p[1].device
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 core: a.core,
                 dut_api: a.dut_api.clone(),
                 resolve_timeout: std::time::Duration::from_secs_f64(a.resolve_timeout),
+                subsets: Vec::new(),
             },
-            sgsn: o,
+            instances,
+            alone: g.alone,
             contexts: g.contexts,
             create_rate: g.create_rate,
             search: (g.create_search > 0).then(|| tester::ggsn::RateSearch {

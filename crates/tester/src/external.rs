@@ -1107,6 +1107,9 @@ pub struct ExternalRun {
     /// A Linerate daemon's API socket, for its workers' busy time.
     pub dut_api: Option<PathBuf>,
     pub resolve_timeout: Duration,
+    /// Named subsets of the streams, each searched on its own per frame size (row key "SIZE
+    /// NAME"): GG-2 runs each GGSN alone, then both. Empty: one row per size, every stream.
+    pub subsets: Vec<(String, Vec<usize>)>,
 }
 
 /// The tester's view of each `--port` (MACs and addresses from DUT.yaml), in order.
@@ -1169,20 +1172,48 @@ pub fn run(
         ..Default::default()
     };
     let all: Vec<usize> = (0..nstreams).collect();
+    let subsets: Vec<(String, Option<Vec<usize>>)> = if x.subsets.is_empty() {
+        vec![(String::new(), None)]
+    } else {
+        x.subsets
+            .iter()
+            .map(|(n, s)| (format!(" {n}"), Some(s.clone())))
+            .collect()
+    };
     let mut rows = Vec::new();
     for sz in &x.sizes {
-        let mut r = match ro.fixed_load {
-            Some(l) => procedures::fixed_load(&mut tester, sz, &ro.trial, l, tolerance, obs),
-            None => procedures::throughput(&mut tester, sz, &ro.trial, &search, obs),
-        };
-        r.tester_limited = tester_bound(&r);
-        rows.push(crate::run::Row {
-            key: sz.to_string(),
-            nominal_fps: crate::run::nominal_fps(&tester, sz, &all),
-            sizes: sz.clone(),
-            seed: None,
-            search: r,
-        });
+        for (name, active) in &subsets {
+            let mut r = match ro.fixed_load {
+                Some(l) => procedures::fixed_load_of(
+                    &mut tester,
+                    sz,
+                    &ro.trial,
+                    l,
+                    tolerance,
+                    active.clone(),
+                    obs,
+                ),
+                None => {
+                    let o = SearchOpts {
+                        active: active.clone(),
+                        ..search.clone()
+                    };
+                    procedures::throughput(&mut tester, sz, &ro.trial, &o, obs)
+                }
+            };
+            r.tester_limited = tester_bound(&r);
+            rows.push(crate::run::Row {
+                key: format!("{sz}{name}"),
+                nominal_fps: crate::run::nominal_fps(
+                    &tester,
+                    sz,
+                    active.as_deref().unwrap_or(&all),
+                ),
+                sizes: sz.clone(),
+                seed: None,
+                search: r,
+            });
+        }
     }
     let mut loss = Vec::new();
     let mut b2b = Vec::new();
@@ -1245,7 +1276,7 @@ pub fn run(
                 .into(),
         ],
         external: Some(info),
-        gtp: None,
+        gtp: Vec::new(),
         soak: Vec::new(),
     })
 }

@@ -632,7 +632,7 @@ pub fn run_external(
                 .into(),
         ],
         external: None,
-        gtp: None,
+        gtp: Vec::new(),
         soak: Vec::new(),
     })
 }

@@ -128,7 +128,21 @@ pub fn fixed_load(
     tolerance: f64,
     obs: &mut dyn Observer,
 ) -> Throughput {
+    fixed_load_of(t, sizes, trial, load, tolerance, None, obs)
+}
+
+/// [`fixed_load`] with only the streams `active` sent (None: all).
+pub fn fixed_load_of(
+    t: &mut Tester,
+    sizes: &FrameSizes,
+    trial: &TrialOpts,
+    load: f64,
+    tolerance: f64,
+    active: Option<Vec<usize>>,
+    obs: &mut dyn Observer,
+) -> Throughput {
     let mut spec = trial.spec(load, sizes);
+    spec.active = active;
     let label = format!("{sizes} at {:.1}%", load * 100.0);
     let r = t.trial(&mut spec, &mut |p| obs.progress(&label, p));
     let pass = passes(&r, tolerance);

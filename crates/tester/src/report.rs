@@ -552,8 +552,8 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
         }
     }
     s += "\n";
-    if let Some(g) = &r.gtp {
-        s += &crate::ggsn::table(r, g);
+    if !r.gtp.is_empty() {
+        s += &crate::ggsn::table(r, &r.gtp);
         s += "\n";
     }
     s += &loss_and_back_to_back(r);
@@ -763,7 +763,7 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
     if let Some(x) = &r.multicast {
         c.extend(x.checks.iter().cloned());
     }
-    if let Some(x) = &r.gtp {
+    for x in &r.gtp {
         c.extend(x.checks.iter().cloned());
     }
     for sk in &r.soak {
@@ -879,7 +879,11 @@ pub fn json(r: &ScenarioReport) -> Value {
             }
             v
         }),
-        "gtp": r.gtp.as_ref().map(|g| serde_json::to_value(g).unwrap_or(Value::Null)),
+        "gtp": match r.gtp.as_slice() {
+            [] => Value::Null,
+            [one] => serde_json::to_value(one).unwrap_or(Value::Null),
+            many => serde_json::to_value(many).unwrap_or(Value::Null),
+        },
     })
 }
 

@@ -121,8 +121,8 @@ pub struct ScenarioReport {
     pub notes: Vec<String>,
     /// External mode: the device, the cabling, neighbour resolution, priming.
     pub external: Option<crate::external::ExternalInfo>,
-    /// GG-1: what the SGSN emulator did (context creation, rate search, deletion).
-    pub gtp: Option<crate::ggsn::GtpReport>,
+    /// GG-1, GG-2: what each GGSN's SGSN emulator did (rate search, creation, deletion).
+    pub gtp: Vec<crate::ggsn::GtpReport>,
     /// `--soak`: the long trial at each row's throughput.
     pub soak: Vec<Soak>,
 }
@@ -521,7 +521,7 @@ pub fn run_with(
         fixed_load,
         notes: s.notes,
         external: None,
-        gtp: None,
+        gtp: Vec::new(),
         soak,
     })
 }
