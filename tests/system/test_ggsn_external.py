@@ -30,6 +30,7 @@ import pytest
 
 from test_real_ports import Router
 from testbed import require_tools, wait_until
+from testbed.capture import read_fields
 
 pytestmark = pytest.mark.usefixtures("testbed_session")
 
@@ -112,8 +113,12 @@ def assert_traffic(rep: dict) -> None:
 
 
 def test_gg1_against_linerate(linerate_bin, testbed, tmp_path):
+    require_tools("tshark")
     tst, dut = topology(testbed)
     r = Router(linerate_bin, dut, tmp_path / "dut", LINERATE)
+    # Gn as the wire carries it, from both ends (a frame a packet socket sends past the qdisc
+    # is not seen by captures on its own side): each end's capture holds what it received.
+    caps = [testbed.capture(tst, "t0", "gn-tester.pcap"), testbed.capture(dut, "d0", "gn-dut.pcap")]
     try:
         f = tmp_path / "dut.yaml"
         f.write_text(DUT_YAML)
@@ -145,6 +150,21 @@ def test_gg1_against_linerate(linerate_bin, testbed, tmp_path):
         assert int(down.group(1)) >= sent_up, metrics[-2000:]
     finally:
         r.stop()
+        for c in caps:
+            c.stop()
+    # tshark decodes every GTP message on Gn, the tester's and the GGSN's, without a complaint:
+    # creates, deletes and their responses, G-PDUs both ways with the test packets inside.
+    rows = [row for c in caps for row in read_fields(
+        c.pcap, ["gtp.message", "_ws.expert.severity", "ip.dst", "udp.dstport"],
+        display_filter="gtp")]
+    kinds = {row[0] for row in rows}
+    assert {"0x10", "0x11", "0x14", "0x15", "0xff"} <= kinds, kinds
+    assert not any(row[1] for row in rows), [r for r in rows if r[1]][:5]
+    gpdu_to = {row[2].split(",")[0] for row in rows if row[0] == "0xff"}
+    assert {"10.0.0.1", "10.0.0.2"} <= gpdu_to, gpdu_to
+    # Inside the uplink's tunnels: the tester's UDP test packets to the Gi host.
+    assert any(row[0] == "0xff" and row[2].endswith("10.1.0.2") and "5000" in row[3]
+               for row in rows), rows[:5]
 
 
 OSMO_GGSN = """\

@@ -66,9 +66,51 @@ pub fn streams(data: &[u8]) {
     }
 }
 
+/// `data` as what a GGSN sends the SGSN emulator: read as a Create or Delete response and as an
+/// Echo Request. Nothing panics; an answer read is one of a response's outcomes, with the
+/// sequence number the header carries; an Echo Response is built only for an Echo Request and
+/// parses back with its sequence number.
+pub fn sgsn(data: &[u8]) {
+    use crate::sgsn::{answer, echo_response, Answer};
+    use packet::gtp::{self, msg};
+    let h = gtp::parse_header(data).ok();
+    if let Some((seq, a)) = answer(data) {
+        let h = h.expect("an answer has a valid header");
+        assert!(matches!(
+            h.msg_type,
+            msg::CREATE_PDP_RESPONSE | msg::DELETE_PDP_RESPONSE
+        ));
+        assert_eq!(Some(seq), h.seq);
+        if let Answer::Created { .. } = a {
+            assert_eq!(h.msg_type, msg::CREATE_PDP_RESPONSE);
+        }
+    }
+    if let Some(r) = echo_response(data, 7) {
+        let h = h.expect("an Echo Request has a valid header");
+        assert_eq!(h.msg_type, msg::ECHO_REQUEST);
+        let back = gtp::parse_header(&r).expect("our Echo Response parses");
+        assert_eq!(back.msg_type, msg::ECHO_RESPONSE);
+        assert_eq!(back.seq, Some(h.seq.unwrap_or(0)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sgsn_inputs() {
+        use packet::gtp::{cause, ie, msg, MsgBuilder};
+        sgsn(b"");
+        sgsn(&MsgBuilder::new(msg::ECHO_REQUEST, 0, 9).finish());
+        let mut m = MsgBuilder::new(msg::CREATE_PDP_RESPONSE, 1, 3);
+        m.tv(ie::CAUSE, &[cause::REQUEST_ACCEPTED]);
+        sgsn(&m.finish());
+        for (name, data) in packet::fuzz_inputs::saved("sgsn") {
+            eprintln!("{name}");
+            sgsn(&data);
+        }
+    }
 
     #[test]
     fn streams_inputs() {

@@ -490,7 +490,7 @@ fn instance_table(g: &GtpReport) -> String {
         g.apn
     );
     if !g.search.is_empty() {
-        s += "Create rate search (99.999% accepted at the first sending to pass: a request that needed a retransmission was not handled at the rate)\n\n";
+        s += "Create rate search (to pass: 99.999% accepted at the first sending, a request that needed a retransmission not having been handled at the rate; and accepted at 90% of the rate asked or more)\n\n";
         s += "| rate asked (/s) | requests | accepted | refused | unanswered | accepted/s | answer avg / p99 / max (us) | retransmitted | pass |\n";
         s += "|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
         for st in &g.search {
