@@ -148,7 +148,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         Some(g) => {
             let svc = control::gtp::service::Service::start(g.clone(), Some(logger.clone()))?;
             eprintln!("linerate: GGSN GTP-C on {}", svc.control);
-            Some(svc)
+            Some((svc, g.clone()))
         }
         None => None,
     };
@@ -188,6 +188,13 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             &core,
         ))),
     )?;
+    // GTP-C requests answered in the punt thread, not through the twin and the socket.
+    if let Some((svc, g)) = &ggsn {
+        punt.answer_gtpc(control::gtp::direct::Direct::new(
+            g.clone(),
+            svc.control_socket.clone(),
+        ));
+    }
     *core.punt.lock().unwrap_or_else(|e| e.into_inner()) = Some(punt);
     let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
     *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;

@@ -4,12 +4,14 @@
 //! - [`engine`]: GTP-C as a function of the messages received (sans I/O);
 //! - [`pool`]: the APNs' address pools;
 //! - [`service`]: the thread that moves GTP-C and GTP-U signalling between the kernel's UDP
-//!   sockets (on the TAP twins, where the data plane punts them) and the engine.
+//!   sockets (on the TAP twins, where the data plane punts them) and the engine;
+//! - [`direct`]: GTP-C requests answered in the punt path, without the kernel's round trip.
 //!
 //! The router's side ([`Ggsn`]) outlives config commits: contexts stay up while the rest of the
 //! config changes; a commit that changes the `ggsn` section itself is refused (restart to
 //! change it).
 
+pub mod direct;
 pub mod engine;
 pub mod pool;
 pub mod service;
@@ -25,6 +27,9 @@ pub struct Ggsn {
     pub cfg: GgsnCfg,
     pub table: Arc<GtpTable>,
     pub engine: Mutex<engine::Engine>,
+    /// The engine's clock starts here: every caller (the GTP-C thread, the punt path) reads
+    /// the same one.
+    epoch: std::time::Instant,
 }
 
 impl Ggsn {
@@ -37,7 +42,13 @@ impl Ggsn {
             cfg: cfg.clone(),
             engine: Mutex::new(engine::Engine::new(cfg, table.clone(), recovery)),
             table,
+            epoch: std::time::Instant::now(),
         })
+    }
+
+    /// Milliseconds since the GGSN started: the engine's time.
+    pub fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
     }
 
     pub fn engine(&self) -> std::sync::MutexGuard<'_, engine::Engine> {

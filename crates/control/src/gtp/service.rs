@@ -13,7 +13,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use packet::gtp::{GTPC_PORT, GTPU_PORT};
 
@@ -25,6 +25,9 @@ pub struct Service {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     pub control: SocketAddr,
+    /// The GTP-C socket, shared with [`super::direct::Direct`] for what it sends the kernel's
+    /// way.
+    pub control_socket: Arc<UdpSocket>,
 }
 
 impl Service {
@@ -43,18 +46,17 @@ impl Service {
             dataplane::port::sockopt::set_send_buffer(&s, 4 << 20);
             Ok::<_, String>(s)
         };
-        let (c, u) = (bind(GTPC_PORT)?, bind(GTPU_PORT)?);
+        let (c, u) = (Arc::new(bind(GTPC_PORT)?), Arc::new(bind(GTPU_PORT)?));
         let control = c.local_addr().map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
-        let started = Instant::now();
         let mut threads = Vec::new();
-        for (sock, user_plane) in [(c, false), (u, true)] {
+        for (sock, user_plane) in [(c.clone(), false), (u, true)] {
             let (g, stop, logger) = (g.clone(), stop.clone(), logger.clone());
             let name = if user_plane { "gtp-u" } else { "gtp-c" };
             threads.push(
                 std::thread::Builder::new()
                     .name(name.into())
-                    .spawn(move || serve(&g, &sock, user_plane, &stop, started, logger.as_deref()))
+                    .spawn(move || serve(&g, &sock, user_plane, &stop, logger.as_deref()))
                     .map_err(|e| e.to_string())?,
             );
         }
@@ -62,6 +64,7 @@ impl Service {
             stop,
             threads,
             control,
+            control_socket: c,
         })
     }
 }
@@ -75,16 +78,9 @@ impl Drop for Service {
     }
 }
 
-fn serve(
-    g: &Ggsn,
-    sock: &UdpSocket,
-    user_plane: bool,
-    stop: &AtomicBool,
-    started: Instant,
-    logger: Option<&Logger>,
-) {
+fn serve(g: &Ggsn, sock: &UdpSocket, user_plane: bool, stop: &AtomicBool, logger: Option<&Logger>) {
     let mut buf = vec![0u8; 65_536];
-    let now_ms = || started.elapsed().as_millis() as u64;
+    let now_ms = || g.now_ms();
     while !stop.load(Ordering::Relaxed) {
         if !user_plane {
             let sends = g.engine().tick(now_ms());

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::gtp::direct::Direct;
 use dataplane::buffer::{BufCache, Pool};
 use dataplane::punt::{ControlLink, Egress, Injected, PuntClass, PuntHub, Punted};
 use dataplane::tables::{Rewrite, SharedTables, Tables};
@@ -68,6 +69,7 @@ pub struct PuntPlane {
     pub hub: Arc<PuntHub>,
     plans: Plans,
     outbox: Outbox,
+    gtpc: GtpcHook,
 }
 
 /// Frames the control plane originates in bulk (a Flexlink's MAC-move updates: one per
@@ -92,7 +94,9 @@ impl PuntPlane {
         let status = Arc::new(Mutex::new(PuntStatus::default()));
         let plans = Plans::default();
         let outbox = Outbox::default();
+        let gtpc = GtpcHook::default();
         let mut th = PuntThread {
+            gtpc: gtpc.clone(),
             outbox: outbox.clone(),
             hub: hub.clone(),
             cache: BufCache::new(pool),
@@ -124,7 +128,14 @@ impl PuntPlane {
             hub,
             plans,
             outbox,
+            gtpc,
         })
+    }
+
+    /// From now on the GGSN's GTP-C requests are answered in this thread ([`Direct`]) instead
+    /// of going up the twin to the GTP-C socket. Once: a second call changes nothing.
+    pub fn answer_gtpc(&self, d: Direct) {
+        let _ = self.gtpc.set(d);
     }
 
     /// Queues frames to send as they are, each out of its port (in order, paced: see [`Outbox`]).
@@ -170,8 +181,12 @@ impl Drop for PuntPlane {
     }
 }
 
+/// The GGSN's direct GTP-C path, once the daemon has started it.
+type GtpcHook = Arc<std::sync::OnceLock<Direct>>;
+
 struct PuntThread {
     hub: Arc<PuntHub>,
+    gtpc: GtpcHook,
     cache: BufCache,
     shared: SharedTables,
     /// The tables the thread works with, and the last few generations before them (to read
@@ -364,6 +379,15 @@ impl PuntThread {
                     self.up_to_kernel(t, ifx, &b);
                 }
             }
+            PuntClass::GtpC => match self.gtpc.get().and_then(|d| d.handle(b.data())) {
+                Some(answers) => {
+                    let to = t.ifs.get(ifx as usize).map(Egress::of);
+                    for a in answers {
+                        self.send_frame(&a, to);
+                    }
+                }
+                None => self.up_to_kernel(t, ifx, &b),
+            },
             // Everything else, routing protocols and L2 control frames alike, goes up the
             // interface's twin to the kernel and the daemons listening there.
             _ => self.up_to_kernel(t, ifx, &b),
@@ -468,6 +492,25 @@ impl PuntThread {
         n
     }
 
+    /// A frame the control plane made, out of `to` (dropped and counted without a way out or a
+    /// buffer).
+    fn send_frame(&mut self, frame: &[u8], to: Option<Egress>) {
+        let Some(to) = to else {
+            self.inject_dropped += 1;
+            return;
+        };
+        let Some(mut b) = self.cache.alloc() else {
+            self.inject_dropped += 1;
+            return;
+        };
+        if b.fill(frame) {
+            self.inject(b, to);
+        } else {
+            self.cache.free(b);
+            self.inject_dropped += 1;
+        }
+    }
+
     fn inject(&mut self, b: PktBuf, to: Egress) {
         let n = self.links.len();
         if n == 0 {
@@ -488,17 +531,7 @@ impl PuntThread {
     fn carry_out(&mut self, out: &mut Vec<Out>) {
         for o in std::mem::take(out) {
             match o {
-                Out::Send { to, frame } => {
-                    if let Some(mut b) = self.cache.alloc() {
-                        if b.fill(&frame) {
-                            self.inject(b, to);
-                        } else {
-                            self.cache.free(b);
-                        }
-                    } else {
-                        self.inject_dropped += 1;
-                    }
-                }
+                Out::Send { to, frame } => self.send_frame(&frame, Some(to)),
                 Out::Learned { ifx, ip, mac } => {
                     self.sink.learned(self.cur.generation, ifx, ip, mac);
                     let t = self.cur.clone();
