@@ -89,7 +89,8 @@ LABELS = {"o": "OsmoGGSN (gtpu-mode tun)", "l": "Linerate"}
 
 
 def linerate_config(core: int, driver: str, contexts: int, net: int = 0) -> str:
-    """A Linerate GGSN on d0 (Gn, 10.NET.0.1) and d1 (Gi, 10.NET+1.0.1)."""
+    """A Linerate GGSN on d0 (Gn, 10.NET.0.1) and d1 (Gi, 10.NET+1.0.1), its table room for
+    twice `contexts` (the most held at once, a search step's or the run's)."""
     return f"""\
 router: {{ workers: 1, cores: [{core}] }}
 limits: {{ gtp-contexts: {max(65_536, contexts * 2)} }}
@@ -161,7 +162,8 @@ class Bench:
         wd = self.out / "linerate"
         wd.mkdir(parents=True, exist_ok=True)
         cfg = wd / "router.yaml"
-        cfg.write_text(linerate_config(self.dut_core, self.args.driver, self.args.contexts))
+        cfg.write_text(linerate_config(self.dut_core, self.args.driver,
+                                       max(self.args.contexts, self.args.create_search)))
         sock, log = wd / "api.sock", wd / "daemon.log"
         proc = self.dut.popen(boosted([str(self.bin), "daemon", "--config", str(cfg),
                                        "--no-state", "--socket", str(sock)], self.args.boost),

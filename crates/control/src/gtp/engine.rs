@@ -17,7 +17,9 @@
 //! - a G-PDU to an unknown TEID (punted by the data plane): an Error Indication back, at most
 //!   [`ERROR_INDICATION_RATE`] a second;
 //! - duplicates: a request whose sender and sequence number were answered in the last
-//!   [`DUPLICATE_WINDOW_MS`] gets the same answer again, and nothing is done twice (7.6);
+//!   [`DUPLICATE_WINDOW_MS`] gets the same answer again, and nothing is done twice (7.6), if
+//!   it is the same request: a retransmission is identical (7.6), while an SGSN sending more
+//!   than 65,536 requests in the window reuses numbers for new ones, which are served;
 //! - Recovery: an SGSN whose restart counter changes has lost its contexts; theirs are deleted.
 //!
 //! Malformed messages are counted and dropped; a request missing a mandatory IE, or with one
@@ -204,7 +206,8 @@ pub struct Engine {
     echo_seq: u16,
     /// What happened to paths since the service last looked.
     pub events: Vec<GtpEvent>,
-    answered: HashMap<(SocketAddr, u16), (u64, Vec<u8>)>,
+    /// Per sender and sequence number: when, a fingerprint of the request, the answer.
+    answered: HashMap<(SocketAddr, u16), (u64, u64, Vec<u8>)>,
     answered_order: VecDeque<(u64, SocketAddr, u16)>,
     creates: Limiter,
     error_inds: Limiter,
@@ -387,10 +390,18 @@ impl Engine {
                 | msg::UPDATE_PDP_REQUEST
                 | msg::DELETE_PDP_REQUEST
         );
-        if is_request {
-            if let Some((_, again)) = self.answered.get(&(from, seq)) {
-                self.stats.duplicates += 1;
-                return reply(again.clone());
+        let fingerprint = is_request.then(|| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            b.hash(&mut h);
+            h.finish()
+        });
+        if let Some(fp) = fingerprint {
+            if let Some((_, was, again)) = self.answered.get(&(from, seq)) {
+                if *was == fp {
+                    self.stats.duplicates += 1;
+                    return reply(again.clone());
+                }
             }
         }
         let out = match req.h.msg_type {
@@ -418,8 +429,9 @@ impl Engine {
         let Some(bytes) = out else {
             return Vec::new();
         };
-        if is_request && req.h.msg_type != msg::ECHO_REQUEST {
-            self.answered.insert((from, seq), (now_ms, bytes.clone()));
+        if let Some(fp) = fingerprint.filter(|_| req.h.msg_type != msg::ECHO_REQUEST) {
+            self.answered
+                .insert((from, seq), (now_ms, fp, bytes.clone()));
             self.answered_order.push_back((now_ms, from, seq));
         }
         reply(bytes)

@@ -119,6 +119,20 @@ fn a_context_is_created_answered_installed_and_deleted() {
     let again = e.handle(100, from(), false, &req);
     assert_eq!(again[0].bytes, out[0].bytes);
     assert_eq!((e.context_count(), e.stats.duplicates), (1, 1));
+    // Another request under the same number within the window (an SGSN past 65,536 requests
+    // in it): not a retransmission, since it differs; served.
+    let other = create(
+        1,
+        "262010000000002",
+        5,
+        "internet",
+        EndUserAddress::Ipv4(None),
+    );
+    let (_, _, ies) = answer(&e.handle(150, from(), false, &other));
+    assert_eq!(ie_of(&ies, ie::CAUSE), Some(&[cause::REQUEST_ACCEPTED][..]));
+    assert_eq!((e.context_count(), e.stats.duplicates), (2, 1));
+    assert_eq!(e.handle(160, from(), false, &other).len(), 1);
+    assert_eq!((e.context_count(), e.stats.duplicates), (2, 2));
     // Deleted by our TEID: gone from the data plane, its address back in the pool.
     let mut del = MsgBuilder::new(msg::DELETE_PDP_REQUEST, ours, 2);
     del.tv(ie::NSAPI, &[5]);
@@ -127,7 +141,8 @@ fn a_context_is_created_answered_installed_and_deleted() {
     assert_eq!(ie_of(&ies, ie::CAUSE), Some(&[cause::REQUEST_ACCEPTED][..]));
     assert_eq!(t.uplink(ours), None);
     assert_eq!(t.slot_v4(0, 0x0a40_0001), None);
-    assert_eq!(e.apn_usage()[0].v4, (0, 254));
+    // The other subscriber's context holds the only address still taken.
+    assert_eq!(e.apn_usage()[0].v4, (1, 254));
     // A second delete names a context that is no more.
     let mut del = MsgBuilder::new(msg::DELETE_PDP_REQUEST, ours, 3);
     del.tv(ie::NSAPI, &[5]);
