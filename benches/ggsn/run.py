@@ -45,45 +45,10 @@ sys.path.insert(0, str(REPO / "tests" / "system"))
 
 from testbed import Testbed, wait_until
 from testbed.cpus import boosted, napi_on_core, rps
+from testbed.ggsn import DUT_YAML, GG2_DUT_YAML, osmo_ggsn_config
 
-T_MAC = ["02:00:00:00:0e:02", "02:00:00:00:0f:02"]
 LR_MAC = ["02:00:00:00:0d:01", "02:00:00:00:0d:02"]
 
-# The GGSN as the tester sees it: MACs left out (resolved), the emulated SGSN user plane on Gn
-# and the server on Gi.
-DUT_YAML = f"""\
-ports:
-  - {{ name: gn, driver: af_packet, device: d0 }}
-  - {{ name: gi, driver: af_packet, device: d1 }}
-interfaces:
-  - {{ name: gn, port: gn, ipv4: [10.0.0.1/24] }}
-  - {{ name: gi, port: gi, ipv4: [10.1.0.1/24] }}
-neighbors:
-  - {{ interface: gn, ip: 10.0.0.2, mac: "{T_MAC[0]}" }}
-  - {{ interface: gi, ip: 10.1.0.2, mac: "{T_MAC[1]}" }}
-"""
-
-OSMO_GGSN = """\
-log stderr
- logging filter all 1
- logging level ggsn notice
- logging level lgtp notice
-line vty
- no login
- bind 127.0.0.1
-ggsn ggsn0
- gtp state-dir {state}
- gtp bind-ip 10.0.0.1
- apn internet
-  gtpu-mode tun
-  tun-device tun4
-  type-support v4
-  ip prefix dynamic 10.64.0.0/12
-  ip ifconfig 10.64.0.0/12
-  no shutdown
- default-apn internet
- no shutdown ggsn
-"""
 
 LABELS = {"o": "OsmoGGSN (gtpu-mode tun)", "l": "Linerate"}
 
@@ -140,7 +105,7 @@ class Bench:
         wd = self.out / "osmo-ggsn"
         (wd / "state").mkdir(parents=True, exist_ok=True)
         cfg = wd / "osmo-ggsn.cfg"
-        cfg.write_text(OSMO_GGSN.format(state=wd / "state"))
+        cfg.write_text(osmo_ggsn_config(wd / "state"))
         proc = d.popen(["taskset", "-c", str(self.dut_core),
                         *boosted(["osmo-ggsn", "-c", str(cfg)], self.args.boost)],
                        log=wd / "out.log", name="osmo-ggsn")
@@ -214,25 +179,6 @@ class Bench:
                 self.osmo_off()
         print(f"  ({key}) {time.monotonic() - t0:.0f} s, verdict {rep['verdict']}", file=sys.stderr)
         return {"key": key, "report": rep}
-
-
-GG2_DUT_YAML = f"""\
-ports:
-  - {{ name: gna, driver: af_packet, device: d0 }}
-  - {{ name: gia, driver: af_packet, device: d1 }}
-  - {{ name: gnb, driver: af_packet, device: d2 }}
-  - {{ name: gib, driver: af_packet, device: d3 }}
-interfaces:
-  - {{ name: gna, port: gna, ipv4: [10.0.0.1/24] }}
-  - {{ name: gia, port: gia, ipv4: [10.1.0.1/24] }}
-  - {{ name: gnb, port: gnb, ipv4: [10.2.0.1/24] }}
-  - {{ name: gib, port: gib, ipv4: [10.3.0.1/24] }}
-neighbors:
-  - {{ interface: gna, ip: 10.0.0.2, mac: "{T_MAC[0]}" }}
-  - {{ interface: gia, ip: 10.1.0.2, mac: "{T_MAC[1]}" }}
-  - {{ interface: gnb, ip: 10.2.0.2, mac: "02:00:00:00:1e:02" }}
-  - {{ interface: gib, ip: 10.3.0.2, mac: "02:00:00:00:1f:02" }}
-"""
 
 
 def gg2(tb: Testbed, bin_: Path, args) -> dict:

@@ -31,10 +31,10 @@ import pytest
 from test_real_ports import Router
 from testbed import require_tools, wait_until
 from testbed.capture import read_fields
+from testbed.ggsn import DUT_YAML, GG2_DUT_YAML, osmo_ggsn_config
 
 pytestmark = pytest.mark.usefixtures("testbed_session")
 
-T_MAC = ["02:00:00:00:0e:02", "02:00:00:00:0f:02"]
 
 LINERATE = """\
 router: { workers: 1 }
@@ -51,18 +51,6 @@ ggsn:
   apns:
     - { name: internet, ipv4-pool: 10.64.0.0/16 }
 control-plane: { taps: true }
-"""
-
-DUT_YAML = f"""\
-ports:
-  - {{ name: gn, driver: af_packet, device: d0 }}
-  - {{ name: gi, driver: af_packet, device: d1 }}
-interfaces:
-  - {{ name: gn, port: gn, ipv4: [10.0.0.1/24] }}
-  - {{ name: gi, port: gi, ipv4: [10.1.0.1/24] }}
-neighbors:
-  - {{ interface: gn, ip: 10.0.0.2, mac: "{T_MAC[0]}" }}
-  - {{ interface: gi, ip: 10.1.0.2, mac: "{T_MAC[1]}" }}
 """
 
 
@@ -167,31 +155,6 @@ def test_gg1_against_linerate(linerate_bin, testbed, tmp_path):
                for row in rows), rows[:5]
 
 
-OSMO_GGSN = """\
-log stderr
- logging filter all 1
- logging print category 1
- logging level ggsn notice
- logging level lgtp notice
-line vty
- no login
- bind 127.0.0.1
-ggsn ggsn0
- gtp state-dir {state}
- gtp bind-ip 10.0.0.1
- apn internet
-  gtpu-mode tun
-  tun-device tun4
-  type-support v4
-  ip prefix dynamic 10.64.0.0/16
-  ip dns 0 10.1.0.53
-  ip ifconfig 10.64.0.0/16
-  no shutdown
- default-apn internet
- no shutdown ggsn
-"""
-
-
 def test_gg1_against_osmo_ggsn(linerate_bin, testbed, tmp_path):
     """The same run against a GGSN that is not ours: OsmoGGSN with its tun user plane, the
     kernel routing between the tun and Gi."""
@@ -204,7 +167,7 @@ def test_gg1_against_osmo_ggsn(linerate_bin, testbed, tmp_path):
     wd = testbed.dir("osmo-ggsn")
     (wd / "state").mkdir()
     cfg = wd / "osmo-ggsn.cfg"
-    cfg.write_text(OSMO_GGSN.format(state=wd / "state"))
+    cfg.write_text(osmo_ggsn_config(wd / "state", "10.64.0.0/16"))
     proc = dut.popen(["osmo-ggsn", "-c", str(cfg)], log=wd / "out.log", name="osmo-ggsn")
     try:
         wait_until(lambda: "10.0.0.1:2123" in dut.run(["ss", "-uln"]).stdout or not proc.running,
@@ -220,25 +183,6 @@ def test_gg1_against_osmo_ggsn(linerate_bin, testbed, tmp_path):
         assert_traffic(rep)
     finally:
         proc.stop()
-
-
-GG2_DUT_YAML = """\
-ports:
-  - { name: gna, driver: af_packet, device: d0 }
-  - { name: gia, driver: af_packet, device: d1 }
-  - { name: gnb, driver: af_packet, device: d2 }
-  - { name: gib, driver: af_packet, device: d3 }
-interfaces:
-  - { name: gna, port: gna, ipv4: [10.0.0.1/24] }
-  - { name: gia, port: gia, ipv4: [10.1.0.1/24] }
-  - { name: gnb, port: gnb, ipv4: [10.2.0.1/24] }
-  - { name: gib, port: gib, ipv4: [10.3.0.1/24] }
-neighbors:
-  - { interface: gna, ip: 10.0.0.2, mac: "02:00:00:00:0e:02" }
-  - { interface: gia, ip: 10.1.0.2, mac: "02:00:00:00:0f:02" }
-  - { interface: gnb, ip: 10.2.0.2, mac: "02:00:00:00:1e:02" }
-  - { interface: gib, ip: 10.3.0.2, mac: "02:00:00:00:1f:02" }
-"""
 
 
 def test_gg2_two_linerate_ggsns_side_by_side(linerate_bin, testbed, tmp_path):
