@@ -129,6 +129,11 @@ proptest! {
     }
 
     #[test]
+    fn ipv4_16_bit_direct_matches_reference(ops in ops::<u32>(), random in proptest::collection::vec(any::<u32>(), 64)) {
+        run(16, &ops, &random)?;
+    }
+
+    #[test]
     fn ipv4_small_direct_matches_reference(ops in ops::<u32>(), random in proptest::collection::vec(any::<u32>(), 64)) {
         run(8, &ops, &random)?;
     }
