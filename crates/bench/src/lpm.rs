@@ -352,3 +352,61 @@ fn churn<K: Key>(w: &mut LpmWriter<K>, routes: &[(K, u8)], seconds: f64) -> Resu
     }
     Ok(n as f64 / start.elapsed().as_secs_f64())
 }
+
+/// The memory of a table's routes spread over `tables` tables (round robin, as VRFs of an
+/// L3VPN), each sized for `max_routes` as the router sizes every VRF's table.
+#[derive(Clone, Copy, Debug)]
+pub struct SplitBytes {
+    pub tables: usize,
+    pub routes_per_table: usize,
+    pub max_routes: usize,
+    pub direct_bits: u32,
+    /// Lookup structure of all tables (direct stages + arenas at their high-water mark).
+    pub bytes: usize,
+    /// Of which direct stages.
+    pub direct_bytes: usize,
+}
+
+pub fn split_bytes(o: &Opts, tables: usize, max_routes: usize) -> Result<SplitBytes, String> {
+    let spec = Spec {
+        profile: o.profile,
+        seed: 1,
+        scale: o.scale,
+    };
+    spec.validate()?;
+    match o.family {
+        Family::V4 => split_in(&gen::v4(&spec), tables, LpmConfig::v4(max_routes)),
+        Family::V6 => split_in(&gen::v6(&spec), tables, LpmConfig::v6(max_routes)),
+    }
+}
+
+fn split_in<K: Key>(
+    routes: &[(K, u8)],
+    tables: usize,
+    cfg: LpmConfig,
+) -> Result<SplitBytes, String> {
+    let epoch = EpochDomain::new();
+    let mut ws: Vec<LpmWriter<K>> = (0..tables)
+        .map(|_| LpmWriter::new(cfg, epoch.clone()))
+        .collect();
+    for (i, &(p, l)) in routes.iter().enumerate() {
+        ws[i % tables]
+            .insert(p, l, 1 + (i as u32 % 1000))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut out = SplitBytes {
+        tables,
+        routes_per_table: routes.len() / tables.max(1),
+        max_routes: cfg.max_routes,
+        direct_bits: cfg.direct_bits,
+        bytes: 0,
+        direct_bytes: 0,
+    };
+    for w in &mut ws {
+        w.publish().map_err(|e| e.to_string())?;
+        let st = w.stats();
+        out.bytes += st.lookup_bytes();
+        out.direct_bytes += st.direct_bytes;
+    }
+    Ok(out)
+}

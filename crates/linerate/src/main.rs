@@ -156,6 +156,10 @@ enum BenchCmd {
         /// Keep Linerate's tables on 4 KiB pages (DPDK's harness runs with --no-huge).
         #[arg(long)]
         no_huge: bool,
+        /// Also spread the same routes over this many tables (VRFs; ME-6's L3VPN has 192) and
+        /// report their memory beside the one table's.
+        #[arg(long, default_value_t = 0)]
+        vrfs: usize,
     },
     /// The MAC address table beside DPDK's rte_hash on the same addresses: learning new ones,
     /// looking known ones up, refreshing sources, two workers learning at once, bytes per MAC.
@@ -575,6 +579,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             workdir,
             json,
             no_huge,
+            vrfs,
         } => {
             fib::lpm::set_huge_pages(!no_huge);
             let fam = match family {
@@ -640,6 +645,26 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 );
                 if json {
                     eprintln!("{}", r.json(fam, &profile, scale));
+                }
+            }
+            if vrfs > 0 {
+                let one = rows.iter().find(|x| x.engine == "linerate");
+                for max in [0, 4_000_000usize] {
+                    // 0: each table sized for its own routes (twice them); else the router's default.
+                    let per = (one.map_or(0, |r| r.routes) / vrfs).max(1);
+                    let cap = if max == 0 { 2 * per } else { max };
+                    let b = bench::lpm::split_bytes(&o, vrfs, cap)?;
+                    outln!(
+                        "the same routes in {} tables of {} (each sized for {} routes, {}-bit direct stage): {} bytes, {:.1} per route, {} of them direct stages; one table: {}",
+                        b.tables,
+                        b.routes_per_table,
+                        b.max_routes,
+                        b.direct_bits,
+                        b.bytes,
+                        b.bytes as f64 / (b.routes_per_table * b.tables).max(1) as f64,
+                        b.direct_bytes,
+                        one.map_or(0, |r| r.bytes)
+                    );
                 }
             }
             Ok(())
