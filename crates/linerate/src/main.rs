@@ -647,12 +647,15 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     eprintln!("{}", r.json(fam, &profile, scale));
                 }
             }
-            if vrfs > 0 {
+            if let Some(per) = rows
+                .iter()
+                .find(|x| x.engine == "linerate")
+                .and_then(|r| r.routes.checked_div(vrfs))
+            {
                 let one = rows.iter().find(|x| x.engine == "linerate");
                 for max in [0, 4_000_000usize] {
                     // 0: each table sized for its own routes (twice them); else the router's default.
-                    let per = (one.map_or(0, |r| r.routes) / vrfs).max(1);
-                    let cap = if max == 0 { 2 * per } else { max };
+                    let cap = if max == 0 { 2 * per.max(1) } else { max };
                     let b = bench::lpm::split_bytes(&o, vrfs, cap)?;
                     outln!(
                         "the same routes in {} tables of {} (each sized for {} routes, {}-bit direct stage): {} bytes, {:.1} per route, {} of them direct stages; one table: {}",
