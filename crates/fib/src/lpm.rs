@@ -195,7 +195,10 @@ impl<K: Key> LpmTable<K> {
     /// its first line (bitmap and counts), and for a node of several lines the line where p's
     /// entry most likely sits, assuming runs spread evenly over the positions (the entry
     /// says how many lines the node spans). Prefetching both in parallel saves a dependent miss
-    /// whenever the guess is right; a node of one line costs one prefetch.
+    /// whenever the guess is right. Against prefetching simply the second line (alternated in
+    /// one process, random addresses): XR-6 1M routes 58 vs 39 M lookups/s with 16-bit direct
+    /// stages, 57 vs 51 with 18; Internet 1M 49 vs 44; Internet 300k 89 vs 92 (its nodes are
+    /// mostly two lines, where both choices read the same).
     #[inline(always)]
     fn prefetch_node(&self, entry: u32, p: u32) {
         let first = self.arena.as_ptr().wrapping_add(self.node_word(entry));
