@@ -559,40 +559,46 @@ impl<K: Key> LpmWriter<K> {
     pub fn insert(&mut self, prefix: K, len: u8, next_hop: u32) -> Result<Option<u32>, FibError> {
         self.check(len, next_hop)?;
         let prefix = prefix.masked(len);
-        let s = self.cfg.direct_bits;
-        let old = if len as u32 <= s {
-            self.short[len as usize].get(&prefix).copied()
-        } else {
-            let slot = self.slot_of(prefix);
-            self.long
-                .get(&slot)
-                .and_then(|v| v.iter().find(|r| r.prefix == prefix && r.len == len))
-                .map(|r| r.next_hop)
+        let full = self.routes >= self.cfg.max_routes;
+        let table_full = FibError::TableFull {
+            max_routes: self.cfg.max_routes,
         };
-        if old.is_none() && self.routes >= self.cfg.max_routes {
-            return Err(FibError::TableFull {
-                max_routes: self.cfg.max_routes,
-            });
+        if len as u32 > self.cfg.direct_bits {
+            // One probe of the slot's list and one scan of it: at a million routes the probe
+            // is a cache miss, and this is most of a route replacement's cost.
+            let slot = self.slot_of(prefix);
+            let v = self.long.entry(slot).or_default();
+            let old = match v.iter_mut().find(|r| r.prefix == prefix && r.len == len) {
+                Some(r) if r.next_hop == next_hop => return Ok(Some(next_hop)),
+                Some(r) => Some(std::mem::replace(&mut r.next_hop, next_hop)),
+                None if full => {
+                    if v.is_empty() {
+                        self.long.remove(&slot);
+                    }
+                    return Err(table_full);
+                }
+                None => {
+                    v.push(Route {
+                        prefix,
+                        len,
+                        next_hop,
+                    });
+                    self.routes += 1;
+                    None
+                }
+            };
+            self.dirty.push(slot);
+            return Ok(old);
+        }
+        let old = self.short[len as usize].get(&prefix).copied();
+        if old.is_none() && full {
+            return Err(table_full);
         }
         if old == Some(next_hop) {
             return Ok(old);
         }
-        if len as u32 <= s {
-            self.short[len as usize].insert(prefix, next_hop);
-            self.mark_short(prefix, len);
-        } else {
-            let slot = self.slot_of(prefix);
-            let v = self.long.entry(slot).or_default();
-            match v.iter_mut().find(|r| r.prefix == prefix && r.len == len) {
-                Some(r) => r.next_hop = next_hop,
-                None => v.push(Route {
-                    prefix,
-                    len,
-                    next_hop,
-                }),
-            }
-            self.dirty.push(slot);
-        }
+        self.short[len as usize].insert(prefix, next_hop);
+        self.mark_short(prefix, len);
         if old.is_none() {
             self.routes += 1;
         }
@@ -1065,6 +1071,27 @@ fn partition<T, F: Fn(&T) -> bool>(v: &mut [T], pred: F) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A full table refuses new routes, short and long, and leaves nothing behind (no empty
+    /// route list for the refused route's slot); replacing an existing route still works.
+    #[test]
+    fn a_full_table_refuses_new_routes_and_still_replaces() {
+        let mut w = LpmWriter::<u32>::new(LpmConfig::v4(2), EpochDomain::new());
+        assert_eq!(w.insert(0x0a00_0100, 24, 1), Ok(None));
+        assert_eq!(w.insert(0x0a00_0000, 8, 2), Ok(None));
+        let full = Err(FibError::TableFull { max_routes: 2 });
+        assert_eq!(w.insert(0x0b00_0100, 24, 3), full);
+        assert_eq!(w.insert(0x0c00_0000, 8, 3), full);
+        assert!(!w.long.contains_key(&w.slot_of(0x0b00_0100)));
+        assert_eq!(w.insert(0x0a00_0100, 24, 4), Ok(Some(1)));
+        assert_eq!(w.insert(0x0a00_0100, 24, 4), Ok(Some(4)));
+        assert_eq!(w.insert(0x0a00_0000, 8, 5), Ok(Some(2)));
+        w.publish().unwrap();
+        assert_eq!(w.len(), 2);
+        assert_eq!(w.table().lookup(0x0a00_0107), 4);
+        assert_eq!(w.table().lookup(0x0a63_0000), 5);
+        assert_eq!(w.table().lookup(0x0b00_0107), NO_ROUTE);
+    }
 
     /// The defaults kept per slot (in blocks and direct leaves) agree with the short routes after
     /// every publish, through short routes added, replaced and removed over slots that do and do
