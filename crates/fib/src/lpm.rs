@@ -49,7 +49,7 @@ const STRIDE: u32 = 8;
 const LINE: usize = 8;
 /// Word of a node's first line holding the run counts (low half) and its first entry (high half).
 const COUNTS: usize = 4;
-/// The most lines the arena addresses (an entry keeps 31 bits for the line).
+/// The most lines the arena addresses (an entry keeps 29 bits for the line).
 const MAX_LINES: usize = 1 << 29;
 
 /// The entry pointing to a node at `line` that spans `lines` lines.
@@ -244,6 +244,8 @@ impl<K: Key> LpmTable<K> {
 
     #[inline(always)]
     fn lookup_group<const G: usize>(&self, keys: &[K], out: &mut [u32]) {
+        // The list of walking lookups holds lane numbers in bytes.
+        const { assert!(G <= 256) };
         let n = keys.len().min(G);
         let db = self.direct_bits;
         let mut e = [0u32; G];
@@ -285,8 +287,9 @@ impl<K: Key> LpmTable<K> {
     }
 }
 
-/// The entry of the arena's line 0, an empty node kept for lookups that have already found their
-/// answer to step through without a branch (all its positions read entry 0: no route).
+/// An entry pointing to the arena's line 0: what the batch prefetches, instead of branching, for
+/// a lookup that ended in the direct table (a prefetch of any address inside the arena is
+/// harmless).
 const DUMMY: u32 = 1;
 
 static HUGE_PAGES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
@@ -404,13 +407,6 @@ impl Arena {
             free: FxHashMap::default(),
         }
     }
-    /// An arena whose first `reserved` units are never handed out.
-    fn with_reserved(cap: usize, reserved: usize) -> Self {
-        Self {
-            top: reserved,
-            ..Self::new(cap)
-        }
-    }
     fn alloc(&mut self, n: u32) -> Option<u32> {
         if n == 0 {
             return Some(0);
@@ -487,6 +483,8 @@ pub struct LpmWriter<K: Key> {
     /// lines until the block is placed).
     scratch_words: Vec<u64>,
     scratch_children: Vec<usize>,
+    /// Where a node being built changes value (see `build_node`).
+    scratch_cuts: Vec<u16>,
     scratch_routes: Vec<Route<K>>,
 }
 
@@ -505,13 +503,14 @@ impl<K: Key> LpmWriter<K> {
             long: FxHashMap::default(),
             blocks: FxHashMap::default(),
             routes: 0,
-            lines: Arena::with_reserved(line_cap, 1),
+            lines: Arena::new(line_cap),
             limbo: Vec::new(),
             dirty: Vec::new(),
             pending_short: Vec::new(),
             new_defaults: FxHashMap::default(),
             scratch_words: Vec::new(),
             scratch_children: Vec::new(),
+            scratch_cuts: Vec::new(),
             scratch_routes: Vec::new(),
         }
     }
@@ -856,6 +855,7 @@ impl<K: Key> LpmWriter<K> {
                     default,
                     &mut self.scratch_words,
                     &mut self.scratch_children,
+                    &mut self.scratch_cuts,
                 );
                 self.scratch_routes = routes;
                 let n = (self.scratch_words.len() / LINE) as u32;
@@ -912,14 +912,16 @@ impl<K: Key> LpmWriter<K> {
 
 /// Builds the node for `routes` (all longer than `off`, all inside the node's region), whose
 /// uncovered addresses resolve to `default`, at the end of `words` (which ends on a line), then
-/// its children after it; returns the entry pointing to it, its line relative to the block. The halves of child entries
-/// are added to `children`: they hold relative lines until the caller places the block.
+/// its children after it; returns the entry pointing to it, its line relative to the block. The
+/// halves of child entries are added to `children`: they hold relative lines until the caller
+/// places the block.
 fn build_node<K: Key>(
     routes: &mut [Route<K>],
     off: u32,
     default: u32,
     words: &mut Vec<u64>,
     children: &mut Vec<usize>,
+    cuts: &mut Vec<u16>,
 ) -> u32 {
     let end = off + STRIDE;
     // Routes that end in this node paint positions; longer ones hang below a child node.
@@ -942,61 +944,41 @@ fn build_node<K: Key>(
     let mut starts = [0u64; 4];
     let mut entries = [0u32; 256];
     let mut runs = 0usize;
-    if ending.is_empty() {
-        // Every free position holds the default (most interior nodes of an IPv6 chain): the
-        // runs are the gaps between children, found without scanning 256 values.
-        let mut p = 0u32;
-        while p < 256 {
-            let is_child = child[p as usize >> 6] >> (p & 63) & 1 != 0;
-            starts[p as usize >> 6] |= 1u64 << (p & 63);
-            entries[runs] = if is_child { 1 } else { default << 1 };
+    // Values change only where an ending route starts or ends, and around children: visit those
+    // boundaries, not all 256 positions (most of a rebuild's time when scanned). A node that
+    // ends no route (most interior nodes of an IPv6 chain) has only its children's.
+    // `cuts` is scratch shared down the recursion: this node is done with it before its children
+    // are built.
+    cuts.clear();
+    for r in ending.iter() {
+        let start = r.prefix.bits(off, STRIDE) as u16;
+        cuts.extend([start, start + (1u16 << (end - r.len as u32))]);
+    }
+    for (w, &c) in child.iter().enumerate() {
+        let mut m = c;
+        while m != 0 {
+            let p = (w * 64) as u16 + m.trailing_zeros() as u16;
+            m &= m - 1;
+            cuts.extend([p, p + 1]);
+        }
+    }
+    cuts.sort_unstable();
+    let mut prev = u64::MAX;
+    let mut at_cut = 0;
+    let mut p = 0usize;
+    while p < 256 {
+        let is_child = child[p >> 6] >> (p & 63) & 1 != 0;
+        if is_child || vals[p] as u64 != prev {
+            starts[p >> 6] |= 1u64 << (p & 63);
+            entries[runs] = if is_child { 1 } else { vals[p] << 1 };
             runs += 1;
-            p = if is_child {
-                p + 1
-            } else {
-                next_child(&child, p).unwrap_or(256)
-            };
+            prev = if is_child { u64::MAX } else { vals[p] as u64 };
         }
-    } else {
-        // Values change only where an ending route starts or ends, and around children: visit
-        // those boundaries, not all 256 positions (most of a rebuild's time when scanned).
-        let mut cuts = [0u16; 2 * 256 + 2];
-        let mut ncuts = 0;
-        for r in ending.iter() {
-            let start = r.prefix.bits(off, STRIDE) as u16;
-            cuts[ncuts] = start;
-            cuts[ncuts + 1] = start + (1u16 << (end - r.len as u32));
-            ncuts += 2;
+        // Jump to the next boundary after p: the value holds until there.
+        while at_cut < cuts.len() && cuts[at_cut] as usize <= p {
+            at_cut += 1;
         }
-        for (w, &c) in child.iter().enumerate() {
-            let mut m = c;
-            while m != 0 {
-                let p = (w * 64) as u16 + m.trailing_zeros() as u16;
-                m &= m - 1;
-                cuts[ncuts] = p;
-                cuts[ncuts + 1] = p + 1;
-                ncuts += 2;
-            }
-        }
-        let cuts = &mut cuts[..ncuts];
-        cuts.sort_unstable();
-        let mut prev = u64::MAX;
-        let mut at_cut = 0;
-        let mut p = 0usize;
-        while p < 256 {
-            let is_child = child[p >> 6] >> (p & 63) & 1 != 0;
-            if is_child || vals[p] as u64 != prev {
-                starts[p >> 6] |= 1u64 << (p & 63);
-                entries[runs] = if is_child { 1 } else { vals[p] << 1 };
-                runs += 1;
-                prev = if is_child { u64::MAX } else { vals[p] as u64 };
-            }
-            // Jump to the next boundary after p: the value holds until there.
-            while at_cut < cuts.len() && cuts[at_cut] as usize <= p {
-                at_cut += 1;
-            }
-            p = cuts.get(at_cut).map_or(256, |&c| c as usize);
-        }
+        p = cuts.get(at_cut).map_or(256, |&c| c as usize);
     }
     let at = words.len();
     debug_assert_eq!(at % LINE, 0);
@@ -1004,10 +986,12 @@ fn build_node<K: Key>(
     let lines = (COUNTS + 1 + runs / 2).div_ceil(LINE);
     words.resize(at + lines * LINE, 0);
     words[at..at + 4].copy_from_slice(&starts);
-    let c1 = starts[0].count_ones() as u64;
-    let c2 = c1 + starts[1].count_ones() as u64;
-    let c3 = c2 + starts[2].count_ones() as u64;
-    words[at + COUNTS] = c1 << 8 | c2 << 16 | c3 << 24;
+    // Runs starting before each bitmap word.
+    let mut before = [0u32; 4];
+    for w in 1..4 {
+        before[w] = before[w - 1] + starts[w - 1].count_ones();
+    }
+    words[at + COUNTS] = (before[1] << 8 | before[2] << 16 | before[3] << 24) as u64;
     let half = |j: usize| 2 * at + 2 * COUNTS + j;
     for (j, &e) in entries[..runs].iter().enumerate() {
         let h = half(j + 1);
@@ -1026,34 +1010,16 @@ fn build_node<K: Key>(
             .take_while(|r| r.prefix.bits(off, STRIDE) == p)
             .count();
         let (group, tail) = rest.split_at_mut(n);
-        let c = build_node(group, end, vals[p as usize], words, children);
+        let c = build_node(group, end, vals[p as usize], words, children, cuts);
         // The child's run: the runs starting at or before p.
         let w = p as usize >> 6;
-        let before: u32 = starts[..w].iter().map(|s| s.count_ones()).sum();
-        let j = (before + (starts[w] & upto(p & 63)).count_ones()) as usize;
+        let j = (before[w] + (starts[w] & upto(p & 63)).count_ones()) as usize;
         let h = half(j);
         words[h >> 1] |= (c as u64) << (32 * (h & 1));
         children.push(h);
         rest = tail;
     }
     entry
-}
-
-/// The first child position after `p`, if any.
-fn next_child(child: &[u64; 4], p: u32) -> Option<u32> {
-    let mut w = p as usize >> 6;
-    // Bits above p in its word, then the following words.
-    let mut m = child[w] & !upto(p & 63);
-    loop {
-        if m != 0 {
-            return Some(w as u32 * 64 + m.trailing_zeros());
-        }
-        w += 1;
-        if w == 4 {
-            return None;
-        }
-        m = child[w];
-    }
 }
 
 /// Moves the elements for which `pred` holds to the front; returns how many there are.
@@ -1091,6 +1057,34 @@ mod tests {
         assert_eq!(w.table().lookup(0x0a00_0107), 4);
         assert_eq!(w.table().lookup(0x0a63_0000), 5);
         assert_eq!(w.table().lookup(0x0b00_0107), NO_ROUTE);
+    }
+
+    /// A node as full as it gets: every prefix from /17 to /24 inside one /16 ends in the same
+    /// node, and every /24 has a /32 below it (a child at each of the 256 positions).
+    #[test]
+    fn a_node_with_every_prefix_and_every_child() {
+        let mut w = LpmWriter::<u32>::new(LpmConfig::v4(1000), EpochDomain::new());
+        let mut reference = crate::ReferenceLpm::<u32>::default();
+        let base = 0x0a0b_0000u32;
+        let mut nh = 1;
+        for len in 17..=24u8 {
+            for i in 0..1u32 << (len - 16) {
+                let p = base | i << (32 - len);
+                w.insert(p, len, nh).unwrap();
+                reference.insert(p, len, nh);
+                nh += 1;
+            }
+        }
+        for i in 0..256u32 {
+            let p = base | i << 8 | 7;
+            w.insert(p, 32, nh).unwrap();
+            reference.insert(p, 32, nh);
+            nh += 1;
+        }
+        w.publish().unwrap();
+        for a in (0..1u32 << 16).map(|h| base | h) {
+            assert_eq!(w.table().lookup(a), reference.lookup(a), "{a:#x}");
+        }
     }
 
     /// The defaults kept per slot (in blocks and direct leaves) agree with the short routes after

@@ -647,12 +647,8 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     eprintln!("{}", r.json(fam, &profile, scale));
                 }
             }
-            if let Some(per) = rows
-                .iter()
-                .find(|x| x.engine == "linerate")
-                .and_then(|r| r.routes.checked_div(vrfs))
-            {
-                let one = rows.iter().find(|x| x.engine == "linerate");
+            let one = rows.iter().find(|x| x.engine == "linerate");
+            if let Some((one, per)) = one.and_then(|r| Some((r, r.routes.checked_div(vrfs)?))) {
                 for max in [0, 4_000_000usize] {
                     // 0: each table sized for its own routes (twice them); else the router's default.
                     let cap = if max == 0 { 2 * per.max(1) } else { max };
@@ -666,7 +662,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                         b.bytes,
                         b.bytes as f64 / (b.routes_per_table * b.tables).max(1) as f64,
                         b.direct_bytes,
-                        one.map_or(0, |r| r.bytes)
+                        one.bytes
                     );
                 }
             }
