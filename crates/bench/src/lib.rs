@@ -1,8 +1,9 @@
-//! Peer benchmarks behind `linerate bench lpm|classify|forward`: each prints figures beside a peer
+//! Peer benchmarks behind `linerate bench lpm|classify|forward|atm`: each prints figures beside a peer
 //! measured in the same run (DPDK's rte_lpm / rte_lpm6 / rte_fib for the lookup engines, rte_acl
 //! for the classifier) and writes rows of JSON for machines. The tester (RFC 2544/2889, scenarios) is the `tester` crate. Measurement
 //! lives here and there; nothing in the tests times anything.
 
+pub mod atm;
 pub mod classify;
 pub mod forward;
 pub mod fpm;

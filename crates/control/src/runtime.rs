@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use dataplane::atm::port::{AtmRx, AtmTx};
+use dataplane::atm::{AtmPortState, VcConfig};
 use dataplane::counters::MAX_PORTS;
 use dataplane::port::mem::{ring, RingRx, RingTx};
 use dataplane::port::pcap::{PcapRx, PcapTx, RxReport};
@@ -175,6 +177,9 @@ enum PortDriver {
 struct PortRt {
     name: String,
     driver: PortDriver,
+    /// A port that carries ATM cells: its VCs and their counters, shared by the SAR of each of
+    /// its queues (mem ports; a pcap port's records are already PDUs).
+    atm: Option<Arc<AtmPortState>>,
     queues: u16,
     in_service: bool,
     /// Receive queues of a port out of service.
@@ -293,13 +298,14 @@ impl Runtime {
                 let p = PortRt {
                     name: name.clone(),
                     driver: PortDriver::Replay,
+                    atm: None,
                     queues: rx.len() as u16,
                     in_service: true,
                     parked: Vec::new(),
                 };
                 (p, rx)
             } else {
-                rt.open_port(idx as u16, pc, nw)?
+                rt.open_port(idx as u16, pc, nw, router.atm_vcs(name))?
             };
             for s in rx {
                 let w = s.queue as usize % nw;
@@ -322,13 +328,22 @@ impl Runtime {
         idx: u16,
         pc: &PortCfg,
         queues: usize,
+        atm_vcs: Vec<VcConfig>,
     ) -> Result<(PortRt, Vec<RxSlot>), BuildError> {
         let mut rx: Vec<RxSlot> = Vec::new();
+        let atm = pc
+            .atm
+            .as_ref()
+            .map(|a| AtmPortState::new(atm_vcs, u64::from(a.reassembly_timeout_ms) * 1_000_000));
+        let linktype = match atm {
+            Some(_) => packet::atm::LINKTYPE_SUNATM,
+            None => packet::pcap::LINKTYPE_ETHERNET,
+        };
         let driver = match &pc.driver {
             Driver::Pcap { rx: rxf, tx: txf } => {
                 let mut rx_report = None;
                 if let Some(p) = rxf {
-                    let q = PcapRx::open(p).map_err(BuildError)?;
+                    let q = PcapRx::open_linktype(p, linktype).map_err(BuildError)?;
                     rx_report = Some(q.report());
                     rx.push(RxSlot {
                         port: idx,
@@ -337,9 +352,9 @@ impl Runtime {
                     });
                 }
                 let tx = match txf {
-                    Some(p) => {
-                        Some(Box::new(PcapTx::create(p, &pc.name).map_err(BuildError)?) as Box<_>)
-                    }
+                    Some(p) => Some(Box::new(
+                        PcapTx::create_linktype(p, &pc.name, linktype).map_err(BuildError)?,
+                    ) as Box<_>),
                     None => None,
                 };
                 PortDriver::Pcap { tx, rx_report }
@@ -350,10 +365,16 @@ impl Runtime {
                 for q in 0..queues.max(1) {
                     let (t, r) = ring(self.opts.ring_size);
                     to_router.push(t);
+                    let queue: Box<dyn RxQueue> = match &atm {
+                        Some(st) => {
+                            Box::new(AtmRx::new(st.clone(), Box::new(r), self.pool.clone()))
+                        }
+                        None => Box::new(r),
+                    };
                     rx.push(RxSlot {
                         port: idx,
                         queue: q as u16,
-                        q: Box::new(r),
+                        q: queue,
                     });
                 }
                 self.peers.push(MemPeer {
@@ -422,6 +443,7 @@ impl Runtime {
         let port = PortRt {
             name: pc.name.clone(),
             driver,
+            atm,
             queues: rx.len() as u16,
             in_service: true,
             parked: Vec::new(),
@@ -440,7 +462,14 @@ impl Runtime {
             PortDriver::Mem { inbox } => {
                 let (t, r) = ring(tx_ring);
                 inbox.push(r);
-                Some(Box::new(t))
+                match &p.atm {
+                    Some(st) => Some(Box::new(AtmTx::new(
+                        st.clone(),
+                        Box::new(t),
+                        self.pool.clone(),
+                    ))),
+                    None => Some(Box::new(t)),
+                }
             }
             PortDriver::Pcap { tx, .. } => tx.take(),
             PortDriver::Replay => Some(Box::new(SinkTx {
@@ -625,10 +654,20 @@ impl Runtime {
         self.rebalance()
     }
 
+    /// The VCs and SAR counters of port `idx`, if it carries ATM cells.
+    pub fn atm_port(&self, idx: usize) -> Option<Arc<AtmPortState>> {
+        self.ports.get(idx)?.as_ref()?.atm.clone()
+    }
+
     /// Opens a port added to the config at index `idx` and starts serving it.
-    pub fn add_port(&mut self, idx: u16, pc: &PortCfg) -> Result<(), BuildError> {
+    pub fn add_port(
+        &mut self,
+        idx: u16,
+        pc: &PortCfg,
+        atm_vcs: Vec<VcConfig>,
+    ) -> Result<(), BuildError> {
         let nq = self.workers.len();
-        let (port, rx) = self.open_port(idx, pc, nq)?;
+        let (port, rx) = self.open_port(idx, pc, nq, atm_vcs)?;
         let i = idx as usize;
         if self.ports.len() <= i {
             self.ports.resize_with(i + 1, || None);

@@ -29,6 +29,8 @@ reasons! {
     NotForUs => "destination MAC is not ours",
     UnknownEthertype => "EtherType not handled",
     UnknownVlan => "no sub-interface for the VLAN",
+    UnknownVc => "no ATM sub-interface for the VC",
+    AtmNotIp => "ATM PDU carrying neither IPv4 nor IPv6 (LLC/SNAP header unknown, or bridged)",
     InterfaceDown => "interface is down",
     BadLength => "frame shorter than its headers claim",
     Ip4BadHeader => "IPv4 header malformed (version, IHL)",

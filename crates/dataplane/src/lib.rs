@@ -7,6 +7,7 @@
 //! loop that drives it all), [`counters`] (what is counted), [`punt`] (the door to the control
 //! plane).
 
+pub mod atm;
 pub mod buffer;
 pub mod counters;
 pub mod feature;

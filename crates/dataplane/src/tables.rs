@@ -89,6 +89,38 @@ impl PortMap {
     }
 }
 
+/// How an ATM VC's PDUs carry packets (RFC 2684).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtmEncap {
+    /// LLC/SNAP: each PDU says what it carries (routed IPv4, IPv6).
+    LlcSnap,
+    /// VC multiplexing: the VC carries one protocol, with no header.
+    VcMuxIpv4,
+    VcMuxIpv6,
+}
+
+/// The PVCs of an ATM port: VC key (`packet::atm::vc_key`) to interface and encapsulation.
+#[derive(Clone, Debug)]
+pub struct AtmVcMap {
+    pub index: crate::atm::VcIndex,
+    /// Indexed by what `index` returns: (interface, encapsulation).
+    pub vcs: Box<[(u32, AtmEncap)]>,
+}
+
+impl AtmVcMap {
+    pub fn new(vcs: &[(u32, u32, AtmEncap)]) -> Self {
+        AtmVcMap {
+            index: crate::atm::VcIndex::new(vcs.iter().map(|v| v.0)),
+            vcs: vcs.iter().map(|v| (v.1, v.2)).collect(),
+        }
+    }
+
+    #[inline(always)]
+    pub fn get(&self, key: u32) -> Option<(u32, AtmEncap)> {
+        self.index.get(key).map(|i| self.vcs[i])
+    }
+}
+
 /// The L2 header to write in front of a forwarded packet (Ethernet, with a VLAN tag for a
 /// sub-interface), precomputed so forwarding is one copy.
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +130,25 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
+    /// An ATM PVC's: the SunATM pseudo-header naming the VC (read by the port's segmenter),
+    /// then the RFC 2684 LLC/SNAP header for `ethertype` (none for a VC-multiplexed VC).
+    pub fn atm(vc: u32, encap: AtmEncap, ethertype: u16) -> Self {
+        let mut bytes = [0u8; 18];
+        bytes[..4].copy_from_slice(&packet::atm::sunatm(vc, packet::atm::SUNATM_LLC));
+        let len = match encap {
+            AtmEncap::LlcSnap => {
+                bytes[4..12].copy_from_slice(if ethertype == 0x86dd {
+                    &packet::atm::LLC_SNAP_IPV6
+                } else {
+                    &packet::atm::LLC_SNAP_IPV4
+                });
+                12
+            }
+            AtmEncap::VcMuxIpv4 | AtmEncap::VcMuxIpv6 => 4,
+        };
+        Self { bytes, len }
+    }
+
     /// `ethertype` is the EtherType of the payload (0x0800 or 0x86dd).
     pub fn ethernet(dst: MacAddr, src: MacAddr, vlan: Option<u16>, ethertype: u16) -> Self {
         let mut bytes = [0u8; 18];
@@ -212,6 +263,9 @@ pub struct Tables {
     pub mcast_nh: Box<[[u32; 2]]>,
     /// The GGSN's user plane, when it is configured (see [`crate::gtp`]).
     pub gtpu: Option<Arc<crate::gtp::Gtpu>>,
+    /// Per port: its PVCs, for a port that carries ATM cells (its frames are PDUs, received by
+    /// atm-input); empty when no port does.
+    pub atm: Box<[Option<Arc<AtmVcMap>>]>,
 }
 
 impl Tables {
@@ -239,6 +293,7 @@ impl Tables {
             mcast_vrfs: Box::new([]),
             mcast_nh: Box::new([]),
             gtpu: None,
+            atm: Box::new([]),
         }
     }
 }
@@ -248,6 +303,12 @@ impl Tables {
     #[inline(always)]
     pub fn routes_mcast(&self, vrf: u32) -> bool {
         self.mcast_vrfs.get(vrf as usize).copied().unwrap_or(false)
+    }
+
+    /// Port `port`'s PVCs, if it carries ATM cells.
+    #[inline(always)]
+    pub fn atm_port(&self, port: u16) -> Option<&AtmVcMap> {
+        self.atm.get(port as usize)?.as_deref()
     }
 }
 

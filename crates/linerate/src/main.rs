@@ -161,6 +161,17 @@ enum BenchCmd {
         #[arg(long, default_value_t = 0)]
         vrfs: usize,
     },
+    /// The AAL5 SAR on one core: cells/s reassembled and segmented at 2-cell and 32-cell PDUs,
+    /// against 16 OC-12c ports' cell rate.
+    Atm {
+        /// VCs taking turns cell by cell.
+        #[arg(long, default_value_t = 16)]
+        vcs: usize,
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        #[arg(long)]
+        json: bool,
+    },
     /// The MAC address table beside DPDK's rte_hash on the same addresses: learning new ones,
     /// looking known ones up, refreshing sources, two workers learning at once, bytes per MAC.
     Mac {
@@ -522,6 +533,34 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
 
 fn bench(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
+        BenchCmd::Atm { vcs, seconds, json } => {
+            let rows = bench::atm::run(&bench::atm::Opts { vcs, seconds })?;
+            if json {
+                for r in &rows {
+                    outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+                }
+                return Ok(());
+            }
+            outln!(
+                "AAL5 SAR, {vcs} VCs interleaved cell by cell, 1 core (target: 16 OC-12c ports, {:.1} M cells/s each way):",
+                16.0 * 599.04e6 / 424.0 / 1e6
+            );
+            outln!("| direction | IP packet (B) | cells/PDU | M cells/s | M PDUs/s | ns/cell | OC-12c ports |");
+            outln!("|---|---:|---:|---:|---:|---:|---:|");
+            for r in &rows {
+                outln!(
+                    "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.1} |",
+                    r.direction,
+                    r.ip_bytes,
+                    r.cells_per_pdu,
+                    r.cells_per_s / 1e6,
+                    r.pdus_per_s / 1e6,
+                    r.ns_per_cell,
+                    r.oc12_ports
+                );
+            }
+            Ok(())
+        }
         BenchCmd::Mac {
             macs,
             seconds,

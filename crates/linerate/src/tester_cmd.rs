@@ -90,6 +90,9 @@ pub struct ScenarioArgs {
     /// Stream-scaling scenarios: only these stream counts (e.g. --counts 1,16).
     #[arg(long, value_delimiter = ',')]
     counts: Vec<usize>,
+    /// GR-1..3 on Ethernet ports at OC-12's bit rate (the stand-in) instead of ATM OC-12.
+    #[arg(long)]
+    grf_ethernet: bool,
     #[command(flatten)]
     trial: TrialArgs,
 }
@@ -393,6 +396,7 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
         workers: a.workers,
         max_streams: a.max_streams,
         counts: (!a.counts.is_empty()).then(|| a.counts.clone()),
+        grf_ethernet: a.grf_ethernet,
     };
     let s = scenario::build(&id, &so)?;
     eprintln!(
@@ -809,6 +813,7 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
         workers: 1,
         max_streams: None,
         counts: vec![],
+        grf_ethernet: false,
         trial: TrialArgs {
             seconds,
             warmup: 0.0,

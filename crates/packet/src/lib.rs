@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod arp;
+pub mod atm;
 pub mod capture;
 pub mod checksum;
 pub mod ethernet;

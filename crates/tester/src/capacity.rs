@@ -86,6 +86,7 @@ pub fn measure(seconds: f64, size: u16, ports: usize, per_port: usize) -> Result
             })],
             rx: vec![],
             load_scale: 1.0,
+            wire: crate::atm::Wire::Ethernet,
             refusal: crate::engine::Refusal::NeverSent,
         })
         .collect();
@@ -105,6 +106,7 @@ pub fn measure(seconds: f64, size: u16, ports: usize, per_port: usize) -> Result
                 tx: vec![Box::new(tx)],
                 rx: vec![Box::new(rx)],
                 load_scale: 1.0,
+                wire: crate::atm::Wire::Ethernet,
                 refusal: crate::engine::Refusal::NeverSent,
             }
         })

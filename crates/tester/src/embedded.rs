@@ -12,6 +12,7 @@ use control::syslog::Logger;
 use control::{MemPeer, Router, StartOptions};
 use dataplane::{DropReason, Pool};
 
+use crate::atm::{sonet_cells_per_s, AtmHostRx, AtmHostTx, Wire};
 use crate::engine::{DutProbe, TesterPort};
 
 /// Frames each router-to-tester ring holds: enough to ride out the tester thread losing its core
@@ -101,15 +102,47 @@ impl Embedded {
                     to_router,
                     from_router,
                 } = p;
+                // An ATM port's far end is the first PVC the router has on it.
+                let pvc = router
+                    .cfg
+                    .ports
+                    .iter()
+                    .find(|pc| pc.name == name && pc.atm.is_some())
+                    .and_then(|_| {
+                        router
+                            .cfg
+                            .interfaces
+                            .iter()
+                            .find(|i| i.port == name)
+                            .and_then(|i| i.atm.as_ref())
+                            .map(|a| (a.vpi, a.vci))
+                    });
+                let tx = to_router
+                    .into_iter()
+                    .map(|q| match pvc {
+                        Some((vpi, vci)) => {
+                            Box::new(AtmHostTx::new(Box::new(q), vpi, vci, pool.clone()))
+                                as Box<dyn dataplane::port::TxQueue>
+                        }
+                        None => Box::new(q) as Box<dyn dataplane::port::TxQueue>,
+                    })
+                    .collect();
+                let rx: Box<dyn dataplane::port::RxQueue> = match pvc {
+                    Some((vpi, vci)) => Box::new(AtmHostRx::new(Box::new(from_router), vpi, vci)),
+                    None => Box::new(from_router),
+                };
                 TesterPort {
                     name,
                     speed_bps,
-                    tx: to_router
-                        .into_iter()
-                        .map(|q| Box::new(q) as Box<dyn dataplane::port::TxQueue>)
-                        .collect(),
-                    rx: vec![Box::new(from_router) as Box<dyn dataplane::port::RxQueue>],
+                    tx,
+                    rx: vec![rx],
                     load_scale: 1.0,
+                    wire: match pvc {
+                        Some(_) => Wire::Atm {
+                            cells_per_s: sonet_cells_per_s(speed_bps),
+                        },
+                        None => Wire::Ethernet,
+                    },
                     refusal: crate::engine::Refusal::DeviceDrop,
                 }
             })

@@ -681,6 +681,7 @@ pub fn open_ports(
             tx: vec![port.tx_queue()?],
             rx,
             load_scale: 1.0,
+            wire: crate::atm::Wire::Ethernet,
             refusal: crate::engine::Refusal::NeverSent,
         });
         let resolved =

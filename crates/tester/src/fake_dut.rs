@@ -120,6 +120,7 @@ impl FakeDut {
                 tx: vec![Box::new(to_dut)],
                 rx: vec![Box::new(from_dut)],
                 load_scale: 1.0,
+                wire: crate::atm::Wire::Ethernet,
                 refusal: crate::engine::Refusal::DeviceDrop,
             });
             dut_rx.push(from_tester);

@@ -83,6 +83,7 @@ pub fn measure() -> Result<LatencyFloor, String> {
             tx: vec![p.tx_queue()?],
             rx: p.take_rx_queues(),
             load_scale: 1.0,
+            wire: crate::atm::Wire::Ethernet,
             refusal: Refusal::NeverSent,
         });
     }

@@ -27,6 +27,7 @@
 //! - [`report`] and [`chart`]: seed-shaped tables, JSON, SVG charts, progress lines.
 
 pub mod analyzer;
+pub mod atm;
 pub mod bridging;
 pub mod capacity;
 pub mod chart;

@@ -537,7 +537,7 @@ pub(crate) fn nominal_fps(t: &Tester, sz: &FrameSizes, active: &[usize]) -> f64 
         .iter()
         .zip(&on)
         .filter(|(_, &o)| o)
-        .map(|(p, _)| p.load_scale * crate::load::line_rate_fps(p.speed_bps, sz.mean()))
+        .map(|(p, _)| p.load_scale * p.wire.line_fps(p.speed_bps, sz.mean()))
         .sum()
 }
 

@@ -291,6 +291,7 @@ pub(crate) fn open_l2_ports(
             tx: vec![port.tx_queue()?],
             rx,
             load_scale: 1.0,
+            wire: crate::atm::Wire::Ethernet,
             refusal: crate::engine::Refusal::NeverSent,
         });
         afs.push(port);

@@ -13,6 +13,7 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
     super::bridges::cross_check(cfg, e);
     mcast_routing(cfg, e);
     super::ggsn::cross_check(cfg, e);
+    super::atm::cross_check(cfg, e);
     for (i, ifc) in cfg.interfaces.iter().enumerate() {
         if ifc.bvi.is_none() && !cfg.ports.iter().any(|p| p.name == ifc.port) {
             e.origin(
@@ -47,7 +48,9 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
                     && o.bvi.is_none()
                     && o.port == ifc.port
                     && o.vlan == ifc.vlan
-                    && o.s_vlan == ifc.s_vlan)
+                    && o.s_vlan == ifc.s_vlan
+                    && o.atm.is_none()
+                    && ifc.atm.is_none())
         });
         if dup {
             e.origin(

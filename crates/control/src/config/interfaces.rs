@@ -87,6 +87,7 @@ pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cf
             }
             None => None,
         };
+        let atm = super::atm::parse_port(&mut f, n, driver.as_ref(), e);
         f.finish(e);
         if let (Some(name), Some(driver)) = (name, driver) {
             if cfg.ports.iter().any(|p| p.name == name) {
@@ -99,6 +100,7 @@ pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cf
             cfg.ports.push(PortCfg {
                 name,
                 driver,
+                atm,
                 origin,
             });
         }
@@ -150,7 +152,18 @@ pub(super) fn parse_interfaces<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut
                 }
             }
         }
-        let mac_s = f.required("mac", e);
+        let atm = super::atm::parse_vc(&mut f, e);
+        let has_atm = f.node("atm").is_some();
+        // A PVC has no MAC address of its own (a locally administered one stands in for its TAP
+        // twin); every other interface needs one.
+        let mac_s = if has_atm {
+            Some(
+                f.str("mac", e)
+                    .unwrap_or_else(|| "02:a7:00:00:00:00".into()),
+            )
+        } else {
+            f.required("mac", e)
+        };
         let mac_v = mac_s.and_then(|s| {
             let node = f
                 .map
@@ -267,6 +280,7 @@ pub(super) fn parse_interfaces<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut
                 ipv6,
                 services,
                 host_name,
+                atm,
                 origin,
             });
         }

@@ -59,6 +59,7 @@ use packet::ethernet::MacAddr;
 
 use crate::yaml::{self, Value};
 
+pub mod atm;
 pub mod bridges;
 mod check;
 pub mod control_plane;
@@ -213,6 +214,8 @@ pub enum Driver {
 pub struct PortCfg {
     pub name: String,
     pub driver: Driver,
+    /// It carries ATM cells (`media: atm`): its interfaces are PVCs.
+    pub atm: Option<atm::AtmPortCfg>,
     pub origin: Origin,
 }
 
@@ -238,6 +241,8 @@ pub struct InterfaceCfg {
     pub services: IfServices,
     /// The name of its TAP twin in the kernel (with `control-plane.taps`).
     pub host_name: String,
+    /// The PVC it is, on an ATM port.
+    pub atm: Option<atm::AtmVcCfg>,
     pub origin: Origin,
 }
 

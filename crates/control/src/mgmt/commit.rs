@@ -494,11 +494,20 @@ impl Core {
 
         // The switch. Ports that left (or changed driver) stop first; the new tables go live in
         // one swap; then new ports start and the worker count follows.
+        // An ATM port's queues carry its VCs' SAR: a changed VC set remakes them.
+        let vcs_changed: std::collections::HashSet<String> = new_cfg
+            .ports
+            .iter()
+            .filter(|p| p.atm.is_some() && s.router.atm_vcs(&p.name) != new.atm_vcs(&p.name))
+            .map(|p| p.name.clone())
+            .collect();
         let changed_port = |name: &str| {
             let o = old_cfg.ports.iter().find(|p| p.name == name);
             let n = new_cfg.ports.iter().find(|p| p.name == name);
             match (o, n) {
-                (Some(o), Some(n)) => o.driver != n.driver,
+                (Some(o), Some(n)) => {
+                    o.driver != n.driver || o.atm != n.atm || vcs_changed.contains(name)
+                }
                 _ => false,
             }
         };
@@ -538,7 +547,7 @@ impl Core {
                     .find(|p| &p.name == name)
                     .expect("slot");
                 s.runtime
-                    .add_port(idx as u16, pc)
+                    .add_port(idx as u16, pc, new.atm_vcs(name))
                     .map_err(|e| ApiError::internal(e.to_string()))?;
                 if matches!(pc.driver, Driver::Mem) {
                     warnings.push(format!(

@@ -340,6 +340,7 @@ impl Core {
         self.snoop_metrics(&s, &mut e);
         self.mroute_metrics(&s, &mut e);
         self.gtp_metrics(&s, &mut e);
+        self.atm_metrics(&s, &mut e);
         e.finish()
     }
 }

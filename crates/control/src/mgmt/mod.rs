@@ -15,6 +15,7 @@
 //!   workers added and removed, capture, trace, counters cleared).
 //! - [`capture_file`]: captured frames as a pcap or pcapng file.
 
+pub mod atm;
 pub mod bridges;
 pub mod capture_file;
 pub mod commit;

@@ -38,6 +38,8 @@ enum NhKey {
     Mcast(u32, bool),
     GtpuLocal,
     GtpApn(u16),
+    /// Out of an ATM PVC (IPv6 or not): no neighbour to resolve, the VC is the adjacency.
+    Pvc(u32, bool),
 }
 
 pub struct Router {
@@ -83,6 +85,8 @@ pub struct Router {
     /// This build's number ([`Tables::generation`]): one more than the tables live when it
     /// was built.
     pub generation: u64,
+    /// Per port slot: the PVCs of a port that carries ATM cells.
+    pub atm_maps: Vec<Option<Arc<dataplane::tables::AtmVcMap>>>,
 }
 
 /// Where a configured prefix came from.
@@ -323,7 +327,9 @@ impl Router {
             sealed: false,
             paths: Default::default(),
             generation,
+            atm_maps: Vec::new(),
         };
+        r.atm_maps = r.build_atm_maps();
         r.mcast_next_hops();
         r.install_connected()?;
         r.install_gtp()?;
@@ -418,6 +424,9 @@ impl Router {
     fn adjacency(&self, ifx: u32, ip: IpAddr, mac: Option<MacAddr>) -> NextHop {
         let ifc = &self.ifs[ifx as usize];
         let et = if ip.is_ipv4() { 0x0800 } else { 0x86dd };
+        if let Some(pvc) = self.pvc_next_hop(ifx, ip.is_ipv6()) {
+            return pvc;
+        }
         match mac {
             Some(mac) => NextHop::Forward {
                 tx_if: ifx,
@@ -430,6 +439,64 @@ impl Router {
                 neighbor: Some(ip),
             },
         }
+    }
+
+    /// The PVC interface `ifx` is, if it is one.
+    pub fn pvc(&self, ifx: u32) -> Option<&crate::config::atm::AtmVcCfg> {
+        self.cfg.interfaces.get(ifx as usize)?.atm.as_ref()
+    }
+
+    /// Out of PVC `ifx` (IPv6 or not): forwarding with the VC's header; None if `ifx` is not a
+    /// PVC. A PVC is point to point: every address on its subnet is the far end.
+    fn pvc_next_hop(&self, ifx: u32, v6: bool) -> Option<NextHop> {
+        let vc = self.pvc(ifx)?;
+        let ifc = &self.ifs[ifx as usize];
+        Some(NextHop::Forward {
+            tx_if: ifx,
+            port: ifc.port,
+            mtu: ifc.mtu,
+            rewrite: Rewrite::atm(vc.key(), vc.encap, if v6 { 0x86dd } else { 0x0800 }),
+        })
+    }
+
+    /// The PVC map of every port that carries ATM cells, by port slot.
+    fn build_atm_maps(&self) -> Vec<Option<Arc<dataplane::tables::AtmVcMap>>> {
+        self.port_slots
+            .iter()
+            .map(|slot| {
+                let name = slot.as_deref()?;
+                self.cfg
+                    .ports
+                    .iter()
+                    .find(|p| p.name == name)?
+                    .atm
+                    .as_ref()?;
+                let vcs: Vec<_> = self
+                    .cfg
+                    .interfaces
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| i.port == name)
+                    .filter_map(|(k, i)| i.atm.as_ref().map(|a| (a.key(), k as u32, a.encap)))
+                    .collect();
+                Some(Arc::new(dataplane::tables::AtmVcMap::new(&vcs)))
+            })
+            .collect()
+    }
+
+    /// The VCs of ATM port `name` with their traffic classes, for its queues' SAR.
+    pub fn atm_vcs(&self, name: &str) -> Vec<dataplane::atm::VcConfig> {
+        self.cfg
+            .interfaces
+            .iter()
+            .filter(|i| i.port == name)
+            .filter_map(|i| i.atm.as_ref())
+            .map(|a| dataplane::atm::VcConfig {
+                vpi: a.vpi,
+                vci: a.vci,
+                class: a.class,
+            })
+            .collect()
     }
 
     /// Records a neighbour learned by ARP or ND: its next hop forwards from now on, and a host
@@ -591,14 +658,25 @@ impl Router {
                 neighbor: None,
             });
             let vrf = ifc.vrf as usize;
+            let (sub4, sub6) = if self.pvc(ifx as u32).is_some() {
+                let i = ifx as u32;
+                let nh4 = self.pvc_next_hop(i, false).expect("a PVC");
+                let nh6 = self.pvc_next_hop(i, true).expect("a PVC");
+                (
+                    self.nh(NhKey::Pvc(i, false), |_| nh4),
+                    self.nh(NhKey::Pvc(i, true), |_| nh6),
+                )
+            } else {
+                (glean, glean)
+            };
             for &(a, l) in &ifc.v4 {
                 let m = u32::MAX << (32 - l as u32);
-                self.add(vrf, Prefix::V4(a & m, l), glean)?;
+                self.add(vrf, Prefix::V4(a & m, l), sub4)?;
                 self.add(vrf, Prefix::V4(a, 32), local)?;
             }
             for &(a, l) in &ifc.v6 {
                 let m = u128::MAX << (128 - l as u32);
-                self.add(vrf, Prefix::V6(a & m, l), glean)?;
+                self.add(vrf, Prefix::V6(a & m, l), sub6)?;
                 self.add(vrf, Prefix::V6(a, 128), local)?;
             }
         }
@@ -1002,6 +1080,7 @@ impl Router {
             mcast_vrfs: self.mcast.vrfs.clone().into_boxed_slice(),
             mcast_nh: self.mcast.nh.clone().into_boxed_slice(),
             gtpu: self.gtpu(),
+            atm: self.atm_maps.clone().into_boxed_slice(),
         }
     }
 

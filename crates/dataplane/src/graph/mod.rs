@@ -12,6 +12,9 @@
 //!               \--------+--> bvi-input (to a bridge's routed interface)
 //! ```
 //!
+//! Ports that carry ATM cells enter at atm-input instead (their queues do the AAL5 SAR, see
+//! [`crate::atm`]), which hands packets to ip4-forward and ip6-forward.
+//!
 //! A node is a type implementing [`Node`], in a file of its own: its name, its next edges (a
 //! typed enum, [`Node::Next`]), the drop reasons it owns, its trace line and the text of what it
 //! does with a frame it neither hands on nor drops. The [`graph!`] table below lists them in the
@@ -135,6 +138,7 @@ macro_rules! graph {
 
 graph! {
     EthernetInput => crate::node::ethernet::EthernetInput;
+    AtmInput => crate::node::atm_input::AtmInput;
     L2Input => crate::node::l2_input::L2Input;
     L2Mcast => crate::node::l2_mcast::L2Mcast;
     L2Flood => crate::node::l2_flood::L2Flood;
@@ -243,15 +247,21 @@ impl Frames {
     }
 }
 
-/// Runs `pkts` (one receive burst of `port`) through ethernet-input and on through the graph,
-/// until every frame is on a transmit vector, punted, consumed or dropped.
+/// Runs `pkts` (one receive burst of `port`) through the port's entry node (ethernet-input, or
+/// atm-input for a port that carries ATM cells) and on through the graph, until every frame is
+/// on a transmit vector, punted, consumed or dropped.
 #[inline]
 pub fn receive(ctx: &mut Ctx, t: &Tables, port: u16, pkts: &mut Vec<PktBuf>) {
     ctx.rx_port = port;
-    std::mem::swap(pkts, &mut ctx.frames.v[NodeId::EthernetInput as usize]);
+    let entry = if t.atm.is_empty() || t.atm_port(port).is_none() {
+        NodeId::EthernetInput
+    } else {
+        NodeId::AtmInput
+    } as usize;
+    std::mem::swap(pkts, &mut ctx.frames.v[entry]);
     run(ctx, t);
     // `run` returns with every input empty: the burst vector's room goes back to the caller.
-    std::mem::swap(pkts, &mut ctx.frames.v[NodeId::EthernetInput as usize]);
+    std::mem::swap(pkts, &mut ctx.frames.v[entry]);
 }
 
 /// Runs every pending input vector, node by node in table order, until all are empty.

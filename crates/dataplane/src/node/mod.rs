@@ -4,6 +4,7 @@
 //! Each node's doc comment says which metadata it reads and sets and how it picks the next node.
 //! Drops are counted by reason in [`Ctx`] and written to the worker's counters once per vector.
 
+pub mod atm_input;
 pub mod bvi_input;
 pub mod bvi_output;
 pub mod ethernet;

@@ -59,6 +59,8 @@ pub struct PcapRx {
     scratch: Vec<u8>,
     /// `scratch` holds a record not yet delivered (no buffer was free for it).
     pending: bool,
+    /// The link type records must have.
+    linktype: u32,
     too_long: Skipped,
     not_ethernet: Skipped,
     /// Records skipped or unreadable since the worker last asked.
@@ -68,18 +70,30 @@ pub struct PcapRx {
 
 impl PcapRx {
     pub fn open(path: &Path) -> Result<Self, String> {
+        Self::open_linktype(path, pcap::LINKTYPE_ETHERNET)
+    }
+
+    /// Opens a capture of link type `linktype` (records of another type are skipped and
+    /// counted): Ethernet, or SunATM (123) for an ATM port, whose records are PDUs.
+    pub fn open_linktype(path: &Path, linktype: u32) -> Result<Self, String> {
         let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let reader =
             AnyReader::new(BufReader::new(f)).map_err(|e| format!("{}: {e}", path.display()))?;
         if let Some(lt) = reader.file_linktype() {
-            if lt != pcap::LINKTYPE_ETHERNET {
+            if lt != linktype {
+                let want = match linktype {
+                    pcap::LINKTYPE_ETHERNET => "Ethernet",
+                    packet::atm::LINKTYPE_SUNATM => "SunATM",
+                    _ => "the port's",
+                };
                 return Err(format!(
-                    "{}: link type {lt} is not Ethernet (1)",
+                    "{}: link type {lt} is not {want} ({linktype})",
                     path.display()
                 ));
             }
         }
         Ok(Self {
+            linktype,
             path: path.display().to_string(),
             reader: Some(reader),
             scratch: Vec::with_capacity(MAX_FRAME),
@@ -126,7 +140,7 @@ impl PcapRx {
 
     /// Cuts off the record's FCS; false (and noted) if it cannot be delivered.
     fn keep(&mut self, f: &Frame, at: Position) -> bool {
-        if f.linktype != pcap::LINKTYPE_ETHERNET {
+        if f.linktype != self.linktype {
             self.not_ethernet.add(at, u64::from(f.linktype));
             return false;
         }
@@ -201,12 +215,18 @@ pub struct PcapTx {
 impl PcapTx {
     /// Creates the file; `port` names the pcapng interface.
     pub fn create(path: &Path, port: &str) -> Result<Self, String> {
+        Self::create_linktype(path, port, pcap::LINKTYPE_ETHERNET)
+    }
+
+    /// Creates a capture of link type `linktype` (SunATM, 123, for an ATM port: each record a
+    /// PDU behind its VC's pseudo-header, as tshark's `atm` dissector reads it).
+    pub fn create_linktype(path: &Path, port: &str, linktype: u32) -> Result<Self, String> {
         let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
         let f = BufWriter::new(File::create(path).map_err(|e| err(&e))?);
         let writer = if path.extension().is_some_and(|e| e == "pcapng") {
             let mut w = pcapng::Writer::new(f, "linerate").map_err(|e| err(&e))?;
             w.add_interface(&pcapng::InterfaceDesc {
-                linktype: pcap::LINKTYPE_ETHERNET as u16,
+                linktype: linktype as u16,
                 snaplen: MAX_FRAME as u32,
                 name: Some(port),
                 description: Some(&format!("linerate: frames sent on port {port}")),
@@ -214,8 +234,7 @@ impl PcapTx {
             .map_err(|e| err(&e))?;
             Writer::PcapNg(w)
         } else {
-            let w = pcap::Writer::new(f, pcap::LINKTYPE_ETHERNET, MAX_FRAME as u32)
-                .map_err(|e| err(&e))?;
+            let w = pcap::Writer::new(f, linktype, MAX_FRAME as u32).map_err(|e| err(&e))?;
             Writer::Pcap(w)
         };
         Ok(Self {

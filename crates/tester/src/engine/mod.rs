@@ -26,7 +26,7 @@ use dataplane::{BufCache, PktBuf, Pool};
 
 use crate::analyzer::Analyzer;
 use crate::histogram::Histogram;
-use crate::load::{line_rate_fps, FrameSizes};
+use crate::load::FrameSizes;
 use crate::stream::{finish, GenStream, StreamSpec};
 
 /// Frames built per port per turn: small enough that a burst's timestamp is close to every
@@ -348,7 +348,9 @@ impl Tester {
                     .map(|&s| gens[s as usize].mean_size(&size_cycle))
                     .sum::<f64>()
                     / ps.len() as f64;
-                spec.load * self.ports[p].load_scale * line_rate_fps(self.ports[p].speed_bps, m)
+                spec.load
+                    * self.ports[p].load_scale
+                    * self.ports[p].wire.line_fps(self.ports[p].speed_bps, m)
             })
             .collect();
         let mean = {
@@ -980,6 +982,7 @@ mod tests {
             tx: vec![Box::new(tx)],
             rx: vec![Box::new(rx) as Box<dyn RxQueue>],
             load_scale: 1.0,
+            wire: crate::atm::Wire::Ethernet,
             refusal: Refusal::NeverSent,
         }
     }

@@ -20,6 +20,8 @@ pub struct TesterPort {
     pub load_scale: f64,
     /// Where a frame the transmit queue refuses was.
     pub refusal: Refusal,
+    /// How frames go on the wire (what 100% load is).
+    pub wire: crate::atm::Wire,
 }
 
 /// What a frame refused by a tester port's transmit queue means.

@@ -93,6 +93,9 @@ pub struct ScenarioOpts {
     pub max_streams: Option<usize>,
     /// Stream-scaling scenarios: exactly these stream counts (instead of 1..=max).
     pub counts: Option<Vec<usize>>,
+    /// GR-1..3 on Ethernet ports at OC-12's bit rate instead of ATM OC-12 PVCs (the stand-in
+    /// they ran on before the router had ATM).
+    pub grf_ethernet: bool,
 }
 
 impl Default for ScenarioOpts {
@@ -102,6 +105,7 @@ impl Default for ScenarioOpts {
             workers: 1,
             max_streams: None,
             counts: None,
+            grf_ethernet: false,
         }
     }
 }

@@ -1,0 +1,112 @@
+//! ATM ports in the metrics: per PVC, the SAR's counters (PDUs, cells and bytes each way, CRC
+//! and length errors, reassembly timeouts, oversize PDUs, OAM loopbacks, shaper drops), and per
+//! port the cells it could not place (HEC errors, unknown VCs).
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::metrics::{Exposition, Kind};
+
+/// A per-VC metric: its name's middle, its help, and how to read it from a VC's counts.
+type VcFamily = (&'static str, &'static str, fn(&dataplane::atm::VcCounts) -> u64);
+
+impl super::Core {
+    pub(super) fn atm_metrics(&self, s: &super::State, e: &mut Exposition) {
+        let ports: Vec<_> = (0..s.router.port_slots.len())
+            .filter_map(|i| Some((i, s.runtime.atm_port(i)?)))
+            .collect();
+        if ports.is_empty() {
+            return;
+        }
+        let vc_families: [VcFamily; 12] = [
+            ("rx_pdus", "AAL5 PDUs reassembled whole.", |c| c.rx_pdus),
+            (
+                "rx_cells",
+                "Cells received (of whole or failed PDUs).",
+                |c| c.rx_cells,
+            ),
+            ("rx_bytes", "SDU bytes reassembled.", |c| c.rx_bytes),
+            ("tx_pdus", "AAL5 PDUs segmented.", |c| c.tx_pdus),
+            ("tx_cells", "Cells sent.", |c| c.tx_cells),
+            ("crc_errors", "PDUs whose CRC-32 failed.", |c| c.crc_errors),
+            (
+                "length_errors",
+                "PDUs whose trailer length did not fit their cells.",
+                |c| c.length_errors,
+            ),
+            (
+                "reassembly_timeouts",
+                "Partial PDUs discarded at the reassembly timeout.",
+                |c| c.timeouts,
+            ),
+            ("oversize", "PDUs larger than a buffer, discarded.", |c| {
+                c.oversize
+            }),
+            ("oam_loopbacks", "F5 OAM loopback requests answered.", |c| {
+                c.oam_loopbacks
+            }),
+            (
+                "oam_dropped",
+                "OAM and RM cells not acted on (bad CRC-10, other functions).",
+                |c| c.oam_dropped,
+            ),
+            (
+                "shaper_drops",
+                "PDUs the VC's shaper queue could not hold.",
+                |c| c.shaper_drops,
+            ),
+        ];
+        // Each VC's interface, by port.
+        let label = |port: usize, vc: &dataplane::atm::VcConfig| {
+            let name = s.router.port_name(port as u16).to_string();
+            let ifname = s
+                .router
+                .cfg
+                .interfaces
+                .iter()
+                .find(|i| {
+                    i.port == name
+                        && i.atm
+                            .as_ref()
+                            .is_some_and(|a| a.vpi == vc.vpi && a.vci == vc.vci)
+                })
+                .map(|i| i.name.clone())
+                .unwrap_or_default();
+            (name, ifname, vc.vpi.to_string(), vc.vci.to_string())
+        };
+        for (name, help, get) in vc_families {
+            e.family(
+                &format!("linerate_atm_vc_{name}_total"),
+                Kind::Counter,
+                help,
+            );
+            for (p, st) in &ports {
+                for (vc, stats) in st.vcs.iter().zip(st.stats.iter()) {
+                    let (port, ifname, vpi, vci) = label(*p, vc);
+                    e.sample(
+                        &[
+                            ("port", &port),
+                            ("interface", &ifname),
+                            ("vpi", &vpi),
+                            ("vci", &vci),
+                        ],
+                        get(&stats.snapshot()) as f64,
+                    );
+                }
+            }
+        }
+        e.family(
+            "linerate_atm_port_cells_dropped_total",
+            Kind::Counter,
+            "Cells an ATM port could not place: header error check failed, or no such VC.",
+        );
+        for (p, st) in &ports {
+            let port = s.router.port_name(*p as u16).to_string();
+            for (why, n) in [
+                ("hec", st.hec_errors.load(Relaxed)),
+                ("unknown_vc", st.unknown_vc.load(Relaxed)),
+            ] {
+                e.sample(&[("port", &port), ("reason", why)], n as f64);
+            }
+        }
+    }
+}
