@@ -203,15 +203,23 @@ pub const fn cells_for(len: usize) -> usize {
     (len + AAL5_TRAILER).div_ceil(CELL_PAYLOAD)
 }
 
-/// Writes the padding and trailer of an SDU that fills `pdu[..sdu_len]`; `pdu` must be exactly
-/// `cells_for(sdu_len) * 48` bytes. Returns the CRC written.
-pub fn seal_pdu(pdu: &mut [u8], sdu_len: usize, uu: u8) -> u32 {
+/// Writes the padding and trailer of an SDU that fills `pdu[..sdu_len]`, the CRC field zero;
+/// `pdu` must be exactly `cells_for(sdu_len) * 48` bytes.
+pub fn trailer_without_crc(pdu: &mut [u8], sdu_len: usize, uu: u8) {
     debug_assert_eq!(pdu.len(), cells_for(sdu_len) * CELL_PAYLOAD);
     let n = pdu.len();
     pdu[sdu_len..n - AAL5_TRAILER].fill(0);
     pdu[n - 8] = uu;
     pdu[n - 7] = 0;
     pdu[n - 6..n - 4].copy_from_slice(&(sdu_len as u16).to_be_bytes());
+    pdu[n - 4..].fill(0);
+}
+
+/// Writes the padding and trailer of an SDU that fills `pdu[..sdu_len]`; `pdu` must be exactly
+/// `cells_for(sdu_len) * 48` bytes. Returns the CRC written.
+pub fn seal_pdu(pdu: &mut [u8], sdu_len: usize, uu: u8) -> u32 {
+    trailer_without_crc(pdu, sdu_len, uu);
+    let n = pdu.len();
     let crc = aal5_crc(&pdu[..n - 4]);
     pdu[n - 4..].copy_from_slice(&crc.to_be_bytes());
     crc

@@ -7,7 +7,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use crate::metrics::{Exposition, Kind};
 
 /// A per-VC metric: its name's middle, its help, and how to read it from a VC's counts.
-type VcFamily = (&'static str, &'static str, fn(&dataplane::atm::VcCounts) -> u64);
+type VcFamily = (
+    &'static str,
+    &'static str,
+    fn(&dataplane::atm::VcCounts) -> u64,
+);
 
 impl super::Core {
     pub(super) fn atm_metrics(&self, s: &super::State, e: &mut Exposition) {

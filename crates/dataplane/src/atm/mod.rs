@@ -11,6 +11,7 @@
 //!
 //! The wire formats (cells, HEC, the AAL5 trailer and CRC, OAM, RFC 2684) are `packet::atm`.
 
+pub mod crc;
 pub mod port;
 pub mod reassembly;
 pub mod segmentation;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use packet::atm::{self, CELL, CELL_HEADER, CELL_PAYLOAD, PREFIX};
 
+use super::crc::{Crc, CrcEngine};
 use super::AtmPortState;
 use crate::buffer::{BufCache, PktBuf, HEADROOM, MAX_FRAME};
 
@@ -26,7 +27,7 @@ pub const MAX_SDU: usize = MAX_FRAME - PREFIX;
 #[derive(Default)]
 struct Partial {
     buf: Option<PktBuf>,
-    crc: u32,
+    crc: Option<Crc>,
     cells: u32,
     started_ns: u64,
     /// The PDU outgrew a buffer: its cells are dropped until its last one.
@@ -39,6 +40,7 @@ pub struct Reassembler {
     /// VCs with a PDU in progress (the timeout sweep is skipped when 0).
     open: usize,
     last_sweep_ns: u64,
+    crc: CrcEngine,
 }
 
 /// How often partial PDUs are checked for their timeout.
@@ -51,6 +53,7 @@ impl Reassembler {
             port,
             open: 0,
             last_sweep_ns: 0,
+            crc: CrcEngine::detect(),
         }
     }
 
@@ -116,7 +119,7 @@ impl Reassembler {
             b.data_mut()
                 .copy_from_slice(&atm::sunatm(key, atm::SUNATM_LLC));
             p.buf = Some(b);
-            p.crc = !0;
+            p.crc = Some(self.crc.start());
             p.cells = 0;
             p.started_ns = now_ns;
             self.open += 1;
@@ -133,7 +136,7 @@ impl Reassembler {
             } else {
                 b.set_len(at + CELL_PAYLOAD);
                 b.data_mut()[at..].copy_from_slice(payload);
-                p.crc = atm::crc32_update(p.crc, payload);
+                p.crc = p.crc.map(|c| self.crc.cell(c, payload));
             }
         }
         if pti & atm::PTI_LAST == 0 {
@@ -147,7 +150,7 @@ impl Reassembler {
         }
         let Some(mut b) = p.buf.take() else { return };
         self.open -= 1;
-        if p.crc != atm::AAL5_RESIDUE {
+        if p.crc.take().map(|c| self.crc.residue(c)) != Some(atm::AAL5_RESIDUE) {
             stats.crc_errors.fetch_add(1, Relaxed);
             return cache.free(b);
         }

@@ -6,7 +6,7 @@
 //! unknown VC.
 //!
 //! The padding and trailer are written in place behind the SDU and the CRC-32 run once over
-//! the PDU; each 48-byte piece then goes out behind one of the VC's two precomputed headers
+//! the PDU (a cell at a time, [`super::crc`]); each 48-byte piece then goes out behind one of the VC's two precomputed headers
 //! (more cells follow / last cell). A UBR VC's cells go straight into the train being filled. A
 //! shaped VC's cells wait in its queue, and a timer heap ordered by each VC's next conforming
 //! time releases them ([`Segmenter::run`], called on every transmit burst and when the worker
@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use packet::atm::{self, CELL, CELL_PAYLOAD, PREFIX};
 
+use super::crc::CrcEngine;
 use super::shaper::Contract;
 use super::{AtmPortState, TRAIN_CELLS};
 use crate::buffer::{BufCache, PktBuf};
@@ -45,6 +46,7 @@ pub struct Segmenter {
     /// The train being filled, and the full ones not yet taken.
     train: Option<PktBuf>,
     full: Vec<PktBuf>,
+    crc: CrcEngine,
 }
 
 impl Segmenter {
@@ -83,6 +85,7 @@ impl Segmenter {
             timers: BinaryHeap::new(),
             train: None,
             full: Vec::new(),
+            crc: CrcEngine::detect(),
         }
     }
 
@@ -116,7 +119,14 @@ impl Segmenter {
             stats.oversize.fetch_add(1, Relaxed);
             return false;
         }
-        atm::seal_pdu(&mut b.data_mut()[PREFIX..], sdu, 0);
+        let pdu = &mut b.data_mut()[PREFIX..];
+        atm::trailer_without_crc(pdu, sdu, 0);
+        let mut crc = self.crc.start();
+        for p in pdu.chunks_exact(CELL_PAYLOAD) {
+            crc = self.crc.cell(crc, p);
+        }
+        let n = pdu.len();
+        pdu[n - 4..].copy_from_slice(&self.crc.crc_of_sealed(crc).to_be_bytes());
         let pdu = &b.data()[PREFIX..];
         let [more, last] = self.headers[vc];
         if let Some(s) = self.shaped[vc].as_mut() {
