@@ -109,9 +109,9 @@ def test_pvcs_route_and_tshark_decodes_what_leaves(tmp_path: Path, linerate_bin:
     assert sorted(int(r["udp.length"]) for r in to16) == [8 + 100 + i for i in range(20)]
     mux = [r for r in rows if r["ip.dst"] == "172.17.0.9"]
     assert len(mux) == 5
-    # VC-multiplexed: no LLC header, the VC says IPv4 (tshark is told by the pseudo-header's
-    # traffic type only for LLC, so it is read here from the VC and the bytes).
-    assert all((r["atm.vpi"], r["atm.vci"]) == ("1", "41") for r in mux)
+    # VC-multiplexed: no LLC header (the pseudo-header's traffic type is "unknown", and tshark
+    # reads the payload as the IPv4 it is).
+    assert all((r["atm.vpi"], r["atm.vci"], r["llc.type"]) == ("1", "41", "") for r in mux)
     assert all(r["ip.ttl"] == "8" for r in mux)
     v6 = [r for r in rows if r["ipv6.hlim"]]
     assert len(v6) == 5

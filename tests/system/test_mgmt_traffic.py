@@ -333,14 +333,14 @@ def test_show_runtime_under_traffic_counts_each_node_and_clears(bench):
     assert v["timed_every"] == 16
     assert len(v["workers"]) == 1 and v["workers"][0]["worker"] == 0
     rows = {n["node"]: n for n in v["total"]}
-    assert set(rows) == {"ethernet-input", "l2-input", "l2-mcast", "l2-flood", "bvi-input",
-                         "ip4-forward", "ip-mcast", "gtpu-input", "gtpu-encap",
+    assert set(rows) == {"ethernet-input", "atm-input", "l2-input", "l2-mcast", "l2-flood",
+                         "bvi-input", "ip4-forward", "ip-mcast", "gtpu-input", "gtpu-encap",
                          "ip6-forward", "l2-control", "slow-path", "output-features",
                          "bvi-output", "interface-output"}, rows
-    # Unicast routed traffic only: the bridge, multicast and GTP nodes have rows and nothing
-    # in them.
-    for node in ("l2-input", "l2-mcast", "l2-flood", "bvi-input", "bvi-output", "ip-mcast",
-                 "gtpu-input", "gtpu-encap"):
+    # Unicast routed traffic on Ethernet only: the ATM, bridge, multicast and GTP nodes have
+    # rows and nothing in them.
+    for node in ("atm-input", "l2-input", "l2-mcast", "l2-flood", "bvi-input", "bvi-output",
+                 "ip-mcast", "gtpu-input", "gtpu-encap"):
         assert rows[node]["packets"] == 0, rows[node]
     eth, ip4, tx = rows["ethernet-input"], rows["ip4-forward"], rows["interface-output"]
     assert eth["packets"] > 10_000, eth

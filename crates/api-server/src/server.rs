@@ -322,6 +322,10 @@ fn routes(core: Arc<Core>) -> Router {
             get(|State(c): Shared| call(c, |c| c.gtp_stats())),
         )
         .route(
+            "/v1/atm/pvcs",
+            get(|State(c): Shared| call(c, |c| Ok(c.atm_pvcs()))),
+        )
+        .route(
             "/v1/apns",
             get(|State(c): Shared| call(c, |c| Ok(c.apns()))),
         )

@@ -247,3 +247,50 @@ fn a_partial_pdu_times_out() {
     assert_eq!(st.stats[0].snapshot().rx_pdus, 1);
     assert_eq!(st.stats[0].snapshot().crc_errors, 0);
 }
+
+#[test]
+fn show_atm_pvc_reports_each_vc_and_the_port() {
+    let dir = std::env::temp_dir().join(format!("linerate-atm-show-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (core, mut peers) = core_with(&dir, CONFIG);
+    let mut sdu = atm::LLC_SNAP_IPV4.to_vec();
+    sdu.extend_from_slice(&ip4([172, 16, 1, 1], 64, 200));
+    let mut train = cells(vc_key(0, 32), &sdu);
+    train.extend(cells(vc_key(0, 32), &sdu));
+    let mut bad = cells(vc_key(0, 32), &sdu);
+    bad[CELL + 10] ^= 1; // a payload bit: CRC error
+    train.extend(bad);
+    let mut hec = cells(vc_key(0, 33), &sdu);
+    hec[2] ^= 0x40;
+    train.extend(hec);
+    let pool = core.lock("test").runtime.pool.clone();
+    let mut cache = dataplane::BufCache::new(pool);
+    let mut b = cache.alloc().unwrap();
+    assert!(b.fill(&train));
+    let mut v = vec![b];
+    while !v.is_empty() {
+        peers[0].to_router[0].push_burst(&mut v);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let view = core.atm_pvcs();
+    assert_eq!(view.ports.len(), 2, "a0 and a1");
+    assert_eq!(view.ports[0].hec_errors, 1);
+    let a032 = view.pvcs.iter().find(|p| p.interface == "a0.32").unwrap();
+    assert_eq!(
+        (a032.vpi, a032.vci, a032.encap.as_str()),
+        (0, 32, "llc-snap")
+    );
+    assert_eq!(a032.rx_pdus, 2);
+    assert_eq!(a032.crc_errors, 1);
+    let a140 = view.pvcs.iter().find(|p| p.interface == "a1.40").unwrap();
+    assert_eq!(a140.class, "cbr pcr 1000000");
+    assert_eq!(a140.tx_pdus, 2, "both good PDUs routed out of 1/40");
+    assert_eq!(a140.tx_cells, 2 * atm::cells_for(sdu.len()) as u64);
+    let text = api::Render::render(&view);
+    assert!(
+        text.contains("a1.41") && text.contains("vc-mux-ipv4"),
+        "{text}"
+    );
+    assert!(text.contains("port a0: 1 cells with a bad HEC"), "{text}");
+    core.shutdown();
+}

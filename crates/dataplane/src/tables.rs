@@ -134,7 +134,11 @@ impl Rewrite {
     /// then the RFC 2684 LLC/SNAP header for `ethertype` (none for a VC-multiplexed VC).
     pub fn atm(vc: u32, encap: AtmEncap, ethertype: u16) -> Self {
         let mut bytes = [0u8; 18];
-        bytes[..4].copy_from_slice(&packet::atm::sunatm(vc, packet::atm::SUNATM_LLC));
+        let traffic = match encap {
+            AtmEncap::LlcSnap => packet::atm::SUNATM_LLC,
+            AtmEncap::VcMuxIpv4 | AtmEncap::VcMuxIpv6 => packet::atm::SUNATM_VC_MUX,
+        };
+        bytes[..4].copy_from_slice(&packet::atm::sunatm(vc, traffic));
         let len = match encap {
             AtmEncap::LlcSnap => {
                 bytes[4..12].copy_from_slice(if ethertype == 0x86dd {

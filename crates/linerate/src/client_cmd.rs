@@ -10,10 +10,11 @@ use api::requests::{
     SnoopQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{
-    AclView, ApnView, ApplyOutcome, BridgeView, CommitText, CommitView, CountersView, CpuView,
-    ErrorView, FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, LogView,
-    MacCleared, MacTableView, MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView,
-    RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
+    AclView, ApnView, ApplyOutcome, AtmView, BridgeView, CommitText, CommitView, CountersView,
+    CpuView, ErrorView, FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView,
+    LogView, MacCleared, MacTableView, MrouteView, NeighborView, PortView, PuntView, QosView,
+    RoutesView, RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded,
+    WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -129,6 +130,18 @@ pub enum ShowCmd {
     },
     /// The GGSN's APNs: VRF, interface, pools and their use, DNS servers.
     Apn,
+    /// ATM: `show atm pvc`: each PVC's encapsulation, traffic class and SAR counters.
+    Atm {
+        #[command(subcommand)]
+        what: AtmShow,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AtmShow {
+    /// Every PVC of every ATM port: PDUs and cells each way, CRC, length, timeout and oversize
+    /// errors, OAM loopbacks answered, shaper drops; per port, cells that reached no PVC.
+    Pvc,
 }
 
 #[derive(Subcommand)]
@@ -536,6 +549,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             what: GtpShow::Statistics,
         } => print_view::<GtpStatsView>(c, "/v1/gtp/statistics", json_out),
         ShowCmd::Apn => print_view::<Vec<ApnView>>(c, "/v1/apns", json_out),
+        ShowCmd::Atm { what: AtmShow::Pvc } => print_view::<AtmView>(c, "/v1/atm/pvcs", json_out),
     }
 }
 

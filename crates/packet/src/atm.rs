@@ -35,6 +35,9 @@ pub const PTI_OAM_END_TO_END: u8 = 0b101;
 /// The SunATM pseudo-header's length and its traffic type for LLC-multiplexed VCs.
 pub const PREFIX: usize = 4;
 pub const SUNATM_LLC: u8 = 0x02;
+/// The pseudo-header's traffic type "unknown", for VC-multiplexed VCs: tshark then reads the
+/// payload as the protocol it looks like (the VC alone says which).
+pub const SUNATM_VC_MUX: u8 = 0x00;
 /// Set in the pseudo-header's flags on what the router sends.
 pub const SUNATM_TX: u8 = 0x80;
 

@@ -5,6 +5,7 @@
 //! Compatibility: fields are only ever added (with `#[serde(default)]` where an older router
 //! may leave them out), so a newer CLI reads an older router's answers.
 
+pub mod atm;
 pub mod bridges;
 pub mod config;
 pub mod control_plane;
@@ -18,6 +19,7 @@ pub mod services;
 pub mod snooping;
 pub mod system;
 
+pub use atm::{AtmPortView, AtmPvcView, AtmView};
 pub use bridges::{
     BridgeMemberView, BridgeView, MacCleared, MacEntryView, MacTableStats, MacTableView,
 };

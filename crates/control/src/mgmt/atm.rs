@@ -4,6 +4,10 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use api::views::{AtmPortView, AtmPvcView, AtmView};
+use dataplane::atm::TrafficClass;
+use dataplane::tables::AtmEncap;
+
 use crate::metrics::{Exposition, Kind};
 
 /// A per-VC metric: its name's middle, its help, and how to read it from a VC's counts.
@@ -14,6 +18,65 @@ type VcFamily = (
 );
 
 impl super::Core {
+    /// `show atm pvc`: every PVC of every ATM port with its counters.
+    pub fn atm_pvcs(&self) -> AtmView {
+        let s = self.lock("show atm");
+        let mut v = AtmView::default();
+        for i in 0..s.router.port_slots.len() {
+            let Some(st) = s.runtime.atm_port(i) else {
+                continue;
+            };
+            let port = s.router.port_name(i as u16).to_string();
+            v.ports.push(AtmPortView {
+                port: port.clone(),
+                hec_errors: st.hec_errors.load(Relaxed),
+                unknown_vc: st.unknown_vc.load(Relaxed),
+                no_buffers: st.no_buffers.load(Relaxed),
+            });
+            for (vc, stats) in st.vcs.iter().zip(st.stats.iter()) {
+                let ifc = s.router.cfg.interfaces.iter().find(|x| {
+                    x.port == port
+                        && x.atm
+                            .as_ref()
+                            .is_some_and(|a| a.vpi == vc.vpi && a.vci == vc.vci)
+                });
+                let c = stats.snapshot();
+                v.pvcs.push(AtmPvcView {
+                    port: port.clone(),
+                    interface: ifc.map(|x| x.name.clone()).unwrap_or_default(),
+                    vpi: vc.vpi,
+                    vci: vc.vci,
+                    encap: match ifc.and_then(|x| x.atm.as_ref()).map(|a| a.encap) {
+                        Some(AtmEncap::VcMuxIpv4) => "vc-mux-ipv4",
+                        Some(AtmEncap::VcMuxIpv6) => "vc-mux-ipv6",
+                        _ => "llc-snap",
+                    }
+                    .into(),
+                    class: match vc.class {
+                        TrafficClass::Ubr => "ubr".into(),
+                        TrafficClass::Cbr { pcr } => format!("cbr pcr {pcr}"),
+                        TrafficClass::Vbr { pcr, scr, mbs } => {
+                            format!("vbr pcr {pcr} scr {scr} mbs {mbs}")
+                        }
+                    },
+                    rx_pdus: c.rx_pdus,
+                    rx_cells: c.rx_cells,
+                    rx_bytes: c.rx_bytes,
+                    tx_pdus: c.tx_pdus,
+                    tx_cells: c.tx_cells,
+                    crc_errors: c.crc_errors,
+                    length_errors: c.length_errors,
+                    reassembly_timeouts: c.timeouts,
+                    oversize: c.oversize,
+                    oam_loopbacks: c.oam_loopbacks,
+                    oam_dropped: c.oam_dropped,
+                    shaper_drops: c.shaper_drops,
+                });
+            }
+        }
+        v
+    }
+
     pub(super) fn atm_metrics(&self, s: &super::State, e: &mut Exposition) {
         let ports: Vec<_> = (0..s.router.port_slots.len())
             .filter_map(|i| Some((i, s.runtime.atm_port(i)?)))
