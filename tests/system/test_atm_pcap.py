@@ -15,6 +15,8 @@ import struct
 import subprocess
 from pathlib import Path
 
+from test_pcap_inputs import inet_checksum as checksum
+
 CONFIG = """\
 router: { workers: 1 }
 ports:
@@ -32,15 +34,6 @@ routes:
 
 LLC_IP4 = bytes.fromhex("aaaa030000000800")
 LLC_IP6 = bytes.fromhex("aaaa0300000086dd")
-
-
-def checksum(b: bytes) -> int:
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
 
 
 def udp4(dst: str, ttl: int, n: int) -> bytes:

@@ -5,7 +5,7 @@
 //! PVC's pseudo-header and LLC/SNAP header (the IP packet is not touched), and segments the PDU
 //! into cell trains for the port; [`AtmHostRx`] reassembles what the port sends back and puts
 //! an Ethernet header in front of each packet again, so the analyzer reads them as any frame.
-//! The SAR is the router's own (`dataplane::atm`), run here on the tester's core.
+//! The SAR is the router's own queues (`dataplane::atm::port`), run here on the tester's core.
 //!
 //! Sizes: a test frame of `s` bytes (Ethernet, FCS counted) carries an IP packet of `s - 18`
 //! bytes, which travels as `cells_for(s - 18 + 8)` cells. [`Wire::Atm`] paces frames by that
@@ -14,12 +14,11 @@
 
 use std::sync::Arc;
 
-use dataplane::atm::reassembly::Reassembler;
-use dataplane::atm::segmentation::Segmenter;
+use dataplane::atm::port::{AtmRx, AtmTx};
 use dataplane::atm::{AtmPortState, TrafficClass, VcConfig};
 use dataplane::port::{RxQueue, TxQueue};
 use dataplane::{BufCache, PktBuf, Pool};
-use packet::atm::{self, CELL, PREFIX};
+use packet::atm::{self, PREFIX};
 
 /// OC-12c's cell rate: the STS-12c synchronous payload (599.04 Mbit/s) in 53-byte cells.
 pub const OC12_CELLS_PER_S: f64 = 599.04e6 / (53.0 * 8.0);
@@ -69,26 +68,18 @@ fn state(vpi: u8, vci: u16) -> Arc<AtmPortState> {
     )
 }
 
-/// Trains the port refused that are held for the next try; beyond it frames are refused.
-const MAX_HELD: usize = 64;
-
+/// The generator's frames out as PDUs on one PVC, through the router's own segmenting queue.
 pub struct AtmHostTx {
-    inner: Box<dyn TxQueue>,
-    segmenter: Segmenter,
+    inner: AtmTx,
     prefix: [u8; PREFIX],
-    trains: Vec<PktBuf>,
-    cache: BufCache,
 }
 
 impl AtmHostTx {
     /// Frames sent on `inner` as cells on VC `vpi`/`vci`.
     pub fn new(inner: Box<dyn TxQueue>, vpi: u8, vci: u16, pool: Arc<Pool>) -> Self {
         AtmHostTx {
-            inner,
-            segmenter: Segmenter::new(state(vpi, vci)),
+            inner: AtmTx::new(state(vpi, vci), inner, pool),
             prefix: atm::sunatm(atm::vc_key(vpi, vci), atm::SUNATM_LLC),
-            trains: Vec::new(),
-            cache: BufCache::new(pool),
         }
     }
 
@@ -112,99 +103,60 @@ impl AtmHostTx {
         d[PREFIX..PREFIX + 8].copy_from_slice(llc);
         true
     }
-
-    fn send_held(&mut self) {
-        if !self.trains.is_empty() {
-            self.inner.tx_burst(&mut self.trains, &mut self.cache);
-        }
-    }
 }
 
 impl TxQueue for AtmHostTx {
     fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize {
-        self.send_held();
-        if self.trains.len() >= MAX_HELD {
-            return 0;
-        }
-        let n = pkts.len();
-        for mut b in pkts.drain(..) {
-            if self.to_pdu(&mut b) {
-                self.segmenter.push_pdu(b, 0, cache);
+        // Frames that carry no IP cannot be PDUs of an LLC/SNAP PVC: they are dropped here.
+        let mut i = 0;
+        while i < pkts.len() {
+            if self.to_pdu(&mut pkts[i]) {
+                i += 1;
             } else {
-                cache.free(b);
+                cache.free(pkts.swap_remove(i));
             }
         }
-        self.segmenter.take_trains(&mut self.trains);
-        self.send_held();
-        n
+        self.inner.tx_burst(pkts, cache)
     }
 
     fn flush(&mut self) {
-        self.send_held();
         self.inner.flush();
     }
 
     fn unsent(&self) -> usize {
-        self.inner.unsent() + self.trains.len()
+        self.inner.unsent()
     }
 
-    /// Frees the held trains; returns the frames whose last cell they held (those never
-    /// arrive whole).
     fn take_back_unsent(&mut self) -> usize {
-        let mut frames = 0;
-        for t in self.trains.drain(..) {
-            frames += t
-                .data()
-                .chunks_exact(CELL)
-                .filter(|c| atm::header_pti(c) & atm::PTI_LAST != 0)
-                .count();
-            self.cache.free(t);
-        }
-        self.cache.flush();
-        frames + self.inner.take_back_unsent()
+        self.inner.take_back_unsent()
     }
 }
 
+/// What the router sends on one PVC, reassembled by the router's own queue, as Ethernet frames
+/// again for the analyzer.
 pub struct AtmHostRx {
-    inner: Box<dyn RxQueue>,
-    reassembler: Reassembler,
-    trains: Vec<PktBuf>,
+    inner: AtmRx,
     pdus: Vec<PktBuf>,
-    oam: Vec<[u8; CELL]>,
-    start: std::time::Instant,
 }
 
 impl AtmHostRx {
     /// Cells received on `inner` for VC `vpi`/`vci`, reassembled.
-    pub fn new(inner: Box<dyn RxQueue>, vpi: u8, vci: u16) -> Self {
+    pub fn new(inner: Box<dyn RxQueue>, vpi: u8, vci: u16, pool: Arc<Pool>) -> Self {
         AtmHostRx {
-            inner,
-            reassembler: Reassembler::new(state(vpi, vci)),
-            trains: Vec::new(),
+            inner: AtmRx::new(state(vpi, vci), inner, pool),
             pdus: Vec::new(),
-            oam: Vec::new(),
-            start: std::time::Instant::now(),
         }
     }
 
     /// The VC's counters (CRC errors, timeouts: what the router sent damaged).
     pub fn state(&self) -> &Arc<AtmPortState> {
-        self.reassembler.state()
+        self.inner.state()
     }
 }
 
 impl RxQueue for AtmHostRx {
     fn rx_burst(&mut self, cache: &mut BufCache, out: &mut Vec<PktBuf>, max: usize) -> usize {
-        let now = self.start.elapsed().as_nanos() as u64;
-        self.trains.clear();
-        self.inner
-            .rx_burst(cache, &mut self.trains, max.div_ceil(8).max(1));
-        for t in self.trains.drain(..) {
-            self.reassembler
-                .push_train(t.data(), now, cache, &mut self.pdus, &mut self.oam);
-            cache.free(t);
-        }
-        self.oam.clear();
+        self.inner.rx_burst(cache, &mut self.pdus, max);
         let mut n = 0;
         for mut b in self.pdus.drain(..) {
             let ethertype = match atm::parse_llc(&b.data()[PREFIX..]) {
@@ -246,7 +198,7 @@ mod tests {
         let mut cache = BufCache::new(pool.clone());
         let (t, r) = ring(1024);
         let mut tx = AtmHostTx::new(Box::new(t), 0, 32, pool.clone());
-        let mut rx = AtmHostRx::new(Box::new(r), 0, 32);
+        let mut rx = AtmHostRx::new(Box::new(r), 0, 32, pool.clone());
         let mut frames = Vec::new();
         for size in [64usize, 82, 1518, 1536] {
             let mut f = vec![0u8; size - 4];

@@ -128,7 +128,12 @@ impl Embedded {
                     })
                     .collect();
                 let rx: Box<dyn dataplane::port::RxQueue> = match pvc {
-                    Some((vpi, vci)) => Box::new(AtmHostRx::new(Box::new(from_router), vpi, vci)),
+                    Some((vpi, vci)) => Box::new(AtmHostRx::new(
+                        Box::new(from_router),
+                        vpi,
+                        vci,
+                        pool.clone(),
+                    )),
                     None => Box::new(from_router),
                 };
                 TesterPort {

@@ -60,6 +60,13 @@ impl AtmRx {
     }
 }
 
+impl AtmRx {
+    /// The port's VCs and counters.
+    pub fn state(&self) -> &Arc<AtmPortState> {
+        self.reassembler.state()
+    }
+}
+
 impl Drop for AtmRx {
     fn drop(&mut self) {
         self.reassembler.clear(&mut self.spare);
@@ -168,10 +175,20 @@ impl TxQueue for AtmTx {
         self.inner.unsent() + self.pending.len()
     }
 
+    /// Frees the trains the port has not taken; returns the PDUs whose last cell they held
+    /// (those never arrive whole).
     fn take_back_unsent(&mut self) -> usize {
-        let n = self.pending.len();
-        self.cache.free_all(&mut self.pending);
-        n + self.inner.take_back_unsent()
+        let mut pdus = 0;
+        for t in self.pending.drain(..) {
+            pdus += t
+                .data()
+                .chunks_exact(CELL)
+                .filter(|c| packet::atm::header_pti(c) & packet::atm::PTI_LAST != 0)
+                .count();
+            self.cache.free(t);
+        }
+        self.cache.flush();
+        pdus + self.inner.take_back_unsent()
     }
 }
 

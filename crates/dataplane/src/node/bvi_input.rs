@@ -15,27 +15,13 @@
 use super::{be16, Ctx};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::graph::{Edge, Node, NodeId, To};
+use crate::graph::{Node, To};
 use crate::tables::{Tables, NO_IF};
 
 pub struct BviInput;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    Ip4,
-    Ip6,
-}
-
-impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Ip4, Next::Ip6];
-    #[inline(always)]
-    fn node(self) -> NodeId {
-        match self {
-            Next::Ip4 => NodeId::Ip4Forward,
-            Next::Ip6 => NodeId::Ip6Forward,
-        }
-    }
-}
+/// ip4-forward or ip6-forward, by the packet's version.
+pub use super::ToIp as Next;
 
 impl Node for BviInput {
     const NAME: &'static str = "bvi-input";

@@ -287,6 +287,24 @@ pub enum IpNext {
     GtpuEncap,
 }
 
+/// The edges of a node that hands packets to L3 by their IP version (bvi-input, atm-input).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToIp {
+    Ip4,
+    Ip6,
+}
+
+impl crate::graph::Edge for ToIp {
+    const ALL: &'static [Self] = &[ToIp::Ip4, ToIp::Ip6];
+    #[inline(always)]
+    fn node(self) -> crate::graph::NodeId {
+        match self {
+            ToIp::Ip4 => crate::graph::NodeId::Ip4Forward,
+            ToIp::Ip6 => crate::graph::NodeId::Ip6Forward,
+        }
+    }
+}
+
 impl crate::graph::Edge for IpNext {
     const ALL: &'static [Self] = &[
         IpNext::SlowPath,
