@@ -1,6 +1,7 @@
 //! ATM ports in the metrics: per PVC, the SAR's counters (PDUs, cells and bytes each way, CRC
 //! and length errors, reassembly timeouts, oversize PDUs, OAM loopbacks, shaper drops), and per
-//! port the cells it could not place (HEC errors, unknown VCs).
+//! port the cells it could not place (HEC errors, unknown VCs, cell fragments); and `show atm
+//! pvc`, the same per PVC with its encapsulation and class.
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -34,12 +35,7 @@ impl super::Core {
                 no_buffers: st.no_buffers.load(Relaxed),
             });
             for (vc, stats) in st.vcs.iter().zip(st.stats.iter()) {
-                let ifc = s.router.cfg.interfaces.iter().find(|x| {
-                    x.port == port
-                        && x.atm
-                            .as_ref()
-                            .is_some_and(|a| a.vpi == vc.vpi && a.vci == vc.vci)
-                });
+                let ifc = s.router.pvc_interface(&port, vc.vpi, vc.vci);
                 let c = stats.snapshot();
                 v.pvcs.push(AtmPvcView {
                     port: port.clone(),
@@ -127,15 +123,7 @@ impl super::Core {
             let name = s.router.port_name(port as u16).to_string();
             let ifname = s
                 .router
-                .cfg
-                .interfaces
-                .iter()
-                .find(|i| {
-                    i.port == name
-                        && i.atm
-                            .as_ref()
-                            .is_some_and(|a| a.vpi == vc.vpi && a.vci == vc.vci)
-                })
+                .pvc_interface(&name, vc.vpi, vc.vci)
                 .map(|i| i.name.clone())
                 .unwrap_or_default();
             (name, ifname, vc.vpi.to_string(), vc.vci.to_string())
@@ -164,13 +152,15 @@ impl super::Core {
         e.family(
             "linerate_atm_port_cells_dropped_total",
             Kind::Counter,
-            "Cells an ATM port could not place: header error check failed, or no such VC.",
+            "Cells an ATM port could not place: header error check failed, no such VC, or a \
+             fragment of a cell ending a train (a driver fault).",
         );
         for (p, st) in &ports {
             let port = s.router.port_name(*p as u16).to_string();
             for (why, n) in [
                 ("hec", st.hec_errors.load(Relaxed)),
                 ("unknown_vc", st.unknown_vc.load(Relaxed)),
+                ("partial_cell", st.bad_trains.load(Relaxed)),
             ] {
                 e.sample(&[("port", &port), ("reason", why)], n as f64);
             }

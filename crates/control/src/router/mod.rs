@@ -484,6 +484,18 @@ impl Router {
             .collect()
     }
 
+    /// The interface that is VC `vpi`/`vci` of ATM port `port`.
+    pub fn pvc_interface(
+        &self,
+        port: &str,
+        vpi: u8,
+        vci: u16,
+    ) -> Option<&crate::config::InterfaceCfg> {
+        self.cfg.interfaces.iter().find(|i| {
+            i.port == port && i.atm.as_ref().is_some_and(|a| a.vpi == vpi && a.vci == vci)
+        })
+    }
+
     /// The VCs of ATM port `name` with their traffic classes, for its queues' SAR.
     pub fn atm_vcs(&self, name: &str) -> Vec<dataplane::atm::VcConfig> {
         self.cfg

@@ -86,7 +86,7 @@ const MU: u64 = mu();
 const X_INV_32: u64 = x_inv_32();
 
 /// A PDU's CRC in progress (see the module's comment).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Crc(u128);
 
 /// The CRC engine this CPU runs.
@@ -298,14 +298,5 @@ mod tests {
                 prop_assert_eq!(e.residue(c), AAL5_RESIDUE);
             }
         }
-    }
-
-    #[test]
-    fn this_machine_uses_clmul_where_it_can() {
-        #[cfg(target_arch = "x86_64")]
-        assert_eq!(
-            CrcEngine::detect().uses_clmul(),
-            std::arch::is_x86_feature_detected!("pclmulqdq")
-        );
     }
 }

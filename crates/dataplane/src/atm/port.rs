@@ -58,9 +58,7 @@ impl AtmRx {
             spare: BufCache::new(pool),
         }
     }
-}
 
-impl AtmRx {
     /// The port's VCs and counters.
     pub fn state(&self) -> &Arc<AtmPortState> {
         self.reassembler.state()
@@ -131,9 +129,8 @@ impl AtmTx {
         self.start.elapsed().as_nanos() as u64 * 1000
     }
 
-    /// Runs the shaper, collects the trains made and offers them to the port.
-    fn push_out(&mut self) {
-        let now = self.now_ps();
+    /// Runs the shaper at `now` (ps), collects the trains made and offers them to the port.
+    fn push_out(&mut self, now: u64) {
         if self.segmenter.state().take_oam(&mut self.oam) {
             for c in self.oam.drain(..) {
                 self.segmenter.push_cell(&c, &mut self.cache);
@@ -149,24 +146,24 @@ impl AtmTx {
 
 impl TxQueue for AtmTx {
     fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize {
+        let now = self.now_ps();
         if self.pending.len() >= MAX_PENDING_TRAINS {
-            self.push_out();
+            self.push_out(now);
             if self.pending.len() >= MAX_PENDING_TRAINS {
                 return 0;
             }
         }
-        let now = self.now_ps();
         let n = pkts.len();
         for b in pkts.drain(..) {
             // Dropped PDUs are counted per VC by the segmenter.
             self.segmenter.push_pdu(b, now, cache);
         }
-        self.push_out();
+        self.push_out(now);
         n
     }
 
     fn flush(&mut self) {
-        self.push_out();
+        self.push_out(self.now_ps());
         self.inner.flush();
         self.cache.flush();
     }

@@ -27,7 +27,8 @@ pub const MAX_SDU: usize = MAX_FRAME - PREFIX;
 #[derive(Default)]
 struct Partial {
     buf: Option<PktBuf>,
-    crc: Option<Crc>,
+    /// The CRC of the cells so far (meaningful while `buf` holds a PDU).
+    crc: Crc,
     cells: u32,
     started_ns: u64,
     /// The PDU outgrew a buffer: its cells are dropped until its last one.
@@ -119,7 +120,7 @@ impl Reassembler {
             b.data_mut()
                 .copy_from_slice(&atm::sunatm(key, atm::SUNATM_LLC));
             p.buf = Some(b);
-            p.crc = Some(self.crc.start());
+            p.crc = self.crc.start();
             p.cells = 0;
             p.started_ns = now_ns;
             self.open += 1;
@@ -136,7 +137,7 @@ impl Reassembler {
             } else {
                 b.set_len(at + CELL_PAYLOAD);
                 b.data_mut()[at..].copy_from_slice(payload);
-                p.crc = p.crc.map(|c| self.crc.cell(c, payload));
+                p.crc = self.crc.cell(p.crc, payload);
             }
         }
         if pti & atm::PTI_LAST == 0 {
@@ -150,7 +151,7 @@ impl Reassembler {
         }
         let Some(mut b) = p.buf.take() else { return };
         self.open -= 1;
-        if p.crc.take().map(|c| self.crc.residue(c)) != Some(atm::AAL5_RESIDUE) {
+        if self.crc.residue(p.crc) != atm::AAL5_RESIDUE {
             stats.crc_errors.fetch_add(1, Relaxed);
             return cache.free(b);
         }
