@@ -322,6 +322,18 @@ fn routes(core: Arc<Core>) -> Router {
             get(|State(c): Shared| call(c, |c| c.gtp_stats())),
         )
         .route(
+            "/v1/dlsw/peers",
+            get(|State(c): Shared| call(c, |c| Ok(c.dlsw_peers()))),
+        )
+        .route(
+            "/v1/dlsw/circuits",
+            get(|State(c): Shared| call(c, |c| Ok(c.dlsw_circuits()))),
+        )
+        .route(
+            "/v1/dlsw/reachability",
+            get(|State(c): Shared| call(c, |c| Ok(c.dlsw_reachability()))),
+        )
+        .route(
             "/v1/atm/pvcs",
             get(|State(c): Shared| call(c, |c| Ok(c.atm_pvcs()))),
         )

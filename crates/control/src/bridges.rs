@@ -213,6 +213,10 @@ impl BridgesState {
                     .snoop
                     .as_ref()
                     .map(|c| Arc::new(snoop_settings(c, &st.ports, b.id, bvi))),
+                dlsw: cfg
+                    .dlsw
+                    .as_ref()
+                    .is_some_and(|d| d.bridge_domains.iter().any(|(n, _)| *n == b.name)),
                 counters,
             });
         }

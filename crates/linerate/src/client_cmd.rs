@@ -11,10 +11,10 @@ use api::requests::{
 };
 use api::views::{
     AclView, ApnView, ApplyOutcome, AtmView, BridgeView, CommitText, CommitView, CountersView,
-    CpuView, ErrorView, FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView,
-    LogView, MacCleared, MacTableView, MrouteView, NeighborView, PortView, PuntView, QosView,
-    RoutesView, RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded,
-    WorkerView,
+    CpuView, DlswCircuitsView, DlswPeersView, DlswReachabilityView, ErrorView, FlowsView,
+    FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, LogView, MacCleared, MacTableView,
+    MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView, RunningConfig, RuntimeView,
+    SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -135,6 +135,23 @@ pub enum ShowCmd {
         #[command(subcommand)]
         what: AtmShow,
     },
+    /// DLSw: `show dlsw peers|circuits|reachability`.
+    Dlsw {
+        #[command(subcommand)]
+        what: DlswShow,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum DlswShow {
+    /// Each remote peer: state, uptime, circuits, SSP messages, INFOFRAMEs, explorers and
+    /// keepalives each way; DLSw's LAN-side and circuit counters.
+    Peers,
+    /// Each circuit: the two stations, the peer, the circuit's and the LLC2 link's states, I
+    /// frames each way.
+    Circuits,
+    /// The reachability cache: MACs behind peers, and on the LAN (with their port).
+    Reachability,
 }
 
 #[derive(Subcommand)]
@@ -550,6 +567,13 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
         } => print_view::<GtpStatsView>(c, "/v1/gtp/statistics", json_out),
         ShowCmd::Apn => print_view::<Vec<ApnView>>(c, "/v1/apns", json_out),
         ShowCmd::Atm { what: AtmShow::Pvc } => print_view::<AtmView>(c, "/v1/atm/pvcs", json_out),
+        ShowCmd::Dlsw { what } => match what {
+            DlswShow::Peers => print_view::<DlswPeersView>(c, "/v1/dlsw/peers", json_out),
+            DlswShow::Circuits => print_view::<DlswCircuitsView>(c, "/v1/dlsw/circuits", json_out),
+            DlswShow::Reachability => {
+                print_view::<DlswReachabilityView>(c, "/v1/dlsw/reachability", json_out)
+            }
+        },
     }
 }
 

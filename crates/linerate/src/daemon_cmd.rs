@@ -195,6 +195,22 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             svc.control_socket.clone(),
         ));
     }
+    // DLSw: LLC frames from the punt thread, SSP on the local peer's twin.
+    let dlsw = match &cfg_copy.dlsw {
+        Some(d) => {
+            let dl = control::dlsw::Dlsw::new(d, control::dlsw::lan_ports(&cfg_copy));
+            punt.serve_dlsw(dl.clone());
+            let svc = control::dlsw::service::Service::start(
+                dl.clone(),
+                Box::new(punt.sender()),
+                Some(core.logger.clone()),
+            )?;
+            eprintln!("linerate: DLSw on {}:{}", d.local_peer, packet::dlsw::PORT);
+            *core.dlsw.lock().unwrap_or_else(|e| e.into_inner()) = Some(dl);
+            Some(svc)
+        }
+        None => None,
+    };
     *core.punt.lock().unwrap_or_else(|e| e.into_inner()) = Some(punt);
     let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
     *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;
@@ -218,6 +234,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     core.shutdown();
     drop(mirror);
     drop(ggsn);
+    drop(dlsw);
     Ok(())
 }
 

@@ -161,6 +161,49 @@ enum BenchCmd {
         #[arg(long, default_value_t = 0)]
         vrfs: usize,
     },
+    /// DL-1 (and DL-2 with --cut): SNA endpoints on two devices, the PUs on the terminal LAN
+    /// (in front of the router under test) and the host on the host LAN (behind its DLSw
+    /// peer, or a redundant pair). DL-1 steps through frame rates in the report's PU/LU mixes
+    /// and beyond, reading the router's CPU from its API; DL-2 cuts one peer of a pair and
+    /// times until every circuit is back. Writes dl-1 (or dl-2) .md, .json and .svg.
+    Dlsw {
+        /// The device on the terminal LAN.
+        #[arg(long)]
+        term: String,
+        /// The device on the host LAN.
+        #[arg(long)]
+        host: String,
+        /// The router under test's API socket (its CPU and circuits).
+        #[arg(long)]
+        dut_api: PathBuf,
+        /// Frames/s of each DL-1 step (default: the report's 24 ... 1,700, then 5,000 ...
+        /// 200,000 until the CPU passes --stop-cpu).
+        #[arg(long, value_delimiter = ',')]
+        rates: Vec<u32>,
+        #[arg(long, default_value_t = 8.0)]
+        step_seconds: f64,
+        /// PUs (circuits) at most beyond the report's mixes; then LUs go faster.
+        #[arg(long, default_value_t = 10_000)]
+        max_circuits: usize,
+        /// DL-1 stops after the step where the router's CPU reached this (% of one CPU).
+        #[arg(long, default_value_t = 90.0)]
+        stop_cpu: f64,
+        /// DL-2: the shell command that takes one peer of the redundant pair away.
+        #[arg(long)]
+        cut: Option<String>,
+        /// DL-2: PUs (one LU each) and transactions per LU per second.
+        #[arg(long, default_value_t = 100)]
+        pus: usize,
+        #[arg(long, default_value_t = 1.0)]
+        tps: f64,
+        /// DL-2: seconds of traffic before the cut, and the most to wait for recovery.
+        #[arg(long, default_value_t = 3.0)]
+        before_seconds: f64,
+        #[arg(long, default_value_t = 30.0)]
+        timeout_seconds: f64,
+        #[arg(long, default_value = "dlsw-report")]
+        out: PathBuf,
+    },
     /// The AAL5 SAR on one core: cells/s reassembled and segmented at 2-cell and 32-cell PDUs,
     /// against 16 OC-12c ports' cell rate.
     Atm {
@@ -533,6 +576,67 @@ fn run_router(config: PathBuf, json: bool) -> Result<(), String> {
 
 fn bench(cmd: BenchCmd) -> Result<(), String> {
     match cmd {
+        BenchCmd::Dlsw {
+            term,
+            host,
+            dut_api,
+            rates,
+            step_seconds,
+            max_circuits,
+            stop_cpu,
+            cut,
+            pus,
+            tps,
+            before_seconds,
+            timeout_seconds,
+            out,
+        } => {
+            let rep = match cut {
+                Some(cut) => tester::dlsw::dl2(&tester::dlsw::Dl2Opts {
+                    term_dev: term,
+                    host_dev: host,
+                    dut_api,
+                    pus,
+                    tps,
+                    cut,
+                    before_s: before_seconds,
+                    timeout_s: timeout_seconds,
+                    out: out.clone(),
+                })?,
+                None => {
+                    let rates = if rates.is_empty() {
+                        tester::dlsw::REPORT_RATES
+                            .iter()
+                            .chain(tester::dlsw::BEYOND_RATES.iter())
+                            .copied()
+                            .collect()
+                    } else {
+                        rates
+                    };
+                    tester::dlsw::dl1(&tester::dlsw::Dl1Opts {
+                        term_dev: term,
+                        host_dev: host,
+                        dut_api,
+                        rates,
+                        step_s: step_seconds,
+                        max_circuits,
+                        stop_cpu,
+                        out: out.clone(),
+                    })?
+                }
+            };
+            let name = rep["scenario"].as_str().unwrap_or("DL").to_lowercase();
+            let md = std::fs::read_to_string(out.join(format!("{name}.md"))).unwrap_or_default();
+            outln!("{md}");
+            if rep["verdict"] != "pass" {
+                return Err(format!(
+                    "{}: verdict fail (see {})",
+                    rep["scenario"],
+                    out.display()
+                ));
+            }
+            Ok(())
+        }
         BenchCmd::Atm { vcs, seconds, json } => {
             let rows = bench::atm::run(&bench::atm::Opts { vcs, seconds })?;
             if json {

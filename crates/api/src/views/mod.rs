@@ -10,6 +10,7 @@ pub mod bridges;
 pub mod config;
 pub mod control_plane;
 pub mod cpu;
+pub mod dlsw;
 pub mod graph;
 pub mod gtp;
 pub mod interfaces;
@@ -26,6 +27,10 @@ pub use bridges::{
 pub use config::{ApplyOutcome, CommitText, CommitView, RunningConfig};
 pub use control_plane::{FpmStatus, NeighborStats, PuntClassView, PuntView, TapView};
 pub use cpu::{CpuRow, CpuView, ThreadKind};
+pub use dlsw::{
+    DlswCircuitView, DlswCircuitsView, DlswPeerView, DlswPeersView, DlswReachView,
+    DlswReachabilityView, DlswTotals,
+};
 pub use graph::{ErrorView, NodeRuntime, RuntimeView, StepView, TraceView, WorkerRuntime};
 pub use gtp::{ApnView, GtpContextView, GtpContextsView, GtpStatsView};
 pub use interfaces::{

@@ -63,6 +63,7 @@ pub mod atm;
 pub mod bridges;
 mod check;
 pub mod control_plane;
+pub mod dlsw;
 pub mod entry;
 mod fields;
 pub mod ggsn;
@@ -183,6 +184,8 @@ pub struct Config {
     pub max_gtp_contexts: usize,
     /// `ggsn`: None where the router is no GGSN.
     pub ggsn: Option<ggsn::GgsnCfg>,
+    /// `dlsw`: None where the router is no DLSw peer.
+    pub dlsw: Option<dlsw::DlswCfg>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -466,6 +469,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         mcast_routing: None,
         max_gtp_contexts: ggsn::DEFAULT_CONTEXTS,
         ggsn: None,
+        dlsw: None,
     };
     if matches!(root.value, Value::Null) {
         e.at(
@@ -491,8 +495,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     routes::parse_route_files(&mut top, &dir, &mut e, &mut cfg);
     cfg.mcast_routing = mcast_routing::parse(&mut top, &mut e);
     cfg.ggsn = ggsn::parse(&mut top, &dir, &mut e);
+    cfg.dlsw = dlsw::parse(&mut top, &mut e);
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
+    }
+    if cfg.dlsw.is_some() {
+        dlsw::raise_punt_limits(&mut cfg.control_plane.punt);
     }
     logging::parse_logging(&mut top, &dir, &mut e, &mut cfg);
     cfg.services.acls = services::parse_acls(&mut top, &dir, &mut e);

@@ -290,6 +290,13 @@ fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
                 .into(),
         );
     }
+    let dlsw = |c: &Config| c.dlsw.as_ref().map(|d| d.without_origins());
+    if dlsw(old) != dlsw(new) {
+        return Some(
+            "dlsw: the DLSw peers and LAN side are set up at start (its circuits would be lost)"
+                .into(),
+        );
+    }
     None
 }
 

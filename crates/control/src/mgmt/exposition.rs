@@ -341,6 +341,8 @@ impl Core {
         self.mroute_metrics(&s, &mut e);
         self.gtp_metrics(&s, &mut e);
         self.atm_metrics(&s, &mut e);
+        drop(s);
+        self.dlsw_metrics(&mut e);
         e.finish()
     }
 }

@@ -19,6 +19,7 @@ pub mod atm;
 pub mod bridges;
 pub mod capture_file;
 pub mod commit;
+pub mod dlsw;
 pub mod exposition;
 pub mod graph;
 pub mod gtp;
@@ -114,6 +115,8 @@ pub struct Core {
     services_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The punt thread (ARP/ND, TAP twins), in a daemon on real ports.
     pub punt: Mutex<Option<crate::punt::PuntPlane>>,
+    /// DLSw, where the config makes the router a DLSw peer (a daemon on real ports).
+    pub dlsw: Mutex<Option<Arc<crate::dlsw::Dlsw>>>,
     /// The FPM server and its applier, where the config asks for FPM.
     /// What adapters keep running (an FPM server), stopped at shutdown.
     pub adapters: Mutex<Vec<Box<dyn sources::Adapter>>>,
@@ -194,6 +197,7 @@ impl Core {
         let core = Arc::new(Core {
             services_thread: Mutex::new(Some(services_thread)),
             punt: Mutex::new(None),
+            dlsw: Mutex::new(None),
             adapters: Mutex::new(Vec::new()),
             links: Mutex::new(None),
             cpu: Mutex::new(None),

@@ -60,6 +60,8 @@ pub struct PuntStatus {
     /// Multicast data the kernel routed out of the twins (copies of what was punted for pimd,
     /// which the data plane has replicated already): dropped, not sent again.
     pub kernel_mcast: u64,
+    /// LLC frames for DLSw dropped because its inbox was full (it fell behind).
+    pub dlsw_dropped: u64,
 }
 
 pub struct PuntPlane {
@@ -70,6 +72,7 @@ pub struct PuntPlane {
     plans: Plans,
     outbox: Outbox,
     gtpc: GtpcHook,
+    dlsw: DlswHook,
 }
 
 /// Frames the control plane originates in bulk (a Flexlink's MAC-move updates: one per
@@ -95,8 +98,11 @@ impl PuntPlane {
         let plans = Plans::default();
         let outbox = Outbox::default();
         let gtpc = GtpcHook::default();
+        let dlsw = DlswHook::default();
         let mut th = PuntThread {
             gtpc: gtpc.clone(),
+            dlsw: dlsw.clone(),
+            dlsw_dropped: 0,
             outbox: outbox.clone(),
             hub: hub.clone(),
             cache: BufCache::new(pool),
@@ -129,7 +135,25 @@ impl PuntPlane {
             plans,
             outbox,
             gtpc,
+            dlsw,
         })
+    }
+
+    /// From now on LLC frames (the `llc` class) go to DLSw instead of up the twins. Once.
+    pub fn serve_dlsw(&self, d: Arc<crate::dlsw::Dlsw>) {
+        let _ = self.dlsw.set(d);
+    }
+
+    /// A function that queues frames on the outbox ([`PuntPlane::send`]), for a service
+    /// thread that outlives no punt plane of its own.
+    pub fn sender(&self) -> impl Fn(Vec<(u16, Vec<u8>)>) + Send + 'static {
+        let outbox = self.outbox.clone();
+        move |frames| {
+            outbox
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(frames)
+        }
     }
 
     /// From now on the GGSN's GTP-C requests are answered in this thread ([`Direct`]) instead
@@ -183,10 +207,15 @@ impl Drop for PuntPlane {
 
 /// The GGSN's direct GTP-C path, once the daemon has started it.
 type GtpcHook = Arc<std::sync::OnceLock<Direct>>;
+/// DLSw, once the daemon has started it.
+type DlswHook = Arc<std::sync::OnceLock<Arc<crate::dlsw::Dlsw>>>;
 
 struct PuntThread {
     hub: Arc<PuntHub>,
     gtpc: GtpcHook,
+    dlsw: DlswHook,
+    /// LLC frames DLSw had no room for.
+    dlsw_dropped: u64,
     cache: BufCache,
     shared: SharedTables,
     /// The tables the thread works with, and the last few generations before them (to read
@@ -388,6 +417,12 @@ impl PuntThread {
                 }
                 None => self.up_to_kernel(t, ifx, &b),
             },
+            PuntClass::Llc if self.dlsw.get().is_some() => {
+                let d = self.dlsw.get().expect("checked");
+                if !d.lan_frame(b.meta().rx_port, b.data()) {
+                    self.dlsw_dropped += 1;
+                }
+            }
             // Everything else, routing protocols and L2 control frames alike, goes up the
             // interface's twin to the kernel and the daemons listening there.
             _ => self.up_to_kernel(t, ifx, &b),
@@ -564,6 +599,7 @@ impl PuntThread {
         s.inject_dropped = self.inject_dropped;
         s.stale = self.stale;
         s.kernel_mcast = self.kernel_mcast;
+        s.dlsw_dropped = self.dlsw_dropped;
     }
 
     /// Sleeps until a worker punts (the hub's doorbell), a TAP has a frame, or 2 ms pass (what

@@ -192,6 +192,7 @@ impl Harness {
                 bpdu: Default::default(),
                 bvi: NO_IF,
                 snoop: None,
+                dlsw: false,
                 counters: Default::default(),
             }]
             .into_boxed_slice(),

@@ -97,7 +97,20 @@ pub struct Bridge {
     pub bvi: u32,
     /// IGMP/MLD snooping (`l2::snoop`, `node::l2_mcast`); None: multicast is flooded.
     pub snoop: Option<std::sync::Arc<crate::l2::snoop::SnoopSettings>>,
+    /// DLSw serves this domain: its members' LLC frames (802.3, any SAP but spanning tree's
+    /// and IS-IS's) go to the control plane's DLSw (`llc` punt class), not across the bridge.
+    pub dlsw: bool,
     pub counters: std::sync::Arc<BridgeCounters>,
+}
+
+/// An 802.3 frame (a length, not an EtherType, after the addresses at `l3 - 2`) whose DSAP is
+/// neither spanning tree's (0x42) nor IS-IS's (0xFE): what DLSw carries.
+#[inline(always)]
+pub fn dlsw_llc(d: &[u8], l3: usize) -> bool {
+    l3 >= 2
+        && d.len() > l3
+        && u16::from_be_bytes([d[l3 - 2], d[l3 - 1]]) <= 1500
+        && !matches!(d[l3], 0x42 | 0xfe)
 }
 
 /// What a bridge domain does with spanning-tree BPDUs (to 01:80:C2:00:00:00).

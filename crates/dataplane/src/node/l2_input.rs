@@ -9,7 +9,7 @@
 //! where the domain snoops IGMP/MLD); l2-flood (broadcast, other multicast, unknown unicast
 //! where the domain floods it);
 //! l2-control (the 802.1D reserved addresses: LACP, LLDP, and BPDUs where the domain punts
-//! them). Dropped: a destination on the member the frame came from, an unknown destination in a
+//! them; every SNA/LLC frame where DLSw serves the domain). Dropped: a destination on the member the frame came from, an unknown destination in a
 //! domain that does not flood, BPDUs where the domain drops them, a member that is down, and a
 //! frame to be flooded over its member's storm-control rate (`l2::bridge::StormControl`).
 //!
@@ -22,7 +22,7 @@ use super::{Ctx, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::graph::{Edge, Node, NodeId, To};
-use crate::l2::bridge::{l2pt, reserved_group, retag, Bpdu, VectorCounts};
+use crate::l2::bridge::{dlsw_llc, l2pt, reserved_group, retag, Bpdu, VectorCounts};
 use crate::l2::{Learn, MacKey, NotLearned};
 use crate::tables::{Tables, NO_IF};
 
@@ -224,6 +224,8 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let d = b.data();
         let verdict = if l2.blocked {
             Verdict::Drop(DropReason::L2Blocked)
+        } else if bridge.dlsw && dlsw_llc(d, b.meta().l3_off as usize) {
+            Verdict::Control
         } else if d[0] & 1 != 0 {
             if l2.l2pt & l2pt::protocol(d) != 0 {
                 // A tunnel customer's protocol frame: across the bridge under the L2PT address.

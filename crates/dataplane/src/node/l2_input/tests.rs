@@ -83,6 +83,7 @@ fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
         bpdu,
         bvi: NO_IF,
         snoop: None,
+        dlsw: false,
         counters: Arc::new(BridgeCounters::default()),
     }]
     .into_boxed_slice();
@@ -437,4 +438,33 @@ fn a_tunnel_customers_protocol_frames_cross_under_the_l2pt_address_and_come_back
     assert!(tx(&flood, 1).iter().all(|f| f[..6] == l2pt::MAC));
     let c = &h.t.bridges[0].counters;
     assert_eq!(BridgeCounters::get(&c.l2pt), 6, "3 in, 3 out");
+}
+
+/// An 802.3 LLC frame (DSAP and SSAP `sap`, a U frame's control byte) from `src` to `dst`.
+fn llc(dst: [u8; 6], src: [u8; 6], sap: u8) -> Vec<u8> {
+    let mut f = dst.to_vec();
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&[0, 3, sap, sap, 0xaf]);
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn where_dlsw_serves_the_domain_its_llc_frames_go_to_the_control_plane_not_across() {
+    let mut h = bridged(true, Bpdu::Flood);
+    let mut b = h.t.bridges[0].clone();
+    b.dlsw = true;
+    h.t.bridges = vec![b].into_boxed_slice();
+    // SNA (SAP 4) to a MAC nobody has: to DLSw, not flooded; an IP frame still floods; a
+    // spanning-tree BPDU (SAP 0x42) keeps the domain's BPDU rule (here: flooded).
+    let mut bpdu = llc([0x01, 0x80, 0xc2, 0, 0, 0], A, 0x42);
+    bpdu[12..14].copy_from_slice(&[0, 38]);
+    let (l2, flood) = switch(&mut h, 0, &[llc(C, A, 4), frame(C, A, None), bpdu]);
+    assert_eq!(l2.count("l2-control"), 1);
+    assert_eq!(tx(&flood, 1).len(), 2, "the IP frame and the BPDU flood");
+    // Without DLSw, the same SNA frame is switched like any other.
+    let mut h = bridged(true, Bpdu::Flood);
+    let (l2, flood) = switch(&mut h, 0, &[llc(C, A, 4)]);
+    assert_eq!(l2.count("l2-control"), 0);
+    assert_eq!(tx(&flood, 1).len(), 1);
 }
