@@ -587,6 +587,8 @@ pub fn dl2(o: &Dl2Opts) -> Result<Value, String> {
         (Some(d), Some(u)) => Some(u.saturating_sub(d)),
         _ => None,
     };
+    let up_after = ep.active();
+    let still_down = ep.recovering();
     leave(&mut b, &mut ep, &api);
     let per_peer = |v: &api::views::DlswPeersView| -> Vec<Value> {
         v.peers
@@ -610,10 +612,8 @@ pub fn dl2(o: &Dl2Opts) -> Result<Value, String> {
             name: "every circuit re-established".into(),
             expected: format!("{} PUs up after the cut", o.pus),
             measured: format!(
-                "{} up, {} links dropped by the cut, {} still down",
-                ep.active(),
-                c.link_drops,
-                ep.recovering()
+                "{up_after} up, {} links dropped by the cut, {still_down} still down",
+                c.link_drops
             ),
             pass: recovered,
         },

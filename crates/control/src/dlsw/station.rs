@@ -87,6 +87,8 @@ pub enum Down {
     Retries,
     /// Our own DISC was answered (or our DM sent).
     Local,
+    /// The other end sent SABME on the connected link (a reset): a new link is asked for.
+    Reset,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -451,10 +453,14 @@ impl Station {
                     ev.push(Event::Connected);
                 }
                 State::Connected => {
-                    // A reset: sequence numbers start again, unacknowledged frames are lost.
+                    // A reset: the link as it was is gone (unacknowledged frames with it), and
+                    // the other end asks for a new one, which the owner accepts or refuses.
                     self.reset_link();
-                    self.ti = now + self.timers.ti_ms;
-                    tx.push(Self::u(Unnumbered::Ua, pf, true));
+                    self.queue.clear();
+                    self.state = State::Incoming;
+                    self.held_pf = pf;
+                    ev.push(Event::Disconnected(Down::Reset));
+                    ev.push(Event::ConnectRequest);
                 }
                 State::Disconnecting => tx.push(Self::u(Unnumbered::Dm, pf, true)),
             },
@@ -843,6 +849,44 @@ mod tests {
             (p.a.state, p.b.state),
             (State::Disconnected, State::Disconnected)
         );
+    }
+
+    #[test]
+    fn a_sabme_on_a_connected_link_is_a_reset_the_owner_answers() {
+        let mut p = Pair::new();
+        p.connect();
+        p.a_sends(3);
+        p.run(|_, _| false);
+        let mut tx = vec![];
+        let mut ev = vec![];
+        p.b.on_frame(
+            0,
+            Control::U {
+                kind: Unnumbered::Sabme,
+                pf: true,
+            },
+            false,
+            &[],
+            &mut tx,
+            &mut ev,
+        );
+        assert!(tx.is_empty(), "UA waits for the owner");
+        assert_eq!(
+            ev,
+            vec![Event::Disconnected(Down::Reset), Event::ConnectRequest]
+        );
+        p.b.accept(0, &mut tx);
+        assert!(matches!(
+            tx[..],
+            [Tx {
+                control: Control::U {
+                    kind: Unnumbered::Ua,
+                    pf: true
+                },
+                ..
+            }]
+        ));
+        assert_eq!(p.b.state, State::Connected);
     }
 
     #[test]
