@@ -5,6 +5,7 @@
 
 pub mod atm;
 pub mod classify;
+pub mod dlsw;
 pub mod forward;
 pub mod fpm;
 pub mod fpm_churn;

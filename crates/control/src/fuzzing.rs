@@ -236,6 +236,99 @@ pub fn mfc(data: &[u8]) {
     crate::mcast::mfc::fuzz(data);
 }
 
+/// A DLSw router's engine (one peer up) fed LAN frames, SSP bytes from its peer, transport
+/// events and time: `data` is records, each a byte of kind (low 2 bits: 0 LAN frame, 1 SSP
+/// bytes, 2 the clock moves by the next byte x 50 ms, 3 the connection drops and comes back)
+/// and, for frames and bytes, a byte of length before them. Whatever arrives, nothing panics,
+/// and after every record: every LAN frame sent parses as LLC, what goes to the peer is whole
+/// SSP messages that parse, and the circuit counts agree (the engine's, the peer's, the LAN
+/// index's).
+pub fn dlsw(data: &[u8]) {
+    use crate::dlsw::engine::{Engine, EngineCfg};
+    let cfg = EngineCfg {
+        local: std::net::Ipv4Addr::new(10, 0, 0, 1),
+        peers: vec![std::net::Ipv4Addr::new(10, 0, 0, 2)],
+        keepalive_ms: 1_000,
+        dead_after: 3,
+        pacing_window: 4,
+        llc2: crate::dlsw::station::Timers::default(),
+        load_balance: false,
+        explorer_ms: 2_000,
+        cache_ms: 60_000,
+        lan_ports: vec![0, 1],
+        max_circuits: 32,
+    };
+    let mut e = Engine::new(cfg);
+    let mut now = 1u64;
+    e.peer_connected(now, 0);
+    // The peer's side of the capabilities exchange, so fuzzed input reaches circuits.
+    let caps = packet::dlsw::Capabilities {
+        vendor: [0, 0, 0x0c],
+        version: (1, 0),
+        pacing_window: 4,
+        version_string: String::new(),
+        saps: [0xff; 16],
+        tcp_connections: Some(1),
+    };
+    let mut hello = Vec::new();
+    packet::dlsw::write_capex_request(&mut hello, &caps);
+    packet::dlsw::write_capex_response(&mut hello);
+    e.peer_bytes(now, 0, &hello);
+    let mut rest = data;
+    while let Some((&kind, tail)) = rest.split_first() {
+        rest = tail;
+        match kind & 3 {
+            0 | 1 => {
+                let Some((&n, tail)) = rest.split_first() else {
+                    break;
+                };
+                let n = (n as usize).min(tail.len());
+                let (m, tail) = tail.split_at(n);
+                rest = tail;
+                if kind & 3 == 0 {
+                    e.lan_frame(now, (kind >> 7) as u16, m);
+                } else {
+                    e.peer_bytes(now, 0, m);
+                }
+            }
+            2 => {
+                let Some((&n, tail)) = rest.split_first() else {
+                    break;
+                };
+                rest = tail;
+                now += n as u64 * 50;
+                e.tick(now);
+            }
+            _ => {
+                e.peer_closed(now, 0, "fuzz");
+                e.peer_connected(now, 0);
+                e.peer_bytes(now, 0, &hello);
+            }
+        }
+        if e.peers[0].close {
+            e.peers[0].close = false;
+            e.peer_closed(now, 0, "protocol error");
+            e.peer_connected(now, 0);
+            e.peer_bytes(now, 0, &hello);
+        }
+        for (port, f) in e.lan_out.drain(..) {
+            assert!(port < 2, "a LAN port of the config");
+            packet::llc2::parse(&f).expect("DLSw sends well-formed LLC");
+        }
+        let out = std::mem::take(&mut e.peers[0].out);
+        let mut at = 0;
+        while at < out.len() {
+            let n = packet::dlsw::message_len(&out[at..])
+                .expect("whole messages")
+                .expect("a valid header");
+            packet::dlsw::parse(&out[at..at + n]).expect("DLSw sends what it parses");
+            at += n;
+        }
+        assert_eq!(e.circuits().count(), e.circuit_count());
+        assert_eq!(e.peers[0].circuits as usize, e.circuit_count());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +338,13 @@ mod tests {
             eprintln!("{name}");
             f(&data);
         }
+    }
+
+    #[test]
+    fn dlsw_inputs() {
+        dlsw(b"");
+        dlsw(b"\x00\x03\x02\x01\x00\x02\xff\x03");
+        saved("dlsw", dlsw);
     }
 
     #[test]

@@ -204,6 +204,16 @@ enum BenchCmd {
         #[arg(long, default_value = "dlsw-report")]
         out: PathBuf,
     },
+    /// The DLSw engine alone on one core (no TCP, TAP or punt path): two engines joined, SNA
+    /// PUs brought up through them, then transactions; frames/s per core and ns per frame.
+    DlswEngine {
+        #[arg(long, default_value_t = 10_000)]
+        circuits: usize,
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        #[arg(long)]
+        json: bool,
+    },
     /// The AAL5 SAR on one core: cells/s reassembled and segmented at 2-cell and 32-cell PDUs,
     /// against 16 OC-12c ports' cell rate.
     Atm {
@@ -635,6 +645,33 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                     out.display()
                 ));
             }
+            Ok(())
+        }
+        BenchCmd::DlswEngine {
+            circuits,
+            seconds,
+            json,
+        } => {
+            let r = bench::dlsw::run(&bench::dlsw::Opts { circuits, seconds })?;
+            if json {
+                outln!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+                return Ok(());
+            }
+            outln!(
+                "DLSw engine, {} circuits, 128-byte SNA frames, 1 core (target: 100,000 frames/s at 50% of a core):",
+                r.circuits
+            );
+            outln!("| frames | engine s | frames/s (both engines) | ns/frame (one engine) | frames/s (one engine) | setup s |");
+            outln!("|---:|---:|---:|---:|---:|---:|");
+            outln!(
+                "| {} | {:.3} | {:.0} | {:.0} | {:.0} | {:.2} |",
+                r.frames,
+                r.engine_s,
+                r.frames_per_s_both,
+                r.ns_per_frame_one,
+                r.frames_per_s_one,
+                r.setup_s
+            );
             Ok(())
         }
         BenchCmd::Atm { vcs, seconds, json } => {

@@ -560,6 +560,99 @@ fn ie_decoders(i: &crate::gtp::Ie) {
     }
 }
 
+/// LLC (802.2) frames and the SSP (RFC 1795) messages of DLSw: whatever parses is written back
+/// to the same fields (an LLC frame's control and information, an SSP message's header and
+/// data); an SSP stream is cut into messages exactly as its lengths say; a capabilities request
+/// that is accepted carries every required vector and writes back to an equal request. The
+/// first byte picks the parser: even, LLC; odd, SSP.
+pub fn llc_dlsw(data: &[u8]) {
+    use crate::{dlsw, llc2};
+    let Some((&which, data)) = data.split_first() else {
+        return;
+    };
+    if which & 1 == 0 {
+        let Ok(f) = llc2::parse(data) else {
+            return;
+        };
+        let out = llc2::frame(&f);
+        let g = llc2::parse(&out).expect("a written frame parses");
+        assert_eq!(
+            (g.control, g.response, g.info),
+            (f.control, f.response, f.info)
+        );
+        assert_eq!(
+            (g.dsap, g.ssap, g.dst, g.src),
+            (f.dsap, f.ssap, f.dst, f.src)
+        );
+        assert!(f.info.len() <= 1500);
+        let _ = llc2::parse_xid0(f.info);
+        return;
+    }
+    let mut at = 0;
+    while at < data.len() {
+        let n = match dlsw::message_len(&data[at..]) {
+            None | Some(Err(_)) => return,
+            Some(Ok(n)) => n,
+        };
+        assert!(n >= dlsw::INFO_HEADER);
+        if data.len() - at < n {
+            return;
+        }
+        let m = &data[at..at + n];
+        at += n;
+        let Ok(msg) = dlsw::parse(m) else {
+            continue;
+        };
+        assert_eq!(msg.data.len(), n - m[1] as usize);
+        let mut out = Vec::new();
+        match msg.circuit {
+            Some(c) => dlsw::write_control(&mut out, msg.msg_type, msg.flow, &c, msg.data),
+            None => dlsw::write_info(
+                &mut out,
+                msg.msg_type,
+                msg.flow,
+                msg.remote_dlc,
+                msg.remote_port,
+                msg.data,
+            ),
+        }
+        let back = dlsw::parse(&out).expect("a written message parses");
+        assert_eq!(
+            (back.msg_type, back.flow, back.circuit, back.data),
+            (msg.msg_type, msg.flow, msg.circuit, msg.data)
+        );
+        if msg.msg_type == dlsw::msg::CAP_EXCHANGE {
+            if let Ok(dlsw::CapEx::Request(c)) = dlsw::parse_capex(msg.data) {
+                let mut w = Vec::new();
+                dlsw::write_capex_request(&mut w, &c);
+                let again = dlsw::parse(&w).expect("a written request parses");
+                let c2 = dlsw::parse_capex(again.data);
+                // A version string is carried as text: bytes that are not UTF-8 come back
+                // replaced, so compare all but it.
+                let Ok(dlsw::CapEx::Request(c2)) = c2 else {
+                    panic!("a written request is accepted: {c2:?}");
+                };
+                assert_eq!(
+                    (
+                        c2.vendor,
+                        c2.version,
+                        c2.pacing_window,
+                        c2.saps,
+                        c2.tcp_connections
+                    ),
+                    (
+                        c.vendor,
+                        c.version,
+                        c.pacing_window,
+                        c.saps,
+                        c.tcp_connections
+                    )
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Every kept input of the targets whose bodies live here (the random and truncated inputs
@@ -572,6 +665,7 @@ mod tests {
             ("filter", super::filter),
             ("mcast", super::mcast),
             ("gtp", super::gtp),
+            ("llc_dlsw", super::llc_dlsw),
         ] {
             for (name, data) in crate::fuzz_inputs::saved(target) {
                 eprintln!("{name}");

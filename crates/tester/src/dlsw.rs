@@ -249,6 +249,11 @@ pub struct Dl1Step {
     pub rtt_max_ms: f64,
     /// Frames the tester itself could not send.
     pub tester_refused: u64,
+    /// The whole machine's busy CPU over the measured seconds (% of all its CPUs), and the
+    /// tester's own (% of one CPU): a step whose machine is near 100% measured the machine,
+    /// not the router.
+    pub machine_cpu: f64,
+    pub tester_cpu: f64,
 }
 
 /// Brings PUs up, runs traffic for `secs` after 2 s to settle, and measures.
@@ -267,8 +272,10 @@ fn step(b: &mut Bench, api: &api::Client, fps: u32, max_pus: usize, secs: f64) -
     b.run(&mut ep, Duration::from_secs(2), |_| false);
     let c0 = ep.counts;
     let t1 = Instant::now();
+    let m0 = crate::cpu::CpuSample::now();
     b.run(&mut ep, Duration::from_secs_f64(secs), |_| false);
     let dt = t1.elapsed().as_secs_f64();
+    let usage = crate::cpu::CpuUsage::between(&m0, &crate::cpu::CpuSample::now(), 0);
     let c1 = ep.counts;
     let cpu = router_cpu(api).unwrap_or_default();
     let router_circuits = router_circuits(api).unwrap_or(0);
@@ -299,6 +306,8 @@ fn step(b: &mut Bench, api: &api::Client, fps: u32, max_pus: usize, secs: f64) -
         rtt_avg_ms: (c1.rtt_sum_us - c0.rtt_sum_us) as f64 / n as f64 / 1000.0,
         rtt_max_ms: c.rtt_max_us as f64 / 1000.0,
         tester_refused: b.refused() - refused0,
+        machine_cpu: 100.0 * usage.machine_s / (usage.wall_s * usage.cpus.max(1) as f64).max(1e-9),
+        tester_cpu: 100.0 * usage.tester_s / usage.wall_s.max(1e-9),
     }
 }
 
@@ -356,8 +365,8 @@ pub fn dl1(o: &Dl1Opts) -> Result<Value, String> {
     for &r in &o.rates {
         let s = step(&mut b, &api, r, o.max_circuits, o.step_s);
         eprintln!(
-            "DL-1 {r} fps asked: {} PUs up of {}, {:.0} fps, router CPU {:.1}%, DLSw {:.1}%, lost {}",
-            s.pus_up, s.pus, s.fps, s.cpu.router, s.cpu.dlsw, s.lost
+            "DL-1 {r} fps asked: {} PUs up of {}, {:.0} fps, router CPU {:.1}%, DLSw {:.1}%, lost {}, machine {:.0}%, tester {:.0}%",
+            s.pus_up, s.pus, s.fps, s.cpu.router, s.cpu.dlsw, s.lost, s.machine_cpu, s.tester_cpu
         );
         let stop = s.cpu.router >= o.stop_cpu;
         steps.push(s);
@@ -402,11 +411,25 @@ fn dl1_checks(steps: &[Dl1Step]) -> Vec<Check> {
                 && s.out_of_order == 0
                 && s.link_drops == 0,
         });
+        // A rate the machine (tester, both routers and the kernel on the same CPUs) could not
+        // carry is its limit, not the router's: said so, and not held against the verdict.
+        let machine_bound = s.machine_cpu >= 90.0;
         v.push(Check {
             name: format!("{} fps: rate carried", s.asked_fps),
-            expected: format!("at least 95% of {}", s.asked_fps),
-            measured: format!("{:.0} fps", s.fps),
-            pass: s.fps >= 0.95 * s.asked_fps as f64,
+            expected: format!(
+                "at least 95% of {} (unless the machine is saturated)",
+                s.asked_fps
+            ),
+            measured: format!(
+                "{:.0} fps{}",
+                s.fps,
+                if machine_bound {
+                    format!("; machine {:.0}% busy: machine-bound", s.machine_cpu)
+                } else {
+                    String::new()
+                }
+            ),
+            pass: s.fps >= 0.95 * s.asked_fps as f64 || machine_bound,
         });
     }
     v
@@ -444,8 +467,8 @@ fn dl1_md(steps: &[Dl1Step], rep: &Value) -> String {
           whole router (control threads' CPU and the workers' busy share), and the DLSw service \
           (its thread and the punt thread carrying its LLC frames). The kernel's TCP work in \
           softirq context is not in either.\n\n";
-    s += "| fps asked | PUs x LUs | LU tps | PUs up | fps measured | router CPU | DLSw CPU | lost | txn avg / max (ms) | setup (s) |\n";
-    s += "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|\n";
+    s += "| fps asked | PUs x LUs | LU tps | PUs up | fps measured | router CPU | DLSw CPU | machine CPU | tester CPU | lost | txn avg / max (ms) | setup (s) |\n";
+    s += "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n";
     for st in steps {
         let four = st.lus.saturating_sub(st.pus) / 3;
         let mixs = if four > 0 && four < st.pus {
@@ -456,7 +479,7 @@ fn dl1_md(steps: &[Dl1Step], rep: &Value) -> String {
             format!("{} x 1", st.pus)
         };
         s += &format!(
-            "| {} | {} | {:.2} | {} | {} | {:.1}% | {:.1}% | {} | {:.1} / {:.1} | {:.1} |\n",
+            "| {} | {} | {:.2} | {} | {} | {:.1}% | {:.1}% | {:.0}% | {:.0}% | {} | {:.1} / {:.1} | {:.1} |\n",
             thousands(st.asked_fps as f64),
             mixs,
             st.tps_per_lu,
@@ -464,6 +487,8 @@ fn dl1_md(steps: &[Dl1Step], rep: &Value) -> String {
             thousands(st.fps),
             st.cpu.router,
             st.cpu.dlsw,
+            st.machine_cpu,
+            st.tester_cpu,
             st.lost,
             st.rtt_avg_ms,
             st.rtt_max_ms,

@@ -126,7 +126,11 @@ pub struct Endpoints {
     pub recoveries: Vec<(u64, u64)>,
     tx: Vec<Tx>,
     ev: Vec<Event>,
+    last_scan: u64,
 }
+
+/// How often the endpoints' timers are scanned (ms): well inside the ack delay (100 ms).
+const SCAN_MS: u64 = 5;
 
 fn piu(response: bool, lu: u16, seq: u32, t_ns: u64) -> Vec<u8> {
     let mut p = vec![0u8; PIU_LEN];
@@ -208,6 +212,7 @@ impl Endpoints {
             recoveries: Vec::new(),
             tx: Vec::new(),
             ev: Vec::new(),
+            last_scan: 0,
         }
     }
 
@@ -543,7 +548,13 @@ impl Endpoints {
     pub fn tick(&mut self, now: u64, now_ns: u64) {
         let mut tx = std::mem::take(&mut self.tx);
         let mut ev = std::mem::take(&mut self.ev);
-        for i in 0..self.pus.len() {
+        // The PUs' and host's timers (T1, Ti, acks) and setup retries: scanned every few
+        // milliseconds, not on every call (10,000 PUs per call would be the tester's own limit).
+        let scan = now >= self.last_scan + SCAN_MS;
+        if scan {
+            self.last_scan = now;
+        }
+        for i in (0..self.pus.len()).filter(|_| scan) {
             let p = &self.pus[i];
             if p.state == PuState::Leaving {
                 if self.pus[i].st.deadline().is_some_and(|d| now >= d) {

@@ -286,6 +286,7 @@ pub struct Engine {
     pub stats: Stats,
     pub events: Vec<DlswEvent>,
     last_sweep: u64,
+    last_expiry: u64,
     tx: Vec<Tx>,
     ev: Vec<StEvent>,
 }
@@ -332,6 +333,7 @@ impl Engine {
             stats: Stats::default(),
             events: Vec::new(),
             last_sweep: 0,
+            last_expiry: 0,
             tx: Vec::new(),
             ev: Vec::new(),
         }
@@ -1465,9 +1467,13 @@ impl Engine {
         }
         self.tx = tx;
         self.ev = ev;
-        let ttl = self.cfg.cache_ms;
-        self.local.retain(|_, (_, t)| now.saturating_sub(*t) < ttl);
-        self.remote.retain(|_, (_, t)| now.saturating_sub(*t) < ttl);
+        // The caches age in seconds: walking them every sweep cost more than the stations.
+        if now >= self.last_expiry + 1_000 {
+            self.last_expiry = now;
+            let ttl = self.cfg.cache_ms;
+            self.local.retain(|_, (_, t)| now.saturating_sub(*t) < ttl);
+            self.remote.retain(|_, (_, t)| now.saturating_sub(*t) < ttl);
+        }
     }
 
     /// Marks that bytes were just written to peer `i` (keepalives count from there).
