@@ -94,7 +94,8 @@ def test_dl1_between_two_linerate_peers(linerate_bin, testbed, tmp_path):
                             testbed.capture(n2, "wan", "dlsw-wan-r2.pcap")]
     lan = None if FULL else testbed.capture(tst, "tterm", "dlsw-lan.pcap")
     r1 = Router(linerate_bin, n1, tmp_path / "r1",
-                router_yaml("10.9.0.1", ["10.9.0.2"], "02:00:00:00:01:0"))
+                router_yaml("10.9.0.1", ["10.9.0.2"], "02:00:00:00:01:0",
+                            extra="  log-circuits: true\n"))
     r2 = Router(linerate_bin, n2, tmp_path / "r2",
                 router_yaml("10.9.0.2", ["10.9.0.1"], "02:00:00:00:02:0"))
     try:
@@ -138,7 +139,7 @@ def test_dl1_between_two_linerate_peers(linerate_bin, testbed, tmp_path):
         metrics = r1.cli("show", "metrics")
         assert 'linerate_dlsw_peer_up{peer="10.9.0.2"} 1' in metrics, metrics[-2000:]
         assert 'linerate_dlsw_circuit_events_total{event="connected"} 162' in metrics
-        logs = [x["msgid"] for x in r1.json("show", "logging", "-n", "5000")]
+        logs = [x["msgid"] for x in r1.json("show", "logging", "-n", "1000")]
         assert "DLSW_PEER_UP" in logs and "DLSW_CIRCUIT_UP" in logs, logs
     finally:
         for w in wans:
@@ -191,22 +192,23 @@ def test_dl2_a_redundant_peer_fails_and_its_circuits_move(linerate_bin, testbed,
                             extra=fast))
     try:
         wait_until(lambda: peers_up(r1, 2), 20, what="both DLSw peers to connect")
-        out = tmp_path / "dl2"
-        p = bench(linerate_bin, tst, r1, out, "--pus", "40", "--tps", "2",
-                  "--cut", f"kill -9 {ra.proc.pid}", "--timeout-seconds", "20")
+        out = Path(os.environ.get("LINERATE_DL2_OUT", tmp_path / "dl2"))
+        pus = int(os.environ.get("LINERATE_DL2_PUS", "40"))
+        p = bench(linerate_bin, tst, r1, out, "--pus", str(pus), "--tps", os.environ.get("LINERATE_DL2_TPS", "2"),
+                  "--cut", f"kill -9 {ra.proc.pid}", "--timeout-seconds", "30")
         rep = json.loads((out / "dl-2.json").read_text())
         checks = {c["name"]: c for c in rep["checks"]}
         assert checks["circuits spread over the pair"]["pass"], checks
         assert checks["every circuit re-established"]["pass"], checks
         assert checks["transactions after recovery"]["pass"], checks
         # r2a carried about half: those links dropped and came back through r2b.
-        assert 10 <= rep["circuits_lost"] <= 30, rep
+        assert pus // 4 <= rep["circuits_lost"] <= 3 * pus // 4, rep
         assert rep["reestablish_ms"] is not None and rep["reestablish_ms"] < 10_000, rep
         after = {x["peer"]: x for x in rep["peers_after"]}
         assert after["10.9.0.2"]["state"] == "disconnected", after
         # r1 noticed by the missed keepalives (3 x 200 ms), not by TCP's own timers.
         assert rep["detect_ms"] < 3_000, rep
-        logs = r1.json("show", "logging", "-n", "5000")
+        logs = r1.json("show", "logging", "-n", "1000")
         down = [x for x in logs if x["msgid"] == "DLSW_PEER_DOWN"]
         assert down and "keepalives missed" in down[0]["text"], down
         print(p.stdout)

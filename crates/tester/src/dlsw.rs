@@ -411,25 +411,16 @@ fn dl1_checks(steps: &[Dl1Step]) -> Vec<Check> {
                 && s.out_of_order == 0
                 && s.link_drops == 0,
         });
-        // A rate the machine (tester, both routers and the kernel on the same CPUs) could not
-        // carry is its limit, not the router's: said so, and not held against the verdict.
-        let machine_bound = s.machine_cpu >= 90.0;
+        // The machine's and the tester's CPU are shown beside a rate not carried, so a reader
+        // can tell a saturated test bed from a saturated router; the check holds either way.
         v.push(Check {
             name: format!("{} fps: rate carried", s.asked_fps),
-            expected: format!(
-                "at least 95% of {} (unless the machine is saturated)",
-                s.asked_fps
-            ),
+            expected: format!("at least 95% of {}", s.asked_fps),
             measured: format!(
-                "{:.0} fps{}",
-                s.fps,
-                if machine_bound {
-                    format!("; machine {:.0}% busy: machine-bound", s.machine_cpu)
-                } else {
-                    String::new()
-                }
+                "{:.0} fps (machine {:.0}% busy, tester {:.0}% of a CPU)",
+                s.fps, s.machine_cpu, s.tester_cpu
             ),
-            pass: s.fps >= 0.95 * s.asked_fps as f64 || machine_bound,
+            pass: s.fps >= 0.95 * s.asked_fps as f64,
         });
     }
     v

@@ -14,6 +14,7 @@
 //!   explorer-ms: 5000             # how long a CANUREACH_ex or LAN TEST waits for an answer
 //!   cache-ms: 960000              # reachability entries live this long unconfirmed
 //!   llc2: { t1-ms: 1000, ti-ms: 30000, n2: 8, window: 7, ack-delay-ms: 100, ack-max: 3 }
+//!   log-circuits: false           # a log record per circuit up and down (peers always)
 //! ```
 //!
 //! SSP runs over the kernel's TCP on the TAP twins (`control-plane.taps`). The LAN side is a
@@ -45,6 +46,9 @@ pub struct DlswCfg {
     pub explorer_ms: u64,
     pub cache_ms: u64,
     pub llc2: Timers,
+    /// A log record per circuit up and down: off by default, as ten thousand circuits coming
+    /// up would push everything else out of the log.
+    pub log_circuits: bool,
     pub origin: Origin,
 }
 
@@ -159,6 +163,9 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<DlswCfg> {
     let cache_ms = f
         .parse::<u64>("cache-ms", "a time in ms", e)
         .unwrap_or(960_000);
+    let log_circuits = f
+        .parse::<bool>("log-circuits", "true or false", e)
+        .unwrap_or(false);
     let mut llc2 = Timers::default();
     if let Some(ln) = f.get("llc2") {
         if let Some(mut l) = Fields::new("dlsw.llc2".into(), ln, e) {
@@ -205,6 +212,7 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<DlswCfg> {
         explorer_ms,
         cache_ms,
         llc2,
+        log_circuits,
         origin,
     })
 }

@@ -305,7 +305,16 @@ impl Thread {
         let Some(l) = &self.logger else {
             return;
         };
+        let circuits = self.d.cfg.log_circuits;
         for ev in events {
+            if !circuits
+                && matches!(
+                    ev,
+                    DlswEvent::CircuitUp { .. } | DlswEvent::CircuitDown { .. }
+                )
+            {
+                continue;
+            }
             let _ = match ev {
                 DlswEvent::PeerUp { peer } => l.log(
                     Severity::Notice,
