@@ -507,6 +507,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             ring_size: RING,
             tx_ring_size: None,
             idle_yield_after: 0,
+            idle_sleep_us: 0,
             pool: Some(pool.clone()),
             replay: None,
             replay_whole: false,
@@ -681,6 +682,7 @@ pub(crate) fn replay(
             ring_size: 64,
             tx_ring_size: None,
             idle_yield_after: 0,
+            idle_sleep_us: 0,
             pool: Some(pool),
             replay: Some(templates.into()),
             // GTP-U moves frames within their buffers (36 bytes in, 36 out).

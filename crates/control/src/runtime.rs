@@ -125,6 +125,8 @@ pub struct StartOptions {
     /// tester never lets overflow.
     pub tx_ring_size: Option<usize>,
     pub idle_yield_after: u32,
+    /// Sleep this long (µs) instead of yielding, once idle (`router.idle-sleep-us`); 0: yield.
+    pub idle_sleep_us: u32,
     /// Pool to use; a new one of the config's size if None.
     pub pool: Option<Arc<Pool>>,
     /// Benchmarks only: the first `mem` port replays these frames on every worker and every
@@ -147,6 +149,7 @@ impl Default for StartOptions {
             ring_size: 4096,
             tx_ring_size: None,
             idle_yield_after: 256,
+            idle_sleep_us: 0,
             pool: None,
             replay: None,
             replay_whole: false,
@@ -239,7 +242,10 @@ fn recv<T>(rx: Receiver<T>, what: &str) -> Result<T, BuildError> {
 
 impl Runtime {
     /// Opens the ports and starts the workers the config asks for.
-    pub fn start(router: &Router, opts: StartOptions) -> Result<Runtime, BuildError> {
+    pub fn start(router: &Router, mut opts: StartOptions) -> Result<Runtime, BuildError> {
+        if opts.idle_sleep_us == 0 {
+            opts.idle_sleep_us = router.cfg.idle_sleep_us;
+        }
         let pool = match &opts.pool {
             Some(p) => p.clone(),
             None => Pool::try_new(router.cfg.buffers).map_err(BuildError)?,
@@ -531,6 +537,7 @@ impl Runtime {
             stop: self.stop.clone(),
             taps: self.taps.clone(),
             idle_yield_after: self.opts.idle_yield_after,
+            idle_sleep: std::time::Duration::from_micros(self.opts.idle_sleep_us.into()),
             exit_when_drained: self.opts.exit_when_drained,
             punt: self.opts.punt.clone(),
         };

@@ -94,6 +94,10 @@ pub struct Worker {
     /// Give the CPU away (yield) after this many empty polls; 0 spins forever, as a dedicated
     /// core should. On a machine with fewer cores than threads, yielding keeps the rest alive.
     pub idle_yield_after: u32,
+    /// Once idle for `idle_yield_after` polls, sleep this long instead of yielding (zero:
+    /// yield). For test beds that run several routers on fewer cores than their workers:
+    /// a yielding worker still takes every slice the scheduler offers it.
+    pub idle_sleep: std::time::Duration,
     /// End the thread once every receive queue is exhausted (capture-file runs); a daemon's
     /// workers stay for ports added later.
     pub exit_when_drained: bool,
@@ -118,6 +122,7 @@ impl Worker {
             stop,
             taps,
             idle_yield_after,
+            idle_sleep,
             exit_when_drained,
             punt,
         } = self;
@@ -279,7 +284,11 @@ impl Worker {
                 }
             }
             if idle_yield_after > 0 && idle >= idle_yield_after {
-                std::thread::yield_now();
+                if idle_sleep.is_zero() {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(idle_sleep);
+                }
             } else {
                 std::hint::spin_loop();
             }

@@ -79,6 +79,7 @@ impl Embedded {
                 ring_size: ring,
                 tx_ring_size: Some(TX_RING),
                 idle_yield_after: 0,
+                idle_sleep_us: 0,
                 pool: Some(pool.clone()),
                 replay: None,
                 replay_whole: false,

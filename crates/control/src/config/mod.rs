@@ -153,6 +153,9 @@ pub struct Config {
     /// CPUs to pin workers to, in order; empty for no pinning.
     pub cores: Vec<usize>,
     pub icmp_rate: u32,
+    /// `router.idle-sleep-us`: an idle worker sleeps this long between polls instead of
+    /// yielding (0, the default: it yields, and takes whatever CPU the scheduler offers).
+    pub idle_sleep_us: u32,
     /// Forward IPv4 to class E destinations (240.0.0.0/4), which RFC 1812 5.3.7 says a router
     /// should not (`router.route-class-e`, off by default).
     pub route_class_e: bool,
@@ -446,6 +449,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         workers: 1,
         cores: Vec::new(),
         icmp_rate: 1000,
+        idle_sleep_us: 0,
         route_class_e: false,
         buffers: 16384,
         max_v4_routes: 4_000_000,

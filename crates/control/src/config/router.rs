@@ -4,6 +4,7 @@
 //!
 //! ```yaml
 //! router: { workers: 2, cores: [1, 2], icmp-rate: 1000, route-class-e: false, buffers: 16384 }
+//! router: { idle-sleep-us: 50 }   # idle workers sleep between polls instead of yielding
 //! limits: { ipv4-routes: 4000000, ipv6-routes: 1000000 }
 //! vrfs: [blue, red]
 //! ```
@@ -34,6 +35,17 @@ pub(super) fn parse_router(top: &mut Fields<'_>, e: &mut Errs, cfg: &mut Config)
             }
             if let Some(r) = f.parse("icmp-rate", "a rate (messages per second)", e) {
                 cfg.icmp_rate = r;
+            }
+            if let Some(us) = f.parse::<u32>("idle-sleep-us", "a time in microseconds", e) {
+                if us > 10_000 {
+                    e.at(
+                        f.node("idle-sleep-us").unwrap_or(n),
+                        "router.idle-sleep-us",
+                        format!("{us} µs: at most 10,000 (an idle worker must still answer)"),
+                    );
+                } else {
+                    cfg.idle_sleep_us = us;
+                }
             }
             if let Some(c) = f.parse("route-class-e", "true or false", e) {
                 cfg.route_class_e = c;
