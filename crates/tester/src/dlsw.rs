@@ -545,21 +545,25 @@ fn dl1_md(steps: &[Dl1Step], rep: &Value) -> String {
         "Verdict: **{}**\n\n",
         rep["verdict"].as_str().unwrap_or("fail")
     );
-    s += "| check | expected | measured | pass |\n|---|---|---|---|\n";
-    if let Some(cs) = rep["checks"].as_array() {
-        for c in cs {
-            s += &format!(
-                "| {} | {} | {} | {} |\n",
-                c["name"].as_str().unwrap_or(""),
-                c["expected"].as_str().unwrap_or(""),
-                c["measured"].as_str().unwrap_or(""),
-                if c["pass"].as_bool() == Some(true) {
-                    "yes"
-                } else {
-                    "**no**"
-                }
-            );
-        }
+    s += &checks_table(rep);
+    s
+}
+
+/// The checks of a report as a Markdown table.
+fn checks_table(rep: &Value) -> String {
+    let mut s = String::from("| check | expected | measured | pass |\n|---|---|---|---|\n");
+    for c in rep["checks"].as_array().into_iter().flatten() {
+        let pass = if c["pass"].as_bool() == Some(true) {
+            "yes"
+        } else {
+            "**no**"
+        };
+        s += &format!(
+            "| {} | {} | {} | {pass} |\n",
+            c["name"].as_str().unwrap_or(""),
+            c["expected"].as_str().unwrap_or(""),
+            c["measured"].as_str().unwrap_or(""),
+        );
     }
     s
 }
@@ -741,22 +745,7 @@ fn dl2_md(rep: &Value) -> String {
         "Verdict: **{}**\n\n",
         rep["verdict"].as_str().unwrap_or("fail")
     );
-    s += "| check | expected | measured | pass |\n|---|---|---|---|\n";
-    if let Some(cs) = rep["checks"].as_array() {
-        for c in cs {
-            s += &format!(
-                "| {} | {} | {} | {} |\n",
-                c["name"].as_str().unwrap_or(""),
-                c["expected"].as_str().unwrap_or(""),
-                c["measured"].as_str().unwrap_or(""),
-                if c["pass"].as_bool() == Some(true) {
-                    "yes"
-                } else {
-                    "**no**"
-                }
-            );
-        }
-    }
+    s += &checks_table(rep);
     s
 }
 

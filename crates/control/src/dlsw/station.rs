@@ -337,6 +337,25 @@ impl Station {
         self.pump(now, tx);
     }
 
+    /// An I or S frame may be taken: the link is up and its N(R) acknowledges frames we sent.
+    /// Without a link, a poll is answered DM (the other end thinks it has one).
+    fn numbered_ok(
+        &mut self,
+        now: u64,
+        nr: u8,
+        pf: bool,
+        response: bool,
+        tx: &mut Vec<Tx>,
+    ) -> bool {
+        if self.state != State::Connected {
+            if self.state == State::Disconnected && pf && !response {
+                tx.push(Self::u(Unnumbered::Dm, true, true));
+            }
+            return false;
+        }
+        self.ack(now, nr)
+    }
+
     /// One frame from the other end.
     pub fn on_frame(
         &mut self,
@@ -353,13 +372,7 @@ impl Station {
         match control {
             Control::U { kind, pf } => self.on_u(now, kind, pf, response, tx, ev),
             Control::I { ns, nr, pf } => {
-                if self.state != State::Connected {
-                    if self.state == State::Disconnected && pf && !response {
-                        tx.push(Self::u(Unnumbered::Dm, true, true));
-                    }
-                    return;
-                }
-                if !self.ack(now, nr) {
+                if !self.numbered_ok(now, nr, pf, response, tx) {
                     return;
                 }
                 if ns == self.vr {
@@ -385,13 +398,7 @@ impl Station {
                 self.schedule_ack(now, tx);
             }
             Control::S { kind, nr, pf } => {
-                if self.state != State::Connected {
-                    if self.state == State::Disconnected && pf && !response {
-                        tx.push(Self::u(Unnumbered::Dm, true, true));
-                    }
-                    return;
-                }
-                if !self.ack(now, nr) {
+                if !self.numbered_ok(now, nr, pf, response, tx) {
                     return;
                 }
                 match kind {
