@@ -217,13 +217,13 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<DlswCfg> {
     })
 }
 
-/// A DLSw router punts every LAN-side LLC frame and every SSP segment: where the punt table
-/// still holds the defaults for `llc` and `dlsw` (sized for a router that sees a few), they
-/// are raised to what a DLSw peer carries (200,000 LLC frames/s and 50,000 TCP segments/s per
-/// worker). Limits the config gives are kept.
+/// A DLSw router punts every LAN-side LLC frame (class `sna`, sized for DLSw already) and
+/// every SSP segment: where the punt table still holds the default for `dlsw` (sized for a
+/// router that sees a few), it is raised to what a DLSw peer carries (50,000 TCP segments/s
+/// per worker). A limit the config gives is kept.
 pub(super) fn raise_punt_limits(p: &mut dataplane::punt::PuntLimits) {
     use dataplane::punt::{Limit, PuntClass};
-    for (c, rate) in [(PuntClass::Llc, 200_000), (PuntClass::Dlsw, 50_000)] {
+    for (c, rate) in [(PuntClass::Dlsw, 50_000)] {
         if p.limits[c as usize] == c.default_limit() {
             p.limits[c as usize] = Limit {
                 rate,

@@ -5,11 +5,11 @@
 //! - [`engine`]: peers, reachability and circuits as a function of what arrives (sans I/O);
 //! - [`service`]: the thread that moves SSP between the engine and the kernel's TCP (on the TAP
 //!   twins, port 2065) and LLC frames between the engine and the LAN ports (the punt path's
-//!   `llc` class in, the punt thread's outbox out).
+//!   `sna` class in, the punt thread's outbox out).
 //!
-//! The data plane's part is small: a bridge domain DLSw serves hands its members' LLC frames
-//! to `l2-control` (`dataplane::l2::bridge::Bridge::dlsw`), which punts them under the `llc`
-//! class; the punt thread gives them to [`Dlsw::lan_frame`] instead of a TAP twin.
+//! The data plane's part is small: `l2-input` punts the LLC frames of a bridge domain DLSw
+//! serves (`dataplane::l2::bridge::Bridge::dlsw`) under a class of their own, `sna`; the punt
+//! thread gives them to [`Dlsw::lan_frame`].
 
 pub mod engine;
 pub mod service;

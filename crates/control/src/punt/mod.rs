@@ -139,7 +139,7 @@ impl PuntPlane {
         })
     }
 
-    /// From now on LLC frames (the `llc` class) go to DLSw instead of up the twins. Once.
+    /// From now on the LLC frames of DLSw's bridge domains (the `sna` class) go to DLSw. Once.
     pub fn serve_dlsw(&self, d: Arc<crate::dlsw::Dlsw>) {
         let _ = self.dlsw.set(d);
     }
@@ -417,7 +417,7 @@ impl PuntThread {
                 }
                 None => self.up_to_kernel(t, ifx, &b),
             },
-            PuntClass::Llc if self.dlsw.get().is_some() => {
+            PuntClass::Sna if self.dlsw.get().is_some() => {
                 let d = self.dlsw.get().expect("checked");
                 if !d.lan_frame(b.meta().rx_port, b.data()) {
                     self.dlsw_dropped += 1;

@@ -98,7 +98,7 @@ pub struct Bridge {
     /// IGMP/MLD snooping (`l2::snoop`, `node::l2_mcast`); None: multicast is flooded.
     pub snoop: Option<std::sync::Arc<crate::l2::snoop::SnoopSettings>>,
     /// DLSw serves this domain: its members' LLC frames (802.3, any SAP but spanning tree's
-    /// and IS-IS's) go to the control plane's DLSw (`llc` punt class), not across the bridge.
+    /// and IS-IS's) go to the control plane's DLSw (`sna` punt class), not across the bridge.
     pub dlsw: bool,
     pub counters: std::sync::Arc<BridgeCounters>,
 }

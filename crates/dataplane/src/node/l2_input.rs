@@ -9,7 +9,7 @@
 //! where the domain snoops IGMP/MLD); l2-flood (broadcast, other multicast, unknown unicast
 //! where the domain floods it);
 //! l2-control (the 802.1D reserved addresses: LACP, LLDP, and BPDUs where the domain punts
-//! them; every SNA/LLC frame where DLSw serves the domain). Dropped: a destination on the member the frame came from, an unknown destination in a
+//! them); the punt path under `sna` (every LLC frame where DLSw serves the domain). Dropped: a destination on the member the frame came from, an unknown destination in a
 //! domain that does not flood, BPDUs where the domain drops them, a member that is down, and a
 //! frame to be flooded over its member's storm-control rate (`l2::bridge::StormControl`).
 //!
@@ -62,7 +62,7 @@ impl Node for L2Input {
         DropReason::L2StormControl,
         DropReason::L2Blocked,
     ];
-    const CONSUMED: &'static str = "";
+    const CONSUMED: &'static str = "handed to DLSw (the `sna` punt class)";
 
     fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         l2_input(ctx, t, pkts);
@@ -151,6 +151,8 @@ enum Verdict {
     Tx(u32),
     Flood,
     Control,
+    /// To DLSw, under a punt class of its own (`sna`).
+    Sna,
     Drop(DropReason),
 }
 
@@ -225,7 +227,7 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         let verdict = if l2.blocked {
             Verdict::Drop(DropReason::L2Blocked)
         } else if bridge.dlsw && dlsw_llc(d, b.meta().l3_off as usize) {
-            Verdict::Control
+            Verdict::Sna
         } else if d[0] & 1 != 0 {
             if l2.l2pt & l2pt::protocol(d) != 0 {
                 // A tunnel customer's protocol frame: across the bridge under the L2PT address.
@@ -281,6 +283,7 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
                 }
             }
             Verdict::Control => ctx.to(Next::Control, b),
+            Verdict::Sna => ctx.punt(b, crate::punt::PuntClass::Sna, NO_IF),
             Verdict::Drop(why) => ctx.drop(b, why),
         }
     }

@@ -57,7 +57,8 @@ classes! {
     Bpdu => "bpdu", 1_000, 100, "spanning-tree BPDUs (LLC, SAP 0x42)";
     Lacp => "lacp", 1_000, 100, "LACP and marker frames (slow protocols, EtherType 0x8809)";
     Lldp => "lldp", 1_000, 100, "LLDP (EtherType 0x88CC)";
-    Llc => "llc", 2_000, 200, "other LLC and SNAP frames (SNA LLC2, CDP, ...)";
+    Llc => "llc", 2_000, 200, "other LLC and SNAP frames (CDP, ...)";
+    Sna => "sna", 200_000, 20_000, "LLC frames of the bridge domains DLSw serves (SNA LLC2), for DLSw";
 }
 
 pub const CLASSES: usize = PuntClass::ALL.len();
