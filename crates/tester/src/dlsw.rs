@@ -102,7 +102,7 @@ impl Bench {
                     };
                     for b in self.bufs.drain(..) {
                         if side {
-                            ep.on_term(ms, ns, b.data());
+                            ep.on_term(ms, b.data());
                         } else {
                             ep.on_host(ms, ns, b.data());
                         }

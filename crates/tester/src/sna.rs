@@ -282,7 +282,7 @@ impl Endpoints {
     }
 
     /// A frame received on the terminal LAN.
-    pub fn on_term(&mut self, now: u64, now_ns: u64, frame: &[u8]) {
+    pub fn on_term(&mut self, now: u64, frame: &[u8]) {
         let Ok(f) = llc2::parse(frame) else {
             return;
         };
@@ -336,7 +336,7 @@ impl Endpoints {
                 self.pus[i]
                     .st
                     .on_frame(now, c, f.response, f.info, &mut tx, &mut ev);
-                self.pu_events(now, now_ns, i, &mut tx, &mut ev);
+                self.pu_events(now, i, &mut tx, &mut ev);
                 self.send_term(i, &mut tx);
                 self.tx = tx;
                 self.ev = ev;
@@ -356,14 +356,7 @@ impl Endpoints {
         }
     }
 
-    fn pu_events(
-        &mut self,
-        now: u64,
-        now_ns: u64,
-        i: usize,
-        tx: &mut Vec<Tx>,
-        ev: &mut Vec<Event>,
-    ) {
+    fn pu_events(&mut self, now: u64, i: usize, tx: &mut Vec<Tx>, ev: &mut Vec<Event>) {
         for e in ev.drain(..) {
             match e {
                 Event::ConnectRequest => self.pus[i].st.accept(now, tx),
@@ -396,7 +389,6 @@ impl Endpoints {
                             continue;
                         }
                     }
-                    let _ = now_ns;
                     p.st.send(now, piu(true, lu, seq, t), tx);
                     self.counts.responses_sent += 1;
                 }
@@ -572,7 +564,7 @@ impl Endpoints {
             }
             if self.pus[i].st.deadline().is_some_and(|d| now >= d) {
                 self.pus[i].st.tick(now, &mut tx, &mut ev);
-                self.pu_events(now, now_ns, i, &mut tx, &mut ev);
+                self.pu_events(now, i, &mut tx, &mut ev);
                 self.send_term(i, &mut tx);
             }
             if self.host[i].st.deadline().is_some_and(|d| now >= d) {
@@ -681,7 +673,7 @@ mod tests {
                     if to_term_lan {
                         e.on_host(now, ns, &f);
                     } else {
-                        e.on_term(now, ns, &f);
+                        e.on_term(now, &f);
                     }
                 }
             }

@@ -508,7 +508,7 @@ impl Engine {
                     ids.target_dlc
                 };
                 match self.slot_of(i, mine) {
-                    Some(s) => self.circuit_control(now, s, t, ids, m.data, m.flow),
+                    Some(s) => self.circuit_control(now, s, t, m.data, m.flow),
                     None => self.peers[i].stats.unknown_circuit += 1,
                 }
             }
@@ -885,7 +885,7 @@ impl Engine {
             }
             Waiter::Circuit(s) => {
                 if let Some(p) = peer {
-                    self.circuit_resolved(now, s, p);
+                    self.circuit_resolved(s, p);
                 }
             }
             Waiter::Peer { peer, ids } => self.answer_canureach(now, peer, ids),
@@ -931,7 +931,7 @@ impl Engine {
             return;
         };
         self.circuit_lan(now, s, f);
-        self.circuit_resolved(now, s, peer);
+        self.circuit_resolved(s, peer);
     }
 
     /// The peer a new circuit to `mac` goes to: the next in turn among those that reach it
@@ -951,7 +951,7 @@ impl Engine {
     }
 
     /// A circuit's partner is reachable through `peer`: CANUREACH_cs.
-    fn circuit_resolved(&mut self, _now: u64, s: u32, peer: usize) {
+    fn circuit_resolved(&mut self, s: u32, peer: usize) {
         let Some(c) = self.slots[s as usize].as_mut() else {
             return;
         };
@@ -1305,18 +1305,17 @@ impl Engine {
         c.ids.target_transport = ids.target_transport;
         c.state = CircuitState::Established;
         self.control(s, msg::REACH_ACK, &[]);
-        self.circuit_established(now, s);
+        self.circuit_established(s);
     }
 
     /// What waited for the circuit goes now: the held XID, the held SABME.
-    fn circuit_established(&mut self, now: u64, s: u32) {
+    fn circuit_established(&mut self, s: u32) {
         let held = std::mem::take(&mut self.circuit(s).held);
         for h in held {
             if let Ok(f) = llc2::parse(&h) {
                 self.control(s, msg::XIDFRAME, f.info);
             }
         }
-        let _ = now;
         let c = self.circuit(s);
         if c.station.state == StState::Incoming {
             c.state = CircuitState::ContactPending;
@@ -1324,7 +1323,7 @@ impl Engine {
         }
     }
 
-    fn circuit_control(&mut self, now: u64, s: u32, t: u8, _ids: Ids, data: &[u8], fl: u8) {
+    fn circuit_control(&mut self, now: u64, s: u32, t: u8, data: &[u8], fl: u8) {
         self.pacing(s, fl);
         let mut tx = std::mem::take(&mut self.tx);
         let mut ev = std::mem::take(&mut self.ev);
