@@ -11,7 +11,7 @@ apt_install build-essential pkg-config tshark python3-pip rsyslog curl nfdump \
 # (the test bed runs FRR, BIRD and sgsnemu inside network namespaces).
 for unit in nfdump frr bird osmo-ggsn; do systemctl disable --now "$unit" >/dev/null 2>&1 || true; done
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import pytest, scapy, prometheus_client' >/dev/null 2>&1; then
+if ! "$PY" -c 'import pytest, scapy, prometheus_client, aiosmtpd' >/dev/null 2>&1; then
   "$PY" -m pip install -q -r tests/system/requirements.txt || \
     "$PY" -m pip install -q --break-system-packages -r tests/system/requirements.txt
 fi

@@ -8,6 +8,7 @@
 //! `Authorization: Bearer TOKEN`. A separate opt-in TCP listener serves only `/metrics`, for
 //! Prometheus.
 
+pub mod accounting;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod server;

@@ -120,7 +120,12 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
                 let _ = std::fs::set_permissions(&o.socket, std::fs::Permissions::from_mode(0o660));
                 let (stop_all, _) = tokio::sync::broadcast::channel::<()>(1);
                 let mut tasks = Vec::new();
-                let app = routes(core.clone());
+                let app = routes(core.clone())
+                    .layer(middleware::from_fn_with_state(
+                        core.clone(),
+                        crate::accounting::account,
+                    ))
+                    .into_make_service_with_connect_info::<crate::accounting::Peer>();
                 let mut rx = stop_all.subscribe();
                 tasks.push(tokio::spawn(async move {
                     let _ = axum::serve(unix, app)
@@ -138,12 +143,16 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
                         }
                     };
                     let token = Arc::new(token);
-                    let app = routes(core.clone()).layer(middleware::from_fn(
-                        move |req: Request, next: Next| {
+                    let app = routes(core.clone())
+                        .layer(middleware::from_fn_with_state(
+                            core.clone(),
+                            crate::accounting::account,
+                        ))
+                        .layer(middleware::from_fn(move |req: Request, next: Next| {
                             let token = token.clone();
                             async move { authorize(&token, req, next).await }
-                        },
-                    ));
+                        }))
+                        .into_make_service_with_connect_info::<crate::accounting::Peer>();
                     let mut rx = stop_all.subscribe();
                     tasks.push(tokio::spawn(async move {
                         let _ = axum::serve(l, app)
@@ -261,6 +270,10 @@ fn routes(core: Arc<Core>) -> Router {
             get(|State(c): Shared| call(c, |c| Ok(c.ports()))),
         )
         .route(
+            "/v1/ports/{name}/link",
+            get(|State(c): Shared, Path(n): Path<String>| call(c, move |c| c.link_diagnostics(&n))),
+        )
+        .route(
             "/v1/ports/{name}/remove",
             post(|State(c): Shared, Path(n): Path<String>| call(c, move |c| c.port_remove(&n))),
         )
@@ -308,6 +321,10 @@ fn routes(core: Arc<Core>) -> Router {
             }),
         )
         .route("/v1/cpu", get(|State(c): Shared| call(c, |c| c.cpu())))
+        .route(
+            "/v1/event-manager",
+            get(|State(c): Shared| call(c, |c| Ok(c.event_manager()))),
+        )
         .route(
             "/v1/bridges",
             get(|State(c): Shared| call(c, |c| Ok(c.bridges()))),

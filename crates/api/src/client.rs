@@ -63,6 +63,8 @@ impl Response {
 pub struct Client {
     ep: Endpoint,
     rt: tokio::runtime::Runtime,
+    /// Headers every request carries (the command line and terminal, for accounting).
+    headers: Vec<(String, String)>,
 }
 
 impl Client {
@@ -71,7 +73,28 @@ impl Client {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        Ok(Client { ep, rt })
+        Ok(Client {
+            ep,
+            rt,
+            headers: Vec::new(),
+        })
+    }
+
+    /// Sends `name: value` with every request (what a header cannot carry, control and
+    /// non-ASCII characters, is sent as `?`; at most 1,024 characters).
+    pub fn header(&mut self, name: &str, value: &str) {
+        let v: String = value
+            .chars()
+            .take(1024)
+            .map(|c| {
+                if c.is_ascii() && !c.is_ascii_control() {
+                    c
+                } else {
+                    '?'
+                }
+            })
+            .collect();
+        self.headers.push((name.to_string(), v));
     }
 
     pub fn get(&self, path: &str) -> Result<Response, String> {
@@ -125,6 +148,9 @@ impl Client {
         }
         if let Endpoint::Tcp(_, token) = &self.ep {
             req = req.header("authorization", format!("Bearer {token}"));
+        }
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
         }
         let req = req
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
@@ -180,5 +206,51 @@ where
         status,
         content_type,
         body,
+    })
+}
+
+/// POSTs `json` to an `http://HOST[:PORT]/PATH` URL and returns the answer's status (the event
+/// manager's webhook action); gives up after `timeout`.
+pub fn post_json_url(url: &str, json: &str, timeout: std::time::Duration) -> Result<u16, String> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url}: only http:// URLs"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    if authority.is_empty() {
+        return Err(format!("{url}: no host"));
+    }
+    let addr = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        && !authority.ends_with(']')
+    {
+        authority.to_string()
+    } else {
+        format!("{authority}:80")
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let work = async {
+            let s = tokio::net::TcpStream::connect(&addr)
+                .await
+                .map_err(|e| format!("{addr}: {e}"))?;
+            let req = Request::builder()
+                .method("POST")
+                .uri(path)
+                .header("host", authority)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from(json.to_string())))
+                .map_err(|e| e.to_string())?;
+            exchange(TokioIo::new(s), req).await.map(|r| r.status)
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| format!("timed out after {} ms", timeout.as_millis()))?
     })
 }

@@ -206,6 +206,38 @@ impl CpuMonitor {
         view(&h)
     }
 
+    /// Per thread over the last sample period (about a second): `(name, kind, cpu %, busy %)`,
+    /// busy being a worker's work and any other thread's CPU. What the event manager's CPU rules
+    /// read: the 5-second window would detect a flood five times later.
+    pub fn latest(&self) -> Vec<(String, Kind, f64, f64)> {
+        let h = self.history.lock().unwrap_or_else(|e| e.into_inner());
+        let (Some(last), Some(prev)) = (h.back(), h.len().checked_sub(2).and_then(|i| h.get(i)))
+        else {
+            return Vec::new();
+        };
+        let secs = last.at.duration_since(prev.at).as_secs_f64();
+        if secs <= 0.0 {
+            return Vec::new();
+        }
+        last.rows
+            .iter()
+            .map(|(key, r)| {
+                let pct = |f: fn(&Reading) -> Option<u64>| -> f64 {
+                    let now = f(r).unwrap_or(0);
+                    let then = prev.rows.get(key).and_then(f).unwrap_or(0);
+                    now.saturating_sub(then) as f64 / 1e9 / secs * 100.0
+                };
+                let cpu = pct(|r| Some(r.cpu_ns));
+                let busy = if r.busy_ns.is_some() {
+                    pct(|r| r.busy_ns)
+                } else {
+                    cpu
+                };
+                (r.name.clone(), r.kind, cpu, busy)
+            })
+            .collect()
+    }
+
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {

@@ -7,6 +7,7 @@ pub mod bridges;
 pub mod config;
 pub mod cpu;
 pub mod dlsw;
+pub mod events;
 pub mod fpm;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -87,11 +87,37 @@ pub struct Exposition {
     current: Option<String>,
     /// Every family started, to catch one started twice.
     families: HashSet<String>,
+    /// Collecting instead of writing: the families wanted and their samples so far.
+    collect: Option<(HashSet<String>, Vec<Series>)>,
+    /// Whether the current family is one of those wanted.
+    wanted: bool,
+}
+
+/// One sample, as the event manager reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
 }
 
 impl Exposition {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An exposition that writes no text but keeps the samples of the `wanted` families
+    /// ([`Exposition::series`]): what a rule reads, without formatting every metric.
+    pub fn collecting(wanted: HashSet<String>) -> Self {
+        Exposition {
+            collect: Some((wanted, Vec::new())),
+            ..Self::default()
+        }
+    }
+
+    /// The samples collected (see [`Exposition::collecting`]).
+    pub fn series(self) -> Vec<Series> {
+        self.collect.map(|(_, s)| s).unwrap_or_default()
     }
 
     /// Starts a family: writes `# HELP name help` (with `\` and newlines in `help` escaped) and
@@ -105,6 +131,11 @@ impl Exposition {
         );
         let fresh = self.families.insert(name.to_string());
         debug_assert!(fresh, "metric family {name:?} started twice");
+        if let Some((wanted, _)) = &self.collect {
+            self.wanted = wanted.contains(name);
+            self.current = Some(name.to_string());
+            return self;
+        }
         self.buf.push_str("# HELP ");
         self.buf.push_str(name);
         self.buf.push(' ');
@@ -127,6 +158,19 @@ impl Exposition {
         let Some(name) = &self.current else {
             return self;
         };
+        if let Some((_, out)) = &mut self.collect {
+            if self.wanted {
+                out.push(Series {
+                    name: name.clone(),
+                    labels: labels
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                    value,
+                });
+            }
+            return self;
+        }
         self.buf.push_str(name);
         if !labels.is_empty() {
             self.buf.push('{');

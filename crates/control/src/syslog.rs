@@ -273,6 +273,8 @@ pub struct LogStats {
     pub written: u64,
     /// Records that could not be written to the file.
     pub write_errors: u64,
+    /// Records a subscriber did not get because its queue was full.
+    pub subscriber_drops: u64,
 }
 
 /// Writes the RFC 5424 TIMESTAMP of `time`: UTC with microseconds, e.g.
@@ -414,7 +416,7 @@ pub fn format_5424(
 }
 
 /// The machine's hostname, or `-`.
-fn system_hostname() -> String {
+pub(crate) fn system_hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|s| s.trim().to_string())
@@ -473,7 +475,12 @@ struct State {
     ring: VecDeque<Record>,
     next_seq: u64,
     stats: LogStats,
+    /// Readers of every record as it is logged (the event manager), each a bounded queue.
+    subscribers: Vec<std::sync::mpsc::SyncSender<Record>>,
 }
+
+/// Records a subscriber may leave unread before new ones are dropped (and counted).
+pub const SUBSCRIBER_QUEUE: usize = 4096;
 
 /// The router's logger: keeps recent records and sends them on. `Send + Sync`; share it in an
 /// `Arc`.
@@ -502,6 +509,7 @@ impl Logger {
                 ring: VecDeque::with_capacity(RING_CAPACITY),
                 next_seq: 1,
                 stats: LogStats::default(),
+                subscribers: Vec::new(),
             }),
         })
     }
@@ -590,11 +598,32 @@ impl Logger {
                 }
             }
         }
+        if !st.subscribers.is_empty() {
+            let mut drops = 0;
+            st.subscribers.retain(|tx| match tx.try_send(rec.clone()) {
+                Ok(()) => true,
+                Err(std::sync::mpsc::TrySendError::Full(_)) => {
+                    drops += 1;
+                    true
+                }
+                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => false,
+            });
+            st.stats.subscriber_drops += drops;
+        }
         if st.ring.len() == RING_CAPACITY {
             st.ring.pop_front();
         }
         st.ring.push_back(rec);
         seq
+    }
+
+    /// Every record logged from now on, in order, through a queue of [`SUBSCRIBER_QUEUE`]
+    /// records: logging never waits for a slow reader (what it misses is counted in
+    /// `subscriber_drops`). Dropping the receiver ends the subscription.
+    pub fn subscribe(&self) -> std::sync::mpsc::Receiver<Record> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(SUBSCRIBER_QUEUE);
+        self.lock().subscribers.push(tx);
+        rx
     }
 
     /// The last `n` records (at most [`RING_CAPACITY`]), oldest first.
@@ -943,9 +972,32 @@ mod tests {
                 sent: 0,
                 send_errors: 0,
                 written: 2,
-                write_errors: 0
+                write_errors: 0,
+                subscriber_drops: 0,
             }
         );
+    }
+
+    #[test]
+    fn a_subscriber_reads_every_record_in_order_and_a_full_queue_only_counts() {
+        let log = Logger::new(LogConfig::default()).unwrap();
+        log.log(Severity::Notice, "BEFORE", &[], "not seen");
+        let rx = log.subscribe();
+        for i in 0..SUBSCRIBER_QUEUE + 10 {
+            log.log(Severity::Notice, "N", &[("i", i.to_string())], "x");
+        }
+        let got: Vec<Record> = rx.try_iter().collect();
+        assert_eq!(got.len(), SUBSCRIBER_QUEUE);
+        assert_eq!(got[0].params[0].1, "0");
+        assert_eq!(log.stats().subscriber_drops, 10);
+        drop(rx);
+        log.log(
+            Severity::Notice,
+            "AFTER",
+            &[],
+            "the dropped subscriber goes",
+        );
+        assert_eq!(log.stats().subscriber_drops, 10);
     }
 
     #[test]

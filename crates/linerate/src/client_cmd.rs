@@ -11,10 +11,10 @@ use api::requests::{
 };
 use api::views::{
     AclView, ApnView, ApplyOutcome, AtmView, BridgeView, CommitText, CommitView, CountersView,
-    CpuView, DlswCircuitsView, DlswPeersView, DlswReachabilityView, ErrorView, FlowsView,
-    FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, LogView, MacCleared, MacTableView,
-    MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView, RunningConfig, RuntimeView,
-    SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
+    CpuView, DlswCircuitsView, DlswPeersView, DlswReachabilityView, ErrorView, EventManagerView,
+    FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, LinkDiagView, LogView,
+    MacCleared, MacTableView, MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView,
+    RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -33,6 +33,21 @@ pub struct ApiArgs {
     /// File holding the bearer token for --api.
     #[arg(long, global = true)]
     pub token_file: Option<PathBuf>,
+    /// Headers every request carries: the command line as typed and the terminal, which the
+    /// router logs with the user (accounting).
+    #[arg(skip)]
+    pub context: Vec<(String, String)>,
+}
+
+/// The terminal standard input is, as `who` names it (`pts/3`), if it is one.
+pub fn terminal() -> Option<String> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    let p = std::fs::read_link("/proc/self/fd/0").ok()?;
+    let s = p.to_string_lossy();
+    Some(s.strip_prefix("/dev/").unwrap_or(&s).to_string())
 }
 
 impl ApiArgs {
@@ -51,7 +66,11 @@ impl ApiArgs {
             }
             None => Endpoint::Unix(self.socket.clone()),
         };
-        Client::new(ep)
+        let mut c = Client::new(ep)?;
+        for (k, v) in &self.context {
+            c.header(k, v);
+        }
+        Ok(c)
     }
 }
 
@@ -61,6 +80,11 @@ pub enum ShowCmd {
     Interfaces,
     /// Ports: driver, service state, queues and the workers polling them, counters.
     Ports,
+    /// `show link PORT`: the link under a port (kernel device state, carrier changes, speed,
+    /// the driver's error counters) beside the router's counters for it.
+    Link { port: String },
+    /// The event manager: each rule's detector, state, firings, and its actions' runs.
+    EventManager,
     /// IPv4: `show ip route [ADDRESS | PREFIX [--longer]]`.
     Ip {
         #[command(subcommand)]
@@ -521,6 +545,10 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             what: ProcessesShow::Cpu,
         } => print_view::<CpuView>(c, "/v1/cpu", json_out),
         ShowCmd::Workers => print_view::<Vec<WorkerView>>(c, "/v1/workers", json_out),
+        ShowCmd::Link { port } => {
+            print_view::<LinkDiagView>(c, &format!("/v1/ports/{}/link", enc(&port)), json_out)
+        }
+        ShowCmd::EventManager => print_view::<EventManagerView>(c, "/v1/event-manager", json_out),
         ShowCmd::Logging { n } => {
             print_view::<Vec<LogView>>(c, &LogQuery { n: Some(n) }.path(), json_out)
         }

@@ -228,6 +228,11 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         },
     )?;
     eprintln!("linerate: API on {}", socket.display());
+    // The event manager runs the commands its rules name through the API, as the CLI does.
+    let sock = socket.clone();
+    core.start_events(Some(std::sync::Arc::new(move |line: &str, user: &str| {
+        crate::run_line(line, &sock, user)
+    })))?;
     wait_for_signal()?;
     eprintln!("linerate: stopping");
     server.stop();

@@ -392,21 +392,81 @@ enum BenchCmd {
     },
 }
 
+/// Runs `cmd` if it is one of the router's client commands (it talks to the API); gives it
+/// back otherwise.
+fn client(api: &client_cmd::ApiArgs, cmd: Cmd) -> Result<Result<(), String>, Box<Cmd>> {
+    Ok(match cmd {
+        Cmd::Show { json, what } => client_cmd::show(api, json, what),
+        Cmd::Clear { what } => client_cmd::clear(api, what),
+        Cmd::Config { json, cmd } => client_cmd::config(api, json, cmd),
+        Cmd::Route { cmd } => client_cmd::route(api, cmd),
+        Cmd::Acl { cmd } => client_cmd::acl(api, cmd),
+        Cmd::Port { cmd } => client_cmd::port(api, cmd),
+        Cmd::Worker { cmd } => client_cmd::worker(api, cmd),
+        Cmd::Capture(a) => client_cmd::capture(api, a),
+        Cmd::Trace(a) => client_cmd::trace(api, a),
+        other => return Err(Box::new(other)),
+    })
+}
+
+/// One CLI command line (`show link p1`, `clear counters`) run against the router at
+/// `socket` on behalf of `user`, returning what it printed: how the daemon's event manager
+/// runs the commands its rules name, through the same command tree as the CLI.
+pub fn run_line(line: &str, socket: &std::path::Path, user: &str) -> Result<String, String> {
+    let words = shell_words::split(line).map_err(|e| format!("`{line}`: {e}"))?;
+    let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(words))
+        .map_err(|e| e.render().to_string().trim_end().to_string())?;
+    let mut api = cli.api.clone();
+    api.socket = socket.to_path_buf();
+    api.api = None;
+    api.context = vec![
+        ("x-linerate-command".into(), line.to_string()),
+        ("x-linerate-on-behalf".into(), user.to_string()),
+    ];
+    let (res, text) = out::capture(|| client(&api, cli.cmd));
+    match res {
+        Ok(Ok(())) => Ok(text),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(format!(
+            "`{line}`: not a command for a running router (show, clear, config, route, acl, port, worker, capture, trace)"
+        )),
+    }
+}
+
+/// The command as typed, without the options that only say where the router is (`--socket`,
+/// `--api`, `--token-file`): what accounting logs.
+fn command_words(args: impl Iterator<Item = String>) -> Vec<String> {
+    const WHERE: [&str; 3] = ["--socket", "--api", "--token-file"];
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if WHERE.contains(&a.as_str()) {
+            skip = true;
+        } else if !WHERE.iter().any(|w| a.starts_with(&format!("{w}="))) {
+            out.push(a);
+        }
+    }
+    out
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let api = cli.api.clone();
+    let mut api = cli.api.clone();
+    // Accounting: the command as typed goes with each request, with the terminal it came from.
+    let argv = command_words(std::env::args().skip(1));
+    api.context = vec![("x-linerate-command".into(), shell_words::join(&argv))];
+    if let Some(t) = client_cmd::terminal() {
+        api.context.push(("x-linerate-terminal".into(), t));
+    }
     let res = match cli.cmd {
         Cmd::Daemon(a) => daemon_cmd::daemon(api.socket, a),
-        Cmd::Show { json, what } => client_cmd::show(&api, json, what),
-        Cmd::Clear { what } => client_cmd::clear(&api, what),
-        Cmd::Config { json, cmd } => client_cmd::config(&api, json, cmd),
-        Cmd::Route { cmd } => client_cmd::route(&api, cmd),
-        Cmd::Acl { cmd } => client_cmd::acl(&api, cmd),
-        Cmd::Port { cmd } => client_cmd::port(&api, cmd),
-        Cmd::Worker { cmd } => client_cmd::worker(&api, cmd),
-        Cmd::Capture(a) => client_cmd::capture(&api, a),
-        Cmd::Trace(a) => client_cmd::trace(&api, a),
-        other => run(other),
+        other => match client(&api, other) {
+            Ok(r) => r,
+            Err(other) => run(*other),
+        },
     };
     out::flush();
     match res {
@@ -1183,5 +1243,33 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accounting_logs_the_command_without_where_the_router_is() {
+        let w = |s: &str| command_words(s.split(' ').map(String::from));
+        assert_eq!(w("--socket /x.sock show ports"), ["show", "ports"]);
+        assert_eq!(
+            w("show --api=1.2.3.4:80 --token-file t ip route"),
+            ["show", "ip", "route"]
+        );
+    }
+
+    #[test]
+    fn a_command_line_runs_through_the_cli_tree_or_is_refused() {
+        let sock = std::path::Path::new("/nonexistent/linerate.sock");
+        let e = run_line("show interfaces", sock, "x").unwrap_err();
+        assert!(e.contains("cannot reach the router"), "{e}");
+        let e = run_line("bench lpm", sock, "x").unwrap_err();
+        assert!(e.contains("not a command for a running router"), "{e}");
+        let e = run_line("show nothing-such", sock, "x").unwrap_err();
+        assert!(e.contains("unrecognized subcommand"), "{e}");
+        let e = run_line("show \"unclosed", sock, "x").unwrap_err();
+        assert!(e.contains("unclosed"), "{e}");
     }
 }

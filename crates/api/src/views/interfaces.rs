@@ -316,3 +316,102 @@ impl Render for Vec<WorkerView> {
 pub struct WorkerAdded {
     pub worker: usize,
 }
+
+/// `show link PORT` (`GET /v1/ports/{name}/link`): the link under a port, as the kernel device
+/// reports it (state, carrier changes, speed, the driver's error counters) beside the router's
+/// own counters for the port: what a NOC wants in a link-down mail.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkDiagView {
+    pub port: String,
+    /// The kernel device, where the port sits on one (af_packet, af_xdp).
+    pub device: Option<String>,
+    pub in_service: bool,
+    /// As the router last saw it (its link thread).
+    pub link_up: bool,
+    /// The device's `operstate`, `carrier`, `carrier_changes` (and up/down counts), speed,
+    /// duplex, MTU, MAC; absent fields could not be read.
+    pub operstate: Option<String>,
+    pub carrier: Option<bool>,
+    pub carrier_changes: Option<u64>,
+    pub carrier_up_count: Option<u64>,
+    pub carrier_down_count: Option<u64>,
+    pub speed_mbps: Option<i64>,
+    pub duplex: Option<String>,
+    pub mtu: Option<u64>,
+    pub mac: Option<String>,
+    /// The device's statistics (`/sys/class/net/DEV/statistics`), by name.
+    pub device_counters: Vec<(String, u64)>,
+    /// The router's counters for the port.
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_errors: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+impl Render for LinkDiagView {
+    fn render(&self) -> String {
+        let o = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let n = |v: Option<u64>| v.map_or("-".into(), |x| x.to_string());
+        let mut rows = vec![
+            ("port", self.port.clone()),
+            ("device", o(&self.device)),
+            (
+                "service",
+                if self.in_service {
+                    "in service"
+                } else {
+                    "out of service"
+                }
+                .into(),
+            ),
+            (
+                "link (router)",
+                if self.link_up { "up" } else { "down" }.into(),
+            ),
+            ("operstate", o(&self.operstate)),
+            (
+                "carrier",
+                self.carrier
+                    .map_or("-".into(), |c| if c { "yes" } else { "no" }.into()),
+            ),
+            ("carrier changes", n(self.carrier_changes)),
+            (
+                "carrier up/down",
+                format!(
+                    "{}/{}",
+                    n(self.carrier_up_count),
+                    n(self.carrier_down_count)
+                ),
+            ),
+            (
+                "speed",
+                self.speed_mbps.map_or("-".into(), |s| {
+                    if s < 0 {
+                        "unknown".into()
+                    } else {
+                        format!("{s} Mb/s")
+                    }
+                }),
+            ),
+            ("duplex", o(&self.duplex)),
+            ("mtu", n(self.mtu)),
+            ("mac", o(&self.mac)),
+            (
+                "router rx packets/bytes/errors",
+                format!("{}/{}/{}", self.rx_packets, self.rx_bytes, self.rx_errors),
+            ),
+            (
+                "router tx packets/bytes",
+                format!("{}/{}", self.tx_packets, self.tx_bytes),
+            ),
+        ];
+        let dev: Vec<(String, String)> = self
+            .device_counters
+            .iter()
+            .map(|(k, v)| (format!("device {k}"), v.to_string()))
+            .collect();
+        rows.extend(dev.iter().map(|(k, v)| (k.as_str(), v.clone())));
+        crate::table::pairs(["Link", "Value"], rows)
+    }
+}

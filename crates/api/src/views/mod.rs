@@ -11,6 +11,7 @@ pub mod config;
 pub mod control_plane;
 pub mod cpu;
 pub mod dlsw;
+pub mod events;
 pub mod graph;
 pub mod gtp;
 pub mod interfaces;
@@ -31,11 +32,12 @@ pub use dlsw::{
     DlswCircuitView, DlswCircuitsView, DlswPeerView, DlswPeersView, DlswReachView,
     DlswReachabilityView, DlswTotals,
 };
+pub use events::{EventActionView, EventManagerView, EventRuleView};
 pub use graph::{ErrorView, NodeRuntime, RuntimeView, StepView, TraceView, WorkerRuntime};
 pub use gtp::{ApnView, GtpContextView, GtpContextsView, GtpStatsView};
 pub use interfaces::{
-    CountersView, InterfaceView, NeighborView, PortCountersView, PortDriver, PortView, QueueView,
-    WorkerAdded, WorkerView,
+    CountersView, InterfaceView, LinkDiagView, NeighborView, PortCountersView, PortDriver,
+    PortView, QueueView, WorkerAdded, WorkerView,
 };
 pub use mroute::{MrouteEntryView, MrouteView};
 pub use routes::{NextHopKind, RouteOrigin, RouteView, RoutesView};

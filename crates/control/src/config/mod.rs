@@ -64,7 +64,9 @@ pub mod bridges;
 mod check;
 pub mod control_plane;
 pub mod dlsw;
+pub mod edit;
 pub mod entry;
+pub mod events;
 mod fields;
 pub mod ggsn;
 mod interfaces;
@@ -189,6 +191,8 @@ pub struct Config {
     pub ggsn: Option<ggsn::GgsnCfg>,
     /// `dlsw`: None where the router is no DLSw peer.
     pub dlsw: Option<dlsw::DlswCfg>,
+    /// `event-manager`: None where no rule is configured.
+    pub events: Option<events::EventsCfg>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -474,6 +478,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         max_gtp_contexts: ggsn::DEFAULT_CONTEXTS,
         ggsn: None,
         dlsw: None,
+        events: None,
     };
     if matches!(root.value, Value::Null) {
         e.at(
@@ -500,6 +505,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     cfg.mcast_routing = mcast_routing::parse(&mut top, &mut e);
     cfg.ggsn = ggsn::parse(&mut top, &dir, &mut e);
     cfg.dlsw = dlsw::parse(&mut top, &mut e);
+    cfg.events = events::parse(&mut top, &mut e);
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }

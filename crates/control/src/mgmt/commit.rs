@@ -593,6 +593,14 @@ impl Core {
                 );
             }
         }
+        if new_cfg.events != old_cfg.events {
+            match &*self.events.lock().unwrap_or_else(|e| e.into_inner()) {
+                Some(ev) => ev.reconfigure(new_cfg.events.clone()),
+                None => warnings.push(
+                    "event-manager: rules run in `linerate daemon` only; here they are not evaluated".into(),
+                ),
+            }
+        }
         if new_cfg.logging != old_cfg.logging {
             if let Err(e) = self.logger.reconfigure(new_cfg.logging.clone()) {
                 warnings.push(format!("logging: {e}; the previous logging settings stay"));

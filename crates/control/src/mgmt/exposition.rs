@@ -8,11 +8,25 @@ use dataplane::counters::DropReason;
 use dataplane::Snapshot;
 
 use super::Core;
-use crate::metrics::{Exposition, Kind};
+use crate::metrics::{Exposition, Kind, Series};
 
 impl Core {
     /// Every counter and table gauge in the Prometheus text format.
     pub fn metrics(&self) -> String {
+        let mut e = Exposition::new();
+        self.expose(&mut e);
+        e.finish()
+    }
+
+    /// The samples of the families named in `wanted` (what the event manager's metric rules
+    /// read; the others are computed but not formatted).
+    pub fn metric_series(&self, wanted: std::collections::HashSet<String>) -> Vec<Series> {
+        let mut e = Exposition::collecting(wanted);
+        self.expose(&mut e);
+        e.series()
+    }
+
+    fn expose(&self, e: &mut Exposition) {
         let api = self.command_stats();
         let log = self.logger.stats();
         // Before the state lock: the CPU sampler takes that lock to read the workers.
@@ -27,7 +41,6 @@ impl Core {
             .enumerate()
             .filter_map(|(i, n)| n.clone().map(|n| (i, n)))
             .collect();
-        let mut e = Exposition::new();
         let port_families: [(&str, &str, &Vec<u64>); 5] = [
             (
                 "linerate_port_rx_packets_total",
@@ -335,14 +348,13 @@ impl Core {
             "Seconds since the router started.",
         );
         e.sample(&[], self.uptime().as_secs_f64());
-        self.services_metrics(&s, &mut e);
-        self.bridge_metrics(&s, &mut e);
-        self.snoop_metrics(&s, &mut e);
-        self.mroute_metrics(&s, &mut e);
-        self.gtp_metrics(&s, &mut e);
-        self.atm_metrics(&s, &mut e);
+        self.services_metrics(&s, e);
+        self.bridge_metrics(&s, e);
+        self.snoop_metrics(&s, e);
+        self.mroute_metrics(&s, e);
+        self.gtp_metrics(&s, e);
+        self.atm_metrics(&s, e);
         drop(s);
-        self.dlsw_metrics(&mut e);
-        e.finish()
+        self.dlsw_metrics(e);
     }
 }

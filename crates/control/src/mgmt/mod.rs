@@ -23,6 +23,7 @@ pub mod dlsw;
 pub mod exposition;
 pub mod graph;
 pub mod gtp;
+pub mod link_diag;
 pub mod mroute;
 pub mod ops;
 pub mod services;
@@ -124,6 +125,8 @@ pub struct Core {
     pub links: Mutex<Option<crate::link::LinkWatch>>,
     /// The CPU sampler (`show processes cpu`).
     pub cpu: Mutex<Option<crate::cpu::CpuMonitor>>,
+    /// The event manager, in a daemon.
+    pub events: Mutex<Option<crate::events::EventManager>>,
 }
 
 /// A held state lock, which records the command's run time when dropped.
@@ -201,6 +204,7 @@ impl Core {
             adapters: Mutex::new(Vec::new()),
             links: Mutex::new(None),
             cpu: Mutex::new(None),
+            events: Mutex::new(None),
             state: Mutex::new(State {
                 router,
                 runtime,
@@ -400,6 +404,44 @@ impl Core {
         Ok(m.view())
     }
 
+    /// Per thread over the last second: `(name, kind, cpu %, busy %)` (see
+    /// `CpuMonitor::latest`); empty without the sampler.
+    pub fn cpu_latest(&self) -> Vec<(String, crate::cpu::Kind, f64, f64)> {
+        let g = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map(|m| m.latest()).unwrap_or_default()
+    }
+
+    /// Each port and whether its link is down (as the link thread last reported).
+    pub fn port_links(&self) -> BTreeMap<String, bool> {
+        let s = self.lock("link.state");
+        s.router
+            .port_slots
+            .iter()
+            .flatten()
+            .map(|p| (p.clone(), s.router.links_down.contains(p)))
+            .collect()
+    }
+
+    /// Starts the event manager with the running config's rules (a daemon does, once its API
+    /// serves: the commands the rules run go through it).
+    pub fn start_events(
+        self: &Arc<Self>,
+        runner: Option<crate::events::CommandRunner>,
+    ) -> Result<(), String> {
+        let cfg = self.lock("events.start").router.cfg.events.clone();
+        let ev = crate::events::EventManager::start(Arc::downgrade(self), cfg, runner)?;
+        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(ev);
+        Ok(())
+    }
+
+    /// `show event-manager`.
+    pub fn event_manager(&self) -> api::views::EventManagerView {
+        match &*self.events.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(ev) => ev.view(),
+            None => api::views::EventManagerView::default(),
+        }
+    }
+
     /// Takes the state lock for command `name`, recording the wait.
     pub fn lock(&self, name: &'static str) -> Locked<'_> {
         let t0 = Instant::now();
@@ -430,6 +472,9 @@ impl Core {
 
     /// Stops the workers and returns the final counters.
     pub fn shutdown(&self) {
+        if let Some(ev) = self.events.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            ev.stop();
+        }
         if let Some(mut c) = self.cpu.lock().unwrap_or_else(|e| e.into_inner()).take() {
             c.stop();
         }

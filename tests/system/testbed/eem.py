@@ -1,0 +1,251 @@
+"""The event-manager scenarios of the ME 6524 report (TESTPLAN ME-16 ...), shared by the system
+tests (tests/system/test_event_manager.py) and the scenario runner (benches/eem/run.py).
+
+Each scenario builds its test bed, runs, and returns a report: a dict with the seed's outcome
+beside ours, the named checks behind a top-level `verdict`, and the timings; `write_report`
+writes it as .json, .md and an .svg chart.
+
+The mailbox is a real SMTP server, aiosmtpd's (PyPI), started in the router's namespace on its
+loopback and writing each mail to a maildir, as PEERS.md describes.
+"""
+
+from __future__ import annotations
+
+import email
+import json
+import mailbox
+import sys
+import time
+from pathlib import Path
+
+from .l2 import LinerateDaemon
+from .netns import Netns, Testbed, wait_until
+
+SMTP_PORT = 8025
+
+
+class Mailbox:
+    """aiosmtpd in namespace `ns` on 127.0.0.1:`port`, delivering to a maildir."""
+
+    def __init__(self, ns: Netns, workdir: Path, port: int = SMTP_PORT) -> None:
+        self.dir = workdir / "maildir"
+        workdir.mkdir(parents=True, exist_ok=True)
+        mailbox.Maildir(self.dir, create=True)
+        self.port = port
+        self.proc = ns.popen([sys.executable, "-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{port}",
+                              "-c", "aiosmtpd.handlers.Mailbox", str(self.dir)],
+                             log=workdir / "smtpd.log", name="aiosmtpd")
+        # Ready once it answers a connection (an SMTP banner).
+        wait_until(lambda: ns.run(["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"],
+                                  check=False).returncode == 0 or not self.proc.running,
+                   10, what="the SMTP server")
+        if not self.proc.running:
+            raise RuntimeError((workdir / "smtpd.log").read_text())
+
+    def messages(self) -> list[tuple[float, email.message.Message]]:
+        """Every mail delivered so far, with the time its file appeared (the arrival)."""
+        out = []
+        box = mailbox.Maildir(self.dir, factory=None, create=False)
+        for key in box.keys():
+            path = self.dir / "new" / key
+            if not path.exists():
+                path = next((self.dir / "cur").glob(key + "*"), path)
+            arrived = path.stat().st_mtime if path.exists() else time.time()
+            out.append((arrived, email.message_from_bytes(box.get_bytes(key))))
+        out.sort(key=lambda m: m[0])
+        return out
+
+    def wait(self, n: int, timeout: float) -> list[tuple[float, email.message.Message]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = self.messages()
+            if len(m) >= n:
+                return m
+            time.sleep(0.01)
+        return self.messages()
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def check(name: str, expected: str, measured, ok: bool) -> dict:
+    return {"name": name, "expected": expected, "measured": measured, "pass": bool(ok)}
+
+
+def body_of(msg: email.message.Message) -> str:
+    if msg.is_multipart():
+        return "\n".join(body_of(p) for p in msg.get_payload())
+    payload = msg.get_payload(decode=True)
+    return payload.decode("utf-8", "replace") if payload else ""
+
+
+ME16_CONFIG = """\
+router: {{ workers: 1 }}
+ports:
+  - {{ name: p0, driver: af_packet, device: d0 }}
+  - {{ name: p1, driver: af_packet, device: d1 }}
+interfaces:
+  - {{ name: p0, port: p0, mac: "02:00:00:00:0a:01", ipv4: [192.0.2.1/24] }}
+  - {{ name: p1, port: p1, mac: "02:00:00:00:0b:01", ipv4: [198.51.100.1/24] }}
+logging: {{ hostname: me16-dut }}
+event-manager:
+  poll-ms: 50
+  mail: {{ server: "127.0.0.1:{port}", from: linerate@me16.example }}
+  rules:
+    - name: link-down-mail
+      detector: {{ link: {{ port: any, state: down }} }}
+      actions:
+        - mail:
+            to: [noc@me16.example]
+            subject: "{{host}}: port {{port}} link down"
+            body: "Port {{port}} of {{host}} lost its link at {{time}} ({{event}})."
+            show: ["show link {{port}}", "show counters", "show interfaces"]
+        - syslog: {{ severity: crit, msgid: NOC_PAGED, text: "port {{port}} down: NOC mailed" }}
+      resolve-actions:
+        - mail:
+            to: [noc@me16.example]
+            subject: "{{host}}: port {{port}} link up"
+            body: "Port {{port}} of {{host}} has its link back ({{time}})."
+"""
+
+
+def me16(bin_: Path, tb: Testbed, workdir: Path, traffic_s: float = 1.0) -> dict:
+    """ME-16: a link goes down; the NOC gets an email with the interface's counters and link
+    diagnostics within 5 s (the seed's), the event manager acting within 100 ms (ours)."""
+    dut, (h1, h2) = tb.hosts_around(2)
+    h1.addr("eth0", "192.0.2.2/24")
+    h2.addr("eth0", "198.51.100.2/24")
+    h1.route("default", "via", "192.0.2.1")
+    h2.route("default", "via", "198.51.100.1")
+    box = Mailbox(dut, workdir)
+    r = LinerateDaemon(bin_, dut, workdir / "dut", ME16_CONFIG.format(port=SMTP_PORT).splitlines())
+    try:
+        # Traffic first, so that the counters the mail carries are not all zero.
+        if not h1.ping("198.51.100.2", count=3, timeout=3):
+            raise RuntimeError("no path through the router: " + r.log.read_text())
+        h1.run(["ping", "-q", "-c", str(max(1, int(traffic_s * 50))), "-i", "0.02",
+                "198.51.100.2"], check=False, timeout=traffic_s + 30)
+        before = len(box.messages())
+        # The cable pull: the far end goes down, so d1 loses its carrier.
+        t_down = time.time()
+        h2.run(["ip", "link", "set", "eth0", "down"])
+        mails = box.wait(before + 1, timeout=10)
+        t_wait_end = time.time()
+        got = mails[before:] if len(mails) > before else []
+        em = r.cli_json("show", "event-manager")
+        logs = r.cli_json("show", "logging", "-n", "200")
+        # And back: the resolve mail.
+        h2.run(["ip", "link", "set", "eth0", "up"])
+        back = box.wait(before + 2, timeout=10)
+        em_after = r.cli_json("show", "event-manager")
+    finally:
+        r.stop()
+        box.stop()
+    rule = next(x for x in em["rules"] if x["name"] == "link-down-mail")
+    mail_action = rule["actions"][0]
+    down_mail = got[0][1] if got else None
+    body = body_of(down_mail) if down_mail else ""
+    arrival_ms = (got[0][0] - t_down) * 1000 if got else None
+    link_rec = next((x for x in logs if x["msgid"] == "LINK_DOWN" and "p1" in x["text"]), None)
+    paged = next((x for x in logs if x["msgid"] == "NOC_PAGED"), None)
+    rule_after = next(x for x in em_after["rules"] if x["name"] == "link-down-mail")
+    up_mail = back[before + 1][1] if len(back) > before + 1 else None
+    dispatch_ms = rule["last_event_to_dispatch_ms"]
+    diag_ok = "carrier changes" in body and "operstate" in body and "d1" in body
+    done_ms = mail_action["last_event_to_done_ms"]
+    checks = [
+        check("mail arrives within 5 s of the link going down (seed)", "<= 5000 ms",
+              None if arrival_ms is None else round(arrival_ms, 1),
+              arrival_ms is not None and arrival_ms <= 5000),
+        check("the mail names the port and the router", "subject has p1 and me16-dut",
+              down_mail["Subject"] if down_mail else None,
+              bool(down_mail) and "p1" in down_mail["Subject"]
+              and "me16-dut" in down_mail["Subject"]),
+        check("the mail carries the interface's counters", "show counters in the body",
+              "present" if "--- show counters" in body and "RX frames" in body else "absent",
+              "--- show counters" in body and "RX frames" in body),
+        check("the mail carries link diagnostics", "carrier, operstate, carrier changes of d1",
+              "present" if diag_ok else "absent", diag_ok),
+        check("event to action (dispatch) under 100 ms (target)", "< 100 ms",
+              dispatch_ms, dispatch_ms is not None and dispatch_ms < 100),
+        check("the syslog action ran", "NOC_PAGED record", paged["text"] if paged else None,
+              paged is not None),
+        check("the rule resolves when the link returns, and says so", "resolved 1, link-up mail",
+              f"resolved {rule_after['resolved']}, "
+              f"{'mail: ' + up_mail['Subject'] if up_mail else 'no mail'}",
+              rule_after["resolved"] >= 1 and up_mail is not None
+              and "up" in up_mail["Subject"]),
+    ]
+    return {
+        "scenario": "ME-16",
+        "title": "Event manager: link failure mails the NOC",
+        "seed": {"outcome": "e-mail with the interface's counters and cable (TDR) diagnostics "
+                            "within 5 s of the link failure"},
+        "ours": {
+            "link_down_to_mail_ms": None if arrival_ms is None else round(arrival_ms, 1),
+            "event_to_dispatch_ms": dispatch_ms,
+            "event_to_mail_sent_ms": done_ms,
+            "link_record": link_rec["text"] if link_rec else None,
+            "subject": down_mail["Subject"] if down_mail else None,
+            "body": body,
+            "mail_detail": mail_action["last_detail"],
+            "waited_s": round(t_wait_end - t_down, 3),
+        },
+        "timeline_ms": [
+            ("link down (h2's end)", 0.0),
+            ("router logs LINK_DOWN, rule dispatched", dispatch_ms),
+            ("mail accepted by the relay", done_ms),
+            ("mail in the mailbox", None if arrival_ms is None else round(arrival_ms, 1)),
+        ],
+        "checks": checks,
+        "verdict": "pass" if all(c["pass"] for c in checks) else "fail",
+    }
+
+
+def svg_timeline(title: str, points: list[tuple[str, float | None]], limit_ms: float) -> str:
+    """A horizontal bar per step, its length the time from the event (ms), against a limit."""
+    w, left, row = 720, 300, 28
+    h = 60 + row * len(points)
+    top = max([limit_ms] + [v for _, v in points if v is not None]) or 1.0
+    scale = (w - left - 40) / top
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<text x="10" y="20" font-size="14">{title}</text>']
+    for i, (name, v) in enumerate(points):
+        y = 40 + i * row
+        out.append(f'<text x="10" y="{y + 14}">{name}</text>')
+        if v is None:
+            out.append(f'<text x="{left}" y="{y + 14}" fill="#b00">not seen</text>')
+            continue
+        out.append(f'<rect x="{left}" y="{y}" width="{max(1.0, v * scale):.1f}" height="18" '
+                   f'fill="#4a7bd0"/>')
+        out.append(f'<text x="{left + max(1.0, v * scale) + 4:.1f}" y="{y + 14}">{v:.1f} ms'
+                   '</text>')
+    x = left + limit_ms * scale
+    out.append(f'<line x1="{x:.1f}" y1="32" x2="{x:.1f}" y2="{h - 10}" stroke="#b00" '
+               'stroke-dasharray="4"/>')
+    out.append(f'<text x="{x - 60:.1f}" y="{h - 2}" fill="#b00">limit {limit_ms:g} ms</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_report(rep: dict, out: Path, limit_ms: float) -> None:
+    """`out`.json, `out`.md and `out`.svg."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(rep, indent=2, default=str) + "\n")
+    out.with_suffix(".svg").write_text(svg_timeline(f"{rep['scenario']}: {rep['title']}",
+                                                    rep["timeline_ms"], limit_ms))
+    md = [f"# {rep['scenario']}: {rep['title']}", "",
+          f"Verdict: **{rep['verdict']}**", "", "| | seed | Linerate |", "|---|---|---|",
+          f"| outcome | {rep['seed']['outcome']} | see the checks and timeline below |", "",
+          "| step | ms from the event |", "|---|---:|"]
+    md += [f"| {n} | {'-' if v is None else f'{v:.1f}'} |" for n, v in rep["timeline_ms"]]
+    md += ["", "| check | expected | measured | pass |", "|---|---|---|---|"]
+    md += [f"| {c['name']} | {c['expected']} | {c['measured']} | {'yes' if c['pass'] else 'NO'} |"
+           for c in rep["checks"]]
+    body = rep.get("ours", {}).get("body")
+    if body:
+        md += ["", "The mail's body:", "", "```", body.rstrip(), "```"]
+    md.append("")
+    out.with_suffix(".md").write_text("\n".join(md))
+
