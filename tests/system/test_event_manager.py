@@ -181,3 +181,17 @@ event-manager:
     err = p.stderr
     assert "bad.yaml:10:" in err and "unknown variable `{user}`" in err, err
     assert "bad.yaml:12:" in err and "event-manager.rules[1].detector.metric" in err, err
+
+
+def test_me17_control_plane_cpu_protection(linerate_bin, testbed, tmp_path):
+    # The seed's threshold is 90% of a route processor of its own; here the control plane
+    # shares a CPU with the polling worker (2 vCPUs, the tester on the other) and a flood takes
+    # it to 50-60%: the rule's threshold is 40% (LINERATE_ME17_THRESHOLD).
+    rep = eem.me17(linerate_bin, testbed, tmp_path,
+                   load_pct=float(os.environ.get("LINERATE_ME17_LOAD", "2")),
+                   threshold=float(os.environ.get("LINERATE_ME17_THRESHOLD", "40")))
+    out = Path(os.environ.get("LINERATE_ME17_OUT", tmp_path / "me-17"))
+    eem.write_report(rep, out, limit_ms=1000 + (rep["ours"]["fired_s_after_flood"] or 0) * 1000)
+    failed = [c for c in rep["checks"] if not c["pass"]]
+    ours = {k: v for k, v in rep["ours"].items() if k != "samples"}
+    assert rep["verdict"] == "pass", json.dumps(failed, indent=1) + "\n" + json.dumps(ours)

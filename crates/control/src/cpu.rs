@@ -211,30 +211,9 @@ impl CpuMonitor {
     /// read: the 5-second window would detect a flood five times later.
     pub fn latest(&self) -> Vec<(String, Kind, f64, f64)> {
         let h = self.history.lock().unwrap_or_else(|e| e.into_inner());
-        let (Some(last), Some(prev)) = (h.back(), h.len().checked_sub(2).and_then(|i| h.get(i)))
-        else {
-            return Vec::new();
-        };
-        let secs = last.at.duration_since(prev.at).as_secs_f64();
-        if secs <= 0.0 {
-            return Vec::new();
-        }
-        last.rows
-            .iter()
-            .map(|(key, r)| {
-                let pct = |f: fn(&Reading) -> Option<u64>| -> f64 {
-                    let now = f(r).unwrap_or(0);
-                    let then = prev.rows.get(key).and_then(f).unwrap_or(0);
-                    now.saturating_sub(then) as f64 / 1e9 / secs * 100.0
-                };
-                let cpu = pct(|r| Some(r.cpu_ns));
-                let busy = if r.busy_ns.is_some() {
-                    pct(|r| r.busy_ns)
-                } else {
-                    cpu
-                };
-                (r.name.clone(), r.kind, cpu, busy)
-            })
+        latest(&h)
+            .into_iter()
+            .map(|(_, name, kind, cpu, busy)| (name, kind, cpu, busy))
             .collect()
     }
 
@@ -250,6 +229,34 @@ impl Drop for CpuMonitor {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Per thread over the newest sample period: `(id, name, kind, cpu %, busy %)`.
+fn latest(h: &VecDeque<Sample>) -> Vec<(u32, String, Kind, f64, f64)> {
+    let (Some(last), Some(prev)) = (h.back(), h.len().checked_sub(2).and_then(|i| h.get(i))) else {
+        return Vec::new();
+    };
+    let secs = last.at.duration_since(prev.at).as_secs_f64();
+    if secs <= 0.0 {
+        return Vec::new();
+    }
+    last.rows
+        .iter()
+        .map(|(key, r)| {
+            let pct = |f: fn(&Reading) -> Option<u64>| -> f64 {
+                let now = f(r).unwrap_or(0);
+                let then = prev.rows.get(key).and_then(f).unwrap_or(0);
+                now.saturating_sub(then) as f64 / 1e9 / secs * 100.0
+            };
+            let cpu = pct(|r| Some(r.cpu_ns));
+            let busy = if r.busy_ns.is_some() {
+                pct(|r| r.busy_ns)
+            } else {
+                cpu
+            };
+            (r.id, r.name.clone(), r.kind, cpu, busy)
+        })
+        .collect()
 }
 
 fn view(h: &VecDeque<Sample>) -> CpuView {
@@ -299,9 +306,21 @@ fn view(h: &VecDeque<Sample>) -> CpuView {
                 core: r.core,
                 cpu,
                 busy,
+                cpu_1s: 0.0,
+                busy_1s: 0.0,
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut rows = rows;
+    for (id, name, kind, cpu, busy) in latest(h) {
+        if let Some(r) = rows
+            .iter_mut()
+            .find(|r| r.id == id && r.name == name && r.kind == kind)
+        {
+            r.cpu_1s = (cpu * 10.0).round() / 10.0;
+            r.busy_1s = (busy * 10.0).round() / 10.0;
+        }
+    }
     CpuView { covered_s, rows }
 }
 

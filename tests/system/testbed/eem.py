@@ -202,6 +202,180 @@ def me16(bin_: Path, tb: Testbed, workdir: Path, traffic_s: float = 1.0) -> dict
     }
 
 
+LR_MAC = ["02:00:00:00:0a:01", "02:00:00:00:0b:01"]
+T_MAC = ["02:00:00:00:00:02", "02:00:00:00:01:02"]
+
+ME17_DUT = """\
+router: {{ workers: 1 }}
+ports:
+  - {{ name: p0, driver: af_packet, device: d0 }}
+  - {{ name: p1, driver: af_packet, device: d1 }}
+interfaces:
+  - {{ name: p0, port: p0, mac: "{m0}", ipv4: [198.18.0.1/24] }}
+  - {{ name: p1, port: p1, mac: "{m1}", ipv4: [198.18.1.1/24] }}
+control-plane:
+  taps: true
+  punt:
+    # Unprotected at first, as the seed's route processor took what came.
+    local: {{ rate: 1000000, burst: 100000 }}
+qos:
+  classes:
+    - {{ name: to-router, match: ["dst host 198.18.0.1"] }}
+  policies:
+    - name: cp-guard
+      classes:
+        - {{ class: to-router, police: {{ cir: 2m, violate: drop }} }}
+event-manager:
+  poll-ms: 50
+  rules:
+    - name: cpu-guard
+      detector: {{ cpu: {{ of: control, above: {threshold} }} }}
+      keep-firing-for-ms: 3000
+      actions:
+        - syslog: {{ severity: alert, msgid: CPU_GUARD, text: "control-plane CPU {{value}}%: limiting what reaches it" }}
+        - commit:
+            set:
+              "control-plane.punt.local": "{{ rate: 2000, burst: 200 }}"
+              "interfaces[name=p0].qos-in": cp-guard
+      resolve-actions:
+        - syslog: {{ msgid: CPU_GUARD, text: "control-plane CPU back to {{value}}%" }}
+"""
+
+ME17_TESTER_DUT = """\
+ports:
+  - {{ name: p0, driver: af_packet, device: d0 }}
+  - {{ name: p1, driver: af_packet, device: d1 }}
+interfaces:
+  - {{ name: p0, port: p0, mac: "{m0}", ipv4: [198.18.0.1/24] }}
+  - {{ name: p1, port: p1, mac: "{m1}", ipv4: [198.18.1.1/24] }}
+neighbors:
+  - {{ interface: p0, ip: 198.18.0.2, mac: "{t0}" }}
+  - {{ interface: p1, ip: 198.18.1.2, mac: "{t1}" }}
+"""
+
+ME17_FLOOD = """\
+streams:
+  # TTL 1 to the router's own address: every frame goes up to the control plane.
+  - {{ name: flood, from: p0, to: p1, ipv4: {{ src: 198.18.0.2, dst: 198.18.0.1 }},
+      udp: {{ src: 1024, dst: 9 }}, ttl: 1,
+      vary: [ {{ field: src-port, count: 1000 }} ] }}
+"""
+
+
+def control_cpu(r: LinerateDaemon) -> float:
+    """The control-plane threads' CPU over the last second, % of one CPU."""
+    rows = r.cli_json("show", "processes", "cpu")["rows"]
+    return sum(x["cpu_1s"] for x in rows if x["kind"] == "control")
+
+
+def me17(bin_: Path, tb: Testbed, workdir: Path, load_pct: float = 2.0, seconds: int = 12,
+         threshold: float = 90.0) -> dict:
+    """ME-17: a flood to the control plane drives its CPU above the threshold; a rule applies
+    a rate limiter on the receiving interface (and lowers the punt rate) by a commit; the CPU
+    returns to normal. Reports the CPU before, at the peak and after, and the times."""
+    tst, dut = tb.netns("tester"), tb.netns("dut")
+    tb.veth(tst, "t0", dut, "d0")
+    tb.veth(tst, "t1", dut, "d1")
+    tst.sysctl({"net.ipv6.conf.t0.disable_ipv6": 1, "net.ipv6.conf.t1.disable_ipv6": 1})
+    for d in ("d0", "d1"):
+        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+        dut.up(d)
+    dut.up("lo")
+    workdir.mkdir(parents=True, exist_ok=True)
+    r = LinerateDaemon(bin_, dut, workdir / "dut",
+                       ME17_DUT.format(m0=LR_MAC[0], m1=LR_MAC[1],
+                                       threshold=threshold).splitlines())
+    tdut = workdir / "tester-dut.yaml"
+    tdut.write_text(ME17_TESTER_DUT.format(m0=LR_MAC[0], m1=LR_MAC[1], t0=T_MAC[0], t1=T_MAC[1]))
+    flood = workdir / "flood.yaml"
+    flood.write_text(ME17_FLOOD.format())
+    samples: list[tuple[float, float]] = []
+    try:
+        time.sleep(2.5)  # two CPU samples before the flood
+        idle = control_cpu(r)
+        t_flood = time.time()
+        gen = tst.popen([str(bin_), "bench", "external", "--dut", str(tdut), "--port", "p0=t0",
+                         "--port", "p1=t1", "--streams", str(flood), "--sizes", "64",
+                         "--load", str(load_pct), "--seconds", str(seconds), "--core", "0",
+                         "--out", str(workdir / "flood")],
+                        log=workdir / "flood.log", name="tester")
+        while gen.running:
+            samples.append((time.time() - t_flood, control_cpu(r)))
+            time.sleep(0.25)
+        em = r.cli_json("show", "event-manager")
+        logs = r.cli_json("show", "logging", "-n", "300")
+        hist = r.cli_json("config", "history")
+        time.sleep(4.5)  # keep-firing-for, then the resolve
+        em_after = r.cli_json("show", "event-manager")
+        after_idle = control_cpu(r)
+        punt = r.cli_json("show", "punt")
+    finally:
+        r.stop()
+    rule = em["rules"][0]
+    commit = rule["actions"][1]
+    fired_at = (rule["last_fired_unix"] - t_flood) if rule["last_fired_unix"] else None
+    dispatch_ms = rule["last_event_to_dispatch_ms"]
+    commit_ms = commit["last_event_to_done_ms"]
+    mitigated_at = None if fired_at is None or commit_ms is None else fired_at + commit_ms / 1000
+    peak = max((c for _, c in samples), default=0.0)
+    # "After": the samples from 2 s after the commit (the sampler's window has moved past it)
+    # until the flood stops.
+    after = [c for t, c in samples if mitigated_at is not None and t > mitigated_at + 2.0
+             and t < seconds - 0.5]
+    after_avg = sum(after) / len(after) if after else None
+    first_above = next((t for t, c in samples if c > threshold), None)
+    guard = next((x for x in logs if x["msgid"] == "CPU_GUARD"), None)
+    committed = next((h for h in hist if h["comment"] == "event-manager rule cpu-guard"), None)
+    local = next(c for c in punt["classes"] if c["class"] == "local")
+    checks = [
+        check("the flood drives the control-plane CPU above the threshold", f"> {threshold}%",
+              round(peak, 1), peak > threshold),
+        check("the rule fires", "fired once", rule["fired"], rule["fired"] == 1),
+        check("mitigated within 1 s of the threshold (target)",
+              "commit done <= 1000 ms after the sample above the threshold",
+              commit_ms, commit_ms is not None and commit_ms <= 1000),
+        check("the remedy is a commit: interface policer and punt rate", "cp-guard on p0, "
+              "local 2000/s", (committed["summary"] if committed else None),
+              committed is not None and local["rate"] == 2000),
+        check("the CPU returns to normal under the flood", f"< {threshold / 2:g}%",
+              None if after_avg is None else round(after_avg, 1),
+              after_avg is not None and after_avg < threshold / 2),
+        check("logged", "CPU_GUARD record", guard["text"] if guard else None, guard is not None),
+        check("the rule resolves once the CPU stays low", "resolved 1",
+              em_after["rules"][0]["resolved"], em_after["rules"][0]["resolved"] >= 1),
+    ]
+    return {
+        "scenario": "ME-17",
+        "title": "Event manager: control-plane CPU protection",
+        "seed": {"outcome": "a TTL=1 flood drove the route processor's CPU above 90%; an EEM "
+                            "policy applied a rate limiter and the CPU returned to normal"},
+        "ours": {
+            "flood": f"64-byte UDP, TTL 1, to 198.18.0.1, {load_pct}% of 10 Gbit/s offered",
+            "cpu_idle_pct": round(idle, 1),
+            "cpu_peak_pct": round(peak, 1),
+            "cpu_after_pct": None if after_avg is None else round(after_avg, 1),
+            "cpu_idle_after_pct": round(after_idle, 1),
+            "first_sample_above_s": first_above,
+            "fired_s_after_flood": None if fired_at is None else round(fired_at, 3),
+            "event_to_dispatch_ms": dispatch_ms,
+            "event_to_commit_done_ms": commit_ms,
+            "commit": committed,
+            "samples": samples,
+        },
+        "timeline_ms": [
+            ("tester starts (priming, then the flood)", 0.0),
+            ("show processes cpu first above the threshold",
+             None if first_above is None else first_above * 1000),
+            ("the rule fires (CPU sample above it)",
+             None if fired_at is None else fired_at * 1000),
+            ("commit applied (policer, punt rate)",
+             None if mitigated_at is None else mitigated_at * 1000),
+        ],
+        "checks": checks,
+        "verdict": "pass" if all(c["pass"] for c in checks) else "fail",
+    }
+
+
 def svg_timeline(title: str, points: list[tuple[str, float | None]], limit_ms: float) -> str:
     """A horizontal bar per step, its length the time from the event (ms), against a limit."""
     w, left, row = 720, 300, 28

@@ -37,6 +37,12 @@ pub struct CpuRow {
     pub cpu: [f64; 3],
     /// Work done (workers; for other threads the CPU they used, as they block when idle).
     pub busy: [f64; 3],
+    /// CPU and work over the last sample period (about a second): what the event manager's
+    /// CPU rules read.
+    #[serde(default)]
+    pub cpu_1s: f64,
+    #[serde(default)]
+    pub busy_1s: f64,
 }
 
 /// `GET /v1/cpu`.

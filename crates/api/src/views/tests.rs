@@ -243,6 +243,8 @@ fn system_logging_errors_runtime_cpu_and_traces() {
             core: Some(1),
             cpu: [100.0, 99.5, 99.0],
             busy: [12.5, 10.0, 8.0],
+            cpu_1s: 0.0,
+            busy_1s: 0.0,
         }],
     };
     round_trip(&c);

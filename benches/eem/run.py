@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The ME 6524's event-manager scenarios against a Linerate daemon, each writing its report
+(OUT/me-NN.md, .json with a top-level `verdict` and its checks, .svg timeline):
+
+- ME-16: a link goes down; the NOC's mailbox (aiosmtpd, a real SMTP server) gets a mail with the
+  interface's counters and link diagnostics within 5 s.
+- ME-17: a TTL=1 flood to the router's address drives its control-plane CPU over the threshold;
+  a rule commits an interface policer and a lower punt rate; the CPU returns to normal.
+
+    sudo benches/eem/run.py --out target/eem            # both
+    sudo benches/eem/run.py --only me17 --threshold 40 --load 2
+
+Runs in network namespaces it makes and removes (tests/system/testbed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "system"))
+
+from testbed import Testbed  # noqa: E402
+from testbed import eem  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=str(REPO / "target" / "release" / "linerate"))
+    ap.add_argument("--out", default="target/eem")
+    ap.add_argument("--only", choices=["me16", "me17"], action="append")
+    ap.add_argument("--threshold", type=float, default=40.0,
+                    help="ME-17: the rule's control-plane CPU threshold, %% (the seed: 90 on a "
+                         "route processor of its own; this machine's control plane shares a CPU "
+                         "with the worker)")
+    ap.add_argument("--load", type=float, default=2.0,
+                    help="ME-17: the flood, %% of 10 Gbit/s in 64-byte frames")
+    ap.add_argument("--seconds", type=int, default=12, help="ME-17: the flood's length")
+    a = ap.parse_args()
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    which = a.only or ["me16", "me17"]
+    verdicts = {}
+    for name in which:
+        with Testbed(out / f"run-{name}") as tb:
+            if name == "me16":
+                rep = eem.me16(Path(a.bin), tb, out / "run-me16" / "work")
+                eem.write_report(rep, out / "me-16", limit_ms=5000)
+            else:
+                rep = eem.me17(Path(a.bin), tb, out / "run-me17" / "work", load_pct=a.load,
+                               seconds=a.seconds, threshold=a.threshold)
+                fired = rep["ours"]["fired_s_after_flood"] or 0
+                eem.write_report(rep, out / "me-17", limit_ms=fired * 1000 + 1000)
+        verdicts[rep["scenario"]] = rep["verdict"]
+        print(f"{rep['scenario']}: {rep['verdict']}")
+        for c in rep["checks"]:
+            print(f"  {'ok ' if c['pass'] else 'NO '} {c['name']}: {c['measured']} "
+                  f"(expected {c['expected']})")
+    (out / "eem.json").write_text(json.dumps(
+        {"verdict": "pass" if all(v == "pass" for v in verdicts.values()) else "fail",
+         "scenarios": verdicts}, indent=2) + "\n")
+    return 0 if all(v == "pass" for v in verdicts.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
