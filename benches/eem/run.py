@@ -9,6 +9,11 @@
 
     sudo benches/eem/run.py --out target/eem            # both
     sudo benches/eem/run.py --only me17 --threshold 40 --load 2
+    sudo benches/eem/run.py --only fastpath --pairs 3   # forwarding cost with and without rules
+
+`fastpath`: the same fixed-load trial through a daemon without rules and with --rules metric
+rules sampled every --poll-ms, alternated --pairs times; the DUT's own ns per frame (its
+workers' busy time per frame) side by side, and each poll's cost (OUT/fastpath.json).
 
 Runs in network namespaces it makes and removes (tests/system/testbed).
 """
@@ -31,7 +36,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=str(REPO / "target" / "release" / "linerate"))
     ap.add_argument("--out", default="target/eem")
-    ap.add_argument("--only", choices=["me16", "me17"], action="append")
+    ap.add_argument("--only", choices=["me16", "me17", "fastpath"], action="append")
+    ap.add_argument("--rules", type=int, default=200, help="fastpath: metric rules")
+    ap.add_argument("--poll-ms", type=int, default=10, help="fastpath: their poll period")
+    ap.add_argument("--pairs", type=int, default=3, help="fastpath: alternated pairs")
+    ap.add_argument("--fast-load", type=float, default=0.5,
+                    help="fastpath: %% of 10 Gbit/s in 64-byte frames (below the bed's limit)")
     ap.add_argument("--threshold", type=float, default=40.0,
                     help="ME-17: the rule's control-plane CPU threshold, %% (the seed: 90 on a "
                          "route processor of its own; this machine's control plane shares a CPU "
@@ -45,6 +55,19 @@ def main() -> int:
     which = a.only or ["me16", "me17"]
     verdicts = {}
     for name in which:
+        if name == "fastpath":
+            runs = []
+            for i in range(a.pairs):
+                for rules in (0, a.rules):
+                    with Testbed(out / f"run-fast-{i}-{rules}") as tb:
+                        x = eem.fastpath_once(Path(a.bin), tb, out / f"run-fast-{i}-{rules}" /
+                                              "work", rules, a.poll_ms, a.fast_load, 5)
+                    runs.append(x)
+                    print(f"  pair {i}: {rules} rules: {x['dut_busy_ns_per_frame']} ns/frame, "
+                          f"lost {x['lost']} of {x['tx']}, poll {x['last_poll_us']} us "
+                          f"(max {x['max_poll_us']})")
+            (out / "fastpath.json").write_text(json.dumps(runs, indent=2) + "\n")
+            continue
         with Testbed(out / f"run-{name}") as tb:
             if name == "me16":
                 rep = eem.me16(Path(a.bin), tb, out / "run-me16" / "work")

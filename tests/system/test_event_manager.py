@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -195,3 +196,76 @@ def test_me17_control_plane_cpu_protection(linerate_bin, testbed, tmp_path):
     failed = [c for c in rep["checks"] if not c["pass"]]
     ours = {k: v for k, v in rep["ours"].items() if k != "samples"}
     assert rep["verdict"] == "pass", json.dumps(failed, indent=1) + "\n" + json.dumps(ours)
+
+
+def test_me19_interactive_cli_and_configuration_attempts(linerate_bin, testbed, tmp_path):
+    rep = eem.me19(linerate_bin, testbed, tmp_path)
+    out = Path(os.environ.get("LINERATE_ME19_OUT", tmp_path / "me-19"))
+    eem.write_report(rep, out, limit_ms=100)
+    failed = [c for c in rep["checks"] if not c["pass"]]
+    assert rep["verdict"] == "pass", json.dumps(failed, indent=1) + "\n" + rep["ours"]["screen"]
+
+
+HOOK = """\
+import http.server, sys
+out = open(sys.argv[2], "a")
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"]))
+        out.write(body.decode() + "\\n"); out.flush()
+        self.send_response(200); self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_a_rate_rule_on_a_metric_posts_to_a_webhook(linerate_bin, testbed, tmp_path):
+    dut, (h1, h2) = testbed.hosts_around(2)
+    h1.addr("eth0", "192.0.2.2/24")
+    h2.addr("eth0", "198.51.100.2/24")
+    h1.route("default", "via", "192.0.2.1")
+    h2.route("default", "via", "198.51.100.1")
+    hook, posts = tmp_path / "hook.py", tmp_path / "posts.jsonl"
+    hook.write_text(HOOK)
+    srv = dut.popen([sys.executable, str(hook), "9099", str(posts)], log=tmp_path / "hook.log",
+                    name="webhook")
+    cfg = """\
+router: { workers: 1, idle-sleep-us: 50 }
+ports:
+  - { name: p0, driver: af_packet, device: d0 }
+  - { name: p1, driver: af_packet, device: d1 }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:0a:01", ipv4: [192.0.2.1/24] }
+  - { name: p1, port: p1, mac: "02:00:00:00:0b:01", ipv4: [198.51.100.1/24] }
+event-manager:
+  poll-ms: 50
+  rules:
+    - name: busy-p0
+      detector: { metric: { name: linerate_port_rx_packets_total, labels: { port: p0 },
+                            kind: rate, above: 40, window-ms: 1000 } }
+      for-ms: 300
+      actions: [ { webhook: { url: "http://127.0.0.1:9099/hook" } } ]
+      resolve-actions: [ { webhook: { url: "http://127.0.0.1:9099/hook" } } ]
+"""
+    r = LinerateDaemon(linerate_bin, dut, tmp_path / "dut", cfg.splitlines())
+    try:
+        assert h1.ping("198.51.100.2", count=2, timeout=3)
+        # ~100 packets/s into p0 for 2 s, then quiet.
+        h1.run(["ping", "-q", "-c", "200", "-i", "0.01", "198.51.100.2"], check=False,
+               timeout=30)
+        wait_until(lambda: posts.exists() and len(posts.read_text().splitlines()) >= 2, 10,
+                   what="the firing and the resolve POSTs")
+        got = [json.loads(x) for x in posts.read_text().splitlines()]
+        assert [g["state"] for g in got[:2]] == ["firing", "resolved"], got
+        assert got[0]["rule"] == "busy-p0"
+        v = got[0]["variables"]
+        assert v["port"] == "p0" and v["metric"] == "linerate_port_rx_packets_total", v
+        assert float(v["value"]) > 40, v
+        em = r.cli_json("show", "event-manager")
+        a = em["rules"][0]["actions"]
+        assert a[0]["ok"] == 1 and a[1]["ok"] == 1, a
+        assert "200" in a[0]["last_detail"], a
+    finally:
+        r.stop()
+        srv.stop()

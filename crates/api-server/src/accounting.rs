@@ -8,6 +8,11 @@
 //! A request from the router's own process may name the user it runs for
 //! (`x-linerate-on-behalf`: the event manager's commands); from anyone else that header is
 //! ignored.
+//!
+//! Roles: on the socket, root, the router's own user and the members of the admin group
+//! (`--admin-group`, default `linerate-admin`) are admins; anyone else the socket's permissions
+//! let in is read-only: reads only, a change is refused (403) and logged as refused. A TCP
+//! request that carries the token is an admin's.
 
 use std::sync::Arc;
 
@@ -25,6 +30,37 @@ use control::syslog::Severity;
 pub struct Peer {
     pub user: String,
     pub pid: Option<i32>,
+    /// Unix: the peer's uid and primary gid; None on TCP.
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+}
+
+/// What the accounting layer needs besides the request.
+#[derive(Clone)]
+pub struct Access {
+    pub core: Arc<Core>,
+    /// Members of this group (and root, and the router's own user) may change things.
+    pub admin_group: String,
+}
+
+/// Whether `peer` is an admin: TCP (the token was checked before), root, the router's own
+/// user, or a member of `group` (by /etc/group's member list or as primary group).
+pub fn is_admin(peer: &Peer, group: &str) -> bool {
+    let Some(uid) = peer.uid else {
+        return true;
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let own = unsafe { libc::geteuid() };
+    if uid == 0 || uid == own {
+        return true;
+    }
+    let groups = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    groups.lines().any(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        f.len() >= 4
+            && f[0] == group
+            && (f[3].split(',').any(|m| m == peer.user) || f[2].parse::<u32>().ok() == peer.gid)
+    })
 }
 
 /// The login name of `uid` (from /etc/passwd), else `uid N`.
@@ -47,10 +83,15 @@ impl Connected<IncomingStream<'_, tokio::net::UnixListener>> for Peer {
             Ok(c) => Peer {
                 user: user_name(c.uid()),
                 pid: c.pid(),
+                uid: Some(c.uid()),
+                gid: Some(c.gid()),
             },
             Err(_) => Peer {
                 user: "unknown".into(),
                 pid: None,
+                // Unknown: as unprivileged as a user can be.
+                uid: Some(u32::MAX),
+                gid: None,
             },
         }
     }
@@ -61,6 +102,8 @@ impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for Peer {
         Peer {
             user: format!("token@{}", stream.remote_addr().ip()),
             pid: None,
+            uid: None,
+            gid: None,
         }
     }
 }
@@ -114,12 +157,15 @@ pub fn command_record(
 }
 
 pub async fn account(
-    State(core): State<Arc<Core>>,
+    State(access): State<Access>,
     ConnectInfo(peer): ConnectInfo<Peer>,
     req: Request,
     next: Next,
 ) -> Response {
-    if let Some((sev, params, text)) = command_record(
+    let core = &access.core;
+    let read = req.method() == Method::GET || req.method() == Method::HEAD;
+    let refused = !read && !is_admin(&peer, &access.admin_group);
+    if let Some((sev, mut params, mut text)) = command_record(
         &peer,
         std::process::id() as i32,
         req.method(),
@@ -128,7 +174,29 @@ pub async fn account(
         header(&req, "x-linerate-terminal"),
         header(&req, "x-linerate-on-behalf"),
     ) {
-        core.logger.log(sev, "COMMAND", &params, text);
+        if refused {
+            params.push(("refused", "read-only user".into()));
+            text.push_str(" (refused: read-only)");
+        }
+        if req.uri().path() == "/v1/session/configure" {
+            let text = format!(
+                "{} on {}: entered configuration mode",
+                params[0].1, params[1].1
+            );
+            core.logger
+                .log(Severity::Notice, "CONFIG_MODE", &params, text);
+        } else {
+            core.logger.log(sev, "COMMAND", &params, text);
+        }
+    }
+    if refused {
+        return crate::server::error(api::ApiError::new(
+            api::ErrorKind::Forbidden,
+            format!(
+                "{}: read-only (changes are for root and the members of group {})",
+                peer.user, access.admin_group
+            ),
+        ));
     }
     next.run(req).await
 }
@@ -141,7 +209,24 @@ mod tests {
         Peer {
             user: "alice".into(),
             pid: Some(pid),
+            uid: Some(1000),
+            gid: Some(1000),
         }
+    }
+
+    #[test]
+    fn root_and_tcp_are_admins_others_only_by_group() {
+        let mut p = peer(5);
+        p.uid = Some(0);
+        assert!(is_admin(&p, "linerate-admin"));
+        p.uid = None;
+        assert!(is_admin(&p, "linerate-admin"));
+        let p = peer(5);
+        assert!(!is_admin(&p, "no-such-group-here"));
+        // Primary group: root's group 0 is `root` in /etc/group.
+        let mut p = peer(5);
+        p.gid = Some(0);
+        assert!(is_admin(&p, "root"));
     }
 
     #[test]

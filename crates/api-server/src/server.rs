@@ -35,6 +35,9 @@ pub struct ServeOptions {
     pub metrics: Option<SocketAddr>,
     /// `nice` value for the server's threads (0..=19).
     pub nice: i32,
+    /// Members of this Unix group may change things over the socket (besides root and the
+    /// router's own user); others are read-only.
+    pub admin_group: String,
 }
 
 /// A running server; dropping it stops it.
@@ -119,10 +122,14 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
                 use std::os::unix::fs::PermissionsExt;
                 let _ = std::fs::set_permissions(&o.socket, std::fs::Permissions::from_mode(0o660));
                 let (stop_all, _) = tokio::sync::broadcast::channel::<()>(1);
+                let access = crate::accounting::Access {
+                    core: core.clone(),
+                    admin_group: o.admin_group.clone(),
+                };
                 let mut tasks = Vec::new();
                 let app = routes(core.clone())
                     .layer(middleware::from_fn_with_state(
-                        core.clone(),
+                        access.clone(),
                         crate::accounting::account,
                     ))
                     .into_make_service_with_connect_info::<crate::accounting::Peer>();
@@ -145,7 +152,7 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
                     let token = Arc::new(token);
                     let app = routes(core.clone())
                         .layer(middleware::from_fn_with_state(
-                            core.clone(),
+                            access.clone(),
                             crate::accounting::account,
                         ))
                         .layer(middleware::from_fn(move |req: Request, next: Next| {
@@ -422,6 +429,21 @@ fn routes(core: Arc<Core>) -> Router {
             }),
         )
         .route("/v1/config/apply", post(config_apply))
+        .route(
+            "/v1/session/configure",
+            post(|State(c): Shared| {
+                call(c, |c| {
+                    // Entering configure mode is logged by the accounting layer (CONFIG_MODE);
+                    // the answer is the candidate's starting point.
+                    let (text, source, commit) = c.running_config();
+                    Ok(RunningConfig {
+                        text,
+                        source,
+                        commit,
+                    })
+                })
+            }),
+        )
         .route(
             "/v1/config/confirm",
             post(|State(c): Shared| call(c, |c| c.confirm())),

@@ -80,6 +80,7 @@ fn every_answer_reads_back_as_its_view() {
             tcp: None,
             metrics: None,
             nice: 0,
+            admin_group: "linerate-admin".into(),
         },
     )
     .unwrap();

@@ -15,6 +15,8 @@ pub enum ErrorKind {
     Conflict,
     /// A TCP request without the right token (401).
     Unauthorized,
+    /// A change asked for by a read-only user (403).
+    Forbidden,
     /// Ours (500).
     Internal,
 }
@@ -24,6 +26,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Invalid => 400,
             ErrorKind::Unauthorized => 401,
+            ErrorKind::Forbidden => 403,
             ErrorKind::NotFound => 404,
             ErrorKind::Conflict => 409,
             ErrorKind::Internal => 500,

@@ -34,6 +34,10 @@ pub struct DaemonArgs {
     /// CPU priority (nice) of the API's threads: workers keep the CPU under a polling storm.
     #[arg(long, default_value_t = 10)]
     pub nice: i32,
+    /// Members of this Unix group may change things through the API socket (besides root and
+    /// the daemon's own user); other users the socket lets in are read-only.
+    #[arg(long, default_value = "linerate-admin")]
+    pub admin_group: String,
 }
 
 pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
@@ -225,6 +229,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             tcp,
             metrics: a.metrics,
             nice: a.nice,
+            admin_group: a.admin_group.clone(),
         },
     )?;
     eprintln!("linerate: API on {}", socket.display());

@@ -4,6 +4,7 @@
 mod out;
 mod client_cmd;
 mod daemon_cmd;
+mod shell;
 mod tester_cmd;
 
 use std::path::PathBuf;
@@ -42,6 +43,9 @@ enum Cmd {
     },
     /// Run the router as a service with its runtime API (until SIGTERM).
     Daemon(daemon_cmd::DaemonArgs),
+    /// The interactive CLI: prompt, completion and `?` help, history, `| include`, and a
+    /// configure mode that edits and commits a candidate config.
+    Cli,
     /// Look at the running router (`show ip route`, `show interfaces`, ...; `--json` on all).
     #[command(infer_subcommands = true)]
     Show {
@@ -463,6 +467,7 @@ fn main() -> ExitCode {
     }
     let res = match cli.cmd {
         Cmd::Daemon(a) => daemon_cmd::daemon(api.socket, a),
+        Cmd::Cli => shell::run(api),
         other => match client(&api, other) {
             Ok(r) => r,
             Err(other) => run(*other),

@@ -224,6 +224,7 @@ pub fn run_with(
                 tcp: None,
                 metrics: None,
                 nice: ro.api_nice,
+                admin_group: "linerate-admin".into(),
             },
         )?),
         None => None,

@@ -14,6 +14,10 @@ from __future__ import annotations
 import email
 import json
 import mailbox
+import os
+import shutil
+import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -423,3 +427,221 @@ def write_report(rep: dict, out: Path, limit_ms: float) -> None:
     md.append("")
     out.with_suffix(".md").write_text("\n".join(md))
 
+
+
+FASTPATH_FLOW = """\
+streams:
+  - { name: fwd, from: p0, to: p1, ipv4: { src: 198.18.0.2, dst: 198.18.1.2 },
+      vary: [ { field: src-port, count: 1000 } ] }
+"""
+
+
+def fastpath_rules(n: int, poll_ms: int) -> str:
+    """`n` metric rules over the port, drop and punt counters that never fire, sampled every
+    `poll_ms`: the event manager at work beside the forwarding."""
+    if n == 0:
+        return ""
+    lines = [f"event-manager:\n  poll-ms: {poll_ms}\n  rules:"]
+    names = ["linerate_port_rx_packets_total", "linerate_port_tx_packets_total",
+             "linerate_drops_total", "linerate_punt_frames_total"]
+    for i in range(n):
+        lines.append(f"    - name: r{i}\n      detector: {{ metric: {{ name: {names[i % 4]}, "
+                     f"kind: rate, above: 1e12, window-ms: 1000 }} }}\n"
+                     f"      actions: [ {{ syslog: {{ text: x }} }} ]")
+    return "\n".join(lines) + "\n"
+
+
+def fastpath_once(bin_: Path, tb: Testbed, workdir: Path, rules: int, poll_ms: int,
+                  load_pct: float, seconds: int) -> dict:
+    """One fixed-load trial through a daemon with `rules` metric rules: the DUT's own ns per
+    frame (its workers' busy time), loss, and the event manager's poll cost."""
+    tst, dut = tb.netns("tester"), tb.netns("dut")
+    tb.veth(tst, "t0", dut, "d0")
+    tb.veth(tst, "t1", dut, "d1")
+    tst.sysctl({"net.ipv6.conf.t0.disable_ipv6": 1, "net.ipv6.conf.t1.disable_ipv6": 1})
+    for d in ("d0", "d1"):
+        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+        dut.up(d)
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = (f"router: {{ workers: 1 }}\nports:\n"
+           f"  - {{ name: p0, driver: af_packet, device: d0 }}\n"
+           f"  - {{ name: p1, driver: af_packet, device: d1 }}\ninterfaces:\n"
+           f"  - {{ name: p0, port: p0, mac: \"{LR_MAC[0]}\", ipv4: [198.18.0.1/24] }}\n"
+           f"  - {{ name: p1, port: p1, mac: \"{LR_MAC[1]}\", ipv4: [198.18.1.1/24] }}\n"
+           + fastpath_rules(rules, poll_ms))
+    r = LinerateDaemon(bin_, dut, workdir / "dut", cfg.splitlines())
+    tdut = workdir / "tester-dut.yaml"
+    tdut.write_text(ME17_TESTER_DUT.format(m0=LR_MAC[0], m1=LR_MAC[1], t0=T_MAC[0], t1=T_MAC[1]))
+    flow = workdir / "flow.yaml"
+    flow.write_text(FASTPATH_FLOW)
+    try:
+        p = tst.run([str(bin_), "bench", "external", "--dut", str(tdut), "--port", "p0=t0",
+                     "--port", "p1=t1", "--streams", str(flow), "--sizes", "64", "--load",
+                     str(load_pct), "--seconds", str(seconds), "--core", "0", "--dut-api",
+                     str(r.sock), "--out", str(workdir / "trial")], check=False,
+                    timeout=seconds + 120)
+        if p.returncode != 0:
+            raise RuntimeError(p.stdout + p.stderr)
+        em = r.cli_json("show", "event-manager")
+    finally:
+        r.stop()
+    rep = json.loads((workdir / "trial" / "external.json").read_text())
+    t = rep["rows"][0]["trials"][0]
+    return {"rules": rules, "poll_ms": poll_ms, "tx": t["tx"], "rx": t["rx"], "lost": t["lost"],
+            "dut_busy_ns_per_frame": t["cpu"]["dut_busy_ns_per_frame"],
+            "polls": em.get("polls", 0), "last_poll_us": em.get("last_poll_us", 0),
+            "max_poll_us": em.get("max_poll_us", 0)}
+
+
+class Terminal:
+    """A program in a real terminal (tmux): keys in, the screen out."""
+
+    def __init__(self, name: str, argv: list[str], width: int = 200, height: int = 60) -> None:
+        self.name = name
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", str(width), "-y",
+                        str(height), " ".join(argv)], check=True)
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+
+    def screen(self) -> str:
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name, "-S", "-200"],
+                              capture_output=True, text=True, check=True).stdout
+
+    def wait_for(self, text: str, timeout: float = 10.0) -> str:
+        # The screen comes without trailing blanks.
+        text = text.rstrip()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s = self.screen()
+            if text in s:
+                return s
+            time.sleep(0.05)
+        raise TimeoutError(f"{text!r} not on the screen:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+ME19_CONFIG = """\
+router: { workers: 1, idle-sleep-us: 50 }
+ports:
+  - { name: p0, driver: af_packet, device: d0 }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:0a:01", ipv4: [192.0.2.1/24] }
+control-plane:
+  punt:
+    local: { rate: 1000, burst: 100 }
+logging: { hostname: me19-dut }
+event-manager:
+  rules:
+    - name: config-attempts
+      detector: { command: { pattern: "^(configure|config apply)" } }
+      actions:
+        - syslog: { severity: notice, msgid: CONFIG_ATTEMPT,
+                    text: "configuration by {user} from {terminal}: {command}" }
+"""
+
+
+def me19(bin_: Path, tb: Testbed, workdir: Path) -> dict:
+    """ME-19: every attempt to enter configuration mode (interactive, or a config applied
+    through the API) is logged with who and from where, by a rule on the commands."""
+    dut, _ = tb.hosts_around(1)
+    # A folder anyone may enter, for the socket and a copy of the binary: the read-only user
+    # (nobody) must reach both; the test's own folders are root's alone.
+    pub = Path(tempfile.mkdtemp(prefix="lr-me19-"))
+    pub.chmod(0o755)
+    ro_bin = pub / "linerate"
+    shutil.copy(bin_, ro_bin)
+    ro_bin.chmod(0o755)
+    r = LinerateDaemon(bin_, dut, workdir / "dut", ME19_CONFIG.splitlines(),
+                       sock=pub / "api.sock")
+    term = Terminal("lr-me19", [str(bin_), "--socket", str(r.sock), "cli"])
+    seen: dict[str, str] = {}
+    try:
+        term.wait_for("me19-dut# ")
+        # Completion and help from the command tree.
+        term.keys("show int", "Tab")
+        seen["completed"] = term.wait_for("show interfaces ")
+        term.keys("Enter")
+        seen["interfaces"] = term.wait_for("192.0.2.1/24")
+        term.keys("show ?")
+        seen["help"] = term.wait_for("event-manager")
+        term.keys("C-u", "sh int | include p0", "Enter")
+        seen["filtered"] = term.wait_for("me19-dut# ", 5)
+        # Configure mode: a change, its diff, a commit.
+        term.keys("configure", "Enter")
+        seen["configure"] = term.wait_for("me19-dut(config)# ")
+        term.keys("set control-plane.punt.local.rate 500", "Enter")
+        term.keys("show | compare", "Enter")
+        seen["compare"] = term.wait_for("rate: 500")
+        term.keys("commit comment from the CLI", "Enter")
+        seen["commit"] = term.wait_for("commit ")
+        term.keys("exit", "Enter")
+        time.sleep(0.3)
+        term.keys("exit", "Enter")
+        # A config applied through the API (the one-shot CLI): an attempt too.
+        running = json.loads(subprocess.run(
+            [str(bin_), "--socket", str(r.sock), "show", "running-config", "--json"],
+            capture_output=True, text=True, check=True).stdout)["text"]
+        f = pub / "api.yaml"
+        f.write_text(running.replace("rate: 500", "rate: 600"))
+        f.chmod(0o644)
+        api_apply = subprocess.run([str(bin_), "--socket", str(r.sock), "config", "apply",
+                                    str(f)], capture_output=True, text=True)
+        # A user who may not: refused, and logged as refused.
+        os.chmod(r.sock, 0o666)
+        ro = subprocess.run(["runuser", "-u", "nobody", "--", str(ro_bin), "--socket",
+                             str(r.sock), "config", "apply", str(f)],
+                            capture_output=True, text=True)
+        time.sleep(0.5)
+        logs = r.cli_json("show", "logging", "-n", "300")
+        punt = r.cli_json("show", "punt")
+        em = r.cli_json("show", "event-manager")
+    finally:
+        term.close()
+        r.stop()
+        shutil.rmtree(pub, ignore_errors=True)
+    attempts = [x for x in logs if x["msgid"] == "CONFIG_ATTEMPT"]
+    modes = [x for x in logs if x["msgid"] == "CONFIG_MODE"]
+    refused = [x for x in logs if x["msgid"] == "COMMAND"
+               and any(k == "refused" for k, _ in x.get("params", []))]
+    local = next(c for c in punt["classes"] if c["class"] == "local")
+    tty = next((x["text"].split(" on ", 1)[1].split(":", 1)[0] for x in modes), None)
+    checks = [
+        check("tab completes from the command tree", "`show int` -> `show interfaces`",
+              "completed" if "show interfaces" in seen.get("completed", "") else "no",
+              "show interfaces" in seen.get("completed", "")),
+        check("`?` lists what may follow", "show's words with their help",
+              "listed" if "event-manager" in seen.get("help", "") else "no",
+              "event-manager" in seen.get("help", "")),
+        check("entering configure mode is logged with user and terminal",
+              "CONFIG_MODE: root on pts/N", modes[0]["text"] if modes else None,
+              bool(modes) and modes[0]["text"].startswith("root on pts/")),
+        check("the candidate's commit changed the router", "local punt rate 500 then 600 "
+              "(API)", local["rate"], local["rate"] == 600 and api_apply.returncode == 0),
+        check("the rule logs every attempt: interactive and API",
+              ">= 3 CONFIG_ATTEMPT (configure, config apply, refused apply)",
+              [a["text"] for a in attempts], len(attempts) >= 3
+              and any("configure" in a["text"] and "pts/" in a["text"] for a in attempts)
+              and any("config apply" in a["text"] and "nobody" in a["text"]
+                      for a in attempts)),
+        check("a read-only user is refused and the refusal logged", "exit 1, COMMAND refused",
+              f"exit {ro.returncode}: {ro.stderr.strip()[:80]}",
+              ro.returncode != 0 and "read-only" in ro.stderr and bool(refused)),
+    ]
+    rule = em["rules"][0]
+    return {
+        "scenario": "ME-19",
+        "title": "Event manager: every attempt to enter configuration mode is logged",
+        "seed": {"outcome": "an EEM applet on the CLI pattern logged each `configure terminal`"},
+        "ours": {"terminal": tty, "attempts": [a["text"] for a in attempts],
+                 "config_mode": [m["text"] for m in modes], "fired": rule["fired"],
+                 "event_to_dispatch_ms": rule["last_event_to_dispatch_ms"],
+                 "screen": seen.get("compare", "")[-1500:]},
+        "timeline_ms": [("command received", 0.0),
+                        ("rule dispatched", rule["last_event_to_dispatch_ms"])],
+        "checks": checks,
+        "verdict": "pass" if all(c["pass"] for c in checks) else "fail",
+    }

@@ -85,12 +85,13 @@ class LinerateDaemon:
 
     name = "linerate"
 
-    def __init__(self, bin_: Path, dut: Netns, workdir: Path, lines: list[str]) -> None:
+    def __init__(self, bin_: Path, dut: Netns, workdir: Path, lines: list[str],
+                 sock: Path | None = None) -> None:
         self.bin = bin_
         workdir.mkdir(parents=True, exist_ok=True)
         self.config = workdir / "router.yaml"
         self.config.write_text("\n".join(lines) + "\n")
-        self.sock, self.log = workdir / "api.sock", workdir / "daemon.log"
+        self.sock, self.log = sock or workdir / "api.sock", workdir / "daemon.log"
         self.proc = dut.popen([str(bin_), "daemon", "--config", str(self.config), "--no-state",
                                "--socket", str(self.sock)], log=self.log, name="linerate")
         wait_until(lambda: self.sock.exists() or not self.proc.running, 20,

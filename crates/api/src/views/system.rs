@@ -43,6 +43,9 @@ pub struct SystemView {
     pub tables: Vec<TableView>,
     /// Per kind of command (`show.routes`, `commit`, ...).
     pub api: BTreeMap<String, CommandStats>,
+    /// The router's name (its log records' HOSTNAME): the interactive CLI's prompt.
+    #[serde(default)]
+    pub hostname: String,
 }
 
 impl Render for SystemView {

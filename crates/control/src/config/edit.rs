@@ -170,6 +170,12 @@ pub fn delete(text: &str, path: &str) -> Result<String, String> {
     Ok(emit(&root))
 }
 
+/// `text` in the canonical form edits write (what `show | compare` diffs, so that only the
+/// changes show, not the layout).
+pub fn canonical(text: &str) -> Result<String, String> {
+    Ok(emit(&parse_text(text)?))
+}
+
 /// The value at `path`, written as YAML (for `show` in configure mode).
 pub fn get(text: &str, path: &str) -> Result<String, String> {
     let mut root = parse_text(text)?;

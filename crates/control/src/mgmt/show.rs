@@ -564,6 +564,11 @@ impl Core {
         let api = self.command_stats();
         let s = self.lock("show.system");
         SystemView {
+            hostname: self
+                .logger
+                .config()
+                .hostname
+                .unwrap_or_else(crate::syslog::system_hostname),
             version: env!("CARGO_PKG_VERSION").into(),
             uptime_s: self.uptime().as_secs(),
             commit: s.history.last_id(),
