@@ -62,7 +62,7 @@ pub struct EventManagerView {
     /// Records of a chain of actions too deep to trigger anything.
     pub too_deep: u64,
     pub polls: u64,
-    /// Time one poll takes (sampling and evaluation), the last and the longest, µs.
+    /// CPU time one poll takes (sampling and evaluation), the last and the longest, µs.
     pub last_poll_us: u64,
     pub max_poll_us: u64,
     pub actions_running: u64,

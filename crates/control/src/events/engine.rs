@@ -11,7 +11,10 @@
 //! that still fires more than [`RUNAWAY_FIRINGS`] times in [`RUNAWAY_WINDOW`] is muted for
 //! [`MUTE_FOR`] (logged once).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+// The detectors' maps are keyed by our own strings: a fast hash, no DoS exposure.
+use rustc_hash::FxHashMap as HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::rule::{Condition, Phase, RuleState, Transition, Vars};
@@ -45,8 +48,10 @@ pub struct RuleRt {
     pub cfg: RuleCfg,
     pub state: RuleState,
     next_timer: Option<Instant>,
-    /// Per metric series: samples within the window (and one before it).
-    history: HashMap<String, VecDeque<(Instant, f64)>>,
+    /// Per metric series: the poll that last saw it, and its samples within the window (and
+    /// one before it).
+    history: HashMap<String, (u64, VecDeque<(Instant, f64)>)>,
+    generation: u64,
     firings: VecDeque<Instant>,
     pub muted_until: Option<Instant>,
     pub fired: u64,
@@ -69,7 +74,8 @@ impl RuleRt {
             cfg,
             state,
             next_timer,
-            history: HashMap::new(),
+            history: HashMap::default(),
+            generation: 0,
             firings: VecDeque::new(),
             muted_until: None,
             fired: 0,
@@ -344,6 +350,28 @@ impl Engine {
     /// One poll: metric and CPU readings, link `for`s, timers, keep-firing-for.
     pub fn on_poll(&mut self, poll: &Poll, now: Instant, time: SystemTime) -> Vec<Firing> {
         let mut out = Vec::new();
+        // Each series' instance key (`port=p0,reason=x`), once for every rule.
+        let keys: Vec<String> = poll
+            .series
+            .iter()
+            .map(|s| {
+                let mut k = String::new();
+                for (i, (a, b)) in s.labels.iter().enumerate() {
+                    if i > 0 {
+                        k.push(',');
+                    }
+                    k.push_str(a);
+                    k.push('=');
+                    k.push_str(b);
+                }
+                k
+            })
+            .collect();
+        // Each family's series, so that a rule looks at its own family's only.
+        let mut families: HashMap<&str, Vec<usize>> = HashMap::default();
+        for (j, s) in poll.series.iter().enumerate() {
+            families.entry(s.name.as_str()).or_default().push(j);
+        }
         for (i, r) in self.rules.iter_mut().enumerate() {
             if !r.cfg.enabled || r.muted_until.is_some_and(|t| t > now) {
                 continue;
@@ -358,50 +386,68 @@ impl Engine {
                     window_ms,
                 } => {
                     let window = Duration::from_millis(*window_ms);
-                    let mut seen = Vec::new();
-                    for s in poll.series.iter().filter(|s| &s.name == name) {
+                    r.generation += 1;
+                    let generation = r.generation;
+                    for &j in families
+                        .get(name.as_str())
+                        .map_or(&[][..], |v| v.as_slice())
+                    {
+                        let (s, key) = (&poll.series[j], &keys[j]);
                         if !labels
                             .iter()
                             .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k2 == k && v2 == v))
                         {
                             continue;
                         }
-                        let key = s
-                            .labels
-                            .iter()
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect::<Vec<_>>()
-                            .join(",");
-                        let h = r.history.entry(key.clone()).or_default();
-                        h.push_back((now, s.value));
-                        // Keep the newest sample at or before the window's start.
-                        while h.len() > 2 && now.saturating_duration_since(h[1].0) >= window {
-                            h.pop_front();
-                        }
-                        let (t0, v0) = h[0];
-                        let dt = now.saturating_duration_since(t0).as_secs_f64();
-                        let value = match kind {
-                            MetricKind::Value => Some(s.value),
-                            MetricKind::Increase => (h.len() > 1).then(|| (s.value - v0).max(0.0)),
-                            MetricKind::Rate => {
-                                (h.len() > 1 && dt > 0.0).then(|| (s.value - v0).max(0.0) / dt)
+                        let value = if *kind == MetricKind::Value {
+                            Some(s.value)
+                        } else {
+                            let h = match r.history.get_mut(key.as_str()) {
+                                Some(h) => h,
+                                None => r.history.entry(key.clone()).or_default(),
+                            };
+                            h.0 = generation;
+                            let h = &mut h.1;
+                            // A sample every sixteenth of the window at most: the rate is read
+                            // against the newest sample at or before the window's start, so
+                            // more would only cost memory (and cache misses) per series.
+                            if h.back().is_none_or(|&(t, _)| {
+                                now.saturating_duration_since(t) >= window / 16
+                            }) {
+                                h.push_back((now, s.value));
+                            }
+                            while h.len() > 2 && now.saturating_duration_since(h[1].0) >= window {
+                                h.pop_front();
+                            }
+                            let (t0, v0) = h[0];
+                            let dt = now.saturating_duration_since(t0).as_secs_f64();
+                            match kind {
+                                MetricKind::Increase => (dt > 0.0).then(|| (s.value - v0).max(0.0)),
+                                _ => (dt > 0.0).then(|| (s.value - v0).max(0.0) / dt),
                             }
                         };
-                        seen.push(key.clone());
                         let Some(value) = value else { continue };
-                        let mut vars: Vars = s.labels.iter().cloned().collect();
-                        vars.insert("metric".into(), name.clone());
-                        vars.insert("labels".into(), key.clone());
-                        vars.insert("value".into(), fmt_value(value));
-                        vars.insert(
-                            "event".into(),
-                            format!("{name}{{{key}}} = {}", fmt_value(value)),
-                        );
-                        let t = r.state.level(&key, threshold.holds(value), vars, now);
+                        let active = threshold.holds(value);
+                        // Variables only for a reading that holds: most readings do not, and
+                        // they are what a poll over many series spends its time on.
+                        let vars = if active {
+                            let mut vars: Vars = s.labels.iter().cloned().collect();
+                            vars.insert("metric".into(), name.clone());
+                            vars.insert("labels".into(), key.clone());
+                            vars.insert("value".into(), fmt_value(value));
+                            vars.insert(
+                                "event".into(),
+                                format!("{name}{{{key}}} = {}", fmt_value(value)),
+                            );
+                            vars
+                        } else {
+                            Vars::new()
+                        };
+                        let t = r.state.level(key, active, vars, now);
                         Self::push(i, r, t, time, now, 0, &mut out);
                     }
                     // Series that went away (a port removed) no longer hold.
-                    r.history.retain(|k, _| seen.contains(k));
+                    r.history.retain(|_, (g, _)| *g == generation);
                 }
                 Detector::Cpu { of, threshold } => {
                     let Some(rows) = &poll.cpu else { continue };
