@@ -269,3 +269,57 @@ event-manager:
     finally:
         r.stop()
         srv.stop()
+
+
+def test_an_snmp_trap_goes_out_through_snmpd_as_an_agentx_subagent(linerate_bin, testbed,
+                                                                    tmp_path):
+    """net-snmp's snmpd as the AgentX master, snmptrapd as the NOC's trap receiver: a link
+    goes down, the rule's notification reaches snmptrapd with its objects."""
+    from testbed import require_tools
+    tools = require_tools("snmpd", "snmptrapd")
+    snmpd, trapd = tools["snmpd"], tools["snmptrapd"]
+    dut, (h1,) = testbed.hosts_around(1)
+    agentx = tmp_path / "agentx.sock"
+    traps = tmp_path / "traps.log"
+    (tmp_path / "snmpd.conf").write_text(f"""\
+master agentx
+agentXSocket unix:{agentx}
+agentXPerms 0660 0770
+agentaddress udp:127.0.0.1:16161
+rocommunity public 127.0.0.1
+trap2sink 127.0.0.1:16162 public
+""")
+    (tmp_path / "trapd.conf").write_text("disableAuthorization yes\n")
+    td = dut.popen([trapd, "-f", "-C", "-c", str(tmp_path / "trapd.conf"), "-m", "", "-On",
+                    "-Lf", str(traps), "udp:127.0.0.1:16162"], log=tmp_path / "trapd.out",
+                   name="snmptrapd")
+    sd = dut.popen([snmpd, "-f", "-C", "-c", str(tmp_path / "snmpd.conf"), "-m", "", "-Lo"],
+                   log=tmp_path / "snmpd.log", name="snmpd")
+    wait_until(lambda: agentx.exists(), 10, what="snmpd's AgentX socket")
+    cfg = BASE + f"""\
+event-manager:
+  snmp: {{ agentx: "{agentx}" }}
+  rules:
+    - name: link-trap
+      detector: {{ link: {{ port: p0, state: down }} }}
+      actions:
+        - snmp-trap:
+            oid: 1.3.6.1.6.3.1.1.5.3
+            objects: {{ 1.3.6.1.4.1.8072.9999.76.1: "port {{port}} of {{host}}: {{event}}" }}
+"""
+    r = LinerateDaemon(linerate_bin, dut, tmp_path / "dut", cfg.splitlines())
+    try:
+        time.sleep(0.5)
+        h1.run(["ip", "link", "set", "eth0", "down"])
+        wait_until(lambda: traps.exists() and "1.3.6.1.6.3.1.1.5.3" in traps.read_text(), 10,
+                   what="the trap at snmptrapd")
+        text = traps.read_text()
+        assert "port p0 of" in text and "link down" in text, text
+        em = r.cli_json("show", "event-manager")
+        a = em["rules"][0]["actions"][0]
+        assert a["kind"] == "snmp-trap" and a["ok"] == 1, a
+        assert "session" in a["last_detail"], a
+    finally:
+        r.stop()
+        sd.stop()
+        td.stop()

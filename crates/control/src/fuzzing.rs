@@ -329,9 +329,60 @@ pub fn dlsw(data: &[u8]) {
     }
 }
 
+/// What an SNMP master agent answers a subagent, fed to the event manager's AgentX exchange
+/// (Open, Notify, Close): whatever the bytes, it ends with the session or an error, never
+/// reads past them, never allocates more than a payload's limit.
+pub fn agentx(data: &[u8]) {
+    struct Far<'a> {
+        answers: &'a [u8],
+        sent: usize,
+    }
+    impl std::io::Read for Far<'_> {
+        fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+            let n = b.len().min(self.answers.len());
+            b[..n].copy_from_slice(&self.answers[..n]);
+            self.answers = &self.answers[n..];
+            Ok(n)
+        }
+    }
+    impl std::io::Write for Far<'_> {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            // Everything we send is a whole PDU that parses.
+            let h = packet::agentx::parse_header(b, 1 << 16).expect("our PDU");
+            assert_eq!(h.payload_len as usize + packet::agentx::HEADER_LEN, b.len());
+            self.sent += 1;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut far = Far {
+        answers: data,
+        sent: 0,
+    };
+    let objects = vec![(
+        vec![1, 3, 6, 1, 4, 1, 8072, 9999, 1],
+        packet::agentx::Value::OctetString(b"p1".to_vec()),
+    )];
+    let r = crate::events::snmp::exchange(&mut far, &[1, 3, 6, 1, 6, 3, 1, 1, 5, 3], objects, 5);
+    if r.is_ok() {
+        assert_eq!(far.sent, 3, "open, notify, close");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agentx_inputs() {
+        agentx(b"");
+        agentx(&[
+            1, 18, 0x10, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 8,
+        ]);
+        saved("agentx", agentx);
+    }
 
     fn saved(target: &str, f: fn(&[u8])) {
         for (name, data) in packet::fuzz_inputs::saved(target) {

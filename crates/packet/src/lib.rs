@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agentx;
 pub mod arp;
 pub mod atm;
 pub mod capture;

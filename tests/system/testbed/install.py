@@ -32,6 +32,9 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "iputils-ping": ("ping",),
     "util-linux": ("nsenter",),
     "osmo-ggsn": ("sgsnemu", "osmo-ggsn"),
+    "snmpd": ("snmpd",),
+    "snmptrapd": ("snmptrapd",),
+    "tmux": ("tmux",),
 }
 
 # Which package provides a program (by its base name), for error messages and install lists.

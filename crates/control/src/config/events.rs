@@ -5,6 +5,7 @@
 //! event-manager:
 //!   poll-ms: 50                        # how often metric, CPU and table detectors sample
 //!   mail: { server: 127.0.0.1:25, from: linerate@edge1, timeout-ms: 5000 }
+//!   snmp: { agentx: /var/agentx/master }   # snmpd's AgentX socket (or tcp:HOST:PORT)
 //!   rules:
 //!     - name: uplink-down
 //!       detector: { link: { port: p1, state: down } }
@@ -22,6 +23,7 @@
 //!           rate-limit: { count: 1, per-s: 60 }
 //!         - script: { run: [/usr/local/bin/page, "{port}"] }
 //!           timeout-ms: 2000
+//!         - snmp-trap: { oid: 1.3.6.1.6.3.1.1.5.3, objects: { 1.3.6.1.4.1.8072.9999.76.1: "{port}" } }
 //!       resolve-actions: [ { syslog: { text: "port {port} back" } } ]
 //! ```
 //!
@@ -64,6 +66,8 @@ impl PartialEq for Pattern {
 pub struct EventsCfg {
     pub poll_ms: u64,
     pub mail: Option<MailCfg>,
+    /// The SNMP master agent's AgentX socket (a path, or `tcp:HOST:PORT`).
+    pub agentx: Option<String>,
     pub rules: Vec<RuleCfg>,
 }
 
@@ -239,6 +243,11 @@ pub enum Action {
     Script {
         argv: Vec<String>,
     },
+    SnmpTrap {
+        oid: Vec<u32>,
+        /// Objects sent with it: OID and text (an OCTET STRING).
+        objects: Vec<(Vec<u32>, String)>,
+    },
 }
 
 impl Action {
@@ -250,6 +259,7 @@ impl Action {
             Action::Cli { .. } => "cli",
             Action::Commit { .. } => "commit",
             Action::Script { .. } => "script",
+            Action::SnmpTrap { .. } => "snmp-trap",
         }
     }
 
@@ -276,6 +286,7 @@ impl Action {
                 .chain(delete.iter().map(String::as_str))
                 .collect(),
             Action::Script { argv } => argv.iter().map(String::as_str).collect(),
+            Action::SnmpTrap { objects, .. } => objects.iter().map(|(_, t)| t.as_str()).collect(),
         }
     }
 }
@@ -321,6 +332,12 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<EventsCfg> {
         e.at(at, "event-manager.poll-ms", "10 ms to 60,000 ms");
     }
     let mail = f.get("mail").and_then(|m| parse_mail(m, e));
+    let agentx = f.get("snmp").and_then(|m| {
+        let mut g = Fields::new("event-manager.snmp".into(), m, e)?;
+        let a = g.required("agentx", e);
+        g.finish(e);
+        a
+    });
     let mut rules: Vec<RuleCfg> = Vec::new();
     for (rn, path) in seq(&mut f, "rules", e) {
         if let Some(r) = parse_rule(rn, &path, e) {
@@ -340,6 +357,18 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<EventsCfg> {
                     "a mail action needs `event-manager.mail: { server, from }`",
                 );
             }
+            if r.actions
+                .iter()
+                .chain(&r.resolve_actions)
+                .any(|a| matches!(a.action, Action::SnmpTrap { .. }))
+                && agentx.is_none()
+            {
+                e.at(
+                    rn,
+                    &path,
+                    "an snmp-trap action needs `event-manager.snmp: { agentx: SOCKET }` (snmpd's master agentx socket)",
+                );
+            }
             rules.push(r);
         }
     }
@@ -354,6 +383,7 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<EventsCfg> {
     Some(EventsCfg {
         poll_ms,
         mail,
+        agentx,
         rules,
     })
 }
@@ -662,7 +692,7 @@ fn parse_detector(n: &Node, path: &str, e: &mut Errs) -> Option<Detector> {
     d
 }
 
-const ACTIONS: &str = "syslog, mail, webhook, cli, commit, script";
+const ACTIONS: &str = "syslog, mail, webhook, cli, commit, script, snmp-trap";
 
 fn parse_actions(
     f: &mut Fields<'_>,
@@ -869,6 +899,40 @@ fn parse_action(n: &Node, path: &str, vars: &[String], e: &mut Errs) -> Option<A
             }
             g.finish(e);
             Action::Script { argv }
+        }
+        "snmp-trap" => {
+            let mut g = Fields::new(apath.clone(), body, e)?;
+            let oid_text = g.required("oid", e);
+            let oid = oid_text.as_ref().and_then(|o| {
+                let v = packet::agentx::parse_oid(o);
+                if v.is_none() {
+                    let at = g.node("oid").unwrap_or(body);
+                    e.at(
+                        at,
+                        &g.field("oid"),
+                        format!("`{o}` is not an OID (1.3.6.1.4.1.N...)"),
+                    );
+                }
+                v
+            });
+            let mut objects = Vec::new();
+            if let Some(on) = g.get("objects") {
+                match &on.value {
+                    Value::Map(m) => {
+                        for (k, v) in m {
+                            let field = format!("{apath}.objects.{k}");
+                            match (packet::agentx::parse_oid(k), &v.value) {
+                                (Some(o), Value::Scalar(t)) => objects.push((o, t.clone())),
+                                (None, _) => e.at(v, &field, format!("`{k}` is not an OID")),
+                                _ => e.at(v, &field, "expected a text"),
+                            }
+                        }
+                    }
+                    _ => e.at(on, &g.field("objects"), "expected a mapping (OID: text)"),
+                }
+            }
+            g.finish(e);
+            Action::SnmpTrap { oid: oid?, objects }
         }
         other => {
             e.at(

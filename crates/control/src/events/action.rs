@@ -99,6 +99,8 @@ pub struct Context {
     pub core: std::sync::Weak<Core>,
     pub runner: Option<CommandRunner>,
     pub mail: Option<MailCfg>,
+    /// The SNMP master's AgentX socket.
+    pub agentx: Option<String>,
     pub rule: String,
     /// The chain depth the action's own records carry (the event's + 1).
     pub depth: u32,
@@ -208,6 +210,33 @@ pub fn run(action: &Action, vars: &Vars, ctx: &Context, timeout: Duration) -> Ou
             bounded(timeout, move || commit(core, &rule, &set, &delete, confirm))
         }
         Action::Script { argv } => script(argv, vars, ctx, timeout),
+        Action::SnmpTrap { oid, objects } => {
+            let Some(master) = &ctx.agentx else {
+                return Outcome::err("no AgentX master configured");
+            };
+            let uptime_cs = ctx.core.upgrade().map_or(0, |c| {
+                (c.uptime().as_millis() / 10).min(u32::MAX as u128) as u32
+            });
+            let objects = objects
+                .iter()
+                .map(|(o, t)| {
+                    (
+                        o.clone(),
+                        packet::agentx::Value::OctetString(fill(t, vars).into_bytes()),
+                    )
+                })
+                .collect();
+            match super::snmp::send(master, oid, objects, uptime_cs, timeout) {
+                Ok(session) => Outcome::ok(
+                    format!("notification sent through {master} (session {session})"),
+                    String::new(),
+                ),
+                Err(e) => timed(
+                    format!("{master}: {e}"),
+                    e.contains("timed out") || e.contains("WouldBlock"),
+                ),
+            }
+        }
     }
 }
 
@@ -494,6 +523,7 @@ mod tests {
             core: std::sync::Weak::new(),
             runner: None,
             mail: None,
+            agentx: None,
             rule: "r".into(),
             depth: 1,
             resolve: false,

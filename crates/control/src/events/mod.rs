@@ -15,6 +15,7 @@
 pub mod action;
 pub mod engine;
 pub mod rule;
+pub mod snmp;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -533,6 +534,7 @@ impl Loop {
             core: self.core.clone(),
             runner: self.runner.clone(),
             mail: self.cfg.as_ref().and_then(|c| c.mail.clone()),
+            agentx: self.cfg.as_ref().and_then(|c| c.agentx.clone()),
             rule: rule.to_string(),
             depth: f.depth + 1,
             resolve: f.resolve,
