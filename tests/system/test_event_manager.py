@@ -53,16 +53,7 @@ def test_me16_link_down_mails_the_noc(linerate_bin, testbed, tmp_path):
     assert json.loads(out.with_suffix(".json").read_text())["verdict"] == "pass"
 
 
-BASE = """\
-router: { workers: 1, idle-sleep-us: 50 }
-ports:
-  - { name: p0, driver: af_packet, device: d0 }
-interfaces:
-  - { name: p0, port: p0, mac: "02:00:00:00:0a:01", ipv4: [192.0.2.1/24] }
-control-plane:
-  punt:
-    local: { rate: 1000, burst: 100 }
-"""
+BASE = eem.ONE_PORT
 
 
 def test_commands_are_accounted_and_command_rules_fire(linerate_bin, testbed, tmp_path):

@@ -524,7 +524,8 @@ class Terminal:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
-ME19_CONFIG = """\
+# One port on d0, the punt class `local` at 1,000/s: what the smaller tests add rules to.
+ONE_PORT = """\
 router: { workers: 1, idle-sleep-us: 50 }
 ports:
   - { name: p0, driver: af_packet, device: d0 }
@@ -533,6 +534,9 @@ interfaces:
 control-plane:
   punt:
     local: { rate: 1000, burst: 100 }
+"""
+
+ME19_CONFIG = ONE_PORT + """\
 logging: { hostname: me19-dut }
 event-manager:
   rules:
