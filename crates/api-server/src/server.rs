@@ -244,6 +244,15 @@ pub(crate) fn error(e: ApiError) -> Response {
 
 type Shared = State<Arc<Core>>;
 
+fn running_config(c: &Core) -> RunningConfig {
+    let (text, source, commit) = c.running_config();
+    RunningConfig {
+        text,
+        source,
+        commit,
+    }
+}
+
 /// A JSON request body, or what is wrong with it.
 pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("request body: {e}")))
@@ -397,16 +406,7 @@ fn routes(core: Arc<Core>) -> Router {
         .route("/v1/logging", get(logging))
         .route(
             "/v1/config",
-            get(|State(c): Shared| {
-                call(c, |c| {
-                    let (text, source, commit) = c.running_config();
-                    Ok(RunningConfig {
-                        text,
-                        source,
-                        commit,
-                    })
-                })
-            }),
+            get(|State(c): Shared| call(c, |c| Ok(running_config(c)))),
         )
         .route(
             "/v1/config/history",
@@ -432,16 +432,9 @@ fn routes(core: Arc<Core>) -> Router {
         .route(
             "/v1/session/configure",
             post(|State(c): Shared| {
-                call(c, |c| {
-                    // Entering configure mode is logged by the accounting layer (CONFIG_MODE);
-                    // the answer is the candidate's starting point.
-                    let (text, source, commit) = c.running_config();
-                    Ok(RunningConfig {
-                        text,
-                        source,
-                        commit,
-                    })
-                })
+                // Entering configure mode is logged by the accounting layer (CONFIG_MODE); the
+                // answer is the candidate's starting point.
+                call(c, |c| Ok(running_config(c)))
             }),
         )
         .route(

@@ -51,6 +51,15 @@ pub fn terminal() -> Option<String> {
 }
 
 impl ApiArgs {
+    /// These arguments with `line` as the command every request names (accounting).
+    pub fn with_command(&self, line: &str) -> ApiArgs {
+        let mut a = self.clone();
+        a.context.retain(|(k, _)| k != "x-linerate-command");
+        a.context
+            .push(("x-linerate-command".into(), line.to_string()));
+        a
+    }
+
     pub fn client(&self) -> Result<Client, String> {
         let ep = match &self.api {
             Some(addr) => {

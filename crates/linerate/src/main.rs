@@ -10,7 +10,7 @@ mod tester_cmd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use control::Router;
 use dataplane::DropReason;
 use fib::gen::{Profile, Spec};
@@ -418,15 +418,30 @@ fn client(api: &client_cmd::ApiArgs, cmd: Cmd) -> Result<Result<(), String>, Box
 /// runs the commands its rules name, through the same command tree as the CLI.
 pub fn run_line(line: &str, socket: &std::path::Path, user: &str) -> Result<String, String> {
     let words = shell_words::split(line).map_err(|e| format!("`{line}`: {e}"))?;
-    let cli = Cli::try_parse_from(std::iter::once("linerate".to_string()).chain(words))
+    let api = client_cmd::ApiArgs {
+        socket: socket.to_path_buf(),
+        api: None,
+        token_file: None,
+        context: vec![("x-linerate-on-behalf".into(), user.to_string())],
+    };
+    run_words(&Cli::command(), &api, words, line)
+}
+
+/// `words` parsed with `tree` (the command tree, or the shell's with abbreviations) and run as
+/// a client command with `api` (the line as typed goes with it, for accounting); what it
+/// printed, captured.
+pub fn run_words(
+    tree: &clap::Command,
+    api: &client_cmd::ApiArgs,
+    words: Vec<String>,
+    line: &str,
+) -> Result<String, String> {
+    let m = tree
+        .clone()
+        .try_get_matches_from(std::iter::once("linerate".to_string()).chain(words))
         .map_err(|e| e.render().to_string().trim_end().to_string())?;
-    let mut api = cli.api.clone();
-    api.socket = socket.to_path_buf();
-    api.api = None;
-    api.context = vec![
-        ("x-linerate-command".into(), line.to_string()),
-        ("x-linerate-on-behalf".into(), user.to_string()),
-    ];
+    let cli = Cli::from_arg_matches(&m).map_err(|e| e.to_string())?;
+    let api = api.with_command(line);
     let (res, text) = out::capture(|| client(&api, cli.cmd));
     match res {
         Ok(Ok(())) => Ok(text),
@@ -461,7 +476,7 @@ fn main() -> ExitCode {
     let mut api = cli.api.clone();
     // Accounting: the command as typed goes with each request, with the terminal it came from.
     let argv = command_words(std::env::args().skip(1));
-    api.context = vec![("x-linerate-command".into(), shell_words::join(&argv))];
+    api = api.with_command(&shell_words::join(&argv));
     if let Some(t) = client_cmd::terminal() {
         api.context.push(("x-linerate-terminal".into(), t));
     }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use api::requests::{ApplyOptions, ApplyRequest};
 use api::views::{ApplyOutcome, RunningConfig};
 use api::Render;
-use clap::{Command, CommandFactory, FromArgMatches};
+use clap::{Command, CommandFactory};
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
@@ -277,11 +277,7 @@ struct Candidate {
 
 impl Session {
     fn client(&self, command: &str) -> Result<api::Client, String> {
-        let mut api = self.api.clone();
-        api.context.retain(|(k, _)| k != "x-linerate-command");
-        api.context
-            .push(("x-linerate-command".into(), command.to_string()));
-        api.client()
+        self.api.with_command(command).client()
     }
 
     fn prompt(&self) -> String {
@@ -300,25 +296,7 @@ impl Session {
         if json {
             words.push("--json".into());
         }
-        let first = words[0].clone();
-        let m = self
-            .tree
-            .clone()
-            .try_get_matches_from(std::iter::once("linerate".to_string()).chain(words))
-            .map_err(|e| e.render().to_string().trim_end().to_string())?;
-        let cli = crate::Cli::from_arg_matches(&m).map_err(|e| e.to_string())?;
-        let mut api = self.api.clone();
-        api.context.retain(|(k, _)| k != "x-linerate-command");
-        api.context
-            .push(("x-linerate-command".into(), line.to_string()));
-        let (res, text) = crate::out::capture(|| crate::client(&api, cli.cmd));
-        match res {
-            Ok(Ok(())) => Ok(text),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(format!(
-                "`{first}`: not a command for a running router here"
-            )),
-        }
+        crate::run_words(&self.tree, &self.api, words, line)
     }
 
     fn enter_configure(&mut self) -> Result<String, String> {

@@ -61,6 +61,8 @@ pub struct RuleRt {
     pub last_fired: Option<SystemTime>,
     pub last_instance: String,
     pub last_value: String,
+    /// From the last firing's event to its dispatch, ms (set by the thread that dispatches).
+    pub last_dispatch_ms: Option<f64>,
 }
 
 impl RuleRt {
@@ -85,6 +87,7 @@ impl RuleRt {
             last_fired: None,
             last_instance: String::new(),
             last_value: String::new(),
+            last_dispatch_ms: None,
         }
     }
 

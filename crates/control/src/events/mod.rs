@@ -383,22 +383,13 @@ impl Loop {
                     last_fired_unix: r.last_fired.map(unix),
                     last_instance: r.last_instance.clone(),
                     last_value: r.last_value.clone(),
-                    last_event_to_dispatch_ms: None,
+                    last_event_to_dispatch_ms: r.last_dispatch_ms,
                     actions: Vec::new(),
                 }
             })
             .collect();
         let mut st = self.shared.status.lock().unwrap_or_else(|e| e.into_inner());
-        // The dispatch latencies are kept by dispatch() in the previous views.
-        let lat: BTreeMap<String, Option<f64>> = st
-            .rules
-            .iter()
-            .map(|r| (r.name.clone(), r.last_event_to_dispatch_ms))
-            .collect();
         st.rules = rules;
-        for r in &mut st.rules {
-            r.last_event_to_dispatch_ms = lat.get(&r.name).copied().flatten();
-        }
         st.view.poll_ms = self.cfg.as_ref().map_or(0, |c| c.poll_ms);
         st.view.records_seen = self.engine.records_seen;
         st.view.too_deep = self.engine.too_deep;
@@ -463,11 +454,8 @@ impl Loop {
                     vars["event"]
                 ),
             );
-            {
-                let mut st = self.shared.status.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(v) = st.rules.iter_mut().find(|x| x.name == cfg.name) {
-                    v.last_event_to_dispatch_ms = Some(dispatch_ms);
-                }
+            if let Some(r) = self.engine.rules.get_mut(f.rule) {
+                r.last_dispatch_ms = Some(dispatch_ms);
             }
             let (list, offset) = if f.resolve {
                 (&cfg.resolve_actions, cfg.actions.len())
