@@ -17,6 +17,7 @@ use arc_swap::ArcSwap;
 use classify::{Classifier, Rule};
 use dataplane::feature::acl_log::{AclLogEvent, AclLogSink};
 use dataplane::feature::police::{Meter, PolicerConfig};
+use dataplane::feature::watch::FlowWatch;
 use dataplane::feature::{
     self, Acl, AclCounters, AclEntry, FlowShared, IfFeatures, Policer, Qos, QosClass, Step, Verdict,
 };
@@ -69,6 +70,9 @@ pub struct ServicesState {
     /// The punt table's limits (control-plane protection), published with the tables; the
     /// same `Arc` while they do not change, so workers keep their buckets across commits.
     pub punt: Arc<dataplane::punt::PuntLimits>,
+    /// The event manager's flow detectors' request to the workers (one per router, kept
+    /// across commits, whatever the flow settings).
+    pub watch: Arc<FlowWatch>,
 }
 
 impl ServicesState {
@@ -92,6 +96,7 @@ impl ServicesState {
             plan: prev.map_or_else(Default::default, |p| p.plan.clone()),
             export: prev.map_or_else(Default::default, |p| p.export.clone()),
             stop: prev.map_or_else(Default::default, |p| p.stop.clone()),
+            watch: prev.map_or_else(Default::default, |p| p.watch.clone()),
         };
         for a in &s.acls {
             let counters = match prev.and_then(|p| p.acls.get(&a.name)) {
@@ -115,15 +120,18 @@ impl ServicesState {
                 .and_then(|p| p.flow.clone());
             st.flow = Some(reuse.unwrap_or_else(|| {
                 let workers = cfg.workers.max(1);
-                Arc::new(FlowShared::new(
-                    flow::CacheConfig {
-                        capacity: fc.cache_size.div_ceil(workers),
-                        active_timeout_ns: fc.active_timeout_s as u64 * 1_000_000_000,
-                        inactive_timeout_ns: fc.inactive_timeout_s as u64 * 1_000_000_000,
-                    },
-                    fc.sampling,
-                    1 << 20,
-                ))
+                Arc::new(
+                    FlowShared::new(
+                        flow::CacheConfig {
+                            capacity: fc.cache_size.div_ceil(workers),
+                            active_timeout_ns: fc.active_timeout_s as u64 * 1_000_000_000,
+                            inactive_timeout_ns: fc.inactive_timeout_s as u64 * 1_000_000_000,
+                        },
+                        fc.sampling,
+                        1 << 20,
+                    )
+                    .watching(st.watch.clone()),
+                )
             }));
         }
         for p in &s.policies {

@@ -80,6 +80,16 @@ pub struct CacheStats {
     pub records: u64,
 }
 
+/// A live flow as [`FlowCache::scan`] shows it: its key and counters since the last export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowSeen {
+    pub key: FlowKey,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Since its last packet.
+    pub idle_ms: u32,
+}
+
 /// The metadata line of a bucket: `sig[w] == 0` marks slot `w` free.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -515,6 +525,48 @@ impl FlowCache {
                 self.stats.expired_active += 1;
                 self.entries[s].reset_counters();
             }
+        }
+    }
+
+    /// Reads (changes nothing) the `budget` slots from `from` on, stopping at the table's end,
+    /// and hands `visit` every flow that saw a packet within the last `active_ms`. Returns the
+    /// slot to go on from: 0 once the end is reached, so a caller knows a pass is complete.
+    /// For looking at the live flows (the event manager's flow detector) a slice at a time,
+    /// without holding the worker for a whole table: an empty or idle slot costs one metadata
+    /// read, a live one the read of its entry.
+    pub fn scan(
+        &self,
+        from: usize,
+        budget: usize,
+        now_ns: u64,
+        active_ms: u32,
+        visit: &mut impl FnMut(&FlowSeen),
+    ) -> usize {
+        let now = ms32(now_ns);
+        let slots = self.entries.len();
+        let end = from.saturating_add(budget).min(slots);
+        for s in from.min(end)..end {
+            let b = &self.buckets[s / WAYS];
+            let w = s % WAYS;
+            if b.sig[w] == 0 {
+                continue;
+            }
+            let age = now.wrapping_sub(b.last[w]);
+            if age > active_ms {
+                continue;
+            }
+            let e = &self.entries[s];
+            visit(&FlowSeen {
+                key: e.key(),
+                packets: e.packets(),
+                bytes: e.bytes(),
+                idle_ms: age,
+            });
+        }
+        if end == slots {
+            0
+        } else {
+            end
         }
     }
 

@@ -24,7 +24,7 @@ mod decode;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use cache::{CacheConfig, CacheStats, FlowCache};
+pub use cache::{CacheConfig, CacheStats, FlowCache, FlowSeen};
 pub use export::{Clock, ExportConfig, ExportStats, Exporter};
 pub use wire::{encode_ipfix, encode_v9, Version};
 

@@ -49,7 +49,20 @@ pub struct EventRuleView {
     pub last_value: String,
     /// From the event (a record's time, a sample's) to the firing's dispatch, ms.
     pub last_event_to_dispatch_ms: Option<f64>,
+    /// A flow rule's matching live flows (the seed's average and peak flow count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<EventFlowsView>,
     pub actions: Vec<EventActionView>,
+}
+
+/// A flow rule's count of matching live flows, over the rule's life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventFlowsView {
+    pub now: u64,
+    pub average: f64,
+    pub peak: u64,
+    /// Matching flows the workers did not keep for per-source figures (counts stay exact).
+    pub truncated: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -126,6 +139,28 @@ impl Render for EventManagerView {
                 })
             })
             .collect();
+        let frows: Vec<Vec<String>> = self
+            .rules
+            .iter()
+            .filter_map(|r| {
+                r.flows.map(|f| {
+                    vec![
+                        r.name.clone(),
+                        f.now.to_string(),
+                        format!("{:.1}", f.average),
+                        f.peak.to_string(),
+                        f.truncated.to_string(),
+                    ]
+                })
+            })
+            .collect();
+        if !frows.is_empty() {
+            out.push('\n');
+            out.push_str(&table(
+                &["Rule", "Flows now", "Average", "Peak", "Not kept"],
+                frows,
+            ));
+        }
         if !arows.is_empty() {
             out.push('\n');
             out.push_str(&table(

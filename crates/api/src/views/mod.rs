@@ -32,7 +32,7 @@ pub use dlsw::{
     DlswCircuitView, DlswCircuitsView, DlswPeerView, DlswPeersView, DlswReachView,
     DlswReachabilityView, DlswTotals,
 };
-pub use events::{EventActionView, EventManagerView, EventRuleView};
+pub use events::{EventActionView, EventFlowsView, EventManagerView, EventRuleView};
 pub use graph::{ErrorView, NodeRuntime, RuntimeView, StepView, TraceView, WorkerRuntime};
 pub use gtp::{ApnView, GtpContextView, GtpContextsView, GtpStatsView};
 pub use interfaces::{

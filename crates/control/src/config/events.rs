@@ -40,6 +40,13 @@
 //! - `command: { pattern: REGEX }`: each CLI or API command (and entering configuration mode)
 //!   whose text matches, with its user (edge).
 //! - `timer: { every-ms: N } | { countdown-ms: N }`: ticks (edge).
+//! - `flows: { match: [LINE, ...], interface: NAME, direction: in | out | any, per: source |
+//!   destination | interface | all, above: N, active-ms: W }`: the live flows in the workers'
+//!   flow caches (`flow-export` and an interface's `flow: in` turn accounting on) that had a
+//!   packet within the last W ms and match any of the lines (the QoS match grammar, L3/L4
+//!   fields only), counted per source address (one instance each), destination, input
+//!   interface, or in all; `{sources}` names the busiest sources. The workers read their caches
+//!   a slice per vector, a whole pass every `flow-scan-ms` (default 500).
 //!
 //! Conditions: `for-ms` (level detectors), `debounce` (occurrences: an edge's events, a level's
 //! rising edges), `keep-firing-for-ms`. Actions take `rate-limit` (default 10 per 60 s) and
@@ -65,6 +72,8 @@ impl PartialEq for Pattern {
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventsCfg {
     pub poll_ms: u64,
+    /// How long the workers take to read their flow caches once (flow detectors).
+    pub flow_scan_ms: u64,
     pub mail: Option<MailCfg>,
     /// The SNMP master agent's AgentX socket (a path, or `tcp:HOST:PORT`).
     pub agentx: Option<String>,
@@ -156,6 +165,39 @@ pub enum Detector {
         every_ms: u64,
         repeat: bool,
     },
+    Flows {
+        /// The match lines as written, and what they compile to (any one matches; none: every
+        /// flow).
+        lines: Vec<String>,
+        rules: Vec<classify::Rule>,
+        interface: Option<String>,
+        /// Records of this direction only (None: both).
+        direction: Option<flow::Direction>,
+        per: FlowsPer,
+        threshold: Threshold,
+        active_ms: u64,
+    },
+}
+
+/// What a flow detector counts flows of: each instance is one source address, destination
+/// address, input interface, or the router as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowsPer {
+    Source,
+    Destination,
+    Interface,
+    All,
+}
+
+impl FlowsPer {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowsPer::Source => "source",
+            FlowsPer::Destination => "destination",
+            FlowsPer::Interface => "interface",
+            FlowsPer::All => "all",
+        }
+    }
 }
 
 impl Detector {
@@ -163,7 +205,10 @@ impl Detector {
     pub fn is_level(&self) -> bool {
         matches!(
             self,
-            Detector::Link { .. } | Detector::Metric { .. } | Detector::Cpu { .. }
+            Detector::Link { .. }
+                | Detector::Metric { .. }
+                | Detector::Cpu { .. }
+                | Detector::Flows { .. }
         )
     }
 
@@ -186,6 +231,17 @@ impl Detector {
                 "text".into(),
             ],
             Detector::Timer { .. } => vec![],
+            Detector::Flows { .. } => [
+                "source",
+                "destination",
+                "interface",
+                "flows",
+                "packets",
+                "bytes",
+                "sources",
+            ]
+            .map(String::from)
+            .to_vec(),
         };
         // A metric's labels and a record's parameters are not known here: any name passes
         // for them (an absent one is left as written at firing time).
@@ -203,6 +259,7 @@ impl Detector {
             Detector::Syslog { .. } => "syslog",
             Detector::Command { .. } => "command",
             Detector::Timer { .. } => "timer",
+            Detector::Flows { .. } => "flows",
         }
     }
 }
@@ -331,6 +388,13 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<EventsCfg> {
         let at = f.node("poll-ms").unwrap_or(n);
         e.at(at, "event-manager.poll-ms", "10 ms to 60,000 ms");
     }
+    let flow_scan_ms = f
+        .parse::<u64>("flow-scan-ms", "a time in ms", e)
+        .unwrap_or(500);
+    if !(10..=60_000).contains(&flow_scan_ms) {
+        let at = f.node("flow-scan-ms").unwrap_or(n);
+        e.at(at, "event-manager.flow-scan-ms", "10 ms to 60,000 ms");
+    }
     let mail = f.get("mail").and_then(|m| parse_mail(m, e));
     let agentx = f.get("snmp").and_then(|m| {
         let mut g = Fields::new("event-manager.snmp".into(), m, e)?;
@@ -380,8 +444,24 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<EventsCfg> {
         );
     }
     f.finish(e);
+    if rules
+        .iter()
+        .filter(|r| matches!(r.detector, Detector::Flows { .. }))
+        .count()
+        > dataplane::feature::watch::MAX_FILTERS
+    {
+        e.at(
+            n,
+            "event-manager.rules",
+            format!(
+                "at most {} flow detectors (the workers test each flow against all of them)",
+                dataplane::feature::watch::MAX_FILTERS
+            ),
+        );
+    }
     Some(EventsCfg {
         poll_ms,
+        flow_scan_ms,
         mail,
         agentx,
         rules,
@@ -448,7 +528,7 @@ fn parse_rule(n: &Node, path: &str, e: &mut Errs) -> Option<RuleCfg> {
             e.at(
                 n,
                 &f.field("detector"),
-                "`detector` is required (link, metric, cpu, syslog, command or timer)",
+                "`detector` is required (link, metric, cpu, syslog, command, timer or flows)",
             );
             None
         }
@@ -560,7 +640,7 @@ fn pattern(f: &mut Fields<'_>, n: &Node, e: &mut Errs) -> Option<Pattern> {
     }
 }
 
-const DETECTORS: &str = "link, metric, cpu, syslog, command, timer";
+const DETECTORS: &str = "link, metric, cpu, syslog, command, timer, flows";
 
 fn parse_detector(n: &Node, path: &str, e: &mut Errs) -> Option<Detector> {
     let (kind, body) = one_key(n, path, DETECTORS, e)?;
@@ -679,6 +759,7 @@ fn parse_detector(n: &Node, path: &str, e: &mut Errs) -> Option<Detector> {
                 }
             }
         }
+        "flows" => parse_flows(&mut f, body, e),
         other => {
             e.at(
                 n,
@@ -690,6 +771,103 @@ fn parse_detector(n: &Node, path: &str, e: &mut Errs) -> Option<Detector> {
     };
     f.finish(e);
     d
+}
+
+fn parse_flows(f: &mut Fields<'_>, body: &Node, e: &mut Errs) -> Option<Detector> {
+    use classify::rule::Dim;
+    let mut lines = Vec::new();
+    let mut rules = Vec::new();
+    let mut ok = true;
+    for (line, node, field) in f.list("match", e) {
+        match super::entry::parse(&line, super::entry::Family::Any, false) {
+            Ok(x) => {
+                let l2 = [
+                    Dim::Vlan,
+                    Dim::Pcp,
+                    Dim::EthSrcHi,
+                    Dim::EthSrcLo,
+                    Dim::EthDstHi,
+                    Dim::EthDstLo,
+                ]
+                .iter()
+                .any(|&d| !x.rule.is_wild(d))
+                    // `fragments`: a flow's key is never a later fragment's.
+                    || x.rule.range(Dim::Frag).0 > 0;
+                if l2 || x.rule.tcp_flags.is_some() {
+                    e.at(
+                        node,
+                        &field,
+                        format!(
+                            "`{line}`: a flow's key has addresses, protocol, ports and DSCP \
+                             only (no VLAN, CoS, MAC, fragment or TCP-flag fields)"
+                        ),
+                    );
+                    ok = false;
+                }
+                lines.push(line);
+                rules.push(x.rule);
+            }
+            Err(err) => {
+                super::services::entry_err(e, node, &field, &line, err);
+                ok = false;
+            }
+        }
+    }
+    let interface = f.str("interface", e).filter(|i| i != "any");
+    let direction = match f.str("direction", e).as_deref() {
+        None | Some("in") => Some(flow::Direction::Ingress),
+        Some("out") => Some(flow::Direction::Egress),
+        Some("any") => None,
+        Some(s) => {
+            let at = f.node("direction").unwrap_or(body);
+            e.at(
+                at,
+                &f.field("direction"),
+                format!("`{s}` is not in, out or any"),
+            );
+            ok = false;
+            None
+        }
+    };
+    let per = match f.str("per", e).as_deref() {
+        None | Some("source") => Some(FlowsPer::Source),
+        Some("destination") => Some(FlowsPer::Destination),
+        Some("interface") => Some(FlowsPer::Interface),
+        Some("all") => Some(FlowsPer::All),
+        Some(s) => {
+            let at = f.node("per").unwrap_or(body);
+            e.at(
+                at,
+                &f.field("per"),
+                format!("`{s}` is not source, destination, interface or all"),
+            );
+            None
+        }
+    };
+    let active_ms = f
+        .parse::<u64>("active-ms", "a time in ms", e)
+        .unwrap_or(5000);
+    if !(100..=3_600_000).contains(&active_ms) {
+        let at = f.node("active-ms").unwrap_or(body);
+        e.at(
+            at,
+            &f.field("active-ms"),
+            "100 ms to 3,600,000 ms (an hour)",
+        );
+    }
+    let threshold = threshold(f, body, e);
+    if !ok {
+        return None;
+    }
+    Some(Detector::Flows {
+        lines,
+        rules,
+        interface,
+        direction,
+        per: per?,
+        threshold: threshold?,
+        active_ms,
+    })
 }
 
 const ACTIONS: &str = "syslog, mail, webhook, cli, commit, script, snmp-trap";
@@ -975,6 +1153,38 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
         return;
     };
     for r in &ev.rules {
+        if let Detector::Flows { interface, .. } = &r.detector {
+            let at = |field: &str| Origin {
+                field: format!("{}.detector.flows{field}", r.origin.field),
+                ..r.origin.clone()
+            };
+            if cfg.services.flow_export.is_none() {
+                e.origin(
+                    &at(""),
+                    format!(
+                        "rule {}: a flows detector reads the flow caches, and flow accounting \
+                         is off (no `flow-export`)",
+                        r.name
+                    ),
+                );
+            }
+            if let Some(i) = interface {
+                match cfg.interfaces.iter().find(|x| &x.name == i) {
+                    None => e.origin(
+                        &at(".interface"),
+                        format!("rule {}: no interface is named `{i}`", r.name),
+                    ),
+                    Some(x) if !x.services.flow_in && !x.services.flow_out => e.origin(
+                        &at(".interface"),
+                        format!(
+                            "rule {}: interface `{i}` accounts no flows (give it `flow: in`)",
+                            r.name
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+        }
         if let Detector::Link { port: Some(p), .. } = &r.detector {
             if !cfg.ports.iter().any(|x| &x.name == p) {
                 e.origin(
@@ -1115,6 +1325,54 @@ interfaces:
             "{head}      detector: {{ cpu: {{ of: control }} }}\n      actions: [ {{ script: {{ run: [/bin/true] }} }} ]\n"
         ));
         assert!(e.contains("threshold is required"), "{e}");
+
+        // Flow detectors: accounting must be on, the lines must be L3/L4 only.
+        let e = one_error(&format!(
+            "{head}      detector: {{ flows: {{ match: [\"udp dport 1434\"], above: 100 }} }}\n      actions: [ {{ syslog: {{ text: \"{{source}}\" }} }} ]\n"
+        ));
+        assert!(e.contains("flow accounting is off"), "{e}");
+        let e = one_error(&format!(
+            "flow-export: {{ collectors: [\"127.0.0.1:9\"] }}\n{head}      detector: {{ flows: {{ match: [\"udp vlan 7\"], above: 100 }} }}\n      actions: [ {{ syslog: {{ text: x }} }} ]\n"
+        ));
+        assert!(e.contains("match[0]") && e.contains("no VLAN"), "{e}");
+        let e = one_error(&format!(
+            "flow-export: {{ collectors: [\"127.0.0.1:9\"] }}\n{head}      detector: {{ flows: {{ match: [\"udp dport 1434\"], interface: p1, above: 100 }} }}\n      actions: [ {{ syslog: {{ text: x }} }} ]\n"
+        ));
+        assert!(e.contains("accounts no flows"), "{e}");
+        let e = one_error(&format!(
+            "flow-export: {{ collectors: [\"127.0.0.1:9\"] }}\n{head}      detector: {{ flows: {{ match: [\"udp dport 99999\"], above: 100 }} }}\n      actions: [ {{ syslog: {{ text: x }} }} ]\n"
+        ));
+        assert!(
+            e.contains("r.yaml:9:47:") && e.contains("`99999` is not a port"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_flow_detector_parses_with_its_defaults() {
+        let c = parse(
+            "flow-export: { collectors: [\"127.0.0.1:9\"] }\nevent-manager:\n  flow-scan-ms: 250\n  rules:\n    - name: worm\n      detector: { flows: { match: [\"udp dport 1434\"], per: source, above: 100 } }\n      actions: [ { syslog: { text: \"{flows} flows from {source} on {interface}: {sources}\" } } ]\n",
+        )
+        .unwrap();
+        let ev = c.events.unwrap();
+        assert_eq!(ev.flow_scan_ms, 250);
+        match &ev.rules[0].detector {
+            Detector::Flows {
+                lines,
+                rules,
+                direction,
+                per,
+                active_ms,
+                ..
+            } => {
+                assert_eq!(lines, &["udp dport 1434"]);
+                assert_eq!(rules.len(), 1);
+                assert_eq!(*direction, Some(flow::Direction::Ingress));
+                assert_eq!(*per, FlowsPer::Source);
+                assert_eq!(*active_ms, 5000);
+            }
+            d => panic!("{d:?}"),
+        }
     }
 
     #[test]

@@ -170,7 +170,13 @@ pub struct Services {
 
 /// An entry's error, placed at the offending token: the scalar starts at `n` (one column later
 /// inside quotes).
-fn entry_err(e: &mut Errs, n: &Node, field: &str, line_text: &str, x: entry::EntryError) {
+pub(super) fn entry_err(
+    e: &mut Errs,
+    n: &Node,
+    field: &str,
+    line_text: &str,
+    x: entry::EntryError,
+) {
     let quoted = e
         .text
         .lines()

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, VecDeque};
 use rustc_hash::FxHashMap as HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::flows::RuleFlows;
 use super::rule::{Condition, Phase, RuleState, Transition, Vars};
 use crate::config::events::{CpuOf, Detector, LinkState, MetricKind, RuleCfg};
 use crate::cpu::Kind;
@@ -63,6 +64,29 @@ pub struct RuleRt {
     pub last_value: String,
     /// From the last firing's event to its dispatch, ms (set by the thread that dispatches).
     pub last_dispatch_ms: Option<f64>,
+    /// A flow rule's matching flows: now, on average over its polls, at the peak.
+    pub flows: Option<FlowFigures>,
+}
+
+/// The seed's "average and peak flow count", per flow rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FlowFigures {
+    pub now: u64,
+    pub peak: u64,
+    pub sum: f64,
+    pub samples: u64,
+    /// Matching flows past what the workers keep (per-source figures are a lower bound).
+    pub truncated: u64,
+}
+
+impl FlowFigures {
+    pub fn average(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.sum / self.samples as f64
+        }
+    }
 }
 
 impl RuleRt {
@@ -88,6 +112,7 @@ impl RuleRt {
             last_instance: String::new(),
             last_value: String::new(),
             last_dispatch_ms: None,
+            flows: None,
         }
     }
 
@@ -131,6 +156,9 @@ pub struct Poll {
     pub series: Vec<Series>,
     /// `(thread, kind, cpu %, busy %)` over the last second; None: no new CPU sample.
     pub cpu: Option<Vec<(String, Kind, f64, f64)>>,
+    /// Per rule (by index): what its flow detector sees (None: not a flow rule, or no pass
+    /// published yet).
+    pub flows: Vec<Option<RuleFlows>>,
 }
 
 pub struct Engine {
@@ -198,6 +226,11 @@ impl Engine {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The enabled rules' configs (the flow detectors' spec is built from them).
+    pub fn rule_cfgs(&self) -> Vec<&RuleCfg> {
+        self.rules.iter().map(|r| &r.cfg).collect()
     }
 
     pub fn wants_cpu(&self) -> bool {
@@ -525,6 +558,40 @@ impl Engine {
                         }
                     }
                 }
+                Detector::Flows {
+                    per,
+                    threshold,
+                    lines,
+                    ..
+                } => {
+                    if let Some(Some(fr)) = poll.flows.get(i) {
+                        let f = r.flows.get_or_insert_with(Default::default);
+                        f.now = fr.total;
+                        f.peak = f.peak.max(fr.total);
+                        f.sum += fr.total as f64;
+                        f.samples += 1;
+                        f.truncated = fr.truncated;
+                        let mut present = std::collections::HashSet::new();
+                        for (key, a) in &fr.instances {
+                            present.insert(key.as_str());
+                            let active = threshold.holds(a.flows as f64);
+                            let vars = if active {
+                                flow_vars(*per, key, a, fr, lines)
+                            } else {
+                                Vars::new()
+                            };
+                            let t = r.state.level(key, active, vars, now);
+                            Self::push(i, r, t, time, now, 0, &mut out);
+                        }
+                        // Sources whose flows went idle no longer hold.
+                        for k in r.state.active_keys() {
+                            if !present.contains(k.as_str()) {
+                                let t = r.state.level(&k, false, Vars::new(), now);
+                                Self::push(i, r, t, time, now, 0, &mut out);
+                            }
+                        }
+                    }
+                }
                 Detector::Syslog { .. } | Detector::Command { .. } => {}
             }
             for t in r.state.tick(now) {
@@ -555,6 +622,43 @@ impl Engine {
             .map(|(i, _)| i)
             .collect()
     }
+}
+
+/// A flow instance's variables (only for readings that hold).
+fn flow_vars(
+    per: crate::config::events::FlowsPer,
+    key: &str,
+    a: &super::flows::Agg,
+    fr: &RuleFlows,
+    lines: &[String],
+) -> Vars {
+    use crate::config::events::FlowsPer;
+    let first_source = fr.top_sources.split(" (").next().unwrap_or("-").to_string();
+    let (source, destination, interface) = match per {
+        FlowsPer::Source => (key.to_string(), "-".to_string(), a.interface.clone()),
+        FlowsPer::Destination => (first_source, key.to_string(), a.interface.clone()),
+        FlowsPer::Interface => (first_source, "-".to_string(), key.to_string()),
+        FlowsPer::All => (first_source, "-".to_string(), a.interface.clone()),
+    };
+    let what = if lines.is_empty() {
+        String::new()
+    } else {
+        format!(" matching {}", lines.join("; "))
+    };
+    Vars::from([
+        ("source".into(), source),
+        ("destination".into(), destination),
+        ("interface".into(), interface),
+        ("flows".into(), a.flows.to_string()),
+        ("packets".into(), a.packets.to_string()),
+        ("bytes".into(), a.bytes.to_string()),
+        ("sources".into(), fr.top_sources.clone()),
+        ("value".into(), a.flows.to_string()),
+        (
+            "event".into(),
+            format!("{} live flows{what} for {} {key}", a.flows, per.name()),
+        ),
+    ])
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 
 pub mod action;
 pub mod engine;
+pub mod flows;
 pub mod rule;
 pub mod snmp;
 
@@ -101,6 +102,7 @@ impl EventManager {
                     cpu_seen: Vec::new(),
                     mutes_logged: BTreeMap::new(),
                     published: Instant::now(),
+                    watching: false,
                 }
                 .run(cfg, records, rx)
             })
@@ -173,6 +175,8 @@ struct Loop {
     cpu_seen: Vec<(String, crate::cpu::Kind, f64, f64)>,
     mutes_logged: BTreeMap<String, u64>,
     published: Instant,
+    /// Whether the workers were last asked to scan their flow caches.
+    watching: bool,
 }
 
 /// CPU time this thread has used, ns: what a poll costs, not the time it waited for a CPU.
@@ -245,6 +249,26 @@ pub fn describe(d: &Detector) -> String {
                 if *repeat { "every" } else { "countdown" }
             )
         }
+        Detector::Flows {
+            lines,
+            interface,
+            per,
+            threshold,
+            active_ms,
+            ..
+        } => format!(
+            "flows per {}{}{} within {active_ms} ms {}",
+            per.name(),
+            interface
+                .as_ref()
+                .map_or(String::new(), |i| format!(" on {i}")),
+            if lines.is_empty() {
+                String::new()
+            } else {
+                format!(" matching [{}]", lines.join("; "))
+            },
+            th(threshold)
+        ),
     }
 }
 
@@ -293,6 +317,13 @@ impl Loop {
     fn apply_cfg(&mut self, cfg: Option<EventsCfg>) {
         let rules: Vec<RuleCfg> = cfg.as_ref().map(|c| c.rules.clone()).unwrap_or_default();
         self.engine.reconfigure(rules, Instant::now());
+        if cfg.is_none() && self.watching {
+            // No poll will run to tell the workers: stop their scans here.
+            if let Some(core) = self.core.upgrade() {
+                core.flow_watch().0.set(None);
+            }
+            self.watching = false;
+        }
         self.cfg = cfg;
         let mut st = self.shared.status.lock().unwrap_or_else(|e| e.into_inner());
         let mut actions = BTreeMap::new();
@@ -347,6 +378,18 @@ impl Loop {
                 p.cpu = Some(rows);
             }
         }
+        let cfgs = self.engine.rule_cfgs();
+        let flow_rules = cfgs
+            .iter()
+            .any(|r| r.enabled && matches!(r.detector, Detector::Flows { .. }));
+        if flow_rules || self.watching {
+            let (watch, names) = core.flow_watch();
+            let scan_ms = self.cfg.as_ref().map_or(500, |c| c.flow_scan_ms);
+            let (spec, index) = flows::spec(&cfgs, &names, scan_ms);
+            self.watching = spec.is_some();
+            watch.set(spec);
+            p.flows = flows::read(&watch, &cfgs, &index, &names);
+        }
         drop(core);
         let f = self.engine.on_poll(&p, Instant::now(), SystemTime::now());
         let fired = !f.is_empty();
@@ -384,6 +427,12 @@ impl Loop {
                     last_instance: r.last_instance.clone(),
                     last_value: r.last_value.clone(),
                     last_event_to_dispatch_ms: r.last_dispatch_ms,
+                    flows: r.flows.map(|f| api::views::EventFlowsView {
+                        now: f.now,
+                        average: (f.average() * 10.0).round() / 10.0,
+                        peak: f.peak,
+                        truncated: f.truncated,
+                    }),
                     actions: Vec::new(),
                 }
             })

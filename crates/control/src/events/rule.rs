@@ -218,6 +218,15 @@ impl RuleState {
         out
     }
 
+    /// The instances whose condition held at their last reading.
+    pub fn active_keys(&self) -> Vec<String> {
+        self.instances
+            .iter()
+            .filter(|(_, i)| i.active_since.is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Each instance's phase (idle instances are not kept for long).
     pub fn phases(&self, now: Instant) -> Vec<(String, Phase)> {
         self.instances

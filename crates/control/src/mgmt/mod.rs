@@ -411,6 +411,21 @@ impl Core {
         g.as_ref().map(|m| m.latest()).unwrap_or_default()
     }
 
+    /// The router's flow watch (the flow detectors' request to the workers) and each
+    /// interface's name by index, as the published tables name them.
+    pub fn flow_watch(&self) -> (Arc<dataplane::feature::watch::FlowWatch>, Vec<String>) {
+        let s = self.lock("events.flows");
+        let names = s
+            .router
+            .shared
+            .load()
+            .ifs
+            .iter()
+            .map(|i| i.name.clone())
+            .collect();
+        (s.router.services.watch.clone(), names)
+    }
+
     /// Each port and whether its link is down (as the link thread last reported).
     pub fn port_links(&self) -> BTreeMap<String, bool> {
         let s = self.lock("link.state");

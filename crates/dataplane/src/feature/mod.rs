@@ -21,6 +21,7 @@ pub mod input;
 pub mod mark;
 pub mod output;
 pub mod police;
+pub mod watch;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -186,6 +187,9 @@ pub struct FlowShared {
     /// Caches a worker had to build itself, none being ready: each one a pause in forwarding.
     /// [`FlowShared::prepare`] keeps it at 0.
     pub built_by_workers: AtomicU64,
+    /// What the event manager asks of the live flows; the same one across settings changes
+    /// (see [`FlowShared::watching`]).
+    pub watch: Arc<watch::FlowWatch>,
 }
 
 impl FlowShared {
@@ -202,7 +206,14 @@ impl FlowShared {
             spares: Mutex::new(Vec::new()),
             taken: AtomicU64::new(0),
             built_by_workers: AtomicU64::new(0),
+            watch: Arc::default(),
         }
+    }
+
+    /// Workers scan their caches for `watch` (the router's, which outlives these settings).
+    pub fn watching(mut self, watch: Arc<watch::FlowWatch>) -> FlowShared {
+        self.watch = watch;
+        self
     }
 
     /// Builds (allocates and touches) caches until `workers` of them are spare or taken. Called

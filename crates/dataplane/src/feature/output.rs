@@ -80,6 +80,8 @@ pub struct WorkerFlows {
     pub last_stats_ns: u64,
     /// The flows of the run being accounted (key, hash, IP bytes, TCP flags).
     batch: Vec<(FlowKey, u32, u32, u8)>,
+    /// The event manager's look at the live flows (idle unless a flow rule asks).
+    scanner: super::watch::Scanner,
 }
 
 impl WorkerFlows {
@@ -101,6 +103,7 @@ impl WorkerFlows {
             skip: 0,
             last_stats_ns: 0,
             batch: Vec::with_capacity(VECTOR * 2),
+            scanner: Default::default(),
         }
     }
 }
@@ -325,6 +328,13 @@ pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
     if let Some(fl) = ctx.flows.as_mut() {
         let out = &mut fl.out;
         fl.cache.sweep(now, 64, &mut |r| out.push(r));
+        fl.scanner.step(
+            &fl.cache,
+            &fl.shared.watch,
+            ctx.worker as usize,
+            now,
+            t.ifs.len(),
+        );
         if !fl.out.is_empty() {
             fl.shared.push(&mut fl.out);
         }

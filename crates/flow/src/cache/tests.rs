@@ -505,3 +505,39 @@ proptest! {
         prop_assert_eq!(got, model);
     }
 }
+
+/// A scan in slices of any size sees each live flow exactly once per pass, with its counters,
+/// leaves out flows idle longer than asked, and changes nothing.
+#[test]
+fn a_scan_in_slices_sees_each_recent_flow_once() {
+    let mut c = FlowCache::new(cfg(1000));
+    for i in 0..300 {
+        pkt(&mut c, &key(i), 100, 0, S);
+    }
+    // The first 100 again, 3 s later: only they are active within the last second.
+    for i in 0..100 {
+        pkt(&mut c, &key(i), 50, 0, 4 * S);
+    }
+    let before = c.stats();
+    for (budget, window_ms, want) in [(1, 1_000, 100), (7, 1_000, 100), (5000, 10_000, 300)] {
+        let mut seen: HashMap<FlowKey, (u64, u64)> = HashMap::new();
+        let mut from = 0;
+        loop {
+            from = c.scan(from, budget, 4 * S + 10 * MS, window_ms, &mut |f| {
+                assert!(f.idle_ms <= window_ms);
+                assert!(
+                    seen.insert(f.key, (f.packets, f.bytes)).is_none(),
+                    "seen twice"
+                );
+            });
+            if from == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), want, "budget {budget}, window {window_ms} ms");
+        if want == 100 {
+            assert!(seen.values().all(|&v| v == (2, 150)));
+        }
+    }
+    assert_eq!(c.stats(), before);
+}

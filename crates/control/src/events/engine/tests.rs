@@ -180,6 +180,7 @@ fn a_rate_rule_fires_per_series_over_its_window() {
             series("linerate_port_tx_packets_total", "p1", 1e12),
         ],
         cpu: None,
+        flows: vec![],
     };
     let now = SystemTime::now();
     assert!(
@@ -223,6 +224,7 @@ fn an_increase_and_a_value_read_the_same_series_differently() {
     let p = |v: f64| Poll {
         series: vec![series("m_total", "p0", v)],
         cpu: None,
+        flows: vec![],
     };
     let f = e.on_poll(&p(200.0), t0, now);
     assert_eq!(f.iter().map(|f| f.rule).collect::<Vec<_>>(), vec![1]);
@@ -258,6 +260,7 @@ fn cpu_rules_read_control_threads_together_and_workers_by_their_busy_share() {
             ("worker0".into(), Kind::Worker, 100.0, 20.0),
             ("worker1".into(), Kind::Worker, 100.0, 70.0),
         ]),
+        flows: vec![],
     };
     let f = e.on_poll(&poll, t0, SystemTime::now());
     let got: Vec<(usize, String)> = f.iter().map(|f| (f.rule, f.instance.clone())).collect();
@@ -309,4 +312,68 @@ fn a_commit_keeps_the_state_of_unchanged_rules() {
     changed.for_ms = 10;
     e.reconfigure(vec![changed], t0);
     assert_eq!(e.rules[0].fired, 0, "a changed rule starts afresh");
+}
+
+#[test]
+fn a_flow_rule_fires_per_source_above_its_count_and_resolves_when_the_source_goes_quiet() {
+    use crate::config::events::FlowsPer;
+    use crate::events::flows::{Agg, RuleFlows};
+    let t0 = Instant::now();
+    let r = rule(
+        "worm",
+        Detector::Flows {
+            lines: vec!["udp dport 1434".into()],
+            rules: vec![],
+            interface: None,
+            direction: None,
+            per: FlowsPer::Source,
+            threshold: Threshold::Above(100.0),
+            active_ms: 2000,
+        },
+    );
+    let mut e = Engine::new(vec![r], BTreeMap::new(), t0);
+    let agg = |flows| Agg {
+        flows,
+        packets: flows * 2,
+        bytes: flows * 808,
+        interface: "p0".into(),
+    };
+    let poll = |sources: &[(&str, u64)]| Poll {
+        flows: vec![Some(RuleFlows {
+            instances: sources
+                .iter()
+                .map(|(s, n)| (s.to_string(), agg(*n)))
+                .collect(),
+            total: sources.iter().map(|x| x.1).sum(),
+            top_sources: sources
+                .iter()
+                .map(|(s, n)| format!("{s} ({n})"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            truncated: 0,
+        })],
+        ..Poll::default()
+    };
+    let now = SystemTime::now();
+    let f = e.on_poll(&poll(&[("198.18.0.7", 250), ("198.18.0.9", 3)]), t0, now);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].instance, "198.18.0.7");
+    assert_eq!(f[0].vars["source"], "198.18.0.7");
+    assert_eq!(f[0].vars["interface"], "p0");
+    assert_eq!(f[0].vars["flows"], "250");
+    // Still attacking: nothing new; a second source joins and fires on its own.
+    let f = e.on_poll(
+        &poll(&[("198.18.0.7", 260), ("198.18.0.8", 120)]),
+        t0 + Duration::from_millis(500),
+        now,
+    );
+    assert_eq!(
+        f.iter().map(|f| f.instance.as_str()).collect::<Vec<_>>(),
+        ["198.18.0.8"]
+    );
+    // Both stop: their flows age out of the passes and each resolves once.
+    let f = e.on_poll(&poll(&[]), t0 + Duration::from_millis(1000), now);
+    assert!(f.iter().all(|f| f.resolve) && f.len() == 2, "{f:?}");
+    let figures = e.rules[0].flows.expect("figures kept");
+    assert_eq!((figures.now, figures.peak, figures.samples), (0, 380, 3));
 }
