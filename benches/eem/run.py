@@ -6,8 +6,12 @@
   interface's counters and link diagnostics within 5 s.
 - ME-17: a TTL=1 flood to the router's address drives its control-plane CPU over the threshold;
   a rule commits an interface policer and a lower punt rate; the CPU returns to normal.
+- ME-18: background flows, then SQL Slammer from three hosts on a local subnet and from 500
+  spoofed sources, twice with new random addresses: a flow rule names each infected host and
+  commits a classifier + policer for it; uRPF drops the spoofed sources.
 
-    sudo benches/eem/run.py --out target/eem            # both
+    sudo benches/eem/run.py --out target/eem            # ME-16, ME-17, ME-18
+    sudo benches/eem/run.py --only me18 --seed 7         # the same addresses again
     sudo benches/eem/run.py --only me17 --threshold 40 --load 2
     sudo benches/eem/run.py --only fastpath --pairs 3   # forwarding cost with and without rules
 
@@ -29,14 +33,14 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "system"))
 
 from testbed import Testbed  # noqa: E402
-from testbed import eem  # noqa: E402
+from testbed import eem, me18  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=str(REPO / "target" / "release" / "linerate"))
     ap.add_argument("--out", default="target/eem")
-    ap.add_argument("--only", choices=["me16", "me17", "fastpath"], action="append")
+    ap.add_argument("--only", choices=["me16", "me17", "me18", "fastpath"], action="append")
     ap.add_argument("--rules", type=int, default=200, help="fastpath: metric rules")
     ap.add_argument("--poll-ms", type=int, default=10, help="fastpath: their poll period")
     ap.add_argument("--pairs", type=int, default=3, help="fastpath: alternated pairs")
@@ -49,10 +53,14 @@ def main() -> int:
     ap.add_argument("--load", type=float, default=2.0,
                     help="ME-17: the flood, %% of 10 Gbit/s in 64-byte frames")
     ap.add_argument("--seconds", type=int, default=12, help="ME-17: the flood's length")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="ME-18: random seed for the attack addresses (default: new each run)")
+    ap.add_argument("--rounds", type=int, default=2, help="ME-18: attacks, each from new "
+                    "addresses")
     a = ap.parse_args()
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    which = a.only or ["me16", "me17"]
+    which = a.only or ["me16", "me17", "me18"]
     verdicts = {}
     for name in which:
         if name == "fastpath":
@@ -72,6 +80,10 @@ def main() -> int:
             if name == "me16":
                 rep = eem.me16(Path(a.bin), tb, out / "run-me16" / "work")
                 eem.write_report(rep, out / "me-16", limit_ms=5000)
+            elif name == "me18":
+                rep = me18.me18(Path(a.bin), tb, out / "run-me18" / "work", seed=a.seed,
+                                rounds=a.rounds)
+                eem.write_report(rep, out / "me-18", limit_ms=2000)
             else:
                 rep = eem.me17(Path(a.bin), tb, out / "run-me17" / "work", load_pct=a.load,
                                seconds=a.seconds, threshold=a.threshold)

@@ -8,6 +8,10 @@ What is checked, as outcomes:
   resolve mail follows when the link returns; the scenario's report has its checks and verdict;
 - commands are accounted: each CLI command is logged with its user (SO_PEERCRED) and the
   command line, and a command rule fires on them;
+- ME-18: SQL Slammer from three hosts of a local subnet and from 500 spoofed sources, twice
+  with new random addresses: a flow rule (the workers' live flow caches) names exactly the
+  infected hosts and commits a classifier + policer for each within 2 s of the first frame; uRPF
+  drops every spoofed frame; background traffic loses nothing;
 - a commit action changes the running config through the commit path and its rollback timer
   takes it back;
 - a rule that would trigger itself is not re-triggered by its own records;
@@ -25,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import eem
+from testbed import eem, me18
 from testbed.l2 import LinerateDaemon
 from testbed.netns import wait_until
 
@@ -187,6 +191,23 @@ def test_me17_control_plane_cpu_protection(linerate_bin, testbed, tmp_path):
     failed = [c for c in rep["checks"] if not c["pass"]]
     ours = {k: v for k, v in rep["ours"].items() if k != "samples"}
     assert rep["verdict"] == "pass", json.dumps(failed, indent=1) + "\n" + json.dumps(ours)
+
+
+def test_me18_slammer_found_in_the_flow_caches_and_policed(linerate_bin, testbed, tmp_path):
+    # New random addresses each run (LINERATE_ME18_SEED repeats one), two attacks per run.
+    seed = os.environ.get("LINERATE_ME18_SEED")
+    rep = me18.me18(linerate_bin, testbed, tmp_path, seed=int(seed) if seed else None,
+                    seconds=6)
+    out = Path(os.environ.get("LINERATE_ME18_OUT", tmp_path / "me-18"))
+    eem.write_report(rep, out, limit_ms=2000)
+    failed = [c for c in rep["checks"] if not c["pass"]]
+    attacks = [{k: v for k, v in a.items() if k not in ("qos",)} for a in rep["ours"]["attacks"]]
+    assert rep["verdict"] == "pass", json.dumps(failed, indent=1) + "\n" + json.dumps(attacks)
+    # The running config holds what the rule built: one class per infected host, policed.
+    text = rep["ours"]["running_config_after"]
+    for a in rep["ours"]["attacks"]:
+        for h in a["infected"]:
+            assert f"worm-{h}" in text and f"udp src host {h} dport 1434" in text, text
 
 
 def test_me19_interactive_cli_and_configuration_attempts(linerate_bin, testbed, tmp_path):

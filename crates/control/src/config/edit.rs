@@ -22,7 +22,22 @@ enum Step {
 
 fn parse_path(path: &str) -> Result<Vec<Step>, String> {
     let mut steps = Vec::new();
-    for part in path.split('.') {
+    // Split on the dots outside brackets: `[name=worm-198.51.100.7]` is one step.
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in path.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 => {
+                parts.push(&path[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&path[start..]);
+    for part in parts {
         let (key, mut rest) = match part.find('[') {
             Some(i) => (&part[..i], &part[i..]),
             None => (part, ""),
@@ -340,6 +355,20 @@ logging: { hostname: \"edge 1\" }
         assert_eq!(get(&t, "ports[1].driver").unwrap(), "pcap\n");
         let t = set(&t, "ports[name=p2].driver", "mem").unwrap();
         assert_eq!(get(&t, "ports[2].name").unwrap(), "p2\n");
+        // Dots inside a key's value (an address) do not split the path.
+        let t = set(
+            &t,
+            "qos.classes[name=worm-198.51.100.7].match",
+            "[\"udp src host 198.51.100.7 dport 1434\"]",
+        )
+        .unwrap();
+        assert_eq!(
+            get(&t, "qos.classes[0].name").unwrap(),
+            "worm-198.51.100.7\n"
+        );
+        assert!(get(&t, "qos.classes[name=worm-198.51.100.7].match")
+            .unwrap()
+            .contains("dport 1434"));
     }
 
     #[test]

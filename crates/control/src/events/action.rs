@@ -282,6 +282,11 @@ fn commit(
     let Some(core) = core.upgrade() else {
         return Outcome::err("the router is stopping");
     };
+    // One edit at a time: two rules (or two instances of one, as when two sources of a worm
+    // fire together) each reading the running text and committing their edit of it would
+    // otherwise lose the first one's change.
+    static EDITS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = EDITS.lock().unwrap_or_else(|e| e.into_inner());
     let (mut text, source, before) = core.running_config();
     for (p, v) in set {
         match crate::config::edit::set(&text, p, v) {
