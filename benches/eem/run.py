@@ -14,10 +14,14 @@
     sudo benches/eem/run.py --only me18 --seed 7         # the same addresses again
     sudo benches/eem/run.py --only me17 --threshold 40 --load 2
     sudo benches/eem/run.py --only fastpath --pairs 3   # forwarding cost with and without rules
+    sudo benches/eem/run.py --only fastflows            # ... with and without flows rules
 
 `fastpath`: the same fixed-load trial through a daemon without rules and with --rules metric
 rules sampled every --poll-ms, alternated --pairs times; the DUT's own ns per frame (its
 workers' busy time per frame) side by side, and each poll's cost (OUT/fastpath.json).
+`fastflows`: the same with flow accounting on (a --cache-size cache), without rules and with
+--flow-rules flows rules, which make the workers read their whole cache every --scan-ms
+(OUT/fastflows.json).
 
 Runs in network namespaces it makes and removes (tests/system/testbed).
 """
@@ -40,10 +44,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=str(REPO / "target" / "release" / "linerate"))
     ap.add_argument("--out", default="target/eem")
-    ap.add_argument("--only", choices=["me16", "me17", "me18", "fastpath"], action="append")
+    ap.add_argument("--only", choices=["me16", "me17", "me18", "fastpath", "fastflows"], action="append")
     ap.add_argument("--rules", type=int, default=200, help="fastpath: metric rules")
     ap.add_argument("--poll-ms", type=int, default=10, help="fastpath: their poll period")
     ap.add_argument("--pairs", type=int, default=3, help="fastpath: alternated pairs")
+    ap.add_argument("--flow-rules", type=int, default=8,
+                    help="fastflows: flows rules (the workers scan their caches for them)")
+    ap.add_argument("--cache-size", type=int, default=2_000_000, help="fastflows: flow cache")
+    ap.add_argument("--scan-ms", type=int, default=250, help="fastflows: one pass's time")
     ap.add_argument("--fast-load", type=float, default=0.5,
                     help="fastpath: %% of 10 Gbit/s in 64-byte frames (below the bed's limit)")
     ap.add_argument("--threshold", type=float, default=40.0,
@@ -63,18 +71,21 @@ def main() -> int:
     which = a.only or ["me16", "me17", "me18"]
     verdicts = {}
     for name in which:
-        if name == "fastpath":
+        if name in ("fastpath", "fastflows"):
+            flows = name == "fastflows"
             runs = []
             for i in range(a.pairs):
-                for rules in (0, a.rules):
-                    with Testbed(out / f"run-fast-{i}-{rules}") as tb:
-                        x = eem.fastpath_once(Path(a.bin), tb, out / f"run-fast-{i}-{rules}" /
-                                              "work", rules, a.poll_ms, a.fast_load, 5)
+                for rules in (0, a.flow_rules if flows else a.rules):
+                    with Testbed(out / f"run-{name}-{i}-{rules}") as tb:
+                        x = eem.fastpath_once(Path(a.bin), tb, out / f"run-{name}-{i}-{rules}" /
+                                              "work", rules, a.poll_ms, a.fast_load, 5,
+                                              flows=flows, cache_size=a.cache_size,
+                                              scan_ms=a.scan_ms)
                     runs.append(x)
                     print(f"  pair {i}: {rules} rules: {x['dut_busy_ns_per_frame']} ns/frame, "
                           f"lost {x['lost']} of {x['tx']}, poll {x['last_poll_us']} us "
                           f"(max {x['max_poll_us']})")
-            (out / "fastpath.json").write_text(json.dumps(runs, indent=2) + "\n")
+            (out / f"{name}.json").write_text(json.dumps(runs, indent=2) + "\n")
             continue
         with Testbed(out / f"run-{name}") as tb:
             if name == "me16":

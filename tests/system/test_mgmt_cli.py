@@ -1165,6 +1165,48 @@ def test_tcp_api_needs_the_token(start_daemon, linerate_bin: Path, tmp_path: Pat
     assert p.returncode != 0
 
 
+def test_tcp_tokens_name_their_holders_and_roles(start_daemon, linerate_bin: Path,
+                                                tmp_path: Path) -> None:
+    """A token file of `NAME ROLE SECRET` lines: each holder is the user accounting names
+    (`noc@127.0.0.1`), an admin token changes things, a read-only one reads and is refused a
+    change (403), and the refusal is logged with the holder's name."""
+    noc, grafana = "n0c-" + "0123456789abcdef" * 2, "gr4f-" + "fedcba9876543210" * 2
+    tokens = write(tmp_path / "tokens", f"# API tokens\nnoc admin {noc}\n"
+                                        f"grafana read-only {grafana}  # dashboards\n")
+    port = free_tcp_port()
+    r = start_daemon(extra=("--listen", f"127.0.0.1:{port}", "--token-file", str(tokens)))
+
+    def run(secret_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(linerate_bin), *args, "--api", f"127.0.0.1:{port}",
+                               "--token-file", str(secret_file)],
+                              capture_output=True, text=True, timeout=30)
+
+    ro = write(tmp_path / "grafana", f"grafana read-only {grafana}\n")
+    rw = write(tmp_path / "noc", noc + "\n")
+    p = run(ro, "show", "system", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["commit"] == 1, p.stderr
+    p = run(ro, "port", "remove", "p0")
+    assert p.returncode != 0 and "grafana@127.0.0.1: read-only" in p.stderr, p.stderr
+    assert r.json("show", "ports")[0]["in_service"] is True
+    p = run(rw, "clear", "counters")
+    assert p.returncode == 0, p.stderr
+    texts = [x["text"] for x in r.json("show", "logging", "-n", "50") if x["msgid"] == "COMMAND"]
+    assert any(t.startswith("grafana@127.0.0.1 on ") and "port remove p0" in t
+               and t.endswith("(refused: read-only)") for t in texts), texts
+    assert any(t.startswith("noc@127.0.0.1 on ") and "clear counters" in t
+               and "refused" not in t for t in texts), texts
+    # A mistake in the file names its line, and the daemon does not start.
+    bad = write(tmp_path / "bad", f"noc admin {noc}\nops superuser {grafana}\n")
+    (tmp_path / "r2.yaml").write_text(CONFIG)
+    p = subprocess.run(
+        [str(linerate_bin), "daemon", "--config", str(tmp_path / "r2.yaml"), "--no-state",
+         "--socket", str(tmp_path / "api2.sock"),
+         "--listen", f"127.0.0.1:{free_tcp_port()}", "--token-file", str(bad)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert p.returncode != 0 and f"{bad}:2: role `superuser`" in p.stderr, p.stderr
+
+
 def test_tcp_api_refuses_a_short_token(linerate_bin: Path, tmp_path: Path) -> None:
     """A token shorter than 16 characters is refused: the daemon does not start."""
     (tmp_path / "router.yaml").write_text(CONFIG)

@@ -11,8 +11,9 @@
 //!
 //! Roles: on the socket, root, the router's own user and the members of the admin group
 //! (`--admin-group`, default `linerate-admin`) are admins; anyone else the socket's permissions
-//! let in is read-only: reads only, a change is refused (403) and logged as refused. A TCP
-//! request that carries the token is an admin's.
+//! let in is read-only: reads only, a change is refused (403) and logged as refused. On TCP the
+//! token names the user and the role ([`parse_tokens`]: a file of `NAME ROLE SECRET` lines, or
+//! one secret alone, whose holder `token` is an admin).
 
 use std::sync::Arc;
 
@@ -35,6 +36,106 @@ pub struct Peer {
     pub gid: Option<u32>,
 }
 
+/// One API token: who holds it and whether they may change things.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub name: String,
+    pub admin: bool,
+    pub secret: String,
+}
+
+/// Whom a TCP request's token names (set by the token check, read by [`account`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenHolder {
+    pub name: String,
+    pub admin: bool,
+}
+
+/// The token file: either one secret alone (its holder is `token`, an admin: the file of
+/// earlier releases), or one token per line, `NAME ROLE SECRET` with ROLE `admin` or
+/// `read-only`, `#` starting a comment. Secrets are at least 16 characters; names and secrets
+/// are each used once. Errors name the file and line.
+pub fn parse_tokens(text: &str, file: &str) -> Result<Vec<Token>, String> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or("").trim()))
+        .filter(|(_, l)| !l.is_empty())
+        .collect();
+    let mut out: Vec<Token> = Vec::new();
+    for &(n, l) in &lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let t = match f[..] {
+            [secret] if lines.len() == 1 => Token {
+                name: "token".into(),
+                admin: true,
+                secret: secret.into(),
+            },
+            [name, role, secret] => Token {
+                name: name.into(),
+                admin: match role {
+                    "admin" => true,
+                    "read-only" => false,
+                    r => return Err(format!("{file}:{n}: role `{r}` is not admin or read-only")),
+                },
+                secret: secret.into(),
+            },
+            _ => {
+                return Err(format!(
+                    "{file}:{n}: expected `NAME ROLE SECRET` (ROLE admin or read-only)"
+                ))
+            }
+        };
+        if t.secret.len() < 16 {
+            return Err(format!(
+                "{file}:{n}: the secret must be at least 16 characters"
+            ));
+        }
+        if !t
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        {
+            return Err(format!(
+                "{file}:{n}: `{}`: a name is letters, digits, `-`, `_` and `.`",
+                t.name
+            ));
+        }
+        if out.iter().any(|o| o.name == t.name) {
+            return Err(format!("{file}:{n}: `{}` is named twice", t.name));
+        }
+        if out.iter().any(|o| o.secret == t.secret) {
+            return Err(format!("{file}:{n}: the same secret is given twice"));
+        }
+        out.push(t);
+    }
+    if out.is_empty() {
+        return Err(format!("{file}: no token in it"));
+    }
+    Ok(out)
+}
+
+/// The holder of `given` among `tokens`, compared in time independent of where a secret
+/// differs (every token is compared, whichever matches).
+pub fn holder(tokens: &[Token], given: &str) -> Option<TokenHolder> {
+    let mut found = None;
+    for t in tokens {
+        let same = given.len() == t.secret.len()
+            && given
+                .bytes()
+                .zip(t.secret.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0;
+        if same {
+            found = Some(TokenHolder {
+                name: t.name.clone(),
+                admin: t.admin,
+            });
+        }
+    }
+    found
+}
+
 /// What the accounting layer needs besides the request.
 #[derive(Clone)]
 pub struct Access {
@@ -43,11 +144,13 @@ pub struct Access {
     pub admin_group: String,
 }
 
-/// Whether `peer` is an admin: TCP (the token was checked before), root, the router's own
-/// user, or a member of `group` (by /etc/group's member list or as primary group).
-pub fn is_admin(peer: &Peer, group: &str) -> bool {
+/// Whether `peer` is an admin: on TCP, as its token's role says (`token`); on the socket, root,
+/// the router's own user, or a member of `group` (by /etc/group's member list or as primary
+/// group).
+pub fn is_admin(peer: &Peer, token: Option<&TokenHolder>, group: &str) -> bool {
     let Some(uid) = peer.uid else {
-        return true;
+        // TCP: the token check let the request in and said who holds it.
+        return token.is_some_and(|t| t.admin);
     };
     // SAFETY: geteuid has no preconditions and cannot fail.
     let own = unsafe { libc::geteuid() };
@@ -164,7 +267,14 @@ pub async fn account(
 ) -> Response {
     let core = &access.core;
     let read = req.method() == Method::GET || req.method() == Method::HEAD;
-    let refused = !read && !is_admin(&peer, &access.admin_group);
+    let token = req.extensions().get::<TokenHolder>().cloned();
+    let mut peer = peer;
+    if let (Some(t), None) = (&token, peer.uid) {
+        // `token@ADDRESS` becomes `NAME@ADDRESS`.
+        let at = peer.user.split_once('@').map_or("", |x| x.1).to_string();
+        peer.user = format!("{}@{at}", t.name);
+    }
+    let refused = !read && !is_admin(&peer, token.as_ref(), &access.admin_group);
     if let Some((sev, mut params, mut text)) = command_record(
         &peer,
         std::process::id() as i32,
@@ -192,10 +302,14 @@ pub async fn account(
     if refused {
         return crate::server::error(api::ApiError::new(
             api::ErrorKind::Forbidden,
-            format!(
-                "{}: read-only (changes are for root and the members of group {})",
-                peer.user, access.admin_group
-            ),
+            if token.is_some() {
+                format!("{}: read-only (the token's role)", peer.user)
+            } else {
+                format!(
+                    "{}: read-only (changes are for root and the members of group {})",
+                    peer.user, access.admin_group
+                )
+            },
         ));
     }
     next.run(req).await
@@ -218,15 +332,62 @@ mod tests {
     fn root_and_tcp_are_admins_others_only_by_group() {
         let mut p = peer(5);
         p.uid = Some(0);
-        assert!(is_admin(&p, "linerate-admin"));
+        assert!(is_admin(&p, None, "linerate-admin"));
         p.uid = None;
-        assert!(is_admin(&p, "linerate-admin"));
+        let holder = |admin| TokenHolder {
+            name: "noc".into(),
+            admin,
+        };
+        assert!(is_admin(&p, Some(&holder(true)), "linerate-admin"));
+        assert!(!is_admin(&p, Some(&holder(false)), "linerate-admin"));
+        assert!(!is_admin(&p, None, "linerate-admin"));
         let p = peer(5);
-        assert!(!is_admin(&p, "no-such-group-here"));
+        assert!(!is_admin(&p, None, "no-such-group-here"));
         // Primary group: root's group 0 is `root` in /etc/group.
         let mut p = peer(5);
         p.gid = Some(0);
-        assert!(is_admin(&p, "root"));
+        assert!(is_admin(&p, None, "root"));
+    }
+
+    #[test]
+    fn a_token_file_names_holders_and_roles_and_mistakes_name_the_line() {
+        let one = parse_tokens("0123456789abcdef0123\n", "t").unwrap();
+        assert_eq!((one[0].name.as_str(), one[0].admin), ("token", true));
+        let many = parse_tokens(
+            "# who may use the API\nnoc admin 0123456789abcdef0123\ngrafana read-only fedcba9876543210fedc  # dashboards\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(many.len(), 2);
+        assert_eq!(
+            holder(&many, "fedcba9876543210fedc"),
+            Some(TokenHolder {
+                name: "grafana".into(),
+                admin: false
+            })
+        );
+        assert_eq!(holder(&many, "fedcba9876543210fedd"), None);
+        assert_eq!(holder(&many, ""), None);
+        for (text, want) in [
+            ("noc admin short\n", "t:1: the secret must be at least 16"),
+            ("noc root 0123456789abcdef0123\n", "t:1: role `root`"),
+            (
+                "a admin 0123456789abcdef0123\na admin 0123456789abcdef0124\n",
+                "t:2: `a` is named twice",
+            ),
+            (
+                "a admin 0123456789abcdef0123\nb admin 0123456789abcdef0123\n",
+                "t:2: the same secret",
+            ),
+            (
+                "a admin 0123456789abcdef0123\n0123456789abcdef0124\n",
+                "t:2: expected `NAME ROLE SECRET`",
+            ),
+            ("# nothing\n", "t: no token"),
+        ] {
+            let e = parse_tokens(text, "t").unwrap_err();
+            assert!(e.starts_with(want), "{text:?}: {e}");
+        }
     }
 
     #[test]

@@ -29,8 +29,9 @@ use tokio::sync::oneshot;
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
     pub socket: PathBuf,
-    /// Also the full API on TCP, for requests that carry this bearer token.
-    pub tcp: Option<(SocketAddr, String)>,
+    /// Also the full API on TCP, for requests that carry one of these bearer tokens (each names
+    /// its holder and role: see `accounting::parse_tokens`).
+    pub tcp: Option<(SocketAddr, Vec<crate::accounting::Token>)>,
     /// `/metrics` alone on TCP, without a token (what Prometheus scrapes).
     pub metrics: Option<SocketAddr>,
     /// `nice` value for the server's threads (0..=19).
@@ -141,7 +142,7 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
                         })
                         .await;
                 }));
-                if let Some((addr, token)) = o.tcp.clone() {
+                if let Some((addr, tokens)) = o.tcp.clone() {
                     let l = match tokio::net::TcpListener::bind(addr).await {
                         Ok(l) => l,
                         Err(e) => {
@@ -149,15 +150,15 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
                             return;
                         }
                     };
-                    let token = Arc::new(token);
+                    let tokens = Arc::new(tokens);
                     let app = routes(core.clone())
                         .layer(middleware::from_fn_with_state(
                             access.clone(),
                             crate::accounting::account,
                         ))
                         .layer(middleware::from_fn(move |req: Request, next: Next| {
-                            let token = token.clone();
-                            async move { authorize(&token, req, next).await }
+                            let tokens = tokens.clone();
+                            async move { authorize(&tokens, req, next).await }
                         }))
                         .into_make_service_with_connect_info::<crate::accounting::Peer>();
                     let mut rx = stop_all.subscribe();
@@ -212,27 +213,22 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
     }
 }
 
-async fn authorize(token: &str, req: Request, next: Next) -> Response {
+async fn authorize(tokens: &[crate::accounting::Token], mut req: Request, next: Next) -> Response {
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    // Compared in time independent of where they differ.
-    let ok = given.len() == token.len()
-        && given
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if ok {
-        next.run(req).await
-    } else {
-        error(ApiError::new(
+    match crate::accounting::holder(tokens, given) {
+        Some(h) => {
+            req.extensions_mut().insert(h);
+            next.run(req).await
+        }
+        None => error(ApiError::new(
             ErrorKind::Unauthorized,
-            "this listener needs `Authorization: Bearer TOKEN`",
-        ))
+            "this listener needs `Authorization: Bearer TOKEN` with a token it knows",
+        )),
     }
 }
 

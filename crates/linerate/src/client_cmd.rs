@@ -30,7 +30,8 @@ pub struct ApiArgs {
     /// Talk to the API on TCP (HOST:PORT) instead of the socket; needs --token-file.
     #[arg(long, global = true)]
     pub api: Option<String>,
-    /// File holding the bearer token for --api.
+    /// File holding the bearer token for --api: the secret alone, or one `NAME ROLE SECRET`
+    /// line as the router's token file has it.
     #[arg(long, global = true)]
     pub token_file: Option<PathBuf>,
     /// Headers every request carries: the command line as typed and the terminal, which the
@@ -67,11 +68,9 @@ impl ApiArgs {
                     .token_file
                     .as_ref()
                     .ok_or("--api needs --token-file (TCP requests must carry the token)")?;
-                let token = std::fs::read_to_string(f)
-                    .map_err(|e| format!("{}: {e}", f.display()))?
-                    .trim()
-                    .to_string();
-                Endpoint::Tcp(addr.clone(), token)
+                let text =
+                    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                Endpoint::Tcp(addr.clone(), client_secret(&text, f)?)
             }
             None => Endpoint::Unix(self.socket.clone()),
         };
@@ -857,4 +856,20 @@ pub fn trace(a: &ApiArgs, t: TraceArgs) -> Result<(), String> {
         out!("{}", r.view::<Vec<TraceView>>()?.render());
     }
     Ok(())
+}
+
+/// The secret of a client's token file: one line, the secret alone or `NAME ROLE SECRET`.
+fn client_secret(text: &str, f: &std::path::Path) -> Result<String, String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    match lines[..] {
+        [one] => Ok(one.split_whitespace().last().unwrap_or("").to_string()),
+        _ => Err(format!(
+            "{}: a client's token file holds one token (the secret, or `NAME ROLE SECRET`)",
+            f.display()
+        )),
+    }
 }

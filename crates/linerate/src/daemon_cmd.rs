@@ -23,9 +23,11 @@ pub struct DaemonArgs {
     /// Keep nothing across restarts (boot from --config every time).
     #[arg(long)]
     pub no_state: bool,
-    /// Also serve the API on TCP at this address; requests must carry the token of --token-file.
+    /// Also serve the API on TCP at this address; requests must carry a token of --token-file.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// The TCP API's tokens: one `NAME ROLE SECRET` line each (ROLE admin or read-only; NAME is
+    /// the user in accounting), or one secret alone (held by `token`, an admin).
     #[arg(long)]
     pub token_file: Option<PathBuf>,
     /// Serve /metrics alone on TCP at this address (for Prometheus; no token).
@@ -89,17 +91,9 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     };
     let tcp = match (a.listen, &a.token_file) {
         (Some(addr), Some(f)) => {
-            let token = std::fs::read_to_string(f)
-                .map_err(|e| format!("{}: {e}", f.display()))?
-                .trim()
-                .to_string();
-            if token.len() < 16 {
-                return Err(format!(
-                    "{}: the token must be at least 16 characters",
-                    f.display()
-                ));
-            }
-            Some((addr, token))
+            let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let tokens = api_server::accounting::parse_tokens(&text, &f.display().to_string())?;
+            Some((addr, tokens))
         }
         (Some(_), None) => return Err("--listen needs --token-file".into()),
         _ => None,

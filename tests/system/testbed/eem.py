@@ -451,10 +451,27 @@ def fastpath_rules(n: int, poll_ms: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fastpath_flow_rules(n: int, poll_ms: int, cache_size: int, scan_ms: int) -> str:
+    """Flow accounting into a `cache_size` cache and `n` flows rules that never fire (each a
+    different match), their scans a pass every `scan_ms`."""
+    out = [f"flow-export: {{ collectors: [\"127.0.0.1:2055\"], cache-size: {cache_size} }}"]
+    if n == 0:
+        return "\n".join(out) + "\n"
+    out += [f"event-manager:\n  poll-ms: {poll_ms}\n  flow-scan-ms: {scan_ms}\n  rules:"]
+    for i in range(n):
+        out.append(f"    - name: f{i}\n      detector: {{ flows: {{ match: [\"udp dport {1000 + i}\", "
+                   f"\"tcp dport {2000 + i}\"], per: source, above: 1e9 }} }}\n"
+                   f"      actions: [ {{ syslog: {{ text: x }} }} ]")
+    return "\n".join(out) + "\n"
+
+
 def fastpath_once(bin_: Path, tb: Testbed, workdir: Path, rules: int, poll_ms: int,
-                  load_pct: float, seconds: int) -> dict:
-    """One fixed-load trial through a daemon with `rules` metric rules: the DUT's own ns per
-    frame (its workers' busy time), loss, and the event manager's poll cost."""
+                  load_pct: float, seconds: int, flows: bool = False,
+                  cache_size: int = 2_000_000, scan_ms: int = 250) -> dict:
+    """One fixed-load trial through a daemon with `rules` metric rules (with `flows`: flow
+    accounting on both ports into a `cache_size` cache, and `rules` flows rules whose scans
+    take `scan_ms` a pass): the DUT's own ns per frame (its workers' busy time), loss, and the
+    event manager's poll cost."""
     tst, dut = tb.netns("tester"), tb.netns("dut")
     tb.veth(tst, "t0", dut, "d0")
     tb.veth(tst, "t1", dut, "d1")
@@ -463,12 +480,14 @@ def fastpath_once(bin_: Path, tb: Testbed, workdir: Path, rules: int, poll_ms: i
         dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
         dut.up(d)
     workdir.mkdir(parents=True, exist_ok=True)
+    fl = ", flow: in" if flows else ""
     cfg = (f"router: {{ workers: 1 }}\nports:\n"
            f"  - {{ name: p0, driver: af_packet, device: d0 }}\n"
            f"  - {{ name: p1, driver: af_packet, device: d1 }}\ninterfaces:\n"
-           f"  - {{ name: p0, port: p0, mac: \"{LR_MAC[0]}\", ipv4: [198.18.0.1/24] }}\n"
-           f"  - {{ name: p1, port: p1, mac: \"{LR_MAC[1]}\", ipv4: [198.18.1.1/24] }}\n"
-           + fastpath_rules(rules, poll_ms))
+           f"  - {{ name: p0, port: p0, mac: \"{LR_MAC[0]}\", ipv4: [198.18.0.1/24]{fl} }}\n"
+           f"  - {{ name: p1, port: p1, mac: \"{LR_MAC[1]}\", ipv4: [198.18.1.1/24]{fl} }}\n"
+           + (fastpath_flow_rules(rules, poll_ms, cache_size, scan_ms) if flows
+              else fastpath_rules(rules, poll_ms)))
     r = LinerateDaemon(bin_, dut, workdir / "dut", cfg.splitlines())
     tdut = workdir / "tester-dut.yaml"
     tdut.write_text(ME17_TESTER_DUT.format(m0=LR_MAC[0], m1=LR_MAC[1], t0=T_MAC[0], t1=T_MAC[1]))
@@ -487,7 +506,8 @@ def fastpath_once(bin_: Path, tb: Testbed, workdir: Path, rules: int, poll_ms: i
         r.stop()
     rep = json.loads((workdir / "trial" / "external.json").read_text())
     t = rep["rows"][0]["trials"][0]
-    return {"rules": rules, "poll_ms": poll_ms, "tx": t["tx"], "rx": t["rx"], "lost": t["lost"],
+    return {"rules": rules, "flows": flows, "poll_ms": poll_ms, "tx": t["tx"], "rx": t["rx"],
+            "lost": t["lost"], "rx_fps": t["rx_fps"],
             "dut_busy_ns_per_frame": t["cpu"]["dut_busy_ns_per_frame"],
             "polls": em.get("polls", 0), "last_poll_us": em.get("last_poll_us", 0),
             "max_poll_us": em.get("max_poll_us", 0)}

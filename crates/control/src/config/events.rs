@@ -39,7 +39,10 @@
 //! - `syslog: { pattern: REGEX, msgid: ID }`: each record whose `MSGID text` matches (edge).
 //! - `command: { pattern: REGEX }`: each CLI or API command (and entering configuration mode)
 //!   whose text matches, with its user (edge).
-//! - `timer: { every-ms: N } | { countdown-ms: N }`: ticks (edge).
+//! - `timer: { every-ms: N } | { countdown-ms: N } | { cron: "MIN HOUR DOM MON DOW" }`: ticks
+//!   (edge): periodic (EEM's watchdog timer), once after N ms from the rule's start, or at the
+//!   times a cron pattern names in the router's local time (seconds may come first; `@daily`
+//!   and the like work).
 //! - `flows: { match: [LINE, ...], interface: NAME, direction: in | out | any, per: source |
 //!   destination | interface | all, above: N, active-ms: W }`: the live flows in the workers'
 //!   flow caches (`flow-export` and an interface's `flow: in` turn accounting on) that had a
@@ -165,6 +168,10 @@ pub enum Detector {
         every_ms: u64,
         repeat: bool,
     },
+    /// At the times a cron pattern names, in the router's local time.
+    Cron {
+        pattern: CronPattern,
+    },
     Flows {
         /// The match lines as written, and what they compile to (any one matches; none: every
         /// flow).
@@ -177,6 +184,39 @@ pub enum Detector {
         threshold: Threshold,
         active_ms: u64,
     },
+}
+
+/// A cron pattern (`MIN HOUR DOM MON DOW`, optionally with seconds first) that compares (and
+/// prints) as the text it was written as.
+#[derive(Clone, Debug)]
+pub struct CronPattern(pub Box<croner::Cron>);
+
+impl PartialEq for CronPattern {
+    fn eq(&self, o: &CronPattern) -> bool {
+        self.0.pattern.to_string() == o.0.pattern.to_string()
+    }
+}
+
+impl CronPattern {
+    pub fn parse(s: &str) -> Result<CronPattern, String> {
+        croner::parser::CronParser::builder()
+            .seconds(croner::parser::Seconds::Optional)
+            .build()
+            .parse(s)
+            .map(|c| CronPattern(Box::new(c)))
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn text(&self) -> String {
+        self.0.pattern.to_string()
+    }
+
+    /// How long from now to its next time (None: it names no time to come).
+    pub fn until_next(&self) -> Option<std::time::Duration> {
+        let now = chrono::Local::now();
+        let next = self.0.find_next_occurrence(&now, false).ok()?;
+        (next - now).to_std().ok()
+    }
 }
 
 /// What a flow detector counts flows of: each instance is one source address, destination
@@ -230,7 +270,7 @@ impl Detector {
                 "terminal".into(),
                 "text".into(),
             ],
-            Detector::Timer { .. } => vec![],
+            Detector::Timer { .. } | Detector::Cron { .. } => vec![],
             Detector::Flows { .. } => [
                 "source",
                 "destination",
@@ -258,7 +298,7 @@ impl Detector {
             Detector::Cpu { .. } => "cpu",
             Detector::Syslog { .. } => "syslog",
             Detector::Command { .. } => "command",
-            Detector::Timer { .. } => "timer",
+            Detector::Timer { .. } | Detector::Cron { .. } => "timer",
             Detector::Flows { .. } => "flows",
         }
     }
@@ -740,6 +780,27 @@ fn parse_detector(n: &Node, path: &str, e: &mut Errs) -> Option<Detector> {
         "timer" => {
             let every = f.parse::<u64>("every-ms", "a time in ms", e);
             let countdown = f.parse::<u64>("countdown-ms", "a time in ms", e);
+            let cron = f.str("cron", e);
+            if let Some(c) = cron {
+                if every.is_some() || countdown.is_some() {
+                    e.at(body, &path, "one of `every-ms`, `countdown-ms` or `cron`");
+                    return None;
+                }
+                let d = match CronPattern::parse(&c) {
+                    Ok(pattern) => Some(Detector::Cron { pattern }),
+                    Err(why) => {
+                        let at = f.node("cron").unwrap_or(body);
+                        e.at(
+                            at,
+                            &f.field("cron"),
+                            format!("`{c}` is not a cron pattern (MIN HOUR DOM MON DOW, seconds optional first): {why}"),
+                        );
+                        None
+                    }
+                };
+                f.finish(e);
+                return d;
+            }
             match (every, countdown) {
                 (Some(ms), None) | (None, Some(ms)) if ms == 0 => {
                     e.at(body, &path, "at least 1 ms");
@@ -754,7 +815,7 @@ fn parse_detector(n: &Node, path: &str, e: &mut Errs) -> Option<Detector> {
                     repeat: false,
                 }),
                 _ => {
-                    e.at(body, &path, "one of `every-ms` or `countdown-ms`");
+                    e.at(body, &path, "one of `every-ms`, `countdown-ms` or `cron`");
                     None
                 }
             }
@@ -1325,6 +1386,14 @@ interfaces:
             "{head}      detector: {{ cpu: {{ of: control }} }}\n      actions: [ {{ script: {{ run: [/bin/true] }} }} ]\n"
         ));
         assert!(e.contains("threshold is required"), "{e}");
+
+        let e = one_error(&format!(
+            "{head}      detector: {{ timer: {{ cron: \"61 * * * *\" }} }}\n      actions: [ {{ syslog: {{ text: x }} }} ]\n"
+        ));
+        assert!(
+            e.starts_with("r.yaml:8:") && e.contains("`61 * * * *` is not a cron pattern"),
+            "{e}"
+        );
 
         // Flow detectors: accounting must be on, the lines must be L3/L4 only.
         let e = one_error(&format!(

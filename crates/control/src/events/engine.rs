@@ -91,8 +91,9 @@ impl FlowFigures {
 
 impl RuleRt {
     pub fn new(cfg: RuleCfg, now: Instant) -> RuleRt {
-        let next_timer = match cfg.detector {
-            Detector::Timer { every_ms, .. } => Some(now + Duration::from_millis(every_ms)),
+        let next_timer = match &cfg.detector {
+            Detector::Timer { every_ms, .. } => Some(now + Duration::from_millis(*every_ms)),
+            Detector::Cron { pattern } => pattern.until_next().map(|d| now + d),
             _ => None,
         };
         let state = RuleState::new(condition(&cfg));
@@ -589,6 +590,23 @@ impl Engine {
                                 let t = r.state.level(&k, false, Vars::new(), now);
                                 Self::push(i, r, t, time, now, 0, &mut out);
                             }
+                        }
+                    }
+                }
+                Detector::Cron { pattern } => {
+                    if let Some(at) = r.next_timer {
+                        if now >= at {
+                            // The next time from the calendar, not from the last tick: a late
+                            // poll neither drifts the schedule nor fires twice.
+                            r.next_timer = pattern
+                                .until_next()
+                                .map(|d| now + d.max(Duration::from_millis(1)));
+                            let vars = Vars::from([(
+                                "event".into(),
+                                format!("cron \"{}\"", pattern.text()),
+                            )]);
+                            let t = r.state.edge("", vars, now);
+                            Self::push(i, r, t, time, now, 0, &mut out);
                         }
                     }
                 }

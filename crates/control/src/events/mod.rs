@@ -249,6 +249,7 @@ pub fn describe(d: &Detector) -> String {
                 if *repeat { "every" } else { "countdown" }
             )
         }
+        Detector::Cron { pattern } => format!("timer cron \"{}\"", pattern.text()),
         Detector::Flows {
             lines,
             interface,

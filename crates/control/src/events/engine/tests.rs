@@ -377,3 +377,36 @@ fn a_flow_rule_fires_per_source_above_its_count_and_resolves_when_the_source_goe
     let figures = e.rules[0].flows.expect("figures kept");
     assert_eq!((figures.now, figures.peak, figures.samples), (0, 380, 3));
 }
+
+#[test]
+fn a_cron_timer_fires_at_its_times_and_not_between() {
+    use crate::config::events::CronPattern;
+    let t0 = Instant::now();
+    let every_second = CronPattern::parse("* * * * * *").unwrap();
+    let yearly = CronPattern::parse("@yearly").unwrap();
+    let mut e = Engine::new(
+        vec![
+            rule(
+                "tick",
+                Detector::Cron {
+                    pattern: every_second,
+                },
+            ),
+            rule("newyear", Detector::Cron { pattern: yearly }),
+        ],
+        BTreeMap::new(),
+        t0,
+    );
+    let now = SystemTime::now();
+    // Within a second of the start: the next whole second may or may not have come.
+    let early = e.on_poll(&Poll::default(), t0, now);
+    assert!(early.is_empty(), "{early:?}");
+    let f = e.on_poll(&Poll::default(), t0 + Duration::from_millis(1100), now);
+    assert_eq!(f.iter().map(|f| f.rule).collect::<Vec<_>>(), [0]);
+    assert!(f[0].vars["event"].contains("* * * * * *"), "{f:?}");
+    // The same poll time again fires nothing: the next time lies ahead.
+    assert!(e
+        .on_poll(&Poll::default(), t0 + Duration::from_millis(1100), now)
+        .is_empty());
+    assert!(CronPattern::parse("61 * * * *").is_err());
+}
