@@ -155,6 +155,34 @@ event-manager:
         r.stop()
 
 
+def test_a_cron_timer_fires_on_its_seconds(linerate_bin, testbed, tmp_path):
+    """`timer: { cron: "*/2 * * * * *" }` (seconds first): a record on every even second of the
+    router's clock, none between."""
+    dut, _ = testbed.hosts_around(1)
+    cfg = BASE + """\
+event-manager:
+  poll-ms: 20
+  rules:
+    - name: tick
+      detector: { timer: { cron: "*/2 * * * * *" } }
+      actions:
+        - syslog: { msgid: TICK, text: "{event} at {time}" }
+"""
+    r = LinerateDaemon(linerate_bin, dut, tmp_path / "dut", cfg.splitlines())
+    try:
+        time.sleep(5.2)
+        ticks = [x for x in r.cli_json("show", "logging", "-n", "200") if x["msgid"] == "TICK"]
+        em = r.cli_json("show", "event-manager")["rules"][0]
+    finally:
+        r.stop()
+    assert 2 <= len(ticks) <= 3, ticks
+    assert em["detector"] == 'timer cron "*/2 * * * * *"', em
+    # Each logged within a poll or so of its even second (the action's thread, then syslog).
+    for t in ticks:
+        late_ms = t["unix_ms"] % 2000
+        assert late_ms < 250, (late_ms, ticks)
+
+
 def test_event_manager_mistakes_are_refused_with_their_place(linerate_bin, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("""\
