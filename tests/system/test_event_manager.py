@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -173,10 +174,17 @@ event-manager:
         time.sleep(5.2)
         ticks = [x for x in r.cli_json("show", "logging", "-n", "200") if x["msgid"] == "TICK"]
         em = r.cli_json("show", "event-manager")["rules"][0]
+        metrics = cli(r, "show", "metrics")
     finally:
         r.stop()
     assert 2 <= len(ticks) <= 3, ticks
     assert em["detector"] == 'timer cron "*/2 * * * * *"', em
+    # The same counts in the metrics, per rule and per action outcome.
+    fired = re.search(r'^linerate_event_rule_fired_total\{rule="tick"\} (\d+)$', metrics, re.M)
+    assert fired and int(fired.group(1)) >= em["fired"] >= 2, metrics
+    ok = re.search(r'^linerate_event_action_runs_total\{rule="tick",action="syslog",index="0",'
+                   r'outcome="ok"\} (\d+)$', metrics, re.M)
+    assert ok and int(ok.group(1)) >= 2, metrics
     # Each logged within a poll or so of its even second (the action's thread, then syslog).
     for t in ticks:
         late_ms = t["unix_ms"] % 2000

@@ -31,6 +31,9 @@ impl Core {
         let log = self.logger.stats();
         // Before the state lock: the CPU sampler takes that lock to read the workers.
         let cpu = self.cpu().ok();
+        // Before the state lock too: the event manager's view has a lock of its own.
+        let events = self.event_manager();
+        expose_events(e, &events);
         let s = self.lock("metrics");
         let snap: Snapshot = s.runtime.snapshot();
         let per = s.runtime.worker_counters();
@@ -357,4 +360,87 @@ impl Core {
         drop(s);
         self.dlsw_metrics(e);
     }
+}
+
+/// The event manager's rules and actions (families present only while it runs).
+fn expose_events(e: &mut Exposition, v: &api::views::EventManagerView) {
+    if !v.running {
+        return;
+    }
+    type RuleField = fn(&api::views::EventRuleView) -> f64;
+    let rule_families: [(&str, Kind, &str, RuleField); 4] = [
+        (
+            "linerate_event_rule_fired_total",
+            Kind::Counter,
+            "Times an event-manager rule fired (an instance started firing).",
+            |r| r.fired as f64,
+        ),
+        (
+            "linerate_event_rule_resolved_total",
+            Kind::Counter,
+            "Times an event-manager rule's instance stopped firing.",
+            |r| r.resolved as f64,
+        ),
+        (
+            "linerate_event_rule_firing",
+            Kind::Gauge,
+            "Instances of the rule firing now (ports, series, sources).",
+            |r| r.firing.len() as f64,
+        ),
+        (
+            "linerate_event_rule_self_triggered_total",
+            Kind::Counter,
+            "Records a rule's own actions logged that would have triggered it (not acted on).",
+            |r| r.self_triggered as f64,
+        ),
+    ];
+    for (name, kind, help, f) in rule_families {
+        e.family(name, kind, help);
+        for r in &v.rules {
+            e.sample(&[("rule", &r.name)], f(r));
+        }
+    }
+    e.family(
+        "linerate_event_rule_flows",
+        Kind::Gauge,
+        "Live flows matching a flow rule's filter in the workers' latest scans.",
+    );
+    for r in &v.rules {
+        if let Some(f) = r.flows {
+            e.sample(&[("rule", &r.name)], f.now as f64);
+        }
+    }
+    e.family(
+        "linerate_event_action_runs_total",
+        Kind::Counter,
+        "Runs of an event-manager action by outcome (ok, failed, timeout), and runs skipped (rate_limited, dropped: too many running).",
+    );
+    for r in &v.rules {
+        for (i, a) in r.actions.iter().enumerate() {
+            let index = i.to_string();
+            for (outcome, n) in [
+                ("ok", a.ok),
+                ("failed", a.failed),
+                ("timeout", a.timed_out),
+                ("rate_limited", a.rate_limited),
+                ("dropped", a.dropped),
+            ] {
+                e.sample(
+                    &[
+                        ("rule", &r.name),
+                        ("action", &a.kind),
+                        ("index", &index),
+                        ("outcome", outcome),
+                    ],
+                    n as f64,
+                );
+            }
+        }
+    }
+    e.family(
+        "linerate_event_poll_seconds",
+        Kind::Gauge,
+        "CPU time of the event manager's last poll (sampling and evaluating every rule).",
+    );
+    e.sample(&[], v.last_poll_us as f64 / 1e6);
 }

@@ -445,7 +445,13 @@ impl Core {
     ) -> Result<(), String> {
         let cfg = self.lock("events.start").router.cfg.events.clone();
         let ev = crate::events::EventManager::start(Arc::downgrade(self), cfg, runner)?;
-        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(ev);
+        let old = self
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(ev);
+        // Dropped (stopped) outside the lock, as in `shutdown`.
+        drop(old);
         Ok(())
     }
 
@@ -487,7 +493,10 @@ impl Core {
 
     /// Stops the workers and returns the final counters.
     pub fn shutdown(&self) {
-        if let Some(ev) = self.events.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        // Taken out before it is stopped: its thread may be reading the metrics, which read its
+        // view through this lock.
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(ev) = events {
             ev.stop();
         }
         if let Some(mut c) = self.cpu.lock().unwrap_or_else(|e| e.into_inner()).take() {
