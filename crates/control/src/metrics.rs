@@ -116,6 +116,15 @@ impl Exposition {
     }
 
     /// The samples collected (see [`Exposition::collecting`]).
+    /// Whether any family whose name starts with `prefix` is wanted (a collecting exposition
+    /// skips the work of families nobody asked for; a writing one wants everything).
+    pub fn wants_prefix(&self, prefix: &str) -> bool {
+        match &self.collect {
+            Some((wanted, _)) => wanted.iter().any(|w| w.starts_with(prefix)),
+            None => true,
+        }
+    }
+
     pub fn series(self) -> Vec<Series> {
         self.collect.map(|(_, s)| s).unwrap_or_default()
     }

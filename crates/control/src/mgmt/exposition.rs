@@ -32,8 +32,10 @@ impl Core {
         // Before the state lock: the CPU sampler takes that lock to read the workers.
         let cpu = self.cpu().ok();
         // Before the state lock too: the event manager's view has a lock of its own.
-        let events = self.event_manager();
-        expose_events(e, &events);
+        if e.wants_prefix("linerate_event_") {
+            let events = self.event_manager();
+            expose_events(e, &events);
+        }
         let s = self.lock("metrics");
         let snap: Snapshot = s.runtime.snapshot();
         let per = s.runtime.worker_counters();
