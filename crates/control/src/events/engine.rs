@@ -8,8 +8,9 @@
 //!
 //! Loops are cut twice: a record an action of rule R logged (it carries `eem-rule: R`) never
 //! triggers R again, and one made by a chain of [`MAX_DEPTH`] actions triggers nothing; a rule
-//! that still fires more than [`RUNAWAY_FIRINGS`] times in [`RUNAWAY_WINDOW`] is muted for
-//! [`MUTE_FOR`] (logged once).
+//! one of whose instances still fires more than [`RUNAWAY_FIRINGS`] times in [`RUNAWAY_WINDOW`]
+//! is muted for [`MUTE_FOR`] (logged once). Counted per instance: many instances firing once
+//! each (a worm's sources, a line card's ports) is what a rule is for, not a loop.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -53,7 +54,8 @@ pub struct RuleRt {
     /// one before it).
     history: HashMap<String, (u64, VecDeque<(Instant, f64)>)>,
     generation: u64,
-    firings: VecDeque<Instant>,
+    /// Recent firings and their instances (the runaway guard's window).
+    firings: VecDeque<(Instant, String)>,
     pub muted_until: Option<Instant>,
     pub fired: u64,
     pub resolved: u64,
@@ -259,11 +261,11 @@ impl Engine {
             r.last_fired = Some(time);
             r.last_instance = instance.clone();
             r.last_value = vars.get("value").cloned().unwrap_or_default();
-            r.firings.push_back(at);
+            r.firings.push_back((at, instance.clone()));
             while r
                 .firings
                 .front()
-                .is_some_and(|&f| at.saturating_duration_since(f) > RUNAWAY_WINDOW)
+                .is_some_and(|f| at.saturating_duration_since(f.0) > RUNAWAY_WINDOW)
             {
                 r.firings.pop_front();
             }
@@ -623,7 +625,14 @@ impl Engine {
     /// Rules past the runaway limit: muted (their firing instances are left as they are).
     fn mute_runaways(&mut self, now: Instant) {
         for r in &mut self.rules {
-            if r.firings.len() > RUNAWAY_FIRINGS && r.muted_until.is_none_or(|t| t <= now) {
+            if r.firings.len() <= RUNAWAY_FIRINGS || r.muted_until.is_some_and(|t| t > now) {
+                continue;
+            }
+            let mut per: HashMap<&str, usize> = HashMap::default();
+            for (_, i) in &r.firings {
+                *per.entry(i.as_str()).or_default() += 1;
+            }
+            if per.values().any(|&n| n > RUNAWAY_FIRINGS) {
                 r.muted_until = Some(now + MUTE_FOR);
                 r.muted += 1;
                 r.firings.clear();

@@ -151,6 +151,49 @@ fn a_runaway_rule_is_muted() {
     assert_eq!(e.on_record(&record("X", &[], "x"), later).len(), 1);
 }
 
+#[test]
+fn many_instances_firing_once_each_are_no_runaway() {
+    use crate::config::events::FlowsPer;
+    use crate::events::flows::{Agg, RuleFlows};
+    let t0 = Instant::now();
+    let r = rule(
+        "worm",
+        Detector::Flows {
+            lines: vec![],
+            rules: vec![],
+            interface: None,
+            direction: None,
+            per: FlowsPer::Source,
+            threshold: Threshold::Above(10.0),
+            active_ms: 2000,
+        },
+    );
+    let mut e = Engine::new(vec![r], BTreeMap::new(), t0);
+    // 100 infected hosts found in one pass: 100 firings within a second, one per source.
+    let sources: Vec<(String, Agg)> = (0..100)
+        .map(|i| {
+            (
+                format!("198.18.0.{i}"),
+                Agg {
+                    flows: 50,
+                    ..Agg::default()
+                },
+            )
+        })
+        .collect();
+    let poll = Poll {
+        flows: vec![Some(RuleFlows {
+            instances: sources,
+            total: 5000,
+            ..RuleFlows::default()
+        })],
+        ..Poll::default()
+    };
+    let f = e.on_poll(&poll, t0, SystemTime::now());
+    assert_eq!(f.len(), 100);
+    assert_eq!(e.rules[0].muted, 0, "distinct sources are not a loop");
+}
+
 fn series(name: &str, port: &str, v: f64) -> Series {
     Series {
         name: name.into(),
