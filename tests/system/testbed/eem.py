@@ -266,6 +266,21 @@ streams:
 """
 
 
+def two_links(tb: Testbed, workdir: Path):
+    """The tester's namespace and the router's, joined by t0-d0 and t1-d1 (IPv6 off, so the
+    kernel adds nothing to the links), the router's loopback up; `workdir` made."""
+    tst, dut = tb.netns("tester"), tb.netns("dut")
+    tb.veth(tst, "t0", dut, "d0")
+    tb.veth(tst, "t1", dut, "d1")
+    tst.sysctl({"net.ipv6.conf.t0.disable_ipv6": 1, "net.ipv6.conf.t1.disable_ipv6": 1})
+    for d in ("d0", "d1"):
+        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
+        dut.up(d)
+    dut.up("lo")
+    workdir.mkdir(parents=True, exist_ok=True)
+    return tst, dut
+
+
 def control_cpu(r: LinerateDaemon) -> float:
     """The control-plane threads' CPU over the last second, % of one CPU."""
     rows = r.cli_json("show", "processes", "cpu")["rows"]
@@ -277,15 +292,7 @@ def me17(bin_: Path, tb: Testbed, workdir: Path, load_pct: float = 2.0, seconds:
     """ME-17: a flood to the control plane drives its CPU above the threshold; a rule applies
     a rate limiter on the receiving interface (and lowers the punt rate) by a commit; the CPU
     returns to normal. Reports the CPU before, at the peak and after, and the times."""
-    tst, dut = tb.netns("tester"), tb.netns("dut")
-    tb.veth(tst, "t0", dut, "d0")
-    tb.veth(tst, "t1", dut, "d1")
-    tst.sysctl({"net.ipv6.conf.t0.disable_ipv6": 1, "net.ipv6.conf.t1.disable_ipv6": 1})
-    for d in ("d0", "d1"):
-        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
-        dut.up(d)
-    dut.up("lo")
-    workdir.mkdir(parents=True, exist_ok=True)
+    tst, dut = two_links(tb, workdir)
     r = LinerateDaemon(bin_, dut, workdir / "dut",
                        ME17_DUT.format(m0=LR_MAC[0], m1=LR_MAC[1],
                                        threshold=threshold).splitlines())
@@ -472,14 +479,7 @@ def fastpath_once(bin_: Path, tb: Testbed, workdir: Path, rules: int, poll_ms: i
     accounting on both ports into a `cache_size` cache, and `rules` flows rules whose scans
     take `scan_ms` a pass): the DUT's own ns per frame (its workers' busy time), loss, and the
     event manager's poll cost."""
-    tst, dut = tb.netns("tester"), tb.netns("dut")
-    tb.veth(tst, "t0", dut, "d0")
-    tb.veth(tst, "t1", dut, "d1")
-    tst.sysctl({"net.ipv6.conf.t0.disable_ipv6": 1, "net.ipv6.conf.t1.disable_ipv6": 1})
-    for d in ("d0", "d1"):
-        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
-        dut.up(d)
-    workdir.mkdir(parents=True, exist_ok=True)
+    tst, dut = two_links(tb, workdir)
     fl = ", flow: in" if flows else ""
     cfg = (f"router: {{ workers: 1 }}\nports:\n"
            f"  - {{ name: p0, driver: af_packet, device: d0 }}\n"

@@ -16,7 +16,7 @@ import random
 import time
 from pathlib import Path
 
-from .eem import LR_MAC, ME17_TESTER_DUT, T_MAC, check
+from .eem import LR_MAC, ME17_TESTER_DUT, T_MAC, check, two_links
 from .l2 import LinerateDaemon
 from .netns import Testbed
 
@@ -126,15 +126,7 @@ def me18(bin_: Path, tb: Testbed, workdir: Path, seed: int | None = None, second
          load: float = 1.0, rounds: int = 2) -> dict:
     """ME-18: background, then `rounds` attacks each from new random addresses."""
     rng = random.Random(seed)
-    tst, dut = tb.netns("tester"), tb.netns("dut")
-    tb.veth(tst, "t0", dut, "d0")
-    tb.veth(tst, "t1", dut, "d1")
-    tst.sysctl({"net.ipv6.conf.t0.disable_ipv6": 1, "net.ipv6.conf.t1.disable_ipv6": 1})
-    for d in ("d0", "d1"):
-        dut.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
-        dut.up(d)
-    dut.up("lo")
-    workdir.mkdir(parents=True, exist_ok=True)
+    tst, dut = two_links(tb, workdir)
     r = LinerateDaemon(bin_, dut, workdir / "dut",
                        DUT.format(m0=LR_MAC[0], m1=LR_MAC[1], t0=T_MAC[0], t1=T_MAC[1],
                                   threshold=THRESHOLD).splitlines())
