@@ -384,6 +384,24 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
         for (id, what) in scenario::NAMES {
             outln!("  {id:<5} {what}");
         }
+        // The scenarios that need a daemon and real peers run from their own runners.
+        outln!("Against a Linerate daemon and real peers, in namespaces the runner makes:");
+        for (ids, how) in [
+            (
+                "GG-1, GG-2",
+                "benches/ggsn/run.py (linerate bench external --gtp), docs/ggsn.md",
+            ),
+            (
+                "DL-1, DL-2",
+                "linerate bench dlsw, tests/system/test_dlsw.py, docs/dlsw.md",
+            ),
+            (
+                "ME-16..19",
+                "benches/eem/run.py, tests/system/test_event_manager.py, docs/event-manager.md",
+            ),
+        ] {
+            outln!("  {ids:<10} {how}");
+        }
         return Ok(());
     }
     let id = a.id.clone().unwrap_or_default();
