@@ -858,15 +858,12 @@ pub fn trace(a: &ApiArgs, t: TraceArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The secret of a client's token file: one line, the secret alone or `NAME ROLE SECRET`.
+/// The secret of a client's token file: one token, read as the router reads its file (the
+/// secret alone, or one `NAME ROLE SECRET` line).
 fn client_secret(text: &str, f: &std::path::Path) -> Result<String, String> {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty())
-        .collect();
-    match lines[..] {
-        [one] => Ok(one.split_whitespace().last().unwrap_or("").to_string()),
+    let tokens = api_server::accounting::parse_tokens(text, &f.display().to_string())?;
+    match &tokens[..] {
+        [one] => Ok(one.secret.clone()),
         _ => Err(format!(
             "{}: a client's token file holds one token (the secret, or `NAME ROLE SECRET`)",
             f.display()

@@ -12,6 +12,7 @@ The tester (`linerate bench external`, one trial per phase) sends 418-byte frame
 from __future__ import annotations
 
 import ipaddress
+import json
 import random
 import time
 from pathlib import Path
@@ -65,15 +66,17 @@ event-manager:
 """
 
 
-def streams(infected: list[str], spoof_base: str, worm_dst: str, background_only: bool) -> str:
-    """The tester's streams: 40 background hosts x 5 flows each; each infected host's Slammer
-    to ~500/len(infected) random addresses; 500 spoofed sources, one flow each."""
+def streams(attack: tuple[list[str], str, str] | None) -> str:
+    """The tester's streams: 40 background hosts x 5 flows each; with an `attack` (infected
+    hosts, spoofed source base, target base) each infected host's Slammer to
+    ~500/len(infected) random addresses and 500 spoofed sources, one flow each."""
     out = ["streams:",
            "  - { name: background, from: p0, to: p1, ipv4: { src: 198.18.0.10, dst: 10.1.0.1 },",
            "      udp: { src: 1024, dst: 80 }, weight: 4,",
            "      vary: [ { field: src-ip, count: 40 }, { field: dst-ip, count: 5, nested: true } ] }"]
-    if background_only:
+    if attack is None:
         return "\n".join(out) + "\n"
+    infected, spoof_base, worm_dst = attack
     per = -(-500 // len(infected))
     for i, h in enumerate(infected):
         out += [f"  - {{ name: worm-{i}, from: p0, to: p1, ipv4: {{ src: {h}, dst: {worm_dst} }},",
@@ -111,7 +114,6 @@ def p0_rx(r: LinerateDaemon) -> int:
 
 def phase(bin_: Path, tst, workdir: Path, name: str, text: str, seconds: int, load: float):
     """One tester trial: the streams in `text` for `seconds` at `load`% of 10 Gbit/s."""
-    import json
     f = workdir / f"{name}.yaml"
     f.write_text(text)
     gen = tst.popen([str(bin_), "bench", "external", "--dut", str(workdir / "tester-dut.yaml"),
@@ -135,7 +137,7 @@ def me18(bin_: Path, tb: Testbed, workdir: Path, seed: int | None = None, second
     runs = []
     try:
         # Normal traffic: nothing fires.
-        gen, result = phase(bin_, tst, workdir, "background", streams(["x"], "", "", True),
+        gen, result = phase(bin_, tst, workdir, "background", streams(None),
                             seconds, load)
         gen.popen.wait(timeout=seconds + 60)
         em = r.cli_json("show", "event-manager")
@@ -151,7 +153,7 @@ def me18(bin_: Path, tb: Testbed, workdir: Path, seed: int | None = None, second
             urpf0 = urpf_drops(r)
             rx0 = p0_rx(r)
             gen, result = phase(bin_, tst, workdir, f"attack-{k}",
-                                streams(infected, spoof, dst, False), seconds, load)
+                                streams((infected, spoof, dst)), seconds, load)
             # The attack's start: the first sample where p0 received anything.
             start = None
             while gen.running:

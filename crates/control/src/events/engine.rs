@@ -231,7 +231,7 @@ impl Engine {
             .collect()
     }
 
-    /// The enabled rules' configs (the flow detectors' spec is built from them).
+    /// Every rule's config, in order (the flow detectors' spec is built from them).
     pub fn rule_cfgs(&self) -> Vec<&RuleCfg> {
         self.rules.iter().map(|r| &r.cfg).collect()
     }
@@ -660,7 +660,10 @@ fn flow_vars(
     lines: &[String],
 ) -> Vars {
     use crate::config::events::FlowsPer;
-    let first_source = fr.top_sources.split(" (").next().unwrap_or("-").to_string();
+    let first_source = fr
+        .top_sources
+        .first()
+        .map_or_else(|| "-".to_string(), |(a, _)| a.to_string());
     let (source, destination, interface) = match per {
         FlowsPer::Source => (key.to_string(), "-".to_string(), a.interface.clone()),
         FlowsPer::Destination => (first_source, key.to_string(), a.interface.clone()),
@@ -679,7 +682,7 @@ fn flow_vars(
         ("flows".into(), a.flows.to_string()),
         ("packets".into(), a.packets.to_string()),
         ("bytes".into(), a.bytes.to_string()),
-        ("sources".into(), fr.top_sources.clone()),
+        ("sources".into(), fr.sources_text()),
         ("value".into(), a.flows.to_string()),
         (
             "event".into(),

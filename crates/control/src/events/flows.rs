@@ -34,10 +34,21 @@ pub struct RuleFlows {
     pub instances: Vec<(String, Agg)>,
     /// Matching flows in all (exact).
     pub total: u64,
-    /// The busiest sources, `address (flows)`, at most ten.
-    pub top_sources: String,
+    /// The busiest sources and their flows, busiest first, at most ten.
+    pub top_sources: Vec<(IpAddr, u64)>,
     /// Matching flows left out of the per-source and per-destination figures (see MAX_HITS).
     pub truncated: u64,
+}
+
+impl RuleFlows {
+    /// The busiest sources as the `{sources}` variable shows them: `address (flows), ...`.
+    pub fn sources_text(&self) -> String {
+        self.top_sources
+            .iter()
+            .map(|(a, n)| format!("{a} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// The spec for the enabled flow rules (None: none, the workers stop scanning), and each
@@ -157,12 +168,8 @@ pub fn aggregate(
     }
     let mut top: Vec<(IpAddr, u64)> = sources.into_iter().collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    out.top_sources = top
-        .iter()
-        .take(10)
-        .map(|(a, n)| format!("{a} ({n})"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    top.truncate(10);
+    out.top_sources = top;
     out.instances = by.into_iter().collect();
     out.instances.sort_by(|a, b| a.0.cmp(&b.0));
     out
@@ -256,7 +263,7 @@ mod tests {
             .collect();
         assert_eq!(got, [("198.18.0.7", 3, "p0"), ("198.18.0.9", 1, "p0")]);
         assert_eq!(r.instances[0].1.packets, 6);
-        assert_eq!(r.top_sources, "198.18.0.7 (3), 198.18.0.9 (1)");
+        assert_eq!(r.sources_text(), "198.18.0.7 (3), 198.18.0.9 (1)");
         // Per interface: the workers' exact counts; in all: their sum.
         let r = aggregate(&passes, 1, FlowsPer::Interface, 1000, &names);
         let got: Vec<(&str, u64)> = r

@@ -174,31 +174,44 @@ impl Scanner {
             self.start(now_ns, ifs);
             self.unpublished = false;
         }
-        let Some(spec) = self.spec.clone() else {
+        if self.spec.is_none() {
             return;
-        };
+        }
         if self.unpublished {
             self.publish(watch, worker, now_ns, ifs);
             return;
         }
+        // Borrowed field by field: no reference count taken per vector on the spec every
+        // worker shares.
+        let Scanner {
+            spec: Some(spec),
+            cursor,
+            last_ns,
+            pass,
+            ..
+        } = self
+        else {
+            return;
+        };
         let slots = cache.stats().slots as usize;
-        let elapsed = now_ns.saturating_sub(self.last_ns);
-        self.last_ns = now_ns;
+        let elapsed = now_ns.saturating_sub(*last_ns);
+        *last_ns = now_ns;
         let period_ns = u64::from(spec.period_ms.max(1)) * 1_000_000;
         let budget = ((slots as u128 * elapsed as u128) / period_ns as u128) as usize;
         let budget = budget.clamp(MIN_STEP, MAX_STEP);
-        let from = self.cursor;
-        let pass = &mut self.pass;
+        let from = *cursor;
         let nf = spec.filters.len().min(MAX_FILTERS);
         let next = cache.scan(from, budget, now_ns, spec.active_ms, &mut |f| {
             pass.live += 1;
             let key = classify_key(f);
+            let in_if = f.key.in_if as usize;
             let mut mask = 0u64;
             for (i, filt) in spec.filters[..nf].iter().enumerate() {
                 if filt.matches(f, &key) {
                     mask |= 1 << i;
-                    if let Some(c) = pass.counts.get_mut(i * pass.ifs + f.key.in_if as usize) {
-                        *c += 1;
+                    // An interface added since the pass began has no row yet.
+                    if in_if < pass.ifs {
+                        pass.counts[i * pass.ifs + in_if] += 1;
                     }
                 }
             }

@@ -390,9 +390,8 @@ fn a_flow_rule_fires_per_source_above_its_count_and_resolves_when_the_source_goe
             total: sources.iter().map(|x| x.1).sum(),
             top_sources: sources
                 .iter()
-                .map(|(s, n)| format!("{s} ({n})"))
-                .collect::<Vec<_>>()
-                .join(", "),
+                .map(|(s, n)| (s.parse().unwrap(), *n))
+                .collect(),
             truncated: 0,
         })],
         ..Poll::default()
