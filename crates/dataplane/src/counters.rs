@@ -73,6 +73,12 @@ reasons! {
     GtpuSpoofed => "uplink packet whose source is not its PDP context's address (anti-spoofing)",
     GtpuBadInner => "G-PDU whose payload is not an IP packet of its PDP context's type",
     GtpNoContext => "downlink packet to a pool address with no PDP context",
+    MplsNotEnabled => "labelled frame on an interface that does not take MPLS",
+    MplsUnknownLabel => "no entry for the top label",
+    MplsTtlExpired => "label TTL expired (counted; no ICMP error is built from a labelled packet)",
+    MplsMalformed => "label stack truncated or deeper than four, or its payload not what the label says",
+    MplsTooBig => "labelled packet or pseudowire frame larger than the egress MTU",
+    PwDown => "frame for a pseudowire that is down",
 }
 
 pub const DROP_COUNT: usize = DropReason::COUNT;

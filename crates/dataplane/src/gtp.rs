@@ -115,6 +115,23 @@ pub const DOWN_PACKETS: usize = 2;
 pub const DOWN_BYTES: usize = 3;
 
 impl Counters {
+    /// Rows of four for `slots` slots, all zero.
+    pub fn new(slots: usize) -> Counters {
+        Counters((0..slots * 4).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// `slot`'s row (zeros beyond the table).
+    pub fn read(&self, slot: u32) -> [u64; 4] {
+        let i = slot as usize * 4;
+        let mut out = [0u64; 4];
+        if let Some(row) = self.0.get(i..i + 4) {
+            for (o, c) in out.iter_mut().zip(row) {
+                *o = c.load(Ordering::Relaxed);
+            }
+        }
+        out
+    }
+
     /// Starts loading `slot`'s row (a context's four counters share a cache line).
     #[inline(always)]
     pub fn prefetch(&self, slot: u32) {
@@ -163,13 +180,7 @@ impl GtpTable {
                 })
                 .collect(),
             counters: (0..workers.max(1))
-                .map(|_| {
-                    Counters(
-                        (0..capacity as usize * 4)
-                            .map(|_| AtomicU64::new(0))
-                            .collect(),
-                    )
-                })
+                .map(|_| Counters::new(capacity as usize))
                 .collect(),
         }
     }
@@ -409,9 +420,8 @@ impl GtpTable {
     pub fn read_counters(&self, slot: u32) -> [u64; 4] {
         let mut out = [0u64; 4];
         for w in self.counters.iter() {
-            let row = &w.0[slot as usize * 4..slot as usize * 4 + 4];
-            for (o, c) in out.iter_mut().zip(row) {
-                *o += c.load(Ordering::Relaxed);
+            for (o, c) in out.iter_mut().zip(w.read(slot)) {
+                *o += c;
             }
         }
         out

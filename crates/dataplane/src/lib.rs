@@ -17,6 +17,7 @@ pub mod graph;
 pub mod gtp;
 pub mod l2;
 pub mod mfib;
+pub mod mpls;
 pub mod node;
 pub mod port;
 pub mod punt;

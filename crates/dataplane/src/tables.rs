@@ -207,6 +207,12 @@ pub enum NextHop {
     /// An APN's address pool (routes in the APN's VRF): packets to a UE are tunnelled to its
     /// SGSN (gtpu-encap). `apn` indexes [`crate::gtp::Gtpu::apns`].
     GtpApn { apn: u16 },
+    /// Out of neighbour next hop `via` (a `Forward`) with `labels` pushed in front of the packet:
+    /// a route over an LSP, or an L3VPN route (the VPN label under the transport labels).
+    Labelled {
+        via: u32,
+        labels: crate::mpls::LabelStack,
+    },
 }
 
 impl NextHop {
@@ -270,6 +276,8 @@ pub struct Tables {
     /// Per port: its PVCs, for a port that carries ATM cells (its frames are PDUs, received by
     /// atm-input); empty when no port does.
     pub atm: Box<[Option<Arc<AtmVcMap>>]>,
+    /// The label table and pseudowires, when some interface takes MPLS (see [`crate::mpls`]).
+    pub mpls: Option<Arc<crate::mpls::Mpls>>,
 }
 
 impl Tables {
@@ -298,6 +306,7 @@ impl Tables {
             mcast_nh: Box::new([]),
             gtpu: None,
             atm: Box::new([]),
+            mpls: None,
         }
     }
 }

@@ -64,6 +64,8 @@ pub enum NextHopKind {
     GtpuLocal,
     /// An APN's address pool: tunnelled to each UE's SGSN (the APN in `via`).
     Gtp,
+    /// To a neighbour with labels pushed (`ADDR on IF labels L1/L2` in `via`).
+    Labelled,
 }
 
 impl NextHopKind {
@@ -80,6 +82,7 @@ impl NextHopKind {
             NextHopKind::Reject => "reject",
             NextHopKind::GtpuLocal => "gtpu-local",
             NextHopKind::Gtp => "gtp",
+            NextHopKind::Labelled => "labelled",
         }
     }
 }

@@ -72,6 +72,7 @@ pub mod ggsn;
 mod interfaces;
 mod logging;
 pub mod mcast_routing;
+pub mod mpls;
 mod router;
 mod routes;
 pub mod services;
@@ -193,6 +194,8 @@ pub struct Config {
     pub dlsw: Option<dlsw::DlswCfg>,
     /// `event-manager`: None where no rule is configured.
     pub events: Option<events::EventsCfg>,
+    /// `mpls`: None where no interface takes labels.
+    pub mpls: Option<mpls::MplsCfg>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -276,6 +279,8 @@ pub struct RouteCfg {
     pub vrf: String,
     pub prefix: Prefix,
     pub target: Target,
+    /// Labels pushed on packets the route sends (outermost first; `via` routes only).
+    pub labels: Vec<u32>,
     pub origin: Origin,
 }
 
@@ -479,6 +484,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         ggsn: None,
         dlsw: None,
         events: None,
+        mpls: None,
     };
     if matches!(root.value, Value::Null) {
         e.at(
@@ -506,6 +512,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     cfg.ggsn = ggsn::parse(&mut top, &dir, &mut e);
     cfg.dlsw = dlsw::parse(&mut top, &mut e);
     cfg.events = events::parse(&mut top, &mut e);
+    cfg.mpls = mpls::parse(&mut top, &mut e);
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }

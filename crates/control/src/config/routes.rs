@@ -63,6 +63,32 @@ pub(super) fn parse_routes<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Con
         let reject = f
             .parse::<bool>("reject", "true or false", e)
             .unwrap_or(false);
+        let labels_at = f.node("labels");
+        let mut labels = Vec::new();
+        for (s, node, field) in f.list("labels", e) {
+            match s.parse::<u32>() {
+                Ok(l) if l <= dataplane::mpls::MAX_LABEL => labels.push(l),
+                _ => e.at(
+                    node,
+                    &field,
+                    format!(
+                        "`{s}` is not a label (a number from 0 to {})",
+                        dataplane::mpls::MAX_LABEL
+                    ),
+                ),
+            }
+        }
+        if let Some(at) = labels_at {
+            if labels.len() > dataplane::mpls::MAX_LABELS {
+                e.at(
+                    at,
+                    &format!("{path}.labels"),
+                    format!("at most {} labels are pushed", dataplane::mpls::MAX_LABELS),
+                );
+            } else if via.is_empty() {
+                e.at(at, &format!("{path}.labels"), "`labels` needs `via`");
+            }
+        }
         f.finish(e);
         let target = match (via.is_empty(), blackhole, reject) {
             (false, false, false) => Some(Target::Via(via)),
@@ -90,6 +116,7 @@ pub(super) fn parse_routes<'a>(top: &mut Fields<'a>, e: &mut Errs, cfg: &mut Con
                 vrf,
                 prefix,
                 target,
+                labels,
                 origin,
             });
         }

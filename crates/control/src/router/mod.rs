@@ -16,6 +16,7 @@ use fib::{EpochDomain, LpmConfig, LpmWriter};
 use crate::config::{find_connected, find_neighbor, Config, ConfigError, Prefix, Target};
 use packet::ethernet::MacAddr;
 
+mod mpls;
 mod paths;
 pub use paths::{PathDef, ECMP_BUCKETS};
 
@@ -40,6 +41,8 @@ enum NhKey {
     GtpApn(u16),
     /// Out of an ATM PVC (IPv6 or not): no neighbour to resolve, the VC is the adjacency.
     Pvc(u32, bool),
+    /// Through next hop `via` with labels pushed.
+    Labelled(u32, dataplane::mpls::LabelStack),
 }
 
 pub struct Router {
@@ -87,6 +90,8 @@ pub struct Router {
     pub generation: u64,
     /// Per port slot: the PVCs of a port that carries ATM cells.
     pub atm_maps: Vec<Option<Arc<dataplane::tables::AtmVcMap>>>,
+    /// The label table and pseudowires as published, where the config has `mpls`.
+    pub mpls: Option<Arc<dataplane::mpls::Mpls>>,
 }
 
 /// Where a configured prefix came from.
@@ -300,6 +305,8 @@ impl Router {
                 bvi: None,
             });
         }
+        // Each VRF a label pops into: such packets arrive on it.
+        ifs.extend(mpls::lookup_interfaces(&cfg, vrf_idx));
         for (pm, mut q) in ports.iter_mut().zip(qinq) {
             q.sort_unstable();
             pm.qinq = q.into_boxed_slice();
@@ -328,12 +335,14 @@ impl Router {
             paths: Default::default(),
             generation,
             atm_maps: Vec::new(),
+            mpls: None,
         };
         r.atm_maps = r.build_atm_maps();
         r.mcast_next_hops();
         r.install_connected()?;
         r.install_gtp()?;
         r.install_static()?;
+        r.build_mpls()?;
         let files = r.cfg.route_files.clone();
         // Every bad line of every file is reported at once, as for the config itself.
         let mut errors = RouteFileErrors::default();
@@ -816,6 +825,10 @@ impl Router {
                     rc.origin.field
                 ))
             })?;
+            let nh = match dataplane::mpls::LabelStack::new(&rc.labels) {
+                Some(labels) => self.labelled(nh, labels),
+                None => nh,
+            };
             let vrf = self.vrf_index(&rc.vrf);
             self.add(vrf, rc.prefix, nh).map_err(|e| {
                 BuildError(format!(
@@ -1093,6 +1106,7 @@ impl Router {
             mcast_nh: self.mcast.nh.clone().into_boxed_slice(),
             gtpu: self.gtpu(),
             atm: self.atm_maps.clone().into_boxed_slice(),
+            mpls: self.mpls.clone(),
         }
     }
 
@@ -1219,6 +1233,20 @@ impl Router {
                         .and_then(|g| g.apns.get(*apn as usize))
                         .map_or("?".into(), |a| format!("APN {}", a.name))],
                 ),
+                (NextHop::Labelled { via, labels }, _) => {
+                    let v = match &self.next_hops[*via as usize] {
+                        NextHop::Ecmp(m) => {
+                            m.iter().map(|&x| neighbor(by_id[x as usize])).collect()
+                        }
+                        _ => vec![neighbor(by_id[*via as usize])],
+                    };
+                    (
+                        NextHopKind::Labelled,
+                        v.into_iter()
+                            .map(|n| format!("{n} labels {labels}"))
+                            .collect(),
+                    )
+                }
             })
             .collect()
     }

@@ -34,6 +34,8 @@ pub const NH_BLACKHOLE: u32 = 3;
 pub const NH_GLEAN: u32 = 4;
 pub const NH_ETH0: u32 = 5;
 pub const NH_BVI: u32 = 6;
+/// [`Harness::with_mpls`]'s labelled next hop (16 over 17 via eth1's neighbour).
+pub const NH_LSP: u32 = 7;
 
 pub const MAC_BVI: [u8; 6] = [2, 0, 0, 0, 0, 7];
 /// The neighbour at 10.7.0.5 behind `lab`'s routed interface.
@@ -388,6 +390,68 @@ impl Harness {
         h.t.mfib = Some(Arc::new(crate::mfib::Mfib::new(64, domain)));
     }
 
+    /// The harness with MPLS (see [`Harness::add_mpls`]).
+    pub fn with_mpls() -> Harness {
+        let mut h = Harness::new();
+        h.add_mpls();
+        h
+    }
+
+    /// MPLS on eth0 and eth1. Labels: 100 swaps to 200 towards eth1's neighbour, 101 pops
+    /// there (penultimate hop), 102 pops into the VRF (as if received on eth0), 103 swaps to
+    /// 200 over 300; 1000 is pseudowire `pw0`. `pw0`: eth1.100 (VLAN 100), type 4 with the
+    /// control word, to its peer over eth0's neighbour with labels 300 (transport) and 2000.
+    /// 10.9.0.0/16 is labelled (16 over 17) towards eth1's neighbour ([`NH_LSP`]).
+    pub fn add_mpls(&mut self) {
+        use crate::mpls::{LabelAction, LabelStack, LabelTable, Mpls, Pseudowire, VcType};
+        let h = self;
+        let st = |l: &[u32]| LabelStack::new(l).unwrap();
+        let mut nhs = h.t.next_hops.to_vec();
+        assert_eq!(nhs.len(), NH_LSP as usize);
+        nhs.push(NextHop::Labelled {
+            via: NH_ETH1,
+            labels: st(&[16, 17]),
+        });
+        h.t.next_hops = nhs.into_boxed_slice();
+        h.v4w.insert(0x0a09_0000, 16, NH_LSP).unwrap();
+        h.v4w.publish().unwrap();
+        let fwd = |push: &[u32]| LabelAction::Forward {
+            nh: NH_ETH1,
+            push: st(push),
+        };
+        let labels = LabelTable::new(
+            vec![
+                (100, fwd(&[200])),
+                (101, fwd(&[])),
+                (102, LabelAction::Lookup { ifx: 0 }),
+                (103, fwd(&[200, 300])),
+                (1000, LabelAction::Pseudowire { pw: 0 }),
+            ],
+            1,
+        );
+        let pw = Pseudowire {
+            name: "pw0".into(),
+            ac_if: 2,
+            ac_port: 1,
+            ac_vlan: Some(100),
+            vc_type: VcType::Vlan,
+            control_word: true,
+            local_label: 1000,
+            push: st(&[300, 2000]),
+            nh: NH_ETH0,
+            mtu: 1500,
+            up: true,
+        };
+        h.t.mpls = Some(Arc::new(Mpls::new(
+            labels,
+            vec![pw],
+            h.t.ifs.len(),
+            &[0, 1],
+            crate::mpls::TtlMode::Uniform,
+            1,
+        )));
+    }
+
     pub fn buf(&mut self, bytes: &[u8]) -> PktBuf {
         let mut b = self.ctx.cache.alloc().expect("the harness's pool has room");
         b.set_len(bytes.len());
@@ -456,6 +520,18 @@ pub fn eth(dst: [u8; 6], et: u16) -> Vec<u8> {
     let mut f = dst.to_vec();
     f.extend_from_slice(&[2, 0, 0, 0, 9, 9]);
     f.extend_from_slice(&et.to_be_bytes());
+    f
+}
+
+/// A labelled frame to the router's MAC on port 0: `labels` (label, TTL; the last at the bottom)
+/// in front of `payload`.
+pub fn mpls(labels: &[(u32, u8)], payload: &[u8]) -> Vec<u8> {
+    let mut f = eth(MAC0, 0x8847);
+    for (i, &(l, ttl)) in labels.iter().enumerate() {
+        let s = u32::from(i + 1 == labels.len());
+        f.extend_from_slice(&(l << 12 | s << 8 | u32::from(ttl)).to_be_bytes());
+    }
+    f.extend_from_slice(payload);
     f
 }
 

@@ -7,6 +7,9 @@
 //!     |  |            ^     \--> slow-path --> (ip4/ip6 rewrite again) --/
 //!     |  |            |                   (out of a BVI) --> bvi-output --+
 //!     |  \--> l2-control (LLC, LACP, LLDP) --> punt                        |
+//!     |--> mpls-input (swap, pop) ----------------------------------------->+
+//!     |       \--> (pop and look up in a VRF: ip4/ip6-forward)             |
+//!     |--> pw-encap (attachment circuits onto their pseudowires) --------->+
 //!     \--> l2-input (bridge members) ------------------------------------->+
 //!               |  \--> l2-flood (copies per member) --------------------->/
 //!               \--------+--> bvi-input (to a bridge's routed interface)
@@ -139,6 +142,8 @@ macro_rules! graph {
 graph! {
     EthernetInput => crate::node::ethernet::EthernetInput;
     AtmInput => crate::node::atm_input::AtmInput;
+    MplsInput => crate::node::mpls_input::MplsInput;
+    PwEncap => crate::node::pw_encap::PwEncap;
     L2Input => crate::node::l2_input::L2Input;
     L2Mcast => crate::node::l2_mcast::L2Mcast;
     L2Flood => crate::node::l2_flood::L2Flood;

@@ -4,7 +4,8 @@
 //! `meta.l3_off`, `meta.l2_group` (sent to a group address). Next: ip4-forward (EtherType
 //! 0x0800), ip6-forward (0x86dd), the punt path (ARP, 0x0806), l2-control (802.3 LLC frames,
 //! LACP, LLDP), l2-input (every frame of a bridge-domain member); everything else is dropped
-//! with a reason. Unicast frames must be addressed to the interface's MAC (an L3 port is
+//! with a reason; mpls-input (0x8847); pw-encap (every frame of a pseudowire's attachment
+//! circuit). Unicast frames must be addressed to the interface's MAC (an L3 port is
 //! not promiscuous); broadcast and multicast frames pass to L3, which
 //! decides: only IP multicast and broadcast may arrive in them (RFC 1812 5.3.4).
 //!
@@ -24,6 +25,8 @@ const TO_IP6: u8 = u8::MAX - 1;
 const TO_ARP: u8 = u8::MAX - 2;
 const TO_L2: u8 = u8::MAX - 3;
 const TO_BRIDGE: u8 = u8::MAX - 4;
+const TO_MPLS: u8 = u8::MAX - 5;
+const TO_PW: u8 = u8::MAX - 6;
 
 pub struct EthernetInput;
 
@@ -35,10 +38,21 @@ pub enum Next {
     L2Control,
     /// Every frame of a bridge-domain member.
     L2Input,
+    /// Labelled frames (EtherType 0x8847).
+    Mpls,
+    /// Every frame of an interface cross-connected to a pseudowire.
+    PwEncap,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Ip4, Next::Ip6, Next::L2Control, Next::L2Input];
+    const ALL: &'static [Self] = &[
+        Next::Ip4,
+        Next::Ip6,
+        Next::L2Control,
+        Next::L2Input,
+        Next::Mpls,
+        Next::PwEncap,
+    ];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
@@ -46,6 +60,8 @@ impl Edge for Next {
             Next::Ip6 => NodeId::Ip6Forward,
             Next::L2Control => NodeId::L2Control,
             Next::L2Input => NodeId::L2Input,
+            Next::Mpls => NodeId::MplsInput,
+            Next::PwEncap => NodeId::PwEncap,
         }
     }
 }
@@ -102,6 +118,8 @@ fn ethernet_input(ctx: &mut Ctx, t: &Tables, port: u16, pkts: &mut Vec<PktBuf>) 
             TO_ARP => ctx.punt(b, crate::punt::PuntClass::Arp, NO_IF),
             TO_L2 => ctx.to(Next::L2Control, b),
             TO_BRIDGE => ctx.to(Next::L2Input, b),
+            TO_MPLS => ctx.to(Next::Mpls, b),
+            TO_PW => ctx.to(Next::PwEncap, b),
             r => ctx.drop(b, DropReason::ALL[r as usize]),
         }
     }
@@ -161,6 +179,17 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
         m.l3_off = l3;
         return TO_BRIDGE as usize;
     }
+    if let Some(m) = t.mpls.as_deref() {
+        if m.xconnect(ifx).is_some() {
+            // An attachment circuit: every frame goes over its pseudowire, whatever its
+            // addresses and EtherType.
+            let meta = b.meta_mut();
+            meta.rx_if = ifx;
+            meta.rx_port = port;
+            meta.l3_off = l3;
+            return TO_PW as usize;
+        }
+    }
     if !group && d[0..6] != ifc.mac.0 {
         return DropReason::NotForUs as usize;
     }
@@ -174,6 +203,8 @@ fn classify(t: &Tables, pm: &crate::tables::PortMap, port: u16, b: &mut PktBuf) 
         0x86dd => TO_IP6 as usize,
         // ARP goes to the control plane's neighbour manager (dropped and counted without one).
         0x0806 => TO_ARP as usize,
+        // Labelled: mpls-input checks that the interface takes MPLS.
+        0x8847 => TO_MPLS as usize,
         // 802.3 frames (LLC), slow protocols (LACP) and LLDP: l2-control.
         0..=1500 | 0x8809 | 0x88cc => TO_L2 as usize,
         _ => DropReason::UnknownEthertype as usize,

@@ -149,6 +149,12 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
         }
         Action::Drop(why) => return ctx.drop(b, why),
         Action::Node(next) => return ctx.to(next, b),
+        Action::Push {
+            port,
+            mtu,
+            rewrite,
+            labels,
+        } => return push(ctx, t, b, port, mtu, rewrite, &labels, transit),
     };
     let l3 = b.meta().l3_off as usize;
     let h = &mut b.data_mut()[l3..];
@@ -171,6 +177,45 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
         return ctx.drop(b, DropReason::NoBuffer);
     }
     enqueue(ctx, t, b, port);
+}
+
+/// Sends `b` over an LSP: the TTL decremented as for any routed hop, then `labels` pushed
+/// with the IP TTL (uniform) or 255 (pipe) and the IP precedence as traffic class. Too big with
+/// DF set goes to the slow path (an ICMP error with the MTU less the labels); without DF it is
+/// dropped and counted (no fragmentation before imposition).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn push(
+    ctx: &mut Ctx,
+    t: &Tables,
+    mut b: PktBuf,
+    port: u16,
+    mtu: u16,
+    rewrite: &crate::tables::Rewrite,
+    labels: &crate::mpls::LabelStack,
+    transit: bool,
+) {
+    let l3 = b.meta().l3_off as usize;
+    let h = &mut b.data_mut()[l3..];
+    if be16(h, 2) > mtu {
+        if h[6] & 0x40 != 0 {
+            return ctx.slow(b, Slow::TooBig);
+        }
+        return ctx.drop(b, DropReason::MplsTooBig);
+    }
+    if transit {
+        let old = u16::from_be_bytes([h[8], h[9]]);
+        h[8] -= 1;
+        let new = u16::from_be_bytes([h[8], h[9]]);
+        let c = checksum::update16(be16(h, 10), old, new);
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+    let ttl = super::mpls_input::push_ttl(t, h[8]);
+    let tc = h[1] >> 5;
+    if !super::push_labels(&mut b, rewrite, labels, tc, ttl) {
+        return ctx.drop(b, DropReason::NoBuffer);
+    }
+    super::send(ctx, t, b, port, super::IpNext::Bridge);
 }
 
 /// 5-tuple hash; ports only for the first (or only) fragment of TCP, UDP and SCTP.

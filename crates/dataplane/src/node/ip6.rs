@@ -132,6 +132,28 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
         }
         Action::Drop(why) => return ctx.drop(b, why),
         Action::Node(next) => return ctx.to(next, b),
+        Action::Push {
+            port,
+            mtu,
+            rewrite,
+            labels,
+        } => {
+            let l3 = b.meta().l3_off as usize;
+            let h = &mut b.data_mut()[l3..];
+            if 40 + be16(h, 4) as usize > mtu as usize {
+                return ctx.slow(b, Slow::TooBig);
+            }
+            if transit {
+                h[7] -= 1;
+            }
+            let ttl = super::mpls_input::push_ttl(t, h[7]);
+            // The traffic class's top three bits (the DSCP's class selector).
+            let tc = h[0] << 4 >> 5;
+            if !super::push_labels(&mut b, rewrite, &labels, tc, ttl) {
+                return ctx.drop(b, DropReason::NoBuffer);
+            }
+            return super::send(ctx, t, b, port, super::IpNext::Bridge);
+        }
     };
     let l3 = b.meta().l3_off as usize;
     let h = &mut b.data_mut()[l3..];

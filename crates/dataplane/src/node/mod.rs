@@ -17,6 +17,8 @@ pub mod l2_control;
 pub mod l2_flood;
 pub mod l2_input;
 pub mod l2_mcast;
+pub mod mpls_input;
+pub mod pw_encap;
 pub mod slow;
 
 use crate::buffer::{BufCache, PktBuf};
@@ -338,6 +340,14 @@ pub enum Action<'t> {
     Drop(DropReason),
     /// Handed whole (TTL untouched) to another node: GTP-U decapsulation or encapsulation.
     Node(IpNext),
+    /// Transmit with `labels` pushed in front of the packet; `mtu` is the egress interface's
+    /// less the labels.
+    Push {
+        port: u16,
+        mtu: u16,
+        rewrite: &'t Rewrite,
+        labels: crate::mpls::LabelStack,
+    },
 }
 
 /// Resolves next hop `nh` (an ECMP group to one member, by `hash`, computed only for groups);
@@ -367,6 +377,21 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
         NextHop::Down { .. } => Action::Drop(DropReason::InterfaceDown),
         NextHop::GtpuLocal => Action::Node(IpNext::GtpuInput),
         NextHop::GtpApn { .. } => Action::Node(IpNext::GtpuEncap),
+        NextHop::Labelled { via, labels } => match &t.next_hops[*via as usize] {
+            NextHop::Forward {
+                port, mtu, rewrite, ..
+            } => Action::Push {
+                port: *port,
+                mtu: mtu.saturating_sub(4 * labels.len() as u16),
+                rewrite,
+                labels: *labels,
+            },
+            // The control plane resolves a labelled route's neighbour before traffic needs it
+            // (`scan_next_hops`); a packet held for it would leave without its labels.
+            NextHop::Glean { .. } => Action::Drop(DropReason::NeighborUnresolved),
+            NextHop::Down { .. } => Action::Drop(DropReason::InterfaceDown),
+            _ => Action::Drop(DropReason::NoRoute),
+        },
         // ECMP members are Forward next hops; a nested group is a control-plane bug.
         NextHop::Ecmp(_) => Action::Drop(DropReason::NoRoute),
     };
@@ -493,6 +518,35 @@ pub fn rewrite_l2(b: &mut PktBuf, rw: &Rewrite) -> bool {
     }
     b.meta_mut().l3_off = new as u16;
     b.data_mut()[..new].copy_from_slice(&rw.bytes[..new]);
+    true
+}
+
+/// Pushes `labels` in front of the IP packet at `meta.l3_off` and then the L2 header `rw` (its
+/// EtherType made MPLS), the labels carrying `ttl` and traffic class `tc` and the bottom one the
+/// bottom-of-stack bit. Sets `meta.l3_off` to the first label. False when the headroom is short.
+#[inline(always)]
+pub fn push_labels(
+    b: &mut PktBuf,
+    rw: &Rewrite,
+    labels: &crate::mpls::LabelStack,
+    tc: u8,
+    ttl: u8,
+) -> bool {
+    let l3 = b.meta().l3_off as usize;
+    let new = rw.len as usize + 4 * labels.len();
+    if new > l3 {
+        if !b.push_front(new - l3) {
+            return false;
+        }
+    } else if new < l3 {
+        b.pull_front(l3 - new);
+    }
+    let n = rw.len as usize;
+    let d = b.data_mut();
+    d[..n].copy_from_slice(&rw.bytes[..n]);
+    d[n - 2..n].copy_from_slice(&crate::mpls::ETHERTYPE_MPLS.to_be_bytes());
+    labels.write(&mut d[n..new], tc, ttl, true);
+    b.meta_mut().l3_off = n as u16;
     true
 }
 

@@ -57,6 +57,10 @@ impl Node for SlowPath {
 fn egress_mtu(t: &Tables, b: &PktBuf) -> u16 {
     match &t.next_hops[b.meta().next_hop as usize] {
         NextHop::Forward { mtu, .. } => *mtu,
+        NextHop::Labelled { via, labels } => match &t.next_hops[*via as usize] {
+            NextHop::Forward { mtu, .. } => mtu.saturating_sub(4 * labels.len() as u16),
+            _ => 0,
+        },
         _ => 0,
     }
 }

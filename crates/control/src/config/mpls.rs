@@ -1,0 +1,429 @@
+//! `mpls`: label switching on the router's interfaces, static label table entries and
+//! pseudowires (labels signalled by LDP come later; these are the static ones an operator
+//! configures, as `mpls static binding` and `xconnect ... encapsulation manual` do).
+//!
+//! ```yaml
+//! mpls:
+//!   interfaces: [core0, core1]     # take labelled frames (EtherType 0x8847)
+//!   ttl: uniform                   # uniform (default) or pipe (RFC 3443)
+//!   labels:                        # incoming label -> what to do
+//!     - { in: 100, out: [200], via: 10.0.0.2 }         # swap
+//!     - { in: 101, out: pop, via: 10.0.0.2 }           # pop (penultimate hop)
+//!     - { in: 102, out: [200, 300], via: [10.0.0.2, 10.0.1.2] }  # swap and push, ECMP
+//!     - { in: 103, lookup: cust-a }                    # pop, look the packet up in a VRF
+//!   pseudowires:
+//!     - name: pw-100
+//!       interface: ac0.100         # the attachment circuit: a VLAN sub-interface or a port
+//!       type: vlan                 # vlan (VC type 4, default on a sub-interface) or
+//!                                  # ethernet (type 5, default on a port)
+//!       peer: 10.9.0.2             # the far PE
+//!       vc-id: 100
+//!       local-label: 1000          # the peer sends the pseudowire's frames with this label
+//!       remote-label: 2000         # ...and takes them with this one
+//!       transport: [300]           # labels to reach the peer (none: it is the next hop)
+//!       via: 10.0.0.2              # the next hop towards the peer
+//!       control-word: true         # RFC 4385 (default false)
+//! ```
+//!
+//! Static routes take `labels: [..]` beside `via` (a route over an LSP, or an L3VPN route: the
+//! VPN label under the transport labels).
+//!
+//! Besides each value's own syntax, `check` refuses: a label below 16 or above 1,048,575 as an
+//! incoming label, a label used twice (by the table or a pseudowire), more than four labels to
+//! push, a `via` that is not on a connected subnet of an Ethernet interface, an unknown VRF or
+//! interface, an attachment circuit that has addresses, is a bridge member, or carries two
+//! pseudowires, type `vlan` on an interface without a VLAN.
+
+use std::net::IpAddr;
+
+use super::fields::{origin_at, seq, Errs, Fields};
+use super::Origin;
+use dataplane::mpls::{TtlMode, FIRST_UNRESERVED, MAX_LABEL, MAX_LABELS};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MplsCfg {
+    pub interfaces: Vec<(String, Origin)>,
+    pub ttl: TtlMode,
+    pub labels: Vec<LabelCfg>,
+    pub pseudowires: Vec<PseudowireCfg>,
+}
+
+/// What an incoming label does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LabelOp {
+    /// Pop it and push these (none: pop), to these next hops.
+    Forward { out: Vec<u32>, via: Vec<IpAddr> },
+    /// Pop it and look the packet under it up in this VRF.
+    Lookup { vrf: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabelCfg {
+    pub label: u32,
+    pub op: LabelOp,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PseudowireCfg {
+    pub name: String,
+    pub interface: String,
+    /// None: by the interface (a sub-interface's is VLAN, a port's Ethernet).
+    pub vc_type: Option<dataplane::mpls::VcType>,
+    pub peer: IpAddr,
+    pub vc_id: u32,
+    pub local_label: u32,
+    pub remote_label: u32,
+    pub transport: Vec<u32>,
+    pub via: IpAddr,
+    pub control_word: bool,
+    pub origin: Origin,
+}
+
+/// A label as a config value: a number within 20 bits.
+fn label(s: &str, n: &crate::yaml::Node, field: &str, e: &mut Errs) -> Option<u32> {
+    match s.parse::<u32>() {
+        Ok(l) if l <= MAX_LABEL => Some(l),
+        _ => {
+            e.at(
+                n,
+                field,
+                format!("`{s}` is not a label (a number from 0 to {MAX_LABEL})"),
+            );
+            None
+        }
+    }
+}
+
+/// Labels to push: a list of at most [`MAX_LABELS`].
+fn push_list(f: &mut Fields<'_>, key: &'static str, e: &mut Errs) -> Vec<u32> {
+    let at = f.node(key);
+    let mut out = Vec::new();
+    for (s, n, path) in f.list(key, e) {
+        if let Some(l) = label(&s, n, &path, e) {
+            out.push(l);
+        }
+    }
+    if out.len() > MAX_LABELS {
+        if let Some(n) = at {
+            e.at(
+                n,
+                &f.field(key),
+                format!("at most {MAX_LABELS} labels are pushed"),
+            );
+        }
+    }
+    out
+}
+
+fn incoming(f: &mut Fields<'_>, key: &'static str, e: &mut Errs) -> Option<u32> {
+    let n = f.node(key);
+    let s = f.required(key, e)?;
+    let l = label(&s, n?, &f.field(key), e)?;
+    if l < FIRST_UNRESERVED {
+        e.at(
+            n?,
+            &f.field(key),
+            format!("label {l} is reserved (0-15); incoming labels start at 16"),
+        );
+        return None;
+    }
+    Some(l)
+}
+
+fn addrs(f: &mut Fields<'_>, key: &'static str, e: &mut Errs) -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    for (s, n, path) in f.list(key, e) {
+        match s.parse::<IpAddr>() {
+            Ok(a) => out.push(a),
+            Err(_) => e.at(n, &path, format!("`{s}` is not an IP address")),
+        }
+    }
+    out
+}
+
+pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
+    let n = top.get("mpls")?;
+    let mut f = Fields::new("mpls".into(), n, e)?;
+    let interfaces = f
+        .list("interfaces", e)
+        .into_iter()
+        .map(|(s, n, path)| (s, origin_at(n, &path)))
+        .collect();
+    let ttl = match f.str("ttl", e).as_deref() {
+        None | Some("uniform") => TtlMode::Uniform,
+        Some("pipe") => TtlMode::Pipe,
+        Some(other) => {
+            let at = f.node("ttl").unwrap_or(n);
+            e.at(
+                at,
+                "mpls.ttl",
+                format!("`{other}` is not a TTL mode (uniform or pipe)"),
+            );
+            TtlMode::Uniform
+        }
+    };
+    let mut labels = Vec::new();
+    for (ln, path) in seq(&mut f, "labels", e) {
+        let Some(mut lf) = Fields::new(path.clone(), ln, e) else {
+            continue;
+        };
+        let origin = lf.origin();
+        let l = incoming(&mut lf, "in", e);
+        let lookup = lf.str("lookup", e);
+        let pop = lf
+            .node("out")
+            .is_some_and(|o| matches!(&o.value, crate::yaml::Value::Scalar(s) if s == "pop"));
+        let out = if pop {
+            lf.get("out");
+            Vec::new()
+        } else {
+            push_list(&mut lf, "out", e)
+        };
+        let has_out = lf.node("out").is_some();
+        let via = addrs(&mut lf, "via", e);
+        lf.finish(e);
+        let op = match (lookup, has_out) {
+            (Some(vrf), false) if via.is_empty() => Some(LabelOp::Lookup { vrf }),
+            (None, true) if !via.is_empty() => Some(LabelOp::Forward { out, via }),
+            (None, true) => {
+                e.at(ln, &path, "a label with `out` needs `via` (its next hops)");
+                None
+            }
+            (None, false) => {
+                e.at(
+                    ln,
+                    &path,
+                    "a label needs `out` (labels or `pop`) with `via`, or `lookup: VRF`",
+                );
+                None
+            }
+            _ => {
+                e.at(
+                    ln,
+                    &path,
+                    "`lookup` excludes `out` and `via` (the packet is looked up, not sent on)",
+                );
+                None
+            }
+        };
+        if let (Some(label), Some(op)) = (l, op) {
+            labels.push(LabelCfg { label, op, origin });
+        }
+    }
+    let mut pseudowires = Vec::new();
+    for (pn, path) in seq(&mut f, "pseudowires", e) {
+        let Some(mut pf) = Fields::new(path.clone(), pn, e) else {
+            continue;
+        };
+        let origin = pf.origin();
+        let name = pf.required("name", e);
+        let interface = pf.required("interface", e);
+        let vc_type = match pf.str("type", e).as_deref() {
+            None => None,
+            Some("vlan") => Some(dataplane::mpls::VcType::Vlan),
+            Some("ethernet") => Some(dataplane::mpls::VcType::Ethernet),
+            Some(other) => {
+                let at = pf.node("type").unwrap_or(pn);
+                e.at(
+                    at,
+                    &format!("{path}.type"),
+                    format!("`{other}` is not a pseudowire type (vlan or ethernet)"),
+                );
+                None
+            }
+        };
+        let peer = pf.parse::<IpAddr>("peer", "an IP address", e);
+        if pf.node("peer").is_none() {
+            e.at(pn, &format!("{path}.peer"), "`peer` is required");
+        }
+        let vc_id = pf.parse::<u32>("vc-id", "a number", e);
+        if pf.node("vc-id").is_none() {
+            e.at(pn, &format!("{path}.vc-id"), "`vc-id` is required");
+        }
+        let local_label = incoming(&mut pf, "local-label", e);
+        let remote_at = pf.node("remote-label");
+        let remote_label = pf
+            .required("remote-label", e)
+            .and_then(|s| label(&s, remote_at?, &format!("{path}.remote-label"), e));
+        let transport = push_list(&mut pf, "transport", e);
+        if transport.len() + 1 > MAX_LABELS {
+            e.at(
+                pn,
+                &format!("{path}.transport"),
+                format!(
+                    "at most {} transport labels (the pseudowire's own makes {MAX_LABELS})",
+                    MAX_LABELS - 1
+                ),
+            );
+        }
+        let via = pf.parse::<IpAddr>("via", "an IP address", e);
+        if pf.node("via").is_none() {
+            e.at(
+                pn,
+                &format!("{path}.via"),
+                "`via` is required (the next hop towards the peer)",
+            );
+        }
+        let control_word = pf
+            .parse::<bool>("control-word", "true or false", e)
+            .unwrap_or(false);
+        pf.finish(e);
+        if let (
+            Some(name),
+            Some(interface),
+            Some(peer),
+            Some(vc_id),
+            Some(local_label),
+            Some(remote_label),
+            Some(via),
+        ) = (name, interface, peer, vc_id, local_label, remote_label, via)
+        {
+            pseudowires.push(PseudowireCfg {
+                name,
+                interface,
+                vc_type,
+                peer,
+                vc_id,
+                local_label,
+                remote_label,
+                transport,
+                via,
+                control_word,
+                origin,
+            });
+        }
+    }
+    f.finish(e);
+    Some(MplsCfg {
+        interfaces,
+        ttl,
+        labels,
+        pseudowires,
+    })
+}
+
+/// The checks against the rest of the config.
+pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
+    let Some(m) = &cfg.mpls else {
+        return;
+    };
+    let ifc = |name: &str| cfg.interfaces.iter().find(|i| i.name == name);
+    for (name, o) in &m.interfaces {
+        match ifc(name) {
+            None => e.origin(o, format!("no interface named `{name}`")),
+            Some(i) if i.atm.is_some() || i.bvi.is_some() => e.origin(
+                o,
+                format!("interface `{name}`: MPLS is carried on Ethernet interfaces only"),
+            ),
+            Some(_) => {}
+        }
+    }
+    // Every incoming label once, whoever owns it.
+    let mut seen: std::collections::HashMap<u32, Origin> = Default::default();
+    let mut claim = |l: u32, at: &Origin, e: &mut Errs| match seen.get(&l) {
+        Some(first) => e.origin(
+            at,
+            format!(
+                "label {l} is already used (line {}, `{}`)",
+                first.line, first.field
+            ),
+        ),
+        None => {
+            seen.insert(l, at.clone());
+        }
+    };
+    for l in &m.labels {
+        claim(l.label, &l.origin, e);
+        match &l.op {
+            LabelOp::Lookup { vrf } if !cfg.vrfs.contains(vrf) => e.origin(
+                &l.origin,
+                format!("label {}: VRF `{vrf}` is not defined under `vrfs`", l.label),
+            ),
+            LabelOp::Forward { via, .. } => {
+                for a in via {
+                    check_via(cfg, *a, &l.origin, e);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut acs: std::collections::HashMap<&str, &str> = Default::default();
+    for p in &m.pseudowires {
+        claim(p.local_label, &p.origin, e);
+        if m.pseudowires.iter().filter(|q| q.name == p.name).count() > 1 {
+            e.origin(&p.origin, format!("pseudowire `{}` is named twice", p.name));
+        }
+        if let Some(other) = acs.insert(&p.interface, &p.name) {
+            e.origin(
+                &p.origin,
+                format!(
+                    "interface `{}` is already the attachment circuit of pseudowire `{other}`",
+                    p.interface
+                ),
+            );
+        }
+        check_via(cfg, p.via, &p.origin, e);
+        let Some(i) = ifc(&p.interface) else {
+            e.origin(
+                &p.origin,
+                format!(
+                    "pseudowire `{}`: no interface named `{}`",
+                    p.name, p.interface
+                ),
+            );
+            continue;
+        };
+        if !i.ipv4.is_empty() || !i.ipv6.is_empty() {
+            e.origin(
+                &p.origin,
+                format!(
+                    "interface `{}` has addresses: an attachment circuit carries frames, not routes",
+                    i.name
+                ),
+            );
+        }
+        let bridged = cfg
+            .bridges
+            .iter()
+            .flat_map(|b| &b.members)
+            .any(|x| x.interface == i.name);
+        if bridged || i.bvi.is_some() || i.atm.is_some() || i.s_vlan.is_some() {
+            e.origin(
+                &p.origin,
+                format!(
+                    "interface `{}`: an attachment circuit is a port or an 802.1Q sub-interface, not a bridge member, a routed bridge interface, an ATM VC or a Q-in-Q interface",
+                    i.name
+                ),
+            );
+        }
+        if p.vc_type == Some(dataplane::mpls::VcType::Vlan) && i.vlan.is_none() {
+            e.origin(
+                &p.origin,
+                format!(
+                    "pseudowire `{}`: type vlan needs a VLAN sub-interface; `{}` is a port (use type ethernet)",
+                    p.name, i.name
+                ),
+            );
+        }
+    }
+}
+
+/// A next hop must sit on a connected subnet of an Ethernet interface in the default VRF (the
+/// core's: labels are switched there).
+fn check_via(cfg: &super::Config, a: IpAddr, o: &Origin, e: &mut Errs) {
+    match super::find_connected(cfg, "default", a) {
+        None => e.origin(
+            o,
+            format!("next hop {a} is not on a connected subnet in VRF `default`"),
+        ),
+        Some(i) if i.atm.is_some() || i.bvi.is_some() => e.origin(
+            o,
+            format!(
+                "next hop {a} is out of `{}`: labels are sent on Ethernet interfaces only",
+                i.name
+            ),
+        ),
+        Some(_) => {}
+    }
+}

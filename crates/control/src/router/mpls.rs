@@ -1,0 +1,185 @@
+//! The router's MPLS tables from the config's `mpls` section and labelled static routes: the
+//! label table, the pseudowires, and one interface per VRF that a label pops into (packets
+//! popped for a lookup arrive on it, in its VRF, as decapsulated GTP-U arrives on an APN's).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use dataplane::mpls::{LabelAction, LabelStack, LabelTable, Mpls, Pseudowire, VcType};
+use dataplane::tables::{Interface, NextHop};
+use packet::ethernet::MacAddr;
+
+use super::{BuildError, NhKey, Router};
+use crate::config::mpls::LabelOp;
+use crate::config::{Config, Origin};
+
+/// The name of the interface packets popped into VRF `vrf` arrive on.
+pub fn lookup_interface(vrf: &str) -> String {
+    format!("mpls-{vrf}")
+}
+
+/// The interfaces the label table pops packets into, one per VRF a label names.
+pub(super) fn lookup_interfaces(cfg: &Config, vrf_idx: impl Fn(&str) -> u32) -> Vec<Interface> {
+    let Some(m) = &cfg.mpls else {
+        return Vec::new();
+    };
+    let mut vrfs: Vec<&str> = m
+        .labels
+        .iter()
+        .filter_map(|l| match &l.op {
+            LabelOp::Lookup { vrf } => Some(vrf.as_str()),
+            LabelOp::Forward { .. } => None,
+        })
+        .collect();
+    vrfs.sort_unstable();
+    vrfs.dedup();
+    vrfs.into_iter()
+        .map(|v| Interface {
+            name: lookup_interface(v),
+            port: dataplane::tables::TUNNEL_PORT,
+            vlan: None,
+            s_vlan: None,
+            mac: MacAddr([0; 6]),
+            mtu: 9216,
+            vrf: vrf_idx(v),
+            up: true,
+            v4: Vec::new(),
+            v6: Vec::new(),
+            punt_local: false,
+            l2: None,
+            bvi: None,
+        })
+        .collect()
+}
+
+impl Router {
+    fn at(&self, o: &Origin, m: impl std::fmt::Display) -> BuildError {
+        BuildError(format!(
+            "{}:{}:{}: {}: {m}",
+            self.cfg.source.display(),
+            o.line,
+            o.col,
+            o.field
+        ))
+    }
+
+    fn ifx(&self, name: &str) -> Option<u32> {
+        self.ifs
+            .iter()
+            .position(|i| i.name == name)
+            .map(|i| i as u32)
+    }
+
+    /// Next hop `nh` with `labels` pushed: an ECMP group becomes a group of labelled members.
+    pub(super) fn labelled(&mut self, nh: u32, labels: LabelStack) -> u32 {
+        if labels.is_empty() {
+            return nh;
+        }
+        if let NextHop::Ecmp(members) = &self.next_hops[nh as usize] {
+            let members = members.to_vec();
+            let labelled = members
+                .into_iter()
+                .map(|m| self.labelled(m, labels))
+                .collect();
+            return self.nh_ecmp(labelled);
+        }
+        self.nh(NhKey::Labelled(nh, labels), |_| NextHop::Labelled {
+            via: nh,
+            labels,
+        })
+    }
+
+    /// The next hop to neighbours `via` (on connected subnets of the default VRF: checked).
+    fn via(&mut self, via: &[IpAddr], o: &Origin) -> Result<u32, BuildError> {
+        let mut members = Vec::with_capacity(via.len());
+        for &a in via {
+            let ifx = self
+                .connected_if(0, a)
+                .ok_or_else(|| self.at(o, format!("next hop {a} is on no connected subnet")))?;
+            members.push(self.nh_via(ifx, Some(a)));
+        }
+        Ok(self.nh_ecmp(members))
+    }
+
+    /// Builds the label table and pseudowires (`self.mpls`); the labelled static routes are
+    /// installed by `install_static`.
+    pub(super) fn build_mpls(&mut self) -> Result<(), BuildError> {
+        let Some(m) = self.cfg.mpls.clone() else {
+            return Ok(());
+        };
+        let mut entries = Vec::new();
+        for l in &m.labels {
+            let action = match &l.op {
+                LabelOp::Forward { out, via } => {
+                    let push = LabelStack::new(out)
+                        .ok_or_else(|| self.at(&l.origin, "too many labels to push"))?;
+                    LabelAction::Forward {
+                        nh: self.via(via, &l.origin)?,
+                        push,
+                    }
+                }
+                LabelOp::Lookup { vrf } => LabelAction::Lookup {
+                    ifx: self
+                        .ifx(&lookup_interface(vrf))
+                        .ok_or_else(|| self.at(&l.origin, format!("no VRF `{vrf}`")))?,
+                },
+            };
+            entries.push((l.label, action));
+        }
+        let mut pws = Vec::new();
+        for (i, p) in m.pseudowires.iter().enumerate() {
+            let ac = self
+                .ifx(&p.interface)
+                .ok_or_else(|| self.at(&p.origin, format!("no interface `{}`", p.interface)))?;
+            let ifc = &self.ifs[ac as usize];
+            let vc_type = p.vc_type.unwrap_or(if ifc.vlan.is_some() {
+                VcType::Vlan
+            } else {
+                VcType::Ethernet
+            });
+            let (ac_port, ac_vlan, mtu) = (ifc.port, ifc.vlan, ifc.mtu);
+            let mut labels = p.transport.clone();
+            labels.push(p.remote_label);
+            let push = LabelStack::new(&labels)
+                .ok_or_else(|| self.at(&p.origin, "too many labels to push"))?;
+            let nh = self.via(&[p.via], &p.origin)?;
+            entries.push((p.local_label, LabelAction::Pseudowire { pw: i as u32 }));
+            pws.push(Pseudowire {
+                name: p.name.clone(),
+                ac_if: ac,
+                ac_port,
+                ac_vlan,
+                vc_type,
+                control_word: p.control_word,
+                local_label: p.local_label,
+                push,
+                nh,
+                mtu,
+                up: true,
+            });
+        }
+        // A port that is a whole attachment circuit takes every frame, tagged or not.
+        for pw in &pws {
+            if pw.ac_vlan.is_none() {
+                if let Some(pm) = self.ports.get_mut(pw.ac_port as usize) {
+                    pm.tunnel = true;
+                }
+            }
+        }
+        let enabled: Vec<u32> = m
+            .interfaces
+            .iter()
+            .filter_map(|(name, _)| self.ifx(name))
+            .collect();
+        let workers = self.cfg.workers;
+        self.mpls = Some(Arc::new(Mpls::new(
+            LabelTable::new(entries, workers),
+            pws,
+            self.ifs.len(),
+            &enabled,
+            m.ttl,
+            workers,
+        )));
+        Ok(())
+    }
+}
