@@ -1,0 +1,188 @@
+//! MPLS through a router built from YAML: labels swapped, popped and pushed, a VPN label popped
+//! into its VRF, pseudowires both ways (VLAN and port mode), and the config's refusals.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use dataplane::mpls::Entry;
+use dataplane::DropReason;
+
+const CONFIG: &str = r#"
+router: { workers: 1 }
+vrfs: [cust]
+ports:
+  - { name: p0, driver: mem }
+  - { name: p1, driver: mem }
+  - { name: p2, driver: mem }
+interfaces:
+  - { name: p0, port: p0, mac: "02:00:00:00:00:01", ipv4: [192.0.2.1/24] }
+  - { name: p0.100, port: p0, vlan: 100, mac: "02:00:00:00:00:01" }
+  - { name: p1, port: p1, mac: "02:00:00:00:01:01", ipv4: [198.51.100.1/24] }
+  - { name: p2, port: p2, mac: "02:00:00:00:02:01" }
+  - { name: c1, port: p0, vlan: 200, vrf: cust, mac: "02:00:00:00:00:01", ipv4: [203.0.113.1/24] }
+neighbors:
+  - { interface: p0, ip: 192.0.2.2, mac: "02:00:00:00:00:02" }
+  - { interface: p1, ip: 198.51.100.2, mac: "02:00:00:00:01:02" }
+  - { interface: c1, ip: 203.0.113.2, mac: "02:00:00:00:00:03" }
+routes:
+  - { prefix: 10.9.0.0/16, via: 198.51.100.2, labels: [16, 17] }
+  - { prefix: 10.50.0.0/16, vrf: cust, via: 203.0.113.2 }
+mpls:
+  interfaces: [p1]
+  labels:
+    - { in: 100, out: [200], via: 198.51.100.2 }
+    - { in: 101, out: pop, via: 192.0.2.2 }
+    - { in: 102, lookup: cust }
+  pseudowires:
+    - { name: pw-vlan, interface: p0.100, peer: 10.255.0.2, vc-id: 100, local-label: 1000,
+        remote-label: 2000, transport: [300], via: 198.51.100.2, control-word: true }
+    - { name: pw-port, interface: p2, peer: 10.255.0.2, vc-id: 5, local-label: 1001,
+        remote-label: 2001, via: 198.51.100.2 }
+"#;
+
+const P1_MAC: [u8; 6] = [2, 0, 0, 0, 1, 1];
+const CORE_PEER: [u8; 6] = [2, 0, 0, 0, 1, 2];
+
+/// A labelled frame into p1 (from its neighbour): `labels` (label, TTL) over `payload`.
+fn labelled(labels: &[(u32, u8)], payload: &[u8]) -> Vec<u8> {
+    let mut f = P1_MAC.to_vec();
+    f.extend_from_slice(&CORE_PEER);
+    f.extend_from_slice(&[0x88, 0x47]);
+    for (i, &(l, ttl)) in labels.iter().enumerate() {
+        let s = u32::from(i + 1 == labels.len());
+        f.extend_from_slice(&(l << 12 | s << 8 | u32::from(ttl)).to_be_bytes());
+    }
+    f.extend_from_slice(payload);
+    f
+}
+
+fn ip4(dst: [u8; 4], ttl: u8) -> Vec<u8> {
+    ip4_frame(dst, ttl, 26, false, 17, 1000)[14..].to_vec()
+}
+
+#[test]
+fn labels_are_switched_popped_and_pushed() {
+    let mut bed = Bed::from_text(CONFIG);
+    let out = bed.send(
+        1,
+        &[
+            labelled(&[(100, 64)], &ip4([10, 1, 1, 1], 64)),
+            labelled(&[(101, 20)], &ip4([10, 1, 1, 1], 64)),
+            labelled(&[(102, 64)], &ip4([10, 50, 0, 9], 64)),
+            labelled(&[(555, 64)], &ip4([10, 1, 1, 1], 64)),
+        ],
+    );
+    // Swapped back out of p1 with TTL 63.
+    let f = &out[1][0];
+    assert_eq!(&f[..6], &CORE_PEER);
+    let e = Entry::parse(&f[14..]);
+    assert_eq!((e.label, e.ttl, e.bottom), (200, 63, true));
+    // Popped towards p0's neighbour: plain IPv4 with TTL 19.
+    let f = &out[0][0];
+    assert_eq!(
+        (&f[..6], &f[12..14]),
+        (&[2, 0, 0, 0, 0, 2][..], &[8, 0][..])
+    );
+    assert_eq!(f[14 + 8], 19);
+    assert!(header_ok(&f[14..34]));
+    // Popped into VRF cust, routed out of c1 (VLAN 200) to its CE.
+    let f = &out[0][1];
+    assert_eq!(&f[..6], &[2, 0, 0, 0, 0, 3]);
+    assert_eq!(u16::from_be_bytes([f[14], f[15]]) & 0xfff, 200);
+    assert_eq!(f[18 + 8], 63);
+    assert_eq!(out[0].len() + out[1].len() + out[2].len(), 3);
+    let snap = bed.snapshot();
+    assert_eq!(snap.drops[DropReason::MplsUnknownLabel as usize], 1);
+
+    // A labelled route: 16 over 17 out of p1.
+    let out = bed.send(0, &[ip4_frame([10, 9, 0, 1], 64, 26, false, 17, 1)]);
+    let f = &out[1][0];
+    let (a, b) = (Entry::parse(&f[14..]), Entry::parse(&f[18..]));
+    assert_eq!(
+        (a.label, a.bottom, b.label, b.bottom, b.ttl),
+        (16, false, 17, true, 63)
+    );
+}
+
+#[test]
+fn pseudowires_carry_frames_both_ways() {
+    let mut bed = Bed::from_text(CONFIG);
+    // A customer frame on p0.100 (to any MAC) goes over pw-vlan: 300 / 2000, control word.
+    let mut cust = vec![
+        2, 0, 0, 0, 0xaa, 1, 2, 0, 0, 0, 0xbb, 2, 0x81, 0, 0, 100, 0x08, 0x00,
+    ];
+    cust.extend_from_slice(&ip4([10, 1, 1, 1], 64));
+    let out = bed.send(0, std::slice::from_ref(&cust));
+    let f = &out[1][0];
+    assert_eq!(&f[12..14], &[0x88, 0x47]);
+    let (t, p) = (Entry::parse(&f[14..]), Entry::parse(&f[18..]));
+    assert_eq!((t.label, p.label, p.bottom), (300, 2000, true));
+    assert_eq!(&f[22..26], &[0; 4]);
+    assert_eq!(&f[26..], &cust[..]);
+    // An untagged frame into p2 (port mode, no control word) goes over pw-port: 2001 alone.
+    let mut raw = vec![2, 0, 0, 0, 0xaa, 1, 2, 0, 0, 0, 0xbb, 2, 0x08, 0x00];
+    raw.extend_from_slice(&ip4([10, 1, 1, 1], 64));
+    let out = bed.send(2, std::slice::from_ref(&raw));
+    let f = &out[1][0];
+    let p = Entry::parse(&f[14..]);
+    assert_eq!((p.label, p.bottom, p.ttl), (2001, true, 255));
+    assert_eq!(&f[18..], &raw[..]);
+    // Back: the far end's frame on 1000 leaves p0 tagged 100; on 1001 leaves p2 as it came.
+    let mut back = vec![0, 0, 0, 0];
+    let mut far = cust.clone();
+    far[14..16].copy_from_slice(&[0x00, 0x07]);
+    back.extend_from_slice(&far);
+    let out = bed.send(
+        1,
+        &[
+            labelled(&[(1000, 255)], &back),
+            labelled(&[(1001, 255)], &raw),
+        ],
+    );
+    assert_eq!(
+        out[0][0], cust,
+        "VLAN rewritten to the attachment circuit's"
+    );
+    assert_eq!(out[2][0], raw);
+}
+
+fn errors(text: &str) -> Vec<String> {
+    control::config::parse(text, Path::new("r.yaml"))
+        .expect_err("refused")
+        .0
+        .iter()
+        .map(|e| e.to_string())
+        .collect()
+}
+
+#[test]
+fn bad_mpls_config_is_refused_with_positions() {
+    let bad = CONFIG
+        .replace("{ in: 101, out: pop", "{ in: 100, out: pop")
+        .replace("lookup: cust", "lookup: nowhere")
+        .replace("interfaces: [p1]", "interfaces: [p1, p9]")
+        .replace("interface: p2,", "interface: p1,");
+    let e = errors(&bad);
+    let want = [
+        "r.yaml:22:20: mpls.interfaces[1]: no interface named `p9`",
+        "r.yaml:25:7: mpls.labels[1]: label 100 is already used (line 24, `mpls.labels[0]`)",
+        "r.yaml:26:7: mpls.labels[2]: label 102: VRF `nowhere` is not defined under `vrfs`",
+        "r.yaml:30:7: mpls.pseudowires[1]: interface `p1` has addresses: an attachment circuit carries frames, not routes",
+    ];
+    assert_eq!(e, want);
+    let e = errors(&CONFIG.replace("out: [200]", "out: [200, 1048576, 3, 4, 5, 6]"));
+    assert_eq!(
+        e,
+        [
+            "r.yaml:24:23: mpls.labels[0].out: at most 4 labels are pushed",
+            "r.yaml:24:29: mpls.labels[0].out[1]: `1048576` is not a label (a number from 0 to 1048575)",
+        ]
+    );
+    let e = errors(&CONFIG.replace("{ in: 100,", "{ in: 7,"));
+    assert_eq!(
+        e,
+        ["r.yaml:24:13: mpls.labels[0].in: label 7 is reserved (0-15); incoming labels start at 16"]
+    );
+}
