@@ -363,6 +363,14 @@ fn routes(core: Arc<Core>) -> Router {
             get(|State(c): Shared| call(c, |c| Ok(c.dlsw_reachability()))),
         )
         .route(
+            "/v1/mpls/forwarding-table",
+            get(|State(c): Shared| call(c, |c| Ok(c.mpls_view()))),
+        )
+        .route(
+            "/v1/l2vpn",
+            get(|State(c): Shared| call(c, |c| Ok(c.l2vpn_view()))),
+        )
+        .route(
             "/v1/atm/pvcs",
             get(|State(c): Shared| call(c, |c| Ok(c.atm_pvcs()))),
         )

@@ -186,3 +186,93 @@ fn bad_mpls_config_is_refused_with_positions() {
         ["r.yaml:24:13: mpls.labels[0].in: label 7 is reserved (0-15); incoming labels start at 16"]
     );
 }
+
+#[test]
+fn the_shows_count_labels_and_pseudowires() {
+    use api::views::Render;
+    let dir = std::env::temp_dir().join(format!("linerate-mpls-show-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (core, mut peers) = control_core(&dir);
+    let pool = core.lock("test").runtime.pool.clone();
+    let mut cache = dataplane::BufCache::new(pool);
+    let mut cust = vec![
+        2, 0, 0, 0, 0xaa, 1, 2, 0, 0, 0, 0xbb, 2, 0x81, 0, 0, 100, 0x08, 0x00,
+    ];
+    cust.extend_from_slice(&ip4([10, 1, 1, 1], 64));
+    let mut send = |peer: usize, f: &[u8], cache: &mut dataplane::BufCache| {
+        let mut b = cache.alloc().unwrap();
+        assert!(b.fill(f));
+        let mut v = vec![b];
+        while !v.is_empty() {
+            peers[peer].to_router[0].push_burst(&mut v);
+        }
+    };
+    for _ in 0..3 {
+        send(0, &cust, &mut cache);
+        send(
+            1,
+            &labelled(&[(100, 64)], &ip4([10, 1, 1, 1], 64)),
+            &mut cache,
+        );
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let l2 = loop {
+        let l2 = core.l2vpn_view();
+        let t = core.mpls_view();
+        if l2.pseudowires[0].tx_packets == 3 && t.labels[0].packets == 3 {
+            break l2;
+        }
+        assert!(std::time::Instant::now() < deadline, "{l2:?} {t:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let pw = &l2.pseudowires[0];
+    assert_eq!(
+        (pw.name.as_str(), pw.vc_type, pw.state.as_str(), pw.tx_bytes),
+        ("pw-vlan", 4, "up", 3 * cust.len() as u64)
+    );
+    assert_eq!(pw.next_hop, "198.51.100.2 on p1");
+    assert_eq!(
+        (pw.local_label, pw.remote_label, pw.transport.as_str()),
+        (1000, 2000, "300")
+    );
+    assert_eq!(
+        (
+            l2.pseudowires[1].vc_type,
+            l2.pseudowires[1].transport.as_str()
+        ),
+        (5, "")
+    );
+    let t = core.mpls_view();
+    let labels: Vec<(u32, &str, &str)> = t
+        .labels
+        .iter()
+        .map(|l| (l.label, l.action.as_str(), l.out.as_str()))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            (100, "swap", "200"),
+            (101, "pop", ""),
+            (102, "lookup", ""),
+            (1000, "pseudowire", ""),
+            (1001, "pseudowire", "")
+        ]
+    );
+    assert_eq!(t.labels[0].to, ["198.51.100.2 on p1"]);
+    assert_eq!(t.labels[2].to, ["vrf cust"]);
+    let text = t.render();
+    assert!(text.contains("MPLS on p1; TTL uniform; 5 labels"), "{text}");
+    let metrics = core.metrics();
+    assert!(
+        metrics.contains(
+            "linerate_pseudowire_packets_total{pseudowire=\"pw-vlan\",direction=\"to_pw\"} 3"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("linerate_mpls_label_packets_total{label=\"100\"} 3"));
+    drop(peers);
+}
+
+fn control_core(dir: &Path) -> (std::sync::Arc<control::mgmt::Core>, Vec<control::MemPeer>) {
+    common::core_with(dir, CONFIG)
+}

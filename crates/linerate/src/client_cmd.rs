@@ -12,9 +12,10 @@ use api::requests::{
 use api::views::{
     AclView, ApnView, ApplyOutcome, AtmView, BridgeView, CommitText, CommitView, CountersView,
     CpuView, DlswCircuitsView, DlswPeersView, DlswReachabilityView, ErrorView, EventManagerView,
-    FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, LinkDiagView, LogView,
-    MacCleared, MacTableView, MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView,
-    RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
+    FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, L2vpnView, LinkDiagView,
+    LogView, MacCleared, MacTableView, MplsView, MrouteView, NeighborView, PortView, PuntView,
+    QosView, RoutesView, RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded,
+    WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -172,6 +173,20 @@ pub enum ShowCmd {
         #[command(subcommand)]
         what: DlswShow,
     },
+    /// MPLS: `show mpls forwarding-table`: each incoming label, its action, where it sends,
+    /// its packets and bytes.
+    Mpls {
+        #[command(subcommand)]
+        what: MplsShow,
+    },
+    /// Pseudowires: attachment circuit, peer and VC id, labels, next hop, state, frames.
+    L2vpn,
+}
+
+#[derive(Subcommand)]
+pub enum MplsShow {
+    /// The label table (the LFIB).
+    ForwardingTable,
 }
 
 #[derive(Subcommand)]
@@ -603,6 +618,10 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
         } => print_view::<GtpStatsView>(c, "/v1/gtp/statistics", json_out),
         ShowCmd::Apn => print_view::<Vec<ApnView>>(c, "/v1/apns", json_out),
         ShowCmd::Atm { what: AtmShow::Pvc } => print_view::<AtmView>(c, "/v1/atm/pvcs", json_out),
+        ShowCmd::Mpls {
+            what: MplsShow::ForwardingTable,
+        } => print_view::<MplsView>(c, "/v1/mpls/forwarding-table", json_out),
+        ShowCmd::L2vpn => print_view::<L2vpnView>(c, "/v1/l2vpn", json_out),
         ShowCmd::Dlsw { what } => match what {
             DlswShow::Peers => print_view::<DlswPeersView>(c, "/v1/dlsw/peers", json_out),
             DlswShow::Circuits => print_view::<DlswCircuitsView>(c, "/v1/dlsw/circuits", json_out),

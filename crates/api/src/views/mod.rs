@@ -15,6 +15,7 @@ pub mod events;
 pub mod graph;
 pub mod gtp;
 pub mod interfaces;
+pub mod mpls;
 pub mod mroute;
 pub mod routes;
 pub mod services;
@@ -39,6 +40,7 @@ pub use interfaces::{
     CountersView, InterfaceView, LinkDiagView, NeighborView, PortCountersView, PortDriver,
     PortView, QueueView, WorkerAdded, WorkerView,
 };
+pub use mpls::{L2vpnView, MplsLabelView, MplsView, PseudowireView};
 pub use mroute::{MrouteEntryView, MrouteView};
 pub use routes::{NextHopKind, RouteOrigin, RouteView, RoutesView};
 pub use services::{

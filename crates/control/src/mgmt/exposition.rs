@@ -359,6 +359,7 @@ impl Core {
         self.mroute_metrics(&s, e);
         self.gtp_metrics(&s, e);
         self.atm_metrics(&s, e);
+        self.mpls_metrics(&s, e);
         drop(s);
         self.dlsw_metrics(e);
     }

@@ -24,6 +24,7 @@ pub mod exposition;
 pub mod graph;
 pub mod gtp;
 pub mod link_diag;
+pub mod mpls;
 pub mod mroute;
 pub mod ops;
 pub mod services;

@@ -1,0 +1,159 @@
+//! MPLS in the management plane: `show mpls forwarding-table` and `show l2vpn` from the label
+//! table and pseudowires the workers read (their counters summed over the workers), and the
+//! same counters as metrics.
+
+use api::views::{L2vpnView, MplsLabelView, MplsView, PseudowireView};
+use dataplane::mpls::{LabelAction, TtlMode};
+
+use crate::metrics::{Exposition, Kind};
+
+impl super::Core {
+    /// `show mpls forwarding-table`.
+    pub fn mpls_view(&self) -> MplsView {
+        let s = self.lock("show mpls");
+        let r = &s.router;
+        let (Some(cfg), Some(m)) = (&r.cfg.mpls, &r.mpls) else {
+            return MplsView::default();
+        };
+        let nhs = r.next_hop_descriptions();
+        let via = |nh: u32| nhs.get(nh as usize).map_or_else(Vec::new, |d| d.1.clone());
+        let labels = m
+            .labels
+            .entries()
+            .into_iter()
+            .map(|(label, a, packets, bytes)| {
+                let (action, out, to) = match a {
+                    LabelAction::Forward { nh, push } if push.is_empty() => {
+                        ("pop", String::new(), via(nh))
+                    }
+                    LabelAction::Forward { nh, push } => ("swap", push.to_string(), via(nh)),
+                    LabelAction::Lookup { ifx } => {
+                        let vrf = r
+                            .ifs
+                            .get(ifx as usize)
+                            .and_then(|i| r.fibs.get(i.vrf as usize))
+                            .map_or("?".into(), |f| f.name.clone());
+                        ("lookup", String::new(), vec![format!("vrf {vrf}")])
+                    }
+                    LabelAction::Pseudowire { pw } => {
+                        let name = m.pws.get(pw as usize).map_or("?", |p| p.name.as_str());
+                        (
+                            "pseudowire",
+                            String::new(),
+                            vec![format!("pseudowire {name}")],
+                        )
+                    }
+                };
+                MplsLabelView {
+                    label,
+                    action: action.into(),
+                    out,
+                    to,
+                    packets,
+                    bytes,
+                }
+            })
+            .collect();
+        MplsView {
+            interfaces: cfg.interfaces.iter().map(|(n, _)| n.clone()).collect(),
+            ttl: match m.ttl {
+                TtlMode::Uniform => "uniform",
+                TtlMode::Pipe => "pipe",
+            }
+            .into(),
+            labels,
+            table_bytes: m.labels.bytes() as u64,
+        }
+    }
+
+    /// `show l2vpn`.
+    pub fn l2vpn_view(&self) -> L2vpnView {
+        let s = self.lock("show l2vpn");
+        let r = &s.router;
+        let (Some(cfg), Some(m)) = (&r.cfg.mpls, &r.mpls) else {
+            return L2vpnView::default();
+        };
+        let nhs = r.next_hop_descriptions();
+        let pseudowires = m
+            .pws
+            .iter()
+            .zip(&cfg.pseudowires)
+            .enumerate()
+            .map(|(i, (p, c))| {
+                let n = m.read_pw(i as u32);
+                let up = p.up && r.ifs.get(p.ac_if as usize).is_some_and(|x| x.up);
+                PseudowireView {
+                    name: p.name.clone(),
+                    interface: c.interface.clone(),
+                    vc_type: p.vc_type.code(),
+                    peer: c.peer.to_string(),
+                    vc_id: c.vc_id,
+                    local_label: p.local_label,
+                    remote_label: c.remote_label,
+                    transport: dataplane::mpls::LabelStack::new(&c.transport)
+                        .filter(|t| !t.is_empty())
+                        .map_or(String::new(), |t| t.to_string()),
+                    next_hop: nhs
+                        .get(p.nh as usize)
+                        .map_or(String::new(), |d| d.1.join(", ")),
+                    control_word: p.control_word,
+                    state: if up { "up" } else { "down" }.into(),
+                    mtu: p.mtu,
+                    tx_packets: n[0],
+                    tx_bytes: n[1],
+                    rx_packets: n[2],
+                    rx_bytes: n[3],
+                }
+            })
+            .collect();
+        L2vpnView { pseudowires }
+    }
+
+    pub(super) fn mpls_metrics(&self, s: &super::State, e: &mut Exposition) {
+        let Some(m) = &s.router.mpls else {
+            return;
+        };
+        e.family(
+            "linerate_mpls_label_packets_total",
+            Kind::Counter,
+            "Packets received with each incoming label (since the label table was last built).",
+        );
+        let entries = m.labels.entries();
+        for (label, _, packets, _) in &entries {
+            e.sample(&[("label", &label.to_string())], *packets as f64);
+        }
+        e.family(
+            "linerate_mpls_label_bytes_total",
+            Kind::Counter,
+            "Bytes (from the label stack on) received with each incoming label.",
+        );
+        for (label, _, _, bytes) in &entries {
+            e.sample(&[("label", &label.to_string())], *bytes as f64);
+        }
+        for (name, help, col) in [
+            (
+                "linerate_pseudowire_packets_total",
+                "Frames each pseudowire carried: `to_pw` from its attachment circuit, `from_pw` out to it.",
+                0usize,
+            ),
+            (
+                "linerate_pseudowire_bytes_total",
+                "Bytes of the frames each pseudowire carried, by direction.",
+                1,
+            ),
+        ] {
+            e.family(name, Kind::Counter, help);
+            for (i, p) in m.pws.iter().enumerate() {
+                let n = m.read_pw(i as u32);
+                e.sample(
+                    &[("pseudowire", &p.name), ("direction", "to_pw")],
+                    n[col] as f64,
+                );
+                e.sample(
+                    &[("pseudowire", &p.name), ("direction", "from_pw")],
+                    n[2 + col] as f64,
+                );
+            }
+        }
+    }
+}
