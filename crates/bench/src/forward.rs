@@ -318,7 +318,7 @@ fn switch(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
         })
         .collect();
     let pool = Pool::new(65536);
-    replay(o, router, pool, templates, n, build_s)
+    replay(o, router, pool, templates, n, build_s, false)
 }
 
 /// The replication run (`multicast_receivers` > 0): sources x groups (S,G) (ME-11's 20,000 by
@@ -422,6 +422,7 @@ fn multicast(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, Str
         templates,
         (sources * groups) as usize,
         build_s,
+        false,
     )
 }
 
@@ -500,7 +501,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
 
     let pool = Pool::new(65536);
     if o.replay {
-        return replay(o, router, pool, templates, nroutes, build_s);
+        return replay(o, router, pool, templates, nroutes, build_s, false);
     }
     let (running, mut peers) = router
         .start(StartOptions {
@@ -676,6 +677,8 @@ pub(crate) fn replay(
     templates: Vec<Vec<u8>>,
     routes: usize,
     build_s: f64,
+    // Frames move within their buffers (tunnels, labels): the replay copies each one whole.
+    whole: bool,
 ) -> std::result::Result<Result, String> {
     let (running, _) = router
         .start(StartOptions {
@@ -685,8 +688,7 @@ pub(crate) fn replay(
             idle_sleep_us: 0,
             pool: Some(pool),
             replay: Some(templates.into()),
-            // GTP-U moves frames within their buffers (36 bytes in, 36 out).
-            replay_whole: o.gtp_contexts > 0,
+            replay_whole: whole,
             exit_when_drained: false,
             punt: None,
         })

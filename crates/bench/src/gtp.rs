@@ -172,5 +172,5 @@ pub fn run(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, Strin
         let (_, ue) = contexts[rng.gen_range(0..n)];
         templates.push(gi_frame(200, SERVER, ue, o.frame_size, i as u16));
     }
-    replay(o, router, Pool::new(65536), templates, n, build_s)
+    replay(o, router, Pool::new(65536), templates, n, build_s, true)
 }

@@ -1,4 +1,4 @@
-//! Peer benchmarks behind `linerate bench lpm|classify|forward|atm`: each prints figures beside a peer
+//! Peer benchmarks behind `linerate bench lpm|classify|forward|mpls|atm`: each prints figures beside a peer
 //! measured in the same run (DPDK's rte_lpm / rte_lpm6 / rte_fib for the lookup engines, rte_acl
 //! for the classifier) and writes rows of JSON for machines. The tester (RFC 2544/2889, scenarios) is the `tester` crate. Measurement
 //! lives here and there; nothing in the tests times anything.
@@ -12,6 +12,7 @@ pub mod fpm_churn;
 pub mod gtp;
 pub mod lpm;
 pub mod mac;
+pub mod mpls;
 
 use std::path::PathBuf;
 
@@ -61,4 +62,17 @@ pub fn cpu_ghz() -> f64 {
         })
         .map(|mhz| mhz / 1000.0)
         .unwrap_or(2.6)
+}
+
+/// The CPU's model name, as reports name the machine.
+pub fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
 }

@@ -10,7 +10,8 @@
 /// features on one interface, bridging between two VLANs and two Q-in-Q members of port 1 with
 /// learning and flooding, the bridge's routed interface, `bvi7`, routing in and out of it, and
 /// a GGSN at 10.0.0.10 with two PDP contexts: 10.64.0.5 / 2001:db8:100:3::/64 at TEID 0x403,
-/// peer TEID 0xabcd0001 at 10.1.0.9, and 10.64.0.6 at TEID 0x404).
+/// peer TEID 0xabcd0001 at 10.1.0.9, and 10.64.0.6 at TEID 0x404; MPLS on eth0 and eth1 with
+/// the harness's labels, labelled route and pseudowire, `Harness::add_mpls`).
 /// Asserted: nothing panics, and every buffer taken comes back to the pool once what was
 /// transmitted is freed (no frame is lost or freed twice).
 pub fn graph(data: &[u8]) {
@@ -66,6 +67,7 @@ pub fn graph(data: &[u8]) {
                 };
                 gtp.install(gtp.teid(slot, 1), &c);
             }
+            h.add_mpls();
             h
         });
         h.ctx.cache.flush();
@@ -264,7 +266,20 @@ mod tests {
         let h = crate::graph::harness::ip4([10, 0, 0, 2], [10, 1, 0, 5], 64);
         let ttl1 = crate::graph::harness::ip4([10, 0, 0, 2], [10, 1, 0, 5], 1);
         let mut cases: Vec<Vec<u8>> = vec![vec![], vec![0; 3], vec![1, 0xff, 0xff, 1, 2]];
-        for f in [&h, &ttl1, &h[..20].to_vec(), &vec![0xff; 100]] {
+        // Labelled: swapped, popped, into the VRF, a pseudowire's (short), a deep stack.
+        use crate::graph::harness::mpls;
+        let ip = &h[14..];
+        let labelled = [
+            mpls(&[(100, 64)], ip),
+            mpls(&[(101, 2)], ip),
+            mpls(&[(102, 64)], ip),
+            mpls(&[(1000, 64)], &[0, 0, 0, 0, 1, 2]),
+            mpls(&[(103, 64), (100, 3), (101, 1), (0, 9), (2, 1)], ip),
+        ];
+        for f in [&h, &ttl1, &h[..20].to_vec(), &vec![0xff; 100]]
+            .into_iter()
+            .chain(labelled.iter())
+        {
             let mut c = vec![0, (f.len() >> 8) as u8, f.len() as u8];
             c.extend_from_slice(f);
             cases.push(c);

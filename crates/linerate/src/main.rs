@@ -218,6 +218,31 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Label switching beside plain IPv4 on one router, runs alternated round by round (each
+    /// worker replaying frames to itself): swap, pop, push, VPN pop into a VRF, pseudowire
+    /// imposition and disposition, over N labels, routes or pseudowires each.
+    Mpls {
+        /// Modes, comma separated: ip (the baseline), swap, pop, push, vpn, pw-encap, pw-decap.
+        #[arg(long, value_delimiter = ',', default_value = "ip,swap,pop,push,vpn,pw-encap,pw-decap")]
+        modes: Vec<String>,
+        /// Labels, labelled routes and pseudowires of each kind (ME-3: 3,072 pseudowires).
+        #[arg(long, default_value_t = 3072)]
+        entries: usize,
+        /// Frame sizes (the IPv4 packet's, untagged), comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "64")]
+        sizes: Vec<usize>,
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+        /// Rounds: every mode once per round, in turn; the figures are medians over rounds.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        #[arg(long, default_value = "target/bench")]
+        workdir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// The AAL5 SAR on one core: cells/s reassembled and segmented at 2-cell and 32-cell PDUs,
     /// against 16 OC-12c ports' cell rate.
     Atm {
@@ -394,6 +419,104 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `linerate bench mpls`: every mode once per round, in turn, so that a noisy machine moves them
+/// alike; medians over the rounds, and each mode's rate against `ip` of the same round.
+#[allow(clippy::too_many_arguments)]
+fn bench_mpls(
+    modes: &[String],
+    entries: usize,
+    sizes: &[usize],
+    seconds: f64,
+    rounds: usize,
+    workers: usize,
+    workdir: PathBuf,
+    json: bool,
+) -> Result<(), String> {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    if !json {
+        outln!(
+            "MPLS beside IPv4 on one router, {entries} entries per mode, {workers} worker(s) replaying frames to themselves, {rounds} alternated rounds of {seconds} s (CPU: {}):",
+            bench::cpu_name()
+        );
+        outln!("| frame | mode | Mpps (median) | min-max | ns/pkt | vs ip (median of rounds) | dropped |");
+        outln!("|---:|---|---:|---:|---:|---:|---:|");
+    }
+    for &size in sizes {
+        let o = bench::forward::Opts {
+            profile: fib::gen::Profile::Xr6,
+            scale: 1.0,
+            workers,
+            frame_size: size,
+            seconds,
+            churn: false,
+            replay: true,
+            services: false,
+            flows: 4096,
+            bridge_macs: 0,
+            multicast_receivers: 0,
+            multicast_sources: 0,
+            multicast_groups: 0,
+            multicast_routed: false,
+            gtp_contexts: 0,
+            workdir: workdir.clone(),
+        };
+        let dir = workdir.join(format!("mpls-{}", std::process::id()));
+        let pool = dataplane::Pool::new(65536);
+        let mut runs: Vec<Vec<bench::forward::Result>> = modes.iter().map(|_| Vec::new()).collect();
+        for _ in 0..rounds.max(1) {
+            for (m, r) in modes.iter().zip(runs.iter_mut()) {
+                r.push(bench::mpls::run(&o, m, entries, &dir, &pool)?);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let ip = modes.iter().position(|m| m == "ip");
+        for (m, r) in modes.iter().zip(&runs) {
+            let mpps: Vec<f64> = r.iter().map(|x| x.mpps).collect();
+            let ratio = ip.map(|i| {
+                median(
+                    r.iter()
+                        .zip(&runs[i])
+                        .map(|(a, b)| a.mpps / b.mpps.max(1e-9))
+                        .collect(),
+                )
+            });
+            let dropped: u64 = r.iter().map(|x| x.lost).sum();
+            let ns = median(r.iter().map(|x| x.busy_ns_per_packet).collect());
+            let (lo, hi) = (
+                mpps.iter().copied().fold(f64::MAX, f64::min),
+                mpps.iter().copied().fold(0.0, f64::max),
+            );
+            if json {
+                outln!(
+                    "{}",
+                    serde_json::json!({
+                        "frame": size, "mode": m, "entries": entries, "workers": workers,
+                        "mpps_median": median(mpps.clone()), "mpps": mpps, "ns_per_packet": ns,
+                        "vs_ip": ratio, "dropped": dropped,
+                    })
+                );
+            } else {
+                outln!(
+                    "| {size} | {m} | {:.2} | {lo:.2}-{hi:.2} | {ns:.1} | {} | {dropped} |",
+                    median(mpps.clone()),
+                    ratio.map_or("-".into(), |x| format!("{x:.2}x")),
+                );
+            }
+            for x in r.iter().take(1) {
+                for (name, n) in &x.drops {
+                    if !json {
+                        outln!("|  | {m}: router drops {name} {n} (first round) | | | | | |");
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs `cmd` if it is one of the router's client commands (it talks to the API); gives it
@@ -754,6 +877,16 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             );
             Ok(())
         }
+        BenchCmd::Mpls {
+            modes,
+            entries,
+            sizes,
+            seconds,
+            rounds,
+            workers,
+            workdir,
+            json,
+        } => bench_mpls(&modes, entries, &sizes, seconds, rounds, workers, workdir, json),
         BenchCmd::Atm { vcs, seconds, json } => {
             let rows = bench::atm::run(&bench::atm::Opts { vcs, seconds })?;
             if json {

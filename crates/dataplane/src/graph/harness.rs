@@ -393,6 +393,7 @@ impl Harness {
     /// The harness with MPLS (see [`Harness::add_mpls`]).
     pub fn with_mpls() -> Harness {
         let mut h = Harness::new();
+        assert_eq!(h.t.next_hops.len(), NH_LSP as usize);
         h.add_mpls();
         h
     }
@@ -401,19 +402,20 @@ impl Harness {
     /// there (penultimate hop), 102 pops into the VRF (as if received on eth0), 103 swaps to
     /// 200 over 300; 1000 is pseudowire `pw0`. `pw0`: eth1.100 (VLAN 100), type 4 with the
     /// control word, to its peer over eth0's neighbour with labels 300 (transport) and 2000.
-    /// 10.9.0.0/16 is labelled (16 over 17) towards eth1's neighbour ([`NH_LSP`]).
+    /// 10.9.0.0/16 is labelled (16 over 17) towards eth1's neighbour (its next hop appended to
+    /// the harness's: [`NH_LSP`] on a fresh harness).
     pub fn add_mpls(&mut self) {
         use crate::mpls::{LabelAction, LabelStack, LabelTable, Mpls, Pseudowire, VcType};
         let h = self;
         let st = |l: &[u32]| LabelStack::new(l).unwrap();
         let mut nhs = h.t.next_hops.to_vec();
-        assert_eq!(nhs.len(), NH_LSP as usize);
+        let lsp = nhs.len() as u32;
         nhs.push(NextHop::Labelled {
             via: NH_ETH1,
             labels: st(&[16, 17]),
         });
         h.t.next_hops = nhs.into_boxed_slice();
-        h.v4w.insert(0x0a09_0000, 16, NH_LSP).unwrap();
+        h.v4w.insert(0x0a09_0000, 16, lsp).unwrap();
         h.v4w.publish().unwrap();
         let fwd = |push: &[u32]| LabelAction::Forward {
             nh: NH_ETH1,
