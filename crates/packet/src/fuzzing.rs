@@ -420,6 +420,32 @@ pub fn mcast(data: &[u8]) {
     }
 }
 
+/// LDP: a PDU read whole (header, messages, TLVs, FEC elements). Whatever decodes, written
+/// again by the builder, reads back the same messages; an error names a status code.
+pub fn ldp(data: &[u8]) {
+    use crate::ldp;
+    // The stream reader: a PDU it accepts lies within the bytes given.
+    if let Ok(Some((h, body))) = ldp::parse_pdu(data, 65_535) {
+        assert!(h.len >= ldp::HEADER_LEN && h.len <= data.len());
+        assert_eq!(body.len(), h.len - ldp::HEADER_LEN);
+    }
+    match ldp::decode_pdu(data) {
+        Ok((h, msgs)) => {
+            let mut b = ldp::PduBuilder::new(h.lsr_id, h.label_space);
+            for (i, m) in msgs.iter().enumerate() {
+                ldp::encode(&mut b, i as u32, m);
+            }
+            let again = ldp::decode_pdu(&b.finish()).expect("what the builder writes reads");
+            let kept: Vec<_> = msgs
+                .into_iter()
+                .filter(|m| !matches!(m, ldp::Msg::Ignored(_)))
+                .collect();
+            assert_eq!(again.1, kept);
+        }
+        Err(e) => assert!(e.code != ldp::status::SUCCESS),
+    }
+}
+
 /// GTPv1: the header, the IE walk and the IE decoders over a UDP payload. The header's lengths
 /// must nest; an IE walk ends (at an error or the payload's end) within one step per 2 bytes;
 /// whatever decodes encodes back to its bytes, and the IEs, rebuilt by `MsgBuilder`, read back
@@ -665,6 +691,7 @@ mod tests {
             ("filter", super::filter),
             ("mcast", super::mcast),
             ("gtp", super::gtp),
+            ("ldp", super::ldp),
             ("llc_dlsw", super::llc_dlsw),
         ] {
             for (name, data) in crate::fuzz_inputs::saved(target) {

@@ -24,6 +24,7 @@ pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod ldp;
 pub mod llc2;
 pub mod mcast;
 pub mod nd;
