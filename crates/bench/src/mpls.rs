@@ -143,7 +143,12 @@ fn templates(mode: &str, n: usize, size: usize) -> std::result::Result<Vec<Vec<u
                 p.extend_from_slice(&tagged(7, &frame(net(10), size, k as u16)[14..]));
                 labelled(&[FIRST_PW_LABEL + i + 1], &p)
             }
-            other => return Err(format!("`{other}` is not an MPLS mode ({})", MODES.join(", "))),
+            other => {
+                return Err(format!(
+                    "`{other}` is not an MPLS mode ({})",
+                    MODES.join(", ")
+                ))
+            }
         };
         out.push(f);
     }

@@ -223,7 +223,11 @@ enum BenchCmd {
     /// imposition and disposition, over N labels, routes or pseudowires each.
     Mpls {
         /// Modes, comma separated: ip (the baseline), swap, pop, push, vpn, pw-encap, pw-decap.
-        #[arg(long, value_delimiter = ',', default_value = "ip,swap,pop,push,vpn,pw-encap,pw-decap")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "ip,swap,pop,push,vpn,pw-encap,pw-decap"
+        )]
         modes: Vec<String>,
         /// Labels, labelled routes and pseudowires of each kind (ME-3: 3,072 pseudowires).
         #[arg(long, default_value_t = 3072)]
@@ -886,7 +890,9 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             workers,
             workdir,
             json,
-        } => bench_mpls(&modes, entries, &sizes, seconds, rounds, workers, workdir, json),
+        } => bench_mpls(
+            &modes, entries, &sizes, seconds, rounds, workers, workdir, json,
+        ),
         BenchCmd::Atm { vcs, seconds, json } => {
             let rows = bench::atm::run(&bench::atm::Opts { vcs, seconds })?;
             if json {

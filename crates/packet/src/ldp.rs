@@ -311,7 +311,10 @@ pub enum Fec {
         vlan: Option<u16>,
     },
     /// RFC 5918: every FEC of one type (of an address family for prefixes).
-    TypedWildcard { fec_type: u8, family: Option<u16> },
+    TypedWildcard {
+        fec_type: u8,
+        family: Option<u16>,
+    },
 }
 
 fn fec_elements(v: &[u8]) -> Result<Vec<Fec>, u32> {
@@ -1014,11 +1017,15 @@ mod tests {
     fn malformed_input_names_its_status() {
         // Version 2, a short length, a length beyond the maximum, a partial PDU.
         assert_eq!(
-            parse_pdu(&[0, 2, 0, 6, 1, 1, 1, 1, 0, 0], 4096).unwrap_err().code,
+            parse_pdu(&[0, 2, 0, 6, 1, 1, 1, 1, 0, 0], 4096)
+                .unwrap_err()
+                .code,
             status::BAD_VERSION
         );
         assert_eq!(
-            parse_pdu(&[0, 1, 0, 2, 1, 1, 1, 1, 0, 0], 4096).unwrap_err().code,
+            parse_pdu(&[0, 1, 0, 2, 1, 1, 1, 1, 0, 0], 4096)
+                .unwrap_err()
+                .code,
             status::BAD_PDU_LENGTH
         );
         assert_eq!(
@@ -1061,7 +1068,10 @@ mod tests {
         let mut unknown = pdu(&|b| {
             b.message(0x0777, 14, |_| {});
         });
-        assert_eq!(decode_pdu(&unknown).unwrap_err().code, status::UNKNOWN_MESSAGE);
+        assert_eq!(
+            decode_pdu(&unknown).unwrap_err().code,
+            status::UNKNOWN_MESSAGE
+        );
         unknown[HEADER_LEN] |= 0x80;
         assert_eq!(decode_pdu(&unknown).unwrap().1, vec![Msg::Ignored(0x0777)]);
         let e = decode_pdu(&pdu(&|b| {
@@ -1076,7 +1086,10 @@ mod tests {
             b.message(msg::KEEPALIVE, 16, |_| {});
         });
         long[HEADER_LEN + 3] = 40;
-        assert_eq!(decode_pdu(&long).unwrap_err().code, status::BAD_MESSAGE_LENGTH);
+        assert_eq!(
+            decode_pdu(&long).unwrap_err().code,
+            status::BAD_MESSAGE_LENGTH
+        );
         assert!(status::fatal(status::BAD_MESSAGE_LENGTH));
         assert!(!status::fatal(status::UNKNOWN_TLV));
     }

@@ -108,7 +108,9 @@ pub fn read(sig: &[u8], trial: u8, ip_len: u16) -> Parsed {
 /// Where the IP packet of an Ethernet frame ends, through up to two VLAN tags. `(l3 offset, end,
 /// version)`, or None for a frame that carries no whole IP packet long enough for a signature.
 /// A GTP-U G-PDU (IPv4, UDP to port 2152, message type 255) is stepped into: the test packet is
-/// the one the tunnel carries, as a GGSN's downlink sends it.
+/// the one the tunnel carries, as a GGSN's downlink sends it. So is an MPLS label stack: the IP
+/// packet under it, or the Ethernet frame a pseudowire carries (with or without the control
+/// word).
 #[inline(always)]
 pub fn locate(frame: &[u8]) -> Option<(usize, usize, u8)> {
     let mut off = 12;
@@ -129,6 +131,7 @@ pub fn locate(frame: &[u8]) -> Option<(usize, usize, u8)> {
             let pl = u16::from_be_bytes([*frame.get(l3 + 4)?, *frame.get(l3 + 5)?]) as usize;
             (l3 + 40 + pl, 6)
         }
+        0x8847 => return labelled(frame, l3),
         _ => return None,
     };
     let min_hdr = if v == 4 { 20 } else { 40 };
@@ -142,6 +145,44 @@ pub fn locate(frame: &[u8]) -> Option<(usize, usize, u8)> {
         }
     }
     Some((l3, end, v))
+}
+
+/// What is under the label stack at `at`: an IP packet that ends the frame (or ends before
+/// the padding of a minimum-size frame), else a pseudowire's Ethernet frame, after a control
+/// word if its first nibble says there may be one, else right after the stack.
+#[cold]
+fn labelled(frame: &[u8], mut at: usize) -> Option<(usize, usize, u8)> {
+    for _ in 0..8 {
+        let bottom = frame.get(at + 2)? & 1 != 0;
+        at += 4;
+        if bottom {
+            let first = *frame.get(at)?;
+            let ends = |end: usize| end == frame.len() || (frame.len() <= 60 && end < frame.len());
+            let ip = match first >> 4 {
+                4 if first == 0x45 && frame.len() >= at + 20 => {
+                    let tl = u16::from_be_bytes([frame[at + 2], frame[at + 3]]) as usize;
+                    (tl >= 20 + LEN && ends(at + tl)).then_some((at, at + tl, 4))
+                }
+                6 if frame.len() >= at + 40 => {
+                    let pl = u16::from_be_bytes([frame[at + 4], frame[at + 5]]) as usize;
+                    (pl >= LEN && ends(at + 40 + pl)).then_some((at, at + 40 + pl, 6))
+                }
+                _ => None,
+            };
+            if ip.is_some() {
+                return ip;
+            }
+            let inner = |start: usize| {
+                let (l3, end, v) = locate(frame.get(start..)?)?;
+                Some((start + l3, start + end, v))
+            };
+            return match first >> 4 {
+                0 => inner(at + 4).or_else(|| inner(at)),
+                _ => inner(at),
+            };
+        }
+    }
+    None
 }
 
 /// The IP packet inside the G-PDU at `gtp` (ending at `end`, the outer packet's end). None for
@@ -239,6 +280,42 @@ mod tests {
         f[16..18].copy_from_slice(&0x0806u16.to_be_bytes());
         assert_eq!(locate(&f), None);
         assert_eq!(locate(&f[..10]), None);
+    }
+
+    #[test]
+    fn locate_steps_under_labels_and_into_pseudowires() {
+        // An IPv4 packet of 46 bytes under two labels.
+        let ip = |f: &mut Vec<u8>| {
+            let at = f.len();
+            f.resize(at + 46, 0);
+            f[at] = 0x45;
+            f[at + 2..at + 4].copy_from_slice(&46u16.to_be_bytes());
+        };
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&0x8847u16.to_be_bytes());
+        f.extend_from_slice(&[0, 0x10, 0, 64, 0, 0x11, 1, 64]);
+        let labels = f.clone();
+        ip(&mut f);
+        assert_eq!(locate(&f), Some((22, 68, 4)));
+        // A pseudowire with a control word: the customer's frame (its MAC starting with a 0
+        // nibble), tagged, under it.
+        let mut pw = labels.clone();
+        pw.extend_from_slice(&[0; 4]);
+        let eth = pw.len();
+        pw.extend_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x81, 0, 0, 100, 8, 0]);
+        ip(&mut pw);
+        assert_eq!(locate(&pw), Some((eth + 18, eth + 64, 4)));
+        // The same without the control word.
+        let mut raw = labels.clone();
+        raw.extend_from_slice(&pw[eth..]);
+        assert_eq!(locate(&raw), Some((40, 86, 4)));
+        // A stack that never ends, and one cut short.
+        let mut deep = vec![0u8; 12];
+        deep.extend_from_slice(&0x8847u16.to_be_bytes());
+        deep.extend(std::iter::repeat_n([0, 0x10, 0, 64], 9).flatten());
+        ip(&mut deep);
+        assert_eq!(locate(&deep), None);
+        assert_eq!(locate(&labels[..20]), None);
     }
 
     /// An IPv4 packet of `inner` bytes in a G-PDU, with `ext` extension header bytes.
