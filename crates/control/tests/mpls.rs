@@ -28,6 +28,7 @@ neighbors:
   - { interface: c1, ip: 203.0.113.2, mac: "02:00:00:00:00:03" }
 routes:
   - { prefix: 10.9.0.0/16, via: 198.51.100.2, labels: [16, 17] }
+  - { prefix: 10.8.0.0/16, via: [198.51.100.2, 192.0.2.2], labels: [40] }
   - { prefix: 10.50.0.0/16, vrf: cust, via: 203.0.113.2 }
 mpls:
   interfaces: [p1]
@@ -107,6 +108,26 @@ fn labels_are_switched_popped_and_pushed() {
 }
 
 #[test]
+fn a_labelled_route_over_two_paths_spreads_its_flows() {
+    let mut bed = Bed::from_text(CONFIG);
+    let frames: Vec<_> = (0..64)
+        .map(|i| ip4_frame([10, 8, 0, 1], 64, 26, false, 17, 1000 + i))
+        .collect();
+    let out = bed.send(0, &frames);
+    let (p0, p1) = (out[0].len(), out[1].len());
+    assert_eq!(p0 + p1, 64);
+    assert!(p0 > 8 && p1 > 8, "{p0} / {p1}");
+    for f in out[0].iter().chain(&out[1]) {
+        let e = Entry::parse(&f[14..]);
+        assert_eq!((e.label, e.bottom, e.ttl), (40, true, 63));
+    }
+    // A flow keeps its path.
+    let again = bed.send(0, &frames[..1]);
+    let first_on_p0 = out[0].iter().any(|f| f[14 + 4 + 20..] == frames[0][34..]);
+    assert_eq!(again[0].len() == 1, first_on_p0);
+}
+
+#[test]
 fn pseudowires_carry_frames_both_ways() {
     let mut bed = Bed::from_text(CONFIG);
     // A customer frame on p0.100 (to any MAC) goes over pw-vlan: 300 / 2000, control word.
@@ -166,24 +187,24 @@ fn bad_mpls_config_is_refused_with_positions() {
         .replace("interface: p2,", "interface: p1,");
     let e = errors(&bad);
     let want = [
-        "r.yaml:22:20: mpls.interfaces[1]: no interface named `p9`",
-        "r.yaml:25:7: mpls.labels[1]: label 100 is already used (line 24, `mpls.labels[0]`)",
-        "r.yaml:26:7: mpls.labels[2]: label 102: VRF `nowhere` is not defined under `vrfs`",
-        "r.yaml:30:7: mpls.pseudowires[1]: interface `p1` has addresses: an attachment circuit carries frames, not routes",
+        "r.yaml:23:20: mpls.interfaces[1]: no interface named `p9`",
+        "r.yaml:26:7: mpls.labels[1]: label 100 is already used (line 25, `mpls.labels[0]`)",
+        "r.yaml:27:7: mpls.labels[2]: label 102: VRF `nowhere` is not defined under `vrfs`",
+        "r.yaml:31:7: mpls.pseudowires[1]: interface `p1` has addresses: an attachment circuit carries frames, not routes",
     ];
     assert_eq!(e, want);
     let e = errors(&CONFIG.replace("out: [200]", "out: [200, 1048576, 3, 4, 5, 6]"));
     assert_eq!(
         e,
         [
-            "r.yaml:24:23: mpls.labels[0].out: at most 4 labels are pushed",
-            "r.yaml:24:29: mpls.labels[0].out[1]: `1048576` is not a label (a number from 0 to 1048575)",
+            "r.yaml:25:23: mpls.labels[0].out: at most 4 labels are pushed",
+            "r.yaml:25:29: mpls.labels[0].out[1]: `1048576` is not a label (a number from 0 to 1048575)",
         ]
     );
     let e = errors(&CONFIG.replace("{ in: 100,", "{ in: 7,"));
     assert_eq!(
         e,
-        ["r.yaml:24:13: mpls.labels[0].in: label 7 is reserved (0-15); incoming labels start at 16"]
+        ["r.yaml:25:13: mpls.labels[0].in: label 7 is reserved (0-15); incoming labels start at 16"]
     );
 }
 
