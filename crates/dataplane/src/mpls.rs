@@ -379,6 +379,14 @@ impl Mpls {
             .filter(|&p| p != u32::MAX)
     }
 
+    /// Starts loading pseudowire `pw`'s record.
+    #[inline(always)]
+    pub fn prefetch_pw(&self, pw: u32) {
+        if let Some(p) = self.pws.get(pw as usize) {
+            fib::lpm::prefetch(p as *const Pseudowire as *const u8);
+        }
+    }
+
     /// Worker `w`'s pseudowire counters.
     #[inline(always)]
     pub fn pw_counters(&self, w: u16) -> &crate::gtp::Counters {

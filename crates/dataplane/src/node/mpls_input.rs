@@ -79,6 +79,14 @@ impl Node for MplsInput {
                 m.labels.prefetch(entry[i]);
             }
         }
+        // Then what the pseudowire labels lead to: the pseudowire and its counters.
+        let counters = m.pw_counters(ctx.worker);
+        for &e in entry.iter().take(pkts.len()) {
+            if let Some(LabelAction::Pseudowire { pw }) = m.labels.at(e) {
+                m.prefetch_pw(pw);
+                counters.prefetch(pw);
+            }
+        }
         for (i, b) in pkts.drain(..).enumerate() {
             one(ctx, t, m, b, entry[i]);
         }

@@ -37,11 +37,19 @@ impl Node for PwEncap {
             return;
         };
         let counters = m.pw_counters(ctx.worker);
-        for mut b in pkts.drain(..) {
-            let Some(p) = m
-                .xconnect(b.meta().rx_if)
-                .and_then(|i| m.pws.get(i as usize))
-            else {
+        // Each frame's pseudowire and its counters are asked for before the first is used: at
+        // 3,072 pseudowires they are two cache misses a frame, and this way they overlap.
+        let mut pws = [u32::MAX; super::VECTOR];
+        for (i, b) in pkts.iter().enumerate() {
+            if let Some(pw) = m.xconnect(b.meta().rx_if) {
+                pws[i] = pw;
+                m.prefetch_pw(pw);
+                counters.prefetch(pw);
+            }
+        }
+        for (i, mut b) in pkts.drain(..).enumerate() {
+            let pw = pws[i];
+            let Some(p) = m.pws.get(pw as usize) else {
                 ctx.drop(b, DropReason::PwDown);
                 continue;
             };
@@ -92,7 +100,6 @@ impl Node for PwEncap {
             let meta = b.meta_mut();
             meta.l3_off = n as u16;
             meta.next_hop = p.nh;
-            let pw = m.xconnect(meta.rx_if).unwrap_or(0);
             counters.add(pw, crate::mpls::PW_TX_PACKETS, 1, frame as u64);
             ctx.tx(port, b);
         }
