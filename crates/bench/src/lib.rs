@@ -63,16 +63,3 @@ pub fn cpu_ghz() -> f64 {
         .map(|mhz| mhz / 1000.0)
         .unwrap_or(2.6)
 }
-
-/// The CPU's model name, as reports name the machine.
-pub fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}

@@ -37,6 +37,18 @@ interfaces:
   - { name: p0.30, port: p0, vlan: 30, vrf: mc, mac: "02:00:00:00:00:01", ipv4: [192.0.30.1/24] }
   - { name: p1.30, port: p1, vlan: 30, vrf: mc, mac: "02:00:00:00:01:01", ipv4: [198.51.30.1/24], mtu: 1280, acl-out: NO-DNS }
   - { name: bvi3, bridge: b3, mac: "02:00:00:00:0b:03", ipv4: [10.13.0.1/24] }
+  - { name: p0.40, port: p0, vlan: 40, mac: "02:00:00:00:00:01" }
+  - { name: p0.41, port: p0, vlan: 41, mac: "02:00:00:00:00:01", state: down }
+mpls:
+  interfaces: [p0]
+  labels:
+    - { in: 100, out: [200], via: 198.51.100.2 }
+    - { in: 102, lookup: default }
+  pseudowires:
+    - { name: pw40, interface: p0.40, peer: 10.255.0.2, vc-id: 40, local-label: 1000,
+        remote-label: 2000, via: 198.51.100.2 }
+    - { name: pw41, interface: p0.41, peer: 10.255.0.2, vc-id: 41, local-label: 1001,
+        remote-label: 2001, via: 198.51.100.2 }
 bridges:
   - { name: b1, members: [p0.20, p0.21, { interface: p0.23, backup: p0.24 }], flood-unknown-unicast: false, bpdu: drop }
   - { name: b2, members: [p0.22], storm-control: { broadcast: 1 } }
@@ -132,6 +144,18 @@ fn gpdu(flags: u8, teid: u32, tpdu: &[u8]) -> Vec<u8> {
 /// (the TEID's slot bits are the low 16), UE 10.64.0.5.
 const TEID: u32 = 1 << 16;
 
+/// `f` (an IPv4 frame into p0) with `labels` (label, TTL; the last at the bottom) pushed.
+fn labelled(f: Vec<u8>, labels: &[(u32, u8)]) -> Vec<u8> {
+    let mut t = f[..12].to_vec();
+    t.extend_from_slice(&[0x88, 0x47]);
+    for (i, &(l, ttl)) in labels.iter().enumerate() {
+        let s = u32::from(i + 1 == labels.len());
+        t.extend_from_slice(&(l << 12 | s << 8 | u32::from(ttl)).to_be_bytes());
+    }
+    t.extend_from_slice(&f[14..]);
+    t
+}
+
 /// One frame for each reason this bed can produce, and the frame that is forwarded.
 fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
     use DropReason::*;
@@ -181,6 +205,35 @@ fn frames() -> Vec<(Option<DropReason>, Vec<u8>)> {
     let mcast_data = |g: [u8; 4]| udp_from([10, 27, 0, 2], g, 8, 32, 5000);
     let from_ue = |src: [u8; 4]| udp_from(src, [10, 1, 0, 1], 64, 32, 5000)[14..].to_vec();
     vec![
+        // MPLS on p0: 100 swapped out of p1; a pseudowire from p0.40; a labelled frame on a
+        // sub-interface without MPLS, an unknown label, TTL 1, a VPN label not at the bottom,
+        // a swap too big for p1's 1,280 bytes, the pseudowire of p0.41, which is down.
+        (None, labelled(udp([10, 1, 0, 1]), &[(100, 64)])),
+        (None, tagged(40)),
+        (
+            Some(MplsNotEnabled),
+            mc(labelled(udp([10, 1, 0, 1]), &[(100, 64)])),
+        ),
+        (
+            Some(MplsUnknownLabel),
+            labelled(udp([10, 1, 0, 1]), &[(4000, 64)]),
+        ),
+        (
+            Some(MplsTtlExpired),
+            labelled(udp([10, 1, 0, 1]), &[(100, 1)]),
+        ),
+        (
+            Some(MplsMalformed),
+            labelled(udp([10, 1, 0, 1]), &[(102, 64), (100, 64)]),
+        ),
+        (
+            Some(MplsTooBig),
+            labelled(
+                udp_from([192, 0, 2, 2], [10, 1, 0, 1], 64, 1300, 5000),
+                &[(100, 64)],
+            ),
+        ),
+        (Some(PwDown), labelled(udp([10, 1, 0, 1]), &[(1001, 64)])),
         // The GGSN (198.18.0.1, one context at TEID): an uplink G-PDU decapsulated and routed
         // to p1; a malformed one (version 2 flags), one to an unknown TEID (no control plane
         // to answer it here), a spoofed source, a payload that is not IP; a downlink packet to
@@ -449,6 +502,8 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                     "output-features",
                     "tx",
                 ];
+                let switched = ["rx", "ethernet-input", "mpls-input", "tx"];
+                let to_pw = ["rx", "ethernet-input", "pw-encap", "tx"];
                 let decapsulated = [
                     "rx",
                     "ethernet-input",
@@ -467,7 +522,9 @@ fn every_node_and_drop_reason_shows_in_runtime_errors_metrics_and_traces() {
                         &snooped,
                         &to_group,
                         &mrouted,
-                        &decapsulated
+                        &decapsulated,
+                        &switched,
+                        &to_pw
                     ]
                     .contains(&&nodes[..]),
                     "{nodes:?}"

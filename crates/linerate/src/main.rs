@@ -445,7 +445,7 @@ fn bench_mpls(
     if !json {
         outln!(
             "MPLS beside IPv4 on one router, {entries} entries per mode, {workers} worker(s) replaying frames to themselves, {rounds} alternated rounds of {seconds} s (CPU: {}):",
-            bench::cpu_name()
+            tester::run::cpu_model()
         );
         outln!("| frame | mode | Mpps (median) | min-max | ns/pkt | vs ip (median of rounds) | dropped |");
         outln!("|---:|---|---:|---:|---:|---:|---:|");

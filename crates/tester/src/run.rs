@@ -144,7 +144,8 @@ pub struct Soak {
     pub lost_judged: u64,
 }
 
-pub(crate) fn cpu_model() -> String {
+/// The CPU's model name, as reports name the machine.
+pub fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {

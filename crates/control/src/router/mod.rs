@@ -103,6 +103,26 @@ enum Configured {
     File { file: u32, line: u32 },
 }
 
+/// An interface with no port that packets arrive on decapsulated (an APN's, a VRF's MPLS
+/// interface): in VRF `vrf`, always up, no addresses.
+fn tunnel_interface(name: String, vrf: u32) -> Interface {
+    Interface {
+        name,
+        port: dataplane::tables::TUNNEL_PORT,
+        vlan: None,
+        s_vlan: None,
+        mac: MacAddr([0; 6]),
+        mtu: 1500,
+        vrf,
+        up: true,
+        v4: Vec::new(),
+        v6: Vec::new(),
+        punt_local: false,
+        l2: None,
+        bvi: None,
+    }
+}
+
 fn host_prefix(ip: IpAddr) -> Prefix {
     match ip {
         IpAddr::V4(a) => Prefix::V4(u32::from(a), 32),
@@ -289,21 +309,7 @@ impl Router {
         }
         // Each APN's interface: its decapsulated packets arrive on it, in its VRF.
         for apn in cfg.ggsn.iter().flat_map(|g| &g.apns) {
-            ifs.push(Interface {
-                name: apn.interface(),
-                port: dataplane::tables::TUNNEL_PORT,
-                vlan: None,
-                s_vlan: None,
-                mac: MacAddr([0; 6]),
-                mtu: 1500,
-                vrf: vrf_idx(&apn.vrf),
-                up: true,
-                v4: Vec::new(),
-                v6: Vec::new(),
-                punt_local: false,
-                l2: None,
-                bvi: None,
-            });
+            ifs.push(tunnel_interface(apn.interface(), vrf_idx(&apn.vrf)));
         }
         // Each VRF a label pops into: such packets arrive on it.
         ifs.extend(mpls::lookup_interfaces(&cfg, vrf_idx));

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use dataplane::mpls::{LabelAction, LabelStack, LabelTable, Mpls, Pseudowire, VcType};
 use dataplane::tables::{Interface, NextHop};
-use packet::ethernet::MacAddr;
 
 use super::{BuildError, NhKey, Router};
 use crate::config::mpls::LabelOp;
@@ -35,19 +34,8 @@ pub(super) fn lookup_interfaces(cfg: &Config, vrf_idx: impl Fn(&str) -> u32) -> 
     vrfs.dedup();
     vrfs.into_iter()
         .map(|v| Interface {
-            name: lookup_interface(v),
-            port: dataplane::tables::TUNNEL_PORT,
-            vlan: None,
-            s_vlan: None,
-            mac: MacAddr([0; 6]),
             mtu: 9216,
-            vrf: vrf_idx(v),
-            up: true,
-            v4: Vec::new(),
-            v6: Vec::new(),
-            punt_local: false,
-            l2: None,
-            bvi: None,
+            ..super::tunnel_interface(lookup_interface(v), vrf_idx(v))
         })
         .collect()
 }
@@ -137,7 +125,7 @@ impl Router {
             } else {
                 VcType::Ethernet
             });
-            let (ac_port, ac_vlan, mtu) = (ifc.port, ifc.vlan, ifc.mtu);
+            let (ac_port, ac_vlan, mtu, ac_up) = (ifc.port, ifc.vlan, ifc.mtu, ifc.up);
             let mut labels = p.transport.clone();
             labels.push(p.remote_label);
             let push = LabelStack::new(&labels)
@@ -155,7 +143,8 @@ impl Router {
                 push,
                 nh,
                 mtu,
-                up: true,
+                // Static: up while its attachment circuit is (LDP will add the peer's word).
+                up: ac_up,
             });
         }
         // A port that is a whole attachment circuit takes every frame, tagged or not.

@@ -167,11 +167,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
         return ctx.slow(b, why);
     }
     if transit {
-        let old = u16::from_be_bytes([h[8], h[9]]);
-        h[8] -= 1;
-        let new = u16::from_be_bytes([h[8], h[9]]);
-        let c = checksum::update16(be16(h, 10), old, new);
-        h[10..12].copy_from_slice(&c.to_be_bytes());
+        decrement_ttl(h);
     }
     if !rewrite_l2(&mut b, rewrite) {
         return ctx.drop(b, DropReason::NoBuffer);
@@ -204,18 +200,24 @@ fn push(
         return ctx.drop(b, DropReason::MplsTooBig);
     }
     if transit {
-        let old = u16::from_be_bytes([h[8], h[9]]);
-        h[8] -= 1;
-        let new = u16::from_be_bytes([h[8], h[9]]);
-        let c = checksum::update16(be16(h, 10), old, new);
-        h[10..12].copy_from_slice(&c.to_be_bytes());
+        decrement_ttl(h);
     }
     let ttl = super::mpls_input::push_ttl(t, h[8]);
     let tc = h[1] >> 5;
-    if !super::push_labels(&mut b, rewrite, labels, tc, ttl) {
+    if !super::push_labels(&mut b, rewrite, labels, tc, ttl, true) {
         return ctx.drop(b, DropReason::NoBuffer);
     }
     super::send(ctx, t, b, port, super::IpNext::Bridge);
+}
+
+/// One less TTL, the header checksum updated to match (RFC 1624).
+#[inline(always)]
+fn decrement_ttl(h: &mut [u8]) {
+    let old = u16::from_be_bytes([h[8], h[9]]);
+    h[8] -= 1;
+    let new = u16::from_be_bytes([h[8], h[9]]);
+    let c = checksum::update16(be16(h, 10), old, new);
+    h[10..12].copy_from_slice(&c.to_be_bytes());
 }
 
 /// 5-tuple hash; ports only for the first (or only) fragment of TCP, UDP and SCTP.

@@ -149,7 +149,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
             let ttl = super::mpls_input::push_ttl(t, h[7]);
             // The traffic class's top three bits (the DSCP's class selector).
             let tc = h[0] << 4 >> 5;
-            if !super::push_labels(&mut b, rewrite, &labels, tc, ttl) {
+            if !super::push_labels(&mut b, rewrite, &labels, tc, ttl, true) {
                 return ctx.drop(b, DropReason::NoBuffer);
             }
             return super::send(ctx, t, b, port, super::IpNext::Bridge);

@@ -521,9 +521,11 @@ pub fn rewrite_l2(b: &mut PktBuf, rw: &Rewrite) -> bool {
     true
 }
 
-/// Pushes `labels` in front of the IP packet at `meta.l3_off` and then the L2 header `rw` (its
-/// EtherType made MPLS), the labels carrying `ttl` and traffic class `tc` and the bottom one the
-/// bottom-of-stack bit. Sets `meta.l3_off` to the first label. False when the headroom is short.
+/// Pushes `labels` in front of what starts at `meta.l3_off` (an IP packet, or labels still under
+/// a popped one) and then the L2 header `rw` (its EtherType made MPLS), the labels carrying
+/// `ttl` and traffic class `tc`, the last one the bottom-of-stack bit if `bottom` (nothing is
+/// under it but the payload). Sets `meta.l3_off` to the first label. False when the headroom is
+/// short.
 #[inline(always)]
 pub fn push_labels(
     b: &mut PktBuf,
@@ -531,6 +533,7 @@ pub fn push_labels(
     labels: &crate::mpls::LabelStack,
     tc: u8,
     ttl: u8,
+    bottom: bool,
 ) -> bool {
     let l3 = b.meta().l3_off as usize;
     let new = rw.len as usize + 4 * labels.len();
@@ -545,7 +548,7 @@ pub fn push_labels(
     let d = b.data_mut();
     d[..n].copy_from_slice(&rw.bytes[..n]);
     d[n - 2..n].copy_from_slice(&crate::mpls::ETHERTYPE_MPLS.to_be_bytes());
-    labels.write(&mut d[n..new], tc, ttl, true);
+    labels.write(&mut d[n..new], tc, ttl, bottom);
     b.meta_mut().l3_off = n as u16;
     true
 }

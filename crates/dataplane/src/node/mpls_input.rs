@@ -180,13 +180,15 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
                 let n = rw.len as usize;
                 b.data_mut()[n - 2..n].copy_from_slice(&u16::to_be_bytes(et));
             } else {
+                if push.is_empty() && m.ttl == TtlMode::Uniform {
+                    // Popped down to the label under it, which now carries the LSP's TTL.
+                    let d = b.data_mut();
+                    d[l3 + 7] = d[l3 + 7].min(ttl);
+                }
                 b.meta_mut().l3_off = (l3 + 4) as u16;
-                let ok = if e.bottom {
-                    super::push_labels(&mut b, rw, &push, e.tc, ttl)
-                } else {
-                    push_over(&mut b, rw, &push, e.tc, ttl)
-                };
-                if !ok {
+                // Over a deeper stack, the labels left under the new ones keep their TTLs
+                // (RFC 3443: in the uniform model the top entry carries the LSP's TTL).
+                if !super::push_labels(&mut b, rw, &push, e.tc, ttl, e.bottom) {
                     return ctx.drop(b, DropReason::NoBuffer);
                 }
             }
@@ -268,36 +270,6 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
             ctx.tx(p.ac_port, b);
         }
     }
-}
-
-/// Pushes `push` over the labels still under `meta.l3_off` (the popped label was not the bottom
-/// one): none of the new entries has the bottom-of-stack bit.
-#[inline(always)]
-fn push_over(
-    b: &mut PktBuf,
-    rw: &crate::tables::Rewrite,
-    push: &crate::mpls::LabelStack,
-    tc: u8,
-    ttl: u8,
-) -> bool {
-    let l3 = b.meta().l3_off as usize;
-    let new = rw.len as usize + 4 * push.len();
-    if new > l3 {
-        if !b.push_front(new - l3) {
-            return false;
-        }
-    } else if new < l3 {
-        b.pull_front(l3 - new);
-    }
-    let n = rw.len as usize;
-    let d = b.data_mut();
-    d[..n].copy_from_slice(&rw.bytes[..n]);
-    d[n - 2..n].copy_from_slice(&crate::mpls::ETHERTYPE_MPLS.to_be_bytes());
-    push.write(&mut d[n..new], tc, ttl, false);
-    // The labels left under the new ones take the outgoing TTL too (RFC 3443: the stack
-    // acts as one TTL in the uniform model, and a pipe's inner labels are not looked at).
-    b.meta_mut().l3_off = n as u16;
-    true
 }
 
 /// The TTL of labels pushed on an IP packet whose TTL (already decremented) is `ip_ttl`.
@@ -382,10 +354,11 @@ mod tests {
                 mpls(&[(101, 10)], &p),
                 mpls(&[(103, 64)], &p),
                 mpls(&[(100, 9), (555, 1)], &p),
+                mpls(&[(101, 9), (555, 64)], &p),
             ],
         );
         let sent = &out.to["tx 1"];
-        assert_eq!(sent.len(), 4);
+        assert_eq!(sent.len(), 5);
         for b in sent {
             let d = b.data();
             assert_eq!((&d[..6], &d[6..12]), (&PEER1[..], &MAC1[..]));
@@ -415,6 +388,12 @@ mod tests {
         let (a, b) = (Entry::parse(&d[14..]), Entry::parse(&d[18..]));
         assert_eq!((a.label, a.ttl, a.bottom), (200, 8, false));
         assert_eq!((b.label, b.ttl, b.bottom), (555, 1, true));
+        // Popped down to a label: it takes the outgoing TTL.
+        let d = sent[4].data();
+        let e = Entry::parse(&d[14..]);
+        assert_eq!(u16::from_be_bytes([d[12], d[13]]), 0x8847);
+        assert_eq!((e.label, e.ttl, e.bottom), (555, 8, true));
+        assert_eq!(&d[18..], &p[..]);
         let line = h.trace(NodeId::MplsInput, &sent[0], To::Tx(1));
         assert_eq!(line, "out port 1 with label 200 TTL 63");
         let counted = h.t.mpls.as_ref().unwrap().labels.entries();
