@@ -336,11 +336,11 @@ def test_show_runtime_under_traffic_counts_each_node_and_clears(bench):
     assert set(rows) == {"ethernet-input", "atm-input", "l2-input", "l2-mcast", "l2-flood",
                          "bvi-input", "ip4-forward", "ip-mcast", "gtpu-input", "gtpu-encap",
                          "ip6-forward", "l2-control", "slow-path", "output-features",
-                         "bvi-output", "interface-output"}, rows
-    # Unicast routed traffic on Ethernet only: the ATM, bridge, multicast and GTP nodes have
-    # rows and nothing in them.
+                         "bvi-output", "interface-output", "mpls-input", "pw-encap"}, rows
+    # Unicast routed traffic on Ethernet only: the ATM, bridge, multicast, GTP and MPLS nodes
+    # have rows and nothing in them.
     for node in ("atm-input", "l2-input", "l2-mcast", "l2-flood", "bvi-input", "bvi-output",
-                 "ip-mcast", "gtpu-input", "gtpu-encap"):
+                 "ip-mcast", "gtpu-input", "gtpu-encap", "mpls-input", "pw-encap"):
         assert rows[node]["packets"] == 0, rows[node]
     eth, ip4, tx = rows["ethernet-input"], rows["ip4-forward"], rows["interface-output"]
     assert eth["packets"] > 10_000, eth
