@@ -367,6 +367,18 @@ fn routes(core: Arc<Core>) -> Router {
             get(|State(c): Shared| call(c, |c| Ok(c.mpls_view()))),
         )
         .route(
+            "/v1/mpls/ldp/neighbor",
+            get(|State(c): Shared| call(c, |c| Ok(c.ldp_neighbors()))),
+        )
+        .route(
+            "/v1/mpls/ldp/discovery",
+            get(|State(c): Shared| call(c, |c| Ok(c.ldp_discovery()))),
+        )
+        .route(
+            "/v1/mpls/ldp/binding",
+            get(|State(c): Shared| call(c, |c| Ok(c.ldp_bindings()))),
+        )
+        .route(
             "/v1/l2vpn",
             get(|State(c): Shared| call(c, |c| Ok(c.l2vpn_view()))),
         )

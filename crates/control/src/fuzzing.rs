@@ -371,9 +371,127 @@ pub fn agentx(data: &[u8]) {
     }
 }
 
+/// An LDP speaker fed what a peer may send: a session is brought up as a real peer would
+/// (hello, connection, initialization, keepalive), then `data` is records, each a byte of kind
+/// (low 2 bits: 0 session bytes, 1 a hello, 2 the clock moves by the next byte x 100 ms, 3 an
+/// attachment circuit flips) and, for bytes, a byte of length before them. Whatever arrives,
+/// nothing panics, and everything the speaker queues is whole PDUs that parse.
+pub fn ldp_session(data: &[u8]) {
+    use crate::ldp::engine::{Engine, EngineCfg, PwSpec};
+    use packet::ldp::{self, Msg, PduBuilder};
+    use std::net::Ipv4Addr;
+    let (me, peer) = (Ipv4Addr::new(10, 0, 0, 2), Ipv4Addr::new(10, 0, 0, 1));
+    let pw = |i: u32| PwSpec {
+        name: format!("pw{i}"),
+        peer,
+        pw_id: i,
+        pw_type: 5,
+        control_word: i % 2 == 0,
+        mtu: 1500,
+        local_label: 16 + i,
+        ac_up: true,
+    };
+    let mut e = Engine::new(EngineCfg {
+        lsr_id: me,
+        transport: me,
+        hello_interval_ms: 1000,
+        hold_time: 15,
+        keepalive: 30,
+        neighbors: vec![],
+        pws: (0..4).map(pw).collect(),
+        egress: vec![(me, 32)],
+    });
+    let pdu = |msgs: &[Msg]| {
+        let mut b = PduBuilder::new(peer, 0);
+        for (i, m) in msgs.iter().enumerate() {
+            ldp::encode(&mut b, i as u32 + 1, m);
+        }
+        b.finish()
+    };
+    let hello = pdu(&[Msg::Hello(ldp::Hello {
+        hold: 15,
+        targeted: true,
+        request_targeted: true,
+        transport: Some(peer),
+        config_seq: None,
+    })]);
+    let mut now = 0u64;
+    e.hello_in(now, peer, &hello);
+    // 10.0.0.2 > 10.0.0.1: this side opens the session.
+    if e.to_connect(now).is_empty() || !e.connected(now, peer) {
+        return;
+    }
+    let init = Msg::Init(ldp::Init {
+        keepalive: 30,
+        on_demand: false,
+        loop_detection: false,
+        path_vector_limit: 0,
+        max_pdu: 4096,
+        receiver: (me, 0),
+    });
+    e.bytes_in(now, peer, &pdu(&[init, Msg::KeepAlive]));
+    assert_eq!(
+        e.sessions[&peer].state,
+        crate::ldp::engine::State::Operational,
+        "the fuzzed session starts up"
+    );
+    let check = |e: &mut Engine| {
+        if let Some(s) = e.sessions.get_mut(&peer) {
+            let out = std::mem::take(&mut s.out);
+            let mut at = 0;
+            while at < out.len() {
+                let (h, _) =
+                    packet::ldp::decode_pdu(&out[at..]).expect("the speaker sends PDUs that parse");
+                at += h.len;
+            }
+        }
+    };
+    check(&mut e);
+    let mut i = 0;
+    while i < data.len() {
+        let kind = data[i];
+        i += 1;
+        match kind & 3 {
+            0 | 1 => {
+                let n = data.get(i).copied().unwrap_or(0) as usize;
+                i += 1;
+                let end = (i + n).min(data.len());
+                let bytes = &data[i.min(end)..end];
+                i = end;
+                if kind & 3 == 0 {
+                    e.bytes_in(now, peer, bytes);
+                } else {
+                    e.hello_in(now, peer, bytes);
+                }
+            }
+            2 => {
+                now += u64::from(data.get(i).copied().unwrap_or(0)) * 100;
+                i += 1;
+                e.tick(now);
+                let _ = e.hellos(now);
+            }
+            _ => {
+                let name = format!("pw{}", kind >> 2 & 3);
+                let up = kind & 0x80 == 0;
+                e.set_ac(now, &name, up);
+            }
+        }
+        check(&mut e);
+    }
+    let _ = e.signalled();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ldp_session_inputs() {
+        ldp_session(b"");
+        ldp_session(&[0, 4, 0, 1, 0, 0, 2, 255, 3, 0x83, 1, 3, 1, 2, 3]);
+        ldp_session(&[0xff; 64]);
+        saved("ldp_session", ldp_session);
+    }
 
     #[test]
     fn agentx_inputs() {

@@ -254,7 +254,7 @@ fn the_shows_count_labels_and_pseudowires() {
     assert_eq!(pw.next_hop, "198.51.100.2 on p1");
     assert_eq!(
         (pw.local_label, pw.remote_label, pw.transport.as_str()),
-        (1000, 2000, "300")
+        (1000, Some(2000), "300")
     );
     assert_eq!(
         (

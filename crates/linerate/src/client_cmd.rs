@@ -12,10 +12,10 @@ use api::requests::{
 use api::views::{
     AclView, ApnView, ApplyOutcome, AtmView, BridgeView, CommitText, CommitView, CountersView,
     CpuView, DlswCircuitsView, DlswPeersView, DlswReachabilityView, ErrorView, EventManagerView,
-    FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, L2vpnView, LinkDiagView,
-    LogView, MacCleared, MacTableView, MplsView, MrouteView, NeighborView, PortView, PuntView,
-    QosView, RoutesView, RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, WorkerAdded,
-    WorkerView,
+    FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, L2vpnView, LdpBindingView,
+    LdpDiscoveryView, LdpNeighborView, LinkDiagView, LogView, MacCleared, MacTableView, MplsView,
+    MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView, RunningConfig, RuntimeView,
+    SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -187,6 +187,22 @@ pub enum ShowCmd {
 pub enum MplsShow {
     /// The label table (the LFIB).
     ForwardingTable,
+    /// LDP: `neighbor` (sessions), `discovery` (hello adjacencies), `binding` (pseudowire
+    /// labels both ways).
+    Ldp {
+        #[command(subcommand)]
+        what: LdpShow,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum LdpShow {
+    /// Each session: state, role, keepalive, uptime, PDUs, the peer's addresses.
+    Neighbor,
+    /// The hello adjacencies and where targeted hellos go.
+    Discovery,
+    /// Each signalled pseudowire: labels, control word, MTU and status both ways, state.
+    Binding,
 }
 
 #[derive(Subcommand)]
@@ -621,6 +637,17 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
         ShowCmd::Mpls {
             what: MplsShow::ForwardingTable,
         } => print_view::<MplsView>(c, "/v1/mpls/forwarding-table", json_out),
+        ShowCmd::Mpls {
+            what: MplsShow::Ldp { what },
+        } => match what {
+            LdpShow::Neighbor => {
+                print_view::<LdpNeighborView>(c, "/v1/mpls/ldp/neighbor", json_out)
+            }
+            LdpShow::Discovery => {
+                print_view::<LdpDiscoveryView>(c, "/v1/mpls/ldp/discovery", json_out)
+            }
+            LdpShow::Binding => print_view::<LdpBindingView>(c, "/v1/mpls/ldp/binding", json_out),
+        },
         ShowCmd::L2vpn => print_view::<L2vpnView>(c, "/v1/l2vpn", json_out),
         ShowCmd::Dlsw { what } => match what {
             DlswShow::Peers => print_view::<DlswPeersView>(c, "/v1/dlsw/peers", json_out),

@@ -210,6 +210,34 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         None => None,
     };
     *core.punt.lock().unwrap_or_else(|e| e.into_inner()) = Some(punt);
+    // LDP: hellos and sessions on the transport address's twin; what it signals goes to the
+    // router, which republishes the pseudowires.
+    let ldp = match (
+        control::ldp::engine_cfg(&cfg_copy),
+        cfg_copy.mpls.as_ref().and_then(|m| m.ldp.clone()),
+    ) {
+        (Some(ecfg), Some(lcfg)) => {
+            let l = control::ldp::Ldp::new(lcfg, ecfg);
+            let (c1, c2) = (
+                std::sync::Arc::downgrade(&core),
+                std::sync::Arc::downgrade(&core),
+            );
+            let svc = control::ldp::service::Service::start(
+                l.clone(),
+                Box::new(move |s| {
+                    if let Some(c) = c1.upgrade() {
+                        c.ldp_signalled(s);
+                    }
+                }),
+                Box::new(move || c2.upgrade().map(|c| c.pw_circuits()).unwrap_or_default()),
+                Some(core.logger.clone()),
+            )?;
+            eprintln!("linerate: LDP on {}:{}", l.cfg.transport, packet::ldp::PORT);
+            *core.ldp.lock().unwrap_or_else(|e| e.into_inner()) = Some(l);
+            Some(svc)
+        }
+        _ => None,
+    };
     let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
     *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;
     if let Some(f) = &cp.fpm {
@@ -239,6 +267,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     drop(mirror);
     drop(ggsn);
     drop(dlsw);
+    drop(ldp);
     Ok(())
 }
 

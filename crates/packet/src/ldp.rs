@@ -80,6 +80,8 @@ pub mod status {
     pub const UNSUPPORTED_ADDRESS_FAMILY: u32 = 0x17;
     pub const SESSION_REJECTED_KEEPALIVE: u32 = 0x18;
     pub const INTERNAL_ERROR: u32 = 0x19;
+    /// RFC 4447 5.4.3: a notification carrying a pseudowire's new status.
+    pub const PW_STATUS: u32 = 0x28;
 
     /// Whether a notification with `code` closes the session (RFC 5036 3.5.1.2: the errors
     /// of the PDU header, lengths, hold and keepalive expiry, shutdown, rejections, internal).
@@ -466,6 +468,11 @@ pub enum Msg {
         pw_status: Option<u32>,
     },
     LabelRequest(Vec<Fec>),
+    /// A notification of a pseudowire's new status (RFC 4447 5.4.3: 0 is forwarding).
+    PwStatus {
+        fecs: Vec<Fec>,
+        status: u32,
+    },
     LabelWithdraw {
         fecs: Vec<Fec>,
         label: Option<u32>,
@@ -498,6 +505,8 @@ pub fn decode(m: &Message<'_>) -> Result<Msg, Error> {
             tlv::EXTENDED_STATUS,
             tlv::RETURNED_PDU,
             tlv::RETURNED_MESSAGE,
+            tlv::FEC,
+            tlv::PW_STATUS,
         ],
         msg::HELLO => &[
             tlv::COMMON_HELLO,
@@ -567,6 +576,15 @@ pub fn decode(m: &Message<'_>) -> Result<Msg, Error> {
                 return Err(err(status::BAD_TLV_LENGTH));
             }
             let c = be32(t.value, 0);
+            if let Some(pw) = find(tlv::PW_STATUS) {
+                if pw.value.len() != 4 {
+                    return Err(err(status::BAD_TLV_LENGTH));
+                }
+                return Ok(Msg::PwStatus {
+                    fecs: fecs()?,
+                    status: be32(pw.value, 0),
+                });
+            }
             Msg::Notification(Status {
                 fatal: c & 0x8000_0000 != 0,
                 forward: c & 0x4000_0000 != 0,
@@ -808,8 +826,14 @@ impl TlvWriter<'_> {
         self.tlv(tlv::GENERIC_LABEL, &label.to_be_bytes())
     }
 
+    /// The PW Status TLV, with the U bit set as RFC 4447 5.4.3 has it (a speaker that does
+    /// not know it ignores it).
     pub fn pw_status(&mut self, s: u32) -> &mut Self {
-        self.tlv(tlv::PW_STATUS, &s.to_be_bytes())
+        self.buf
+            .extend_from_slice(&(0x8000 | tlv::PW_STATUS).to_be_bytes());
+        self.buf.extend_from_slice(&4u16.to_be_bytes());
+        self.buf.extend_from_slice(&s.to_be_bytes());
+        self
     }
 
     /// A Status TLV for a notification.
@@ -853,6 +877,17 @@ pub fn encode(b: &mut PduBuilder, id: u32, m: &Msg) {
         }),
         Msg::LabelRequest(fecs) => b.message(msg::LABEL_REQUEST, id, |t| {
             t.fecs(fecs);
+        }),
+        Msg::PwStatus { fecs, status: pw } => b.message(msg::NOTIFICATION, id, |t| {
+            t.status(&Status {
+                fatal: false,
+                forward: false,
+                code: status::PW_STATUS,
+                msg_id: 0,
+                msg_type: 0,
+            })
+            .pw_status(*pw)
+            .fecs(fecs);
         }),
         Msg::LabelWithdraw { fecs, label } | Msg::LabelRelease { fecs, label } => {
             let ty = if matches!(m, Msg::LabelWithdraw { .. }) {
@@ -954,6 +989,14 @@ mod tests {
         .message(msg::NOTIFICATION, 9, |t| {
             t.status(&st);
         });
+        encode(
+            &mut b,
+            10,
+            &Msg::PwStatus {
+                fecs: vec![pw.clone()],
+                status: 0x06,
+            },
+        );
         let bytes = b.finish();
         let (h, msgs) = decode_pdu(&bytes).unwrap();
         assert_eq!((h.lsr_id, h.label_space, h.len), (ME, 0, bytes.len()));
@@ -973,7 +1016,7 @@ mod tests {
                     pw_status: None
                 },
                 Msg::LabelMapping {
-                    fecs: vec![pw],
+                    fecs: vec![pw.clone()],
                     label: 1000,
                     pw_status: Some(0)
                 },
@@ -989,8 +1032,18 @@ mod tests {
                     label: Some(17)
                 },
                 Msg::Notification(st),
+                Msg::PwStatus {
+                    fecs: vec![pw],
+                    status: 0x06
+                },
             ]
         );
+        // The PW Status TLV goes with its U bit set (RFC 4447 5.4.3).
+        let at = bytes
+            .windows(2)
+            .position(|w| w == [0x89, 0x6a])
+            .expect("a PW Status TLV with the U bit");
+        assert_eq!(&bytes[at + 2..at + 4], &[0, 4]);
     }
 
     /// A PWid FEC written out byte by byte as RFC 4447 5.2 draws it (type 5, control word,

@@ -41,7 +41,7 @@ FRR_LIB = "/usr/lib/frr"
 FPM_PORT = 2620
 # Start order; stop is the reverse. zebra must be first: the others connect to its zserv socket.
 ORDER = ("zebra", "mgmtd", "staticd", "bgpd", "ospfd", "ospf6d", "isisd", "ripd", "ripngd",
-         "pimd", "bfdd", "pbrd")
+         "pimd", "bfdd", "pbrd", "ldpd")
 
 
 # -- config builders -------------------------------------------------------------------------
@@ -172,7 +172,7 @@ class Frr:
     def __init__(self, ns: Netns, rundir: Path, configs: dict[str, str], *,
                  fpm: bool = False, graceful_restart: int | None = None,
                  zebra_args: Sequence[str] = (), log_level: str = "informational",
-                 start_timeout: float = 20.0) -> None:
+                 start_timeout: float = 20.0, fake_kernel_mpls: bool = False) -> None:
         self.ns = ns
         self.rundir = Path(rundir)
         self.configs = dict(configs)
@@ -184,6 +184,7 @@ class Frr:
         self.fpm = fpm
         self.graceful_restart = graceful_restart
         self.zebra_args = list(zebra_args)
+        self.fake_kernel_mpls = fake_kernel_mpls
         self.log_level = log_level
         self.start_timeout = start_timeout
         self.procs: dict[str, Process] = {}
@@ -226,7 +227,34 @@ class Frr:
             if self.graceful_restart is not None:
                 argv += ["-r", "-K", str(self.graceful_restart)]
             argv += self.zebra_args
+        if daemon == "ldpd":
+            # Its control socket in the run directory, not the shared /var/run/frr.
+            argv += ["--ctl_socket", str(r)]
+        if daemon == "zebra" and self.fake_kernel_mpls:
+            argv = ["unshare", "-m", "--propagation", "private", "bash",
+                    str(self._fake_mpls_script()), *argv]
         return argv
+
+    def _fake_mpls_script(self) -> Path:
+        """A wrapper that runs zebra where /proc/sys/net has an (empty) `mpls` directory: zebra
+        8.4's only test for kernel MPLS is stat() of it (docs/mpls.md). Without it zebra
+        disables MPLS, and ldpd then signals every pseudowire "not forwarding" (status 0x1):
+        the pseudowire never comes up whatever its peer does. The kernel still has no MPLS
+        (zebra's label installs fail there); only the signalling is exercised."""
+        fake = self.rundir / "fake-proc-sys-net"
+        script = self.rundir / "fake-kernel-mpls.sh"
+        script.write_text(f"""set -e
+F={fake}
+mkdir -p $F/mpls
+for d in /proc/sys/net/*; do
+  b=$(basename $d)
+  if [ -d $d ]; then mkdir -p $F/$b; else touch $F/$b; fi
+  mount --bind $d $F/$b
+done
+mount --bind $F /proc/sys/net
+exec "$@"
+""")
+        return script
 
     def start(self) -> Frr:
         """Writes the configs and starts the daemons, zebra first; returns once every daemon

@@ -15,6 +15,7 @@ pub mod events;
 pub mod graph;
 pub mod gtp;
 pub mod interfaces;
+pub mod ldp;
 pub mod mpls;
 pub mod mroute;
 pub mod routes;
@@ -39,6 +40,10 @@ pub use gtp::{ApnView, GtpContextView, GtpContextsView, GtpStatsView};
 pub use interfaces::{
     CountersView, InterfaceView, LinkDiagView, NeighborView, PortCountersView, PortDriver,
     PortView, QueueView, WorkerAdded, WorkerView,
+};
+pub use ldp::{
+    LdpAdjacency, LdpBindingView, LdpDiscoveryView, LdpNeighbor, LdpNeighborView, LdpPrefixBinding,
+    LdpPwBinding,
 };
 pub use mpls::{L2vpnView, MplsLabelView, MplsView, PseudowireView};
 pub use mroute::{MrouteEntryView, MrouteView};

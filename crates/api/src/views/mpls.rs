@@ -82,7 +82,12 @@ pub struct PseudowireView {
     pub peer: String,
     pub vc_id: u32,
     pub local_label: u32,
-    pub remote_label: u32,
+    /// None: not signalled yet.
+    pub remote_label: Option<u32>,
+    /// `static` (both labels configured) or `ldp`.
+    pub signalling: String,
+    /// Why it is down (empty when up).
+    pub reason: String,
     /// Labels to the peer under which the pseudowire's own goes (`300`; empty: none).
     pub transport: String,
     /// The next hop towards the peer (`ADDR on IF`).
@@ -117,7 +122,11 @@ impl Render for L2vpnView {
                     p.interface.clone(),
                     format!("{} {}", p.peer, p.vc_id),
                     p.vc_type.to_string(),
-                    format!("{}/{}", p.local_label, p.remote_label),
+                    format!(
+                        "{}/{}",
+                        p.local_label,
+                        p.remote_label.map_or("-".into(), |l| l.to_string())
+                    ),
                     if p.transport.is_empty() {
                         "-".into()
                     } else {
@@ -125,7 +134,11 @@ impl Render for L2vpnView {
                     },
                     p.next_hop.clone(),
                     if p.control_word { "yes" } else { "no" }.into(),
-                    p.state.clone(),
+                    if p.reason.is_empty() {
+                        p.state.clone()
+                    } else {
+                        format!("{} ({})", p.state, p.reason)
+                    },
                     format!("{}/{}", p.tx_packets, p.rx_packets),
                 ]
             })

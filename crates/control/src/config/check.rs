@@ -155,7 +155,7 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
 }
 
 /// The interface whose own address `ip` is.
-fn own_address(cfg: &Config, ip: IpAddr) -> Option<&InterfaceCfg> {
+pub(super) fn own_address(cfg: &Config, ip: IpAddr) -> Option<&InterfaceCfg> {
     cfg.interfaces.iter().find(|i| match ip {
         IpAddr::V4(a) => i.ipv4.iter().any(|&(x, _)| x == u32::from(a)),
         IpAddr::V6(a) => i.ipv6.iter().any(|&(x, _)| x == u128::from(a)),

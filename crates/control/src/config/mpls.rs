@@ -1,6 +1,7 @@
-//! `mpls`: label switching on the router's interfaces, static label table entries and
-//! pseudowires (labels signalled by LDP come later; these are the static ones an operator
-//! configures, as `mpls static binding` and `xconnect ... encapsulation manual` do).
+//! `mpls`: label switching on the router's interfaces, static label table entries, and
+//! pseudowires: static ones (both labels configured, as `xconnect ... encapsulation manual`
+//! does) and ones whose labels LDP signals (no `remote-label`; RFC 4447 PWid FEC over a
+//! targeted session to the peer).
 //!
 //! ```yaml
 //! mpls:
@@ -23,6 +24,16 @@
 //!       transport: [300]           # labels to reach the peer (none: it is the next hop)
 //!       via: 10.0.0.2              # the next hop towards the peer
 //!       control-word: true         # RFC 4385 (default false)
+//!     - { name: pw-200, interface: ac0.200, peer: 10.9.0.2, vc-id: 200, via: 10.0.0.2 }
+//!                                  # signalled by LDP: the local label allocated (16 up,
+//!                                  # past every configured one) unless given
+//!   ldp:                           # the LDP speaker (needed by signalled pseudowires)
+//!     router-id: 10.0.0.1          # LSR id; an address of an interface (default VRF)
+//!     transport-address: 10.0.0.1  # the session's TCP address (default: the router id)
+//!     hello-interval-ms: 5000      # targeted hellos (default 5000)
+//!     hold-time: 45                # targeted hello hold time, seconds (default 45)
+//!     keepalive: 180               # session keepalive hold time, seconds (default 180)
+//!     neighbors: [10.9.0.3]        # targeted neighbours besides the pseudowires' peers
 //! ```
 //!
 //! Static routes take `labels: [..]` beside `via` (a route over an LSP, or an L3VPN route: the
@@ -34,7 +45,7 @@
 //! interface, an attachment circuit that has addresses, is a bridge member, or carries two
 //! pseudowires, type `vlan` on an interface without a VLAN.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::fields::{origin_at, seq, Errs, Fields};
 use super::Origin;
@@ -46,6 +57,20 @@ pub struct MplsCfg {
     pub ttl: TtlMode,
     pub labels: Vec<LabelCfg>,
     pub pseudowires: Vec<PseudowireCfg>,
+    pub ldp: Option<LdpCfg>,
+}
+
+/// The LDP speaker's settings (`mpls.ldp`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LdpCfg {
+    pub router_id: Ipv4Addr,
+    pub transport: Ipv4Addr,
+    pub hello_interval_ms: u64,
+    pub hold_time: u16,
+    pub keepalive: u16,
+    /// Targeted neighbours configured besides the pseudowires' peers.
+    pub neighbors: Vec<Ipv4Addr>,
+    pub origin: Origin,
 }
 
 /// What an incoming label does.
@@ -72,8 +97,10 @@ pub struct PseudowireCfg {
     pub vc_type: Option<dataplane::mpls::VcType>,
     pub peer: IpAddr,
     pub vc_id: u32,
+    /// Given, or allocated for a signalled pseudowire that names none.
     pub local_label: u32,
-    pub remote_label: u32,
+    /// None: signalled by LDP.
+    pub remote_label: Option<u32>,
     pub transport: Vec<u32>,
     pub via: IpAddr,
     pub control_word: bool,
@@ -241,11 +268,17 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
         if pf.node("vc-id").is_none() {
             e.at(pn, &format!("{path}.vc-id"), "`vc-id` is required");
         }
-        let local_label = incoming(&mut pf, "local-label", e);
         let remote_at = pf.node("remote-label");
         let remote_label = pf
-            .required("remote-label", e)
+            .str("remote-label", e)
             .and_then(|s| label(&s, remote_at?, &format!("{path}.remote-label"), e));
+        // A static pseudowire needs both labels; a signalled one may leave its own to the
+        // allocator (0 until `parse` fills it in).
+        let local_label = if remote_at.is_none() && pf.node("local-label").is_none() {
+            Some(0)
+        } else {
+            incoming(&mut pf, "local-label", e)
+        };
         let transport = push_list(&mut pf, "transport", e);
         if transport.len() + 1 > MAX_LABELS {
             e.at(
@@ -275,9 +308,8 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
             Some(peer),
             Some(vc_id),
             Some(local_label),
-            Some(remote_label),
             Some(via),
-        ) = (name, interface, peer, vc_id, local_label, remote_label, via)
+        ) = (name, interface, peer, vc_id, local_label, via)
         {
             pseudowires.push(PseudowireCfg {
                 name,
@@ -294,12 +326,93 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
             });
         }
     }
+    let ldp = parse_ldp(&mut f, e);
     f.finish(e);
+    allocate_local_labels(&labels, &mut pseudowires);
     Some(MplsCfg {
         interfaces,
         ttl,
         labels,
         pseudowires,
+        ldp,
+    })
+}
+
+/// Gives each signalled pseudowire without a local label the lowest unused one from 16 up, in
+/// config order (the same config always gets the same labels).
+fn allocate_local_labels(labels: &[LabelCfg], pws: &mut [PseudowireCfg]) {
+    let mut used: std::collections::HashSet<u32> = labels.iter().map(|l| l.label).collect();
+    used.extend(pws.iter().map(|p| p.local_label).filter(|&l| l != 0));
+    let mut next = FIRST_UNRESERVED;
+    for p in pws.iter_mut().filter(|p| p.local_label == 0) {
+        while used.contains(&next) {
+            next += 1;
+        }
+        p.local_label = next;
+        used.insert(next);
+    }
+}
+
+fn parse_ldp(f: &mut Fields<'_>, e: &mut Errs) -> Option<LdpCfg> {
+    let n = f.get("ldp")?;
+    let mut lf = Fields::new("mpls.ldp".into(), n, e)?;
+    let origin = lf.origin();
+    let router_id = lf.parse::<Ipv4Addr>("router-id", "an IPv4 address", e);
+    if lf.node("router-id").is_none() {
+        e.at(n, "mpls.ldp.router-id", "`router-id` is required");
+    }
+    let transport = lf.parse::<Ipv4Addr>("transport-address", "an IPv4 address", e);
+    let hello_interval_ms = lf
+        .parse::<u64>("hello-interval-ms", "a number of milliseconds", e)
+        .unwrap_or(5000);
+    let hold_time = lf
+        .parse::<u16>("hold-time", "a number of seconds (1 to 65535)", e)
+        .unwrap_or(45);
+    let keepalive = lf
+        .parse::<u16>("keepalive", "a number of seconds (1 to 65535)", e)
+        .unwrap_or(180);
+    let mut neighbors = Vec::new();
+    for (s, node, path) in lf.list("neighbors", e) {
+        match s.parse::<Ipv4Addr>() {
+            Ok(a) => neighbors.push(a),
+            Err(_) => e.at(node, &path, format!("`{s}` is not an IPv4 address")),
+        }
+    }
+    let nodes: Vec<(&str, Option<&crate::yaml::Node>)> =
+        ["hello-interval-ms", "hold-time", "keepalive"]
+            .into_iter()
+            .map(|k| (k, lf.node(k)))
+            .collect();
+    lf.finish(e);
+    for ((key, at), bad) in
+        nodes
+            .into_iter()
+            .zip([hello_interval_ms == 0, hold_time == 0, keepalive == 0])
+    {
+        if bad {
+            e.at(
+                at.unwrap_or(n),
+                &format!("mpls.ldp.{key}"),
+                "must be above 0",
+            );
+        }
+    }
+    if hold_time != 0 && hello_interval_ms >= u64::from(hold_time) * 1000 {
+        e.at(
+            n,
+            "mpls.ldp.hello-interval-ms",
+            format!("hellos every {hello_interval_ms} ms never beat a hold time of {hold_time} s"),
+        );
+    }
+    let router_id = router_id?;
+    Some(LdpCfg {
+        router_id,
+        transport: transport.unwrap_or(router_id),
+        hello_interval_ms,
+        hold_time,
+        keepalive,
+        neighbors,
+        origin,
     })
 }
 
@@ -349,8 +462,38 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
         }
     }
     let mut acs: std::collections::HashMap<&str, &str> = Default::default();
+    if let Some(l) = &m.ldp {
+        for (what, a) in [
+            ("router-id", l.router_id),
+            ("transport-address", l.transport),
+        ] {
+            if super::check::own_address(cfg, IpAddr::V4(a)).is_none_or(|i| i.vrf != "default") {
+                e.origin(
+                    &l.origin,
+                    format!("{what} {a} is not an address of an interface in VRF `default`"),
+                );
+            }
+        }
+    }
     for p in &m.pseudowires {
         claim(p.local_label, &p.origin, e);
+        if p.remote_label.is_none() {
+            if m.ldp.is_none() {
+                e.origin(
+                    &p.origin,
+                    format!(
+                        "pseudowire `{}` has no `remote-label`: LDP signals it, and `mpls.ldp` is not configured",
+                        p.name
+                    ),
+                );
+            }
+            if !p.peer.is_ipv4() {
+                e.origin(
+                    &p.origin,
+                    format!("pseudowire `{}`: LDP signals IPv4 peers only", p.name),
+                );
+            }
+        }
         if m.pseudowires.iter().filter(|q| q.name == p.name).count() > 1 {
             e.origin(&p.origin, format!("pseudowire `{}` is named twice", p.name));
         }

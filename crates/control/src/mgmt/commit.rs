@@ -290,6 +290,18 @@ fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
                 .into(),
         );
     }
+    let ldp = |c: &Config| {
+        crate::ldp::engine_cfg(c).map(|mut e| {
+            e.pws.iter_mut().for_each(|p| p.ac_up = true);
+            e
+        })
+    };
+    if ldp(old) != ldp(new) {
+        return Some(
+            "mpls.ldp: the LDP speaker and the pseudowires it signals are set up at start (its sessions would be lost)"
+                .into(),
+        );
+    }
     let dlsw = |c: &Config| c.dlsw.as_ref().map(|d| d.without_origins());
     if dlsw(old) != dlsw(new) {
         return Some(
@@ -436,6 +448,10 @@ impl Core {
             .cloned()
             .collect();
         new.links_down = s.router.links_down.clone();
+        // Pseudowires LDP signalled keep their labels across the commit (the speaker hears
+        // of the new config after it, and signals what changed).
+        new.set_signalled(s.router.signalled.clone())
+            .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
         // Neighbours learned by ARP/ND keep forwarding across the commit.
         new.carry_neighbors(&s.router);
         new.publish_fibs()

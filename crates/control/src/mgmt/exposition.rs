@@ -362,6 +362,7 @@ impl Core {
         self.mpls_metrics(&s, e);
         drop(s);
         self.dlsw_metrics(e);
+        self.ldp_metrics(e);
     }
 }
 

@@ -23,6 +23,7 @@ pub mod dlsw;
 pub mod exposition;
 pub mod graph;
 pub mod gtp;
+mod ldp;
 pub mod link_diag;
 pub mod mpls;
 pub mod mroute;
@@ -119,6 +120,8 @@ pub struct Core {
     pub punt: Mutex<Option<crate::punt::PuntPlane>>,
     /// DLSw, where the config makes the router a DLSw peer (a daemon on real ports).
     pub dlsw: Mutex<Option<Arc<crate::dlsw::Dlsw>>>,
+    /// The LDP speaker, where the config has `mpls.ldp` (a daemon on real ports).
+    pub ldp: Mutex<Option<Arc<crate::ldp::Ldp>>>,
     /// The FPM server and its applier, where the config asks for FPM.
     /// What adapters keep running (an FPM server), stopped at shutdown.
     pub adapters: Mutex<Vec<Box<dyn sources::Adapter>>>,
@@ -202,6 +205,7 @@ impl Core {
             services_thread: Mutex::new(Some(services_thread)),
             punt: Mutex::new(None),
             dlsw: Mutex::new(None),
+            ldp: Mutex::new(None),
             adapters: Mutex::new(Vec::new()),
             links: Mutex::new(None),
             cpu: Mutex::new(None),

@@ -6,6 +6,7 @@ use api::views::{L2vpnView, MplsLabelView, MplsView, PseudowireView};
 use dataplane::mpls::{LabelAction, TtlMode};
 
 use crate::metrics::{Exposition, Kind};
+use crate::syslog::Severity;
 
 impl super::Core {
     /// `show mpls forwarding-table`.
@@ -66,8 +67,84 @@ impl super::Core {
         }
     }
 
+    /// What LDP signalled: the router takes it, and republishes the pseudowires when it
+    /// changes what they do.
+    pub fn ldp_signalled(&self, signalled: crate::ldp::service::Signalled) {
+        let map = signalled
+            .into_iter()
+            .map(|(name, remote_label, control_word, up)| {
+                (
+                    name,
+                    crate::router::SignalledPw {
+                        remote_label,
+                        control_word,
+                        up,
+                    },
+                )
+            })
+            .collect();
+        let mut s = self.lock("ldp.signalled");
+        let r =
+            s.router.set_signalled(map).and_then(
+                |changed| {
+                    if changed {
+                        s.router.publish()
+                    } else {
+                        Ok(())
+                    }
+                },
+            );
+        if let Err(e) = r {
+            self.logger.log(
+                Severity::Error,
+                "LDP",
+                &[],
+                format!("publishing signalled pseudowires: {e}"),
+            );
+        }
+    }
+
+    /// Whether each pseudowire's attachment circuit is up as the workers see it (configured
+    /// up, its port in service and its link up), by pseudowire name.
+    pub fn pw_circuits(&self) -> std::collections::HashMap<String, bool> {
+        let s = self.lock("ldp.circuits");
+        let r = &s.router;
+        let Some(m) = &r.cfg.mpls else {
+            return Default::default();
+        };
+        m.pseudowires
+            .iter()
+            .map(|p| {
+                let up = r
+                    .ifs
+                    .iter()
+                    .find(|i| i.name == p.interface)
+                    .is_some_and(|i| {
+                        let port = r.port_name(i.port);
+                        i.up && !r.ports_down.contains(port) && !r.links_down.contains(port)
+                    });
+                (p.name.clone(), up)
+            })
+            .collect()
+    }
+
     /// `show l2vpn`.
     pub fn l2vpn_view(&self) -> L2vpnView {
+        let why: std::collections::HashMap<String, String> = self
+            .ldp
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|l| {
+                let e = l.engine();
+                e.cfg
+                    .pws
+                    .iter()
+                    .zip(&e.pws)
+                    .map(|(p, st)| (p.name.clone(), st.why.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
         let s = self.lock("show l2vpn");
         let r = &s.router;
         let (Some(cfg), Some(m)) = (&r.cfg.mpls, &r.mpls) else {
@@ -89,7 +166,24 @@ impl super::Core {
                     peer: c.peer.to_string(),
                     vc_id: c.vc_id,
                     local_label: p.local_label,
-                    remote_label: c.remote_label,
+                    remote_label: c.remote_label.or_else(|| {
+                        r.signalled
+                            .get(&c.name)
+                            .map(|x| x.remote_label)
+                            .filter(|&l| l != dataplane::mpls::IMPLICIT_NULL || up)
+                    }),
+                    signalling: if c.remote_label.is_some() {
+                        "static"
+                    } else {
+                        "ldp"
+                    }
+                    .into(),
+                    reason: match (up, why.get(&c.name)) {
+                        (true, _) => String::new(),
+                        (false, Some(w)) if !w.is_empty() => w.clone(),
+                        (false, _) if c.remote_label.is_none() => "not signalled".into(),
+                        (false, _) => "attachment circuit down".into(),
+                    },
                     transport: dataplane::mpls::LabelStack::new(&c.transport)
                         .filter(|t| !t.is_empty())
                         .map_or(String::new(), |t| t.to_string()),

@@ -17,6 +17,7 @@ use crate::config::{find_connected, find_neighbor, Config, ConfigError, Prefix, 
 use packet::ethernet::MacAddr;
 
 mod mpls;
+pub use mpls::SignalledPw;
 mod paths;
 pub use paths::{PathDef, ECMP_BUCKETS};
 
@@ -92,6 +93,8 @@ pub struct Router {
     pub atm_maps: Vec<Option<Arc<dataplane::tables::AtmVcMap>>>,
     /// The label table and pseudowires as published, where the config has `mpls`.
     pub mpls: Option<Arc<dataplane::mpls::Mpls>>,
+    /// What LDP signalled for each pseudowire it signals, by name (carried across commits).
+    pub signalled: HashMap<String, mpls::SignalledPw>,
 }
 
 /// Where a configured prefix came from.
@@ -342,6 +345,7 @@ impl Router {
             generation,
             atm_maps: Vec::new(),
             mpls: None,
+            signalled: HashMap::new(),
         };
         r.atm_maps = r.build_atm_maps();
         r.mcast_next_hops();

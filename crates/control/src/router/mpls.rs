@@ -40,6 +40,16 @@ pub(super) fn lookup_interfaces(cfg: &Config, vrf_idx: impl Fn(&str) -> u32) -> 
         .collect()
 }
 
+/// What LDP signalled for a pseudowire: the peer's label, the control word both ends agreed
+/// on, and whether the pseudowire is up as far as signalling goes (session up, mappings both
+/// ways, parameters matched, the peer forwarding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignalledPw {
+    pub remote_label: u32,
+    pub control_word: bool,
+    pub up: bool,
+}
+
 impl Router {
     fn at(&self, o: &Origin, m: impl std::fmt::Display) -> BuildError {
         BuildError(format!(
@@ -89,6 +99,20 @@ impl Router {
         Ok(self.nh_ecmp(members))
     }
 
+    /// Takes what LDP signalled; when it changes what any pseudowire does, the pseudowires
+    /// are built again (the caller publishes). Returns whether they were.
+    pub fn set_signalled(
+        &mut self,
+        s: std::collections::HashMap<String, SignalledPw>,
+    ) -> Result<bool, BuildError> {
+        if s == self.signalled {
+            return Ok(false);
+        }
+        self.signalled = s;
+        self.build_mpls()?;
+        Ok(true)
+    }
+
     /// Builds the label table and pseudowires (`self.mpls`); the labelled static routes are
     /// installed by `install_static`.
     pub(super) fn build_mpls(&mut self) -> Result<(), BuildError> {
@@ -126,8 +150,17 @@ impl Router {
                 VcType::Ethernet
             });
             let (ac_port, ac_vlan, mtu, ac_up) = (ifc.port, ifc.vlan, ifc.mtu, ifc.up);
+            // A signalled pseudowire takes the peer's label and word from LDP; until the
+            // peer has sent them it is down (and pushes an implicit null no frame will see).
+            let (remote, control_word, signalled_up) = match p.remote_label {
+                Some(l) => (l, p.control_word, true),
+                None => match self.signalled.get(&p.name) {
+                    Some(s) => (s.remote_label, s.control_word, s.up),
+                    None => (dataplane::mpls::IMPLICIT_NULL, p.control_word, false),
+                },
+            };
             let mut labels = p.transport.clone();
-            labels.push(p.remote_label);
+            labels.push(remote);
             let push = LabelStack::new(&labels)
                 .ok_or_else(|| self.at(&p.origin, "too many labels to push"))?;
             let nh = self.via(&[p.via], &p.origin)?;
@@ -138,13 +171,13 @@ impl Router {
                 ac_port,
                 ac_vlan,
                 vc_type,
-                control_word: p.control_word,
+                control_word,
                 local_label: p.local_label,
                 push,
                 nh,
                 mtu,
-                // Static: up while its attachment circuit is (LDP will add the peer's word).
-                up: ac_up,
+                // Static: up while its attachment circuit is; signalled: and while LDP says.
+                up: ac_up && signalled_up,
             });
         }
         // A port that is a whole attachment circuit takes every frame, tagged or not.
