@@ -10,6 +10,7 @@ pub mod forward;
 pub mod fpm;
 pub mod fpm_churn;
 pub mod gtp;
+pub mod ldp;
 pub mod lpm;
 pub mod mac;
 pub mod mpls;

@@ -218,6 +218,16 @@ enum BenchCmd {
         #[arg(long)]
         json: bool,
     },
+    /// LDP signalling: two LDP speakers over loopback TCP signal N pseudowires to each other;
+    /// the session's time to come up, then until every pseudowire is up on both sides.
+    Ldp {
+        #[arg(long, default_value_t = 3072)]
+        pws: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Label switching beside plain IPv4 on one router, runs alternated round by round (each
     /// worker replaying frames to itself): swap, pop, push, VPN pop into a VRF, pseudowire
     /// imposition and disposition, over N labels, routes or pseudowires each.
@@ -893,6 +903,20 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
         } => bench_mpls(
             &modes, entries, &sizes, seconds, rounds, workers, workdir, json,
         ),
+        BenchCmd::Ldp { pws, rounds, json } => {
+            let rows = bench::ldp::run(&bench::ldp::Opts { pws, rounds })?;
+            for r in &rows {
+                if json {
+                    outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+                } else {
+                    outln!(
+                        "LDP {} pseudowires, round {}: session up {:.1} ms, then all signalled both ways {:.1} ms; {} PDUs, {:.1} wire bytes and {} engine bytes per pseudowire",
+                        r.pws, r.round, r.session_ms, r.signalled_ms, r.pdus_out, r.wire_bytes_per_pw, r.engine_bytes_per_pw
+                    );
+                }
+            }
+            Ok(())
+        }
         BenchCmd::Atm { vcs, seconds, json } => {
             let rows = bench::atm::run(&bench::atm::Opts { vcs, seconds })?;
             if json {

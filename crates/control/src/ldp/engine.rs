@@ -141,6 +141,7 @@ pub struct Session {
     pub addresses: Vec<Ipv4Addr>,
     pub pdus_in: u64,
     pub pdus_out: u64,
+    pub bytes_out: u64,
 }
 
 /// What the peer sent for a pseudowire.
@@ -328,6 +329,7 @@ impl Engine {
                     addresses: Vec::new(),
                     pdus_in: 0,
                     pdus_out: 0,
+                    bytes_out: 0,
                 },
             );
         }
@@ -424,6 +426,7 @@ impl Engine {
                 .extend_from_slice(&((body.len() + 6) as u16).to_be_bytes());
             s.out.extend_from_slice(&me.octets());
             s.out.extend_from_slice(&0u16.to_be_bytes());
+            s.bytes_out += body.len() as u64 + ldp::HEADER_LEN as u64;
             s.out.append(body);
             s.pdus_out += 1;
         };
