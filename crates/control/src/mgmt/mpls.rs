@@ -104,7 +104,7 @@ impl super::Core {
         }
     }
 
-    /// Whether each pseudowire's attachment circuit is up as the workers see it (configured
+    /// Whether each signalled pseudowire's attachment circuit is up as the workers see it (configured
     /// up, its port in service and its link up), by pseudowire name.
     pub fn pw_circuits(&self) -> std::collections::HashMap<String, bool> {
         let s = self.lock("ldp.circuits");
@@ -112,18 +112,23 @@ impl super::Core {
         let Some(m) = &r.cfg.mpls else {
             return Default::default();
         };
+        // Asked every 100 ms under the state lock, with thousands of pseudowires: one pass
+        // over the interfaces, not one per pseudowire.
+        let up: std::collections::HashMap<&str, bool> = r
+            .ifs
+            .iter()
+            .map(|i| {
+                let port = r.port_name(i.port);
+                let up = i.up && !r.ports_down.contains(port) && !r.links_down.contains(port);
+                (i.name.as_str(), up)
+            })
+            .collect();
         m.pseudowires
             .iter()
+            .filter(|p| p.remote_label.is_none())
             .map(|p| {
-                let up = r
-                    .ifs
-                    .iter()
-                    .find(|i| i.name == p.interface)
-                    .is_some_and(|i| {
-                        let port = r.port_name(i.port);
-                        i.up && !r.ports_down.contains(port) && !r.links_down.contains(port)
-                    });
-                (p.name.clone(), up)
+                let ac = up.get(p.interface.as_str()).copied().unwrap_or(false);
+                (p.name.clone(), ac)
             })
             .collect()
     }
