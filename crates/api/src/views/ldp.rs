@@ -222,11 +222,7 @@ impl Render for LdpBindingView {
                         p.local_status,
                         opt(p.remote_status.map(|s| format!("{s:#x}")))
                     ),
-                    if p.reason.is_empty() {
-                        p.state.clone()
-                    } else {
-                        format!("{} ({})", p.state, p.reason)
-                    },
+                    super::mpls::state_with_reason(&p.state, &p.reason),
                 ]
             })
             .collect();

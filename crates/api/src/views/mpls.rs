@@ -71,6 +71,15 @@ impl Render for MplsView {
     }
 }
 
+/// A pseudowire's state as the tables show it: `up`, or `down (why)`.
+pub(crate) fn state_with_reason(state: &str, reason: &str) -> String {
+    if reason.is_empty() {
+        state.to_string()
+    } else {
+        format!("{state} ({reason})")
+    }
+}
+
 /// One pseudowire.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PseudowireView {
@@ -134,11 +143,7 @@ impl Render for L2vpnView {
                     },
                     p.next_hop.clone(),
                     if p.control_word { "yes" } else { "no" }.into(),
-                    if p.reason.is_empty() {
-                        p.state.clone()
-                    } else {
-                        format!("{} ({})", p.state, p.reason)
-                    },
+                    state_with_reason(&p.state, &p.reason),
                     format!("{}/{}", p.tx_packets, p.rx_packets),
                 ]
             })

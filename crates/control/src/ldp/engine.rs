@@ -831,7 +831,8 @@ impl Engine {
         }
     }
 
-    fn local_status(&self, i: usize) -> u32 {
+    /// The PW status this end sends for pseudowire `i`: 0 (forwarding) or its circuit's fault.
+    pub fn local_status(&self, i: usize) -> u32 {
         if self.cfg.pws[i].ac_up {
             0
         } else {

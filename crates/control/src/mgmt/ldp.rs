@@ -7,7 +7,7 @@ use api::views::{
     LdpPwBinding,
 };
 
-use crate::ldp::engine::{State, PW_STATUS_AC_FAULT};
+use crate::ldp::engine::State;
 use crate::metrics::{Exposition, Kind};
 
 impl super::Core {
@@ -96,7 +96,8 @@ impl super::Core {
                     .pws
                     .iter()
                     .zip(&e.pws)
-                    .map(|(p, st)| LdpPwBinding {
+                    .enumerate()
+                    .map(|(i, (p, st))| LdpPwBinding {
                         name: p.name.clone(),
                         peer: p.peer.to_string(),
                         pw_id: p.pw_id,
@@ -107,7 +108,7 @@ impl super::Core {
                         remote_control_word: st.remote.map(|r| r.control_word),
                         local_mtu: p.mtu,
                         remote_mtu: st.remote.and_then(|r| r.mtu),
-                        local_status: if p.ac_up { 0 } else { PW_STATUS_AC_FAULT },
+                        local_status: e.local_status(i),
                         remote_status: st.remote.map(|r| r.status),
                         state: if st.up { "up" } else { "down" }.into(),
                         reason: st.why.clone(),
