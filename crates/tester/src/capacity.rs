@@ -64,6 +64,7 @@ fn streams(ports: usize, per_port: usize, flows: u32) -> Vec<StreamSpec> {
                 also_rx: Vec::new(),
                 multicast_mac: false,
                 tunnel: None,
+                mpls: None,
             });
         }
     }

@@ -154,6 +154,7 @@ pub fn streams(
         also_rx: Vec::new(),
         multicast_mac: false,
         tunnel: None,
+        mpls: None,
     };
     let mut up = base("uplink", x.gn, x.gi, gn, u32::from(ctxs[0].ue), gi_host);
     up.tunnel = Some(Gtpu {

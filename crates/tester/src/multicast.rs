@@ -466,6 +466,7 @@ pub fn group_stream(
         also_rx: to[1..].to_vec(),
         multicast_mac: true,
         tunnel: None,
+        mpls: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Streams: what the generator sends. A stream goes from one tester port to one expected receiving
-//! port and has fixed headers (Ethernet, optional 802.1Q tag, IPv4 or IPv6, optional UDP) whose
-//! fields may vary frame by frame, so one stream can carry millions of flows.
+//! port and has fixed headers (Ethernet, optional 802.1Q tag, optionally a GTP-U tunnel or an MPLS
+//! label stack, IPv4 or IPv6, optional UDP) whose fields may vary frame by frame, so one stream
+//! can carry millions of flows.
 //!
 //! A stream is compiled into one template per frame size: the header bytes followed by the start
 //! of the payload pattern, so building a frame is one fixed-size copy, a few field writes, the
@@ -29,6 +30,9 @@ pub enum FieldKind {
     /// The GTP-U tunnel's TEID (a [`Gtpu`] stream): a list of TEIDs in lockstep with a list of
     /// inner source addresses sends each context's frames in its own tunnel.
     Teid,
+    /// The bottom label of an [`Mpls`] stream's stack (a pseudowire's or a VPN's): a list of
+    /// labels sends frames down that many pseudowires or VPN routes.
+    Label,
 }
 
 /// How a field varies from frame to frame. Step and Random start from the header's value.
@@ -88,6 +92,35 @@ impl Gtpu {
     pub const OVERHEAD: usize = 36;
 }
 
+/// A label stack after the Ethernet header: the frames a core router sends to a PE. Under the
+/// stack is the stream's IP packet (a labelled route, a VPN's), or with `pw` a customer's whole
+/// Ethernet frame (a pseudowire's, RFC 4448) behind the control word (RFC 4385) if it has one.
+///
+/// The frame size a stream is asked for is what is under the stack: the customer's frame for a
+/// pseudowire (the seeds quote pseudowire tests by the CE's frame size), else the IP packet's
+/// untagged Ethernet frame; on the wire the frame is [`StreamSpec::encap_len`] bytes longer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mpls {
+    /// Outermost first, at most [`Mpls::MAX_LABELS`]; each sent with TTL 64, traffic class 0.
+    pub labels: Vec<u32>,
+    pub pw: Option<PwFrame>,
+}
+
+impl Mpls {
+    /// Labels a stream may carry (the router reads four; the header copy holds four).
+    pub const MAX_LABELS: usize = 4;
+}
+
+/// The customer frame a pseudowire stream carries: the stream's IP packet behind this Ethernet
+/// header (its `vlan` the CE's tag: a type 4 pseudowire's frames are tagged, type 5's need not be).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PwFrame {
+    pub control_word: bool,
+    pub dst_mac: [u8; 6],
+    pub src_mac: [u8; 6],
+    pub vlan: Option<u16>,
+}
+
 #[derive(Debug, Clone)]
 pub struct StreamSpec {
     pub name: String,
@@ -118,13 +151,14 @@ pub struct StreamSpec {
     pub multicast_mac: bool,
     /// Sent inside a GTP-U tunnel (uplink user traffic to a GGSN).
     pub tunnel: Option<Gtpu>,
+    /// Sent under a label stack (from the MPLS core). Not with `tunnel`.
+    pub mpls: Option<Mpls>,
 }
 
 impl StreamSpec {
-    /// Bytes of headers before the payload (the tunnel's included).
+    /// Bytes of headers before the payload (the tunnel's or the label stack's included).
     pub fn header_len(&self) -> usize {
-        14 + if self.vlan.is_some() { 4 } else { 0 }
-            + self.tunnel_len()
+        self.l3_off()
             + match self.l3 {
                 L3::V4 { .. } => 20,
                 L3::V6 { .. } => 40,
@@ -132,19 +166,57 @@ impl StreamSpec {
             + if self.udp.is_some() { 8 } else { 0 }
     }
 
-    /// Bytes the tunnel adds to every frame (0 without one).
-    pub fn tunnel_len(&self) -> usize {
+    /// The wire frame's own Ethernet header (with its tag, if any).
+    fn eth_len(&self) -> usize {
+        14 + if self.vlan.is_some() { 4 } else { 0 }
+    }
+
+    /// Where the stream's IP header starts in the frame.
+    pub fn l3_off(&self) -> usize {
+        let mut at = self.eth_len();
         if self.tunnel.is_some() {
-            Gtpu::OVERHEAD
-        } else {
-            0
+            at += Gtpu::OVERHEAD;
+        }
+        if let Some(m) = &self.mpls {
+            at += 4 * m.labels.len();
+            if let Some(pw) = &m.pw {
+                at += if pw.control_word { 4 } else { 0 } + 14;
+                at += if pw.vlan.is_some() { 4 } else { 0 };
+            }
+        }
+        at
+    }
+
+    /// Bytes the encapsulation adds to the size asked for (0 without one): a tunnel's headers;
+    /// a label stack; for a pseudowire, the core's Ethernet header, the stack and the control
+    /// word.
+    pub fn encap_len(&self) -> usize {
+        if self.tunnel.is_some() {
+            return Gtpu::OVERHEAD;
+        }
+        match &self.mpls {
+            None => 0,
+            Some(m) => match &m.pw {
+                None => 4 * m.labels.len(),
+                Some(pw) => {
+                    self.eth_len() + 4 * m.labels.len() + if pw.control_word { 4 } else { 0 }
+                }
+            },
         }
     }
 
-    /// The smallest frame size (FCS included, the tunnel not counted) that holds the headers
-    /// and the signature.
+    /// The smallest frame size (FCS included, the encapsulation not counted) that holds the
+    /// headers and the signature.
     pub fn min_frame(&self) -> usize {
-        (self.header_len() - self.tunnel_len() + signature::LEN + FCS).max(64)
+        (self.header_len() - self.encap_len() + signature::LEN + FCS).max(64)
+    }
+
+    /// The customer's 802.1Q tag: the pseudowire frame's, else the frame's own.
+    fn customer_vlan(&self) -> Option<u16> {
+        match &self.mpls {
+            Some(Mpls { pw: Some(pw), .. }) => pw.vlan,
+            _ => self.vlan,
+        }
     }
 
     pub fn is_v6(&self) -> bool {
@@ -220,15 +292,36 @@ impl StreamSpec {
                 }
             ));
         }
-        if matches!(self.vlan, Some(v) if v == 0 || v > 4094) {
+        if matches!(self.vlan, Some(v) if v == 0 || v > 4094)
+            || matches!(self.customer_vlan(), Some(v) if v == 0 || v > 4094)
+        {
             return Err(format!("stream {n}: VLAN id must be 1..=4094"));
+        }
+        if let Some(m) = &self.mpls {
+            if self.tunnel.is_some() {
+                return Err(format!(
+                    "stream {n}: a label stack and a GTP-U tunnel together"
+                ));
+            }
+            if m.labels.is_empty() || m.labels.len() > Mpls::MAX_LABELS {
+                return Err(format!(
+                    "stream {n}: a label stack holds 1 to {} labels",
+                    Mpls::MAX_LABELS
+                ));
+            }
+            if let Some(l) = m.labels.iter().find(|&&l| l > 0xf_ffff) {
+                return Err(format!(
+                    "stream {n}: label {l} is beyond 20 bits (0..=1048575)"
+                ));
+            }
         }
         for f in &self.fields {
             let ok = match f.kind {
-                FieldKind::VlanId => self.vlan.is_some(),
+                FieldKind::VlanId => self.customer_vlan().is_some(),
                 FieldKind::SrcPort | FieldKind::DstPort => self.udp.is_some(),
                 FieldKind::FlowLabel => self.is_v6(),
                 FieldKind::Teid => self.tunnel.is_some(),
+                FieldKind::Label => self.mpls.is_some(),
                 _ => true,
             };
             if !ok {
@@ -253,8 +346,8 @@ impl StreamSpec {
     }
 }
 
-/// Bytes copied from a template into every frame: all headers (at most 18 + 36 + 40 + 8) and
-/// the start of the payload.
+/// Bytes copied from a template into every frame: all headers (at most 18 + 36 + 40 + 8 with a
+/// tunnel, 18 + 16 + 4 + 18 + 40 + 8 for a pseudowire) and the start of the payload.
 pub const HDR_COPY: usize = 112;
 const PATTERN_LEN: usize = dataplane::buffer::MAX_FRAME;
 
@@ -344,10 +437,21 @@ pub struct GenStream {
     rng: u64,
 }
 
+/// Width code of a label: the top 20 bits of a 4-byte stack entry.
+const LABEL_WIDTH: u8 = 32;
+
 fn place_of(spec: &StreamSpec, kind: FieldKind) -> Place {
-    let eth = if spec.vlan.is_some() { 18 } else { 14 };
-    // The stream's own IP header, after the tunnel's.
-    let l2 = eth + spec.tunnel_len();
+    let eth = spec.eth_len();
+    // The stream's own IP header, after the tunnel's or the label stack's.
+    let l2 = spec.l3_off();
+    let labels = spec.mpls.as_ref().map_or(0, |m| m.labels.len());
+    // The customer's tag: the pseudowire frame's, after the stack and the control word.
+    let tag = match &spec.mpls {
+        Some(Mpls { pw: Some(pw), .. }) => {
+            eth + 4 * labels + if pw.control_word { 4 } else { 0 } + 14
+        }
+        _ => 14,
+    };
     let (src, dst, w) = match spec.l3 {
         L3::V4 { .. } => (l2 + 12, l2 + 16, 4),
         L3::V6 { .. } => (l2 + 8, l2 + 24, 16),
@@ -356,13 +460,14 @@ fn place_of(spec: &StreamSpec, kind: FieldKind) -> Place {
     let (off, width) = match kind {
         FieldKind::DstMac => (0, 6),
         FieldKind::SrcMac => (6, 6),
-        FieldKind::VlanId => (14, 12),
+        FieldKind::VlanId => (tag, 12),
         FieldKind::SrcIp => (src, w),
         FieldKind::DstIp => (dst, w),
         FieldKind::SrcPort => (l4, 2),
         FieldKind::DstPort => (l4 + 2, 2),
         FieldKind::FlowLabel => (l2, 20),
         FieldKind::Teid => (eth + 32, 4),
+        FieldKind::Label => (eth + 4 * labels.saturating_sub(1), LABEL_WIDTH),
     };
     Place {
         off: off as u16,
@@ -383,6 +488,7 @@ fn read_field(h: &[u8], p: Place) -> u128 {
         }
         12 => (u16::from_be_bytes([h[o], h[o + 1]]) & 0x0fff) as u128,
         20 => (u32::from_be_bytes(h[o..o + 4].try_into().unwrap()) & 0xf_ffff) as u128,
+        LABEL_WIDTH => (u32::from_be_bytes(h[o..o + 4].try_into().unwrap()) >> 12) as u128,
         _ => u128::from_be_bytes(h[o..o + 16].try_into().unwrap()),
     }
 }
@@ -403,12 +509,17 @@ fn write_field(h: &mut [u8], p: Place, v: u128) {
             let w = cur & 0xfff0_0000 | (v as u32 & 0xf_ffff);
             h[o..o + 4].copy_from_slice(&w.to_be_bytes());
         }
+        LABEL_WIDTH => {
+            let cur = u32::from_be_bytes(h[o..o + 4].try_into().unwrap());
+            let w = cur & 0xfff | (v as u32) << 12;
+            h[o..o + 4].copy_from_slice(&w.to_be_bytes());
+        }
         _ => h[o..o + 16].copy_from_slice(&v.to_be_bytes()),
     }
 }
 
 fn header(spec: &StreamSpec, size: u16) -> Template {
-    let len = size as usize - FCS + spec.tunnel_len();
+    let len = size as usize - FCS + spec.encap_len();
     let mut h = [0u8; HDR_COPY];
     // The EtherType is written below, by family.
     let l3 = packet::ethernet::Header {
@@ -420,8 +531,9 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
     .emit(&mut h)
     .expect("HDR_COPY holds the Ethernet header");
     let eth_end = l3;
-    let l3 = eth_end + spec.tunnel_len();
-    let off = eth_end - 2;
+    let l3 = spec.l3_off();
+    // The IP packet's EtherType: the frame's own, or the pseudowire frame's under the stack.
+    let off = l3 - 2;
     let ip_len = len - l3;
     let hdr_end = spec.header_len();
     let sig_off = l3 + ip_len - signature::LEN;
@@ -456,6 +568,9 @@ fn header(spec: &StreamSpec, size: u16) -> Template {
     }
     if let Some(t) = spec.tunnel {
         write_tunnel(&mut h[eth_end - 2..], &t, (len - eth_end) as u16);
+    }
+    if let Some(m) = &spec.mpls {
+        write_stack(&mut h[eth_end - 2..], m);
     }
     if let Some((sp, dp)) = spec.udp {
         let l4 = hdr_end - 8;
@@ -515,6 +630,32 @@ fn write_tunnel(h: &mut [u8], t: &Gtpu, outer_len: u16) {
     udp[4..6].copy_from_slice(&(outer_len - 20).to_be_bytes());
     // The UDP checksum stays 0: IPv4 allows it, and GTP-U senders commonly leave it out.
     packet::gtp::gpdu_header(&mut h[30..38], t.teid, outer_len - Gtpu::OVERHEAD as u16);
+}
+
+/// The label stack and, for a pseudowire, the control word and the customer's Ethernet header
+/// up to its EtherType (already written by family): `h` starts at the frame's EtherType.
+fn write_stack(h: &mut [u8], m: &Mpls) {
+    h[..2].copy_from_slice(&0x8847u16.to_be_bytes());
+    let mut at = 2;
+    for (i, &l) in m.labels.iter().enumerate() {
+        let bottom = u32::from(i + 1 == m.labels.len());
+        let entry = l << 12 | bottom << 8 | 64;
+        h[at..at + 4].copy_from_slice(&entry.to_be_bytes());
+        at += 4;
+    }
+    if let Some(pw) = &m.pw {
+        if pw.control_word {
+            // RFC 4385's preferred control word: first nibble 0, no flags, sequence 0 (unused).
+            h[at..at + 4].fill(0);
+            at += 4;
+        }
+        h[at..at + 6].copy_from_slice(&pw.dst_mac);
+        h[at + 6..at + 12].copy_from_slice(&pw.src_mac);
+        if let Some(v) = pw.vlan {
+            h[at + 12..at + 14].copy_from_slice(&0x8100u16.to_be_bytes());
+            h[at + 14..at + 16].copy_from_slice(&v.to_be_bytes());
+        }
+    }
 }
 
 impl GenStream {
@@ -759,6 +900,7 @@ pub fn v4_stream() -> StreamSpec {
         also_rx: Vec::new(),
         multicast_mac: false,
         tunnel: None,
+        mpls: None,
     }
 }
 
@@ -850,6 +992,105 @@ mod tests {
         // A TEID field needs a tunnel.
         spec.tunnel = None;
         assert!(spec.validate(&[64], 2).unwrap_err().contains("Teid"));
+    }
+
+    #[test]
+    fn pseudowire_frames_carry_the_customer_frame_under_the_label_and_control_word() {
+        let mut spec = v4_stream();
+        spec.mpls = Some(Mpls {
+            labels: vec![300, 1000],
+            pw: Some(PwFrame {
+                control_word: true,
+                dst_mac: [2, 0xce, 0, 0, 0, 1],
+                src_mac: [2, 0xce, 0, 0, 0, 2],
+                vlan: Some(7),
+            }),
+        });
+        // The bottom label and the customer's VLAN in lockstep: one pseudowire each.
+        let labels: Arc<[u128]> = vec![1000, 1001, 1002].into();
+        let vlans: Arc<[u128]> = vec![7, 8, 9].into();
+        for (kind, list) in [(FieldKind::Label, labels), (FieldKind::VlanId, vlans)] {
+            spec.fields.push(Field {
+                kind,
+                vary: Vary::List(list),
+                nested: false,
+            });
+        }
+        // The size is the customer's tagged frame: 68 bytes hold its headers and signature.
+        assert_eq!(spec.min_frame(), 66);
+        spec.validate(&[68, 1522], 2).unwrap();
+        assert_eq!(spec.encap_len(), 14 + 8 + 4);
+        let mut g = GenStream::new(&spec, &[68, 1522], 1);
+        for i in 0..6 {
+            let z = i % 2;
+            let f = build_one(&mut g, z, 5);
+            assert_eq!(f.len(), [64, 1518][z] + 26);
+            assert_eq!(u16::from_be_bytes([f[12], f[13]]), 0x8847);
+            let outer = u32::from_be_bytes(f[14..18].try_into().unwrap());
+            let bottom = u32::from_be_bytes(f[18..22].try_into().unwrap());
+            assert_eq!((outer >> 12, outer >> 8 & 1, outer & 0xff), (300, 0, 64));
+            assert_eq!(
+                (bottom >> 12, bottom >> 8 & 1, bottom & 0xff),
+                (1000 + (i % 3) as u32, 1, 64)
+            );
+            assert_eq!(&f[22..26], &[0, 0, 0, 0], "control word");
+            let ce = &f[26..];
+            assert_eq!(&ce[..6], &[2, 0xce, 0, 0, 0, 1]);
+            assert_eq!(u16::from_be_bytes([ce[12], ce[13]]), 0x8100);
+            assert_eq!(u16::from_be_bytes([ce[14], ce[15]]), 7 + (i % 3) as u16);
+            assert_eq!(u16::from_be_bytes([ce[16], ce[17]]), 0x0800);
+            assert!(checksum::ipv4_header_ok(&ce[18..38]));
+            let (l3, end, v) = signature::locate(&f).unwrap();
+            assert_eq!((l3, end, v), (26 + 18, f.len(), 4));
+            match signature::read(&f[end - 16..end], 3, (end - l3) as u16) {
+                signature::Parsed::Ok(s) => assert_eq!((s.stream, s.seq), (9, i as u32)),
+                other => panic!("{other:?}"),
+            }
+        }
+        // Without the control word and untagged (type 5): 64 bytes are enough.
+        let m = spec.mpls.as_mut().unwrap();
+        m.labels = vec![1000];
+        m.pw.as_mut().unwrap().control_word = false;
+        m.pw.as_mut().unwrap().vlan = None;
+        spec.fields.truncate(1);
+        spec.validate(&[64], 2).unwrap();
+        let mut g = GenStream::new(&spec, &[64], 1);
+        let f = build_one(&mut g, 0, 5);
+        assert_eq!(f.len(), 60 + 18);
+        assert_eq!(u16::from_be_bytes([f[30], f[31]]), 0x0800);
+        assert_eq!(signature::locate(&f), Some((32, f.len(), 4)));
+        // A VLAN field needs the customer's tag; a label field a stack; stacks are bounded.
+        spec.fields.push(Field {
+            kind: FieldKind::VlanId,
+            vary: Vary::Step { count: 2, step: 1 },
+            nested: false,
+        });
+        assert!(spec.validate(&[64], 2).unwrap_err().contains("VlanId"));
+        spec.fields.truncate(1);
+        spec.mpls.as_mut().unwrap().labels = vec![16; 5];
+        assert!(spec.validate(&[64], 2).unwrap_err().contains("1 to 4"));
+        spec.mpls.as_mut().unwrap().labels = vec![1 << 20];
+        assert!(spec.validate(&[64], 2).unwrap_err().contains("20 bits"));
+        spec.mpls = None;
+        assert!(spec.validate(&[64], 2).unwrap_err().contains("Label"));
+    }
+
+    #[test]
+    fn labelled_ip_frames_put_the_packet_right_under_the_stack() {
+        let mut spec = v4_stream();
+        spec.mpls = Some(Mpls {
+            labels: vec![16, 17],
+            pw: None,
+        });
+        spec.validate(&[64], 2).unwrap();
+        let mut g = GenStream::new(&spec, &[64, 128], 1);
+        let f = build_one(&mut g, 1, 5);
+        assert_eq!(f.len(), 124 + 8);
+        assert_eq!(u16::from_be_bytes([f[12], f[13]]), 0x8847);
+        assert_eq!(f[20] & 1, 1, "bottom of stack on the second label");
+        assert!(checksum::ipv4_header_ok(&f[22..42]));
+        assert_eq!(u16::from_be_bytes([f[24], f[25]]) as usize, f.len() - 22);
+        assert_eq!(signature::locate(&f), Some((22, f.len(), 4)));
     }
 
     #[test]

@@ -18,7 +18,20 @@
 //!       - { field: src-port, count: 100, random: true }
 //!       - { field: src-ip, count: 50, step: 256, nested: true }
 //!     weight: 2                         # twice the share of its port's rate
+//!   - from: p1                          # frames from the MPLS core
+//!     to: p0
+//!     ipv4: { src: 10.1.0.2, dst: 10.0.0.2 }
+//!     mpls:
+//!       labels: [1000]                  # outermost first, 1 to 4 (TTL 64, traffic class 0)
+//!       pw: { control-word: true, dst-mac: "02:ce:00:00:00:01", src-mac: "02:ce:00:00:00:02",
+//!             vlan: 100 }               # a pseudowire's customer frame under the stack
+//!     vary:
+//!       - { field: label, count: 16 }   # the bottom label: 16 pseudowires
 //! ```
+//!
+//! A stream under a label stack is sized by what the stack carries: a pseudowire's customer
+//! frame, or the IP packet's untagged Ethernet frame; the wire frame is longer by the stack (and
+//! for a pseudowire the core's Ethernet header and the control word).
 //!
 //! IPv6 streams send frames smaller than 78 bytes (86 with UDP) at that size, as testers send
 //! IMIX's 64-byte frames for IPv6.
@@ -32,7 +45,7 @@ use std::path::Path;
 use control::config::{Config, Driver};
 use control::yaml::{self, Node, Value};
 
-use crate::stream::{Field, FieldKind, StreamSpec, Vary, L3};
+use crate::stream::{Field, FieldKind, Mpls, PwFrame, StreamSpec, Vary, L3};
 
 /// The tester's view of the router's `mem` ports: name, interface MAC, neighbour MAC and
 /// addresses, in port order (the order `Router::start` returns them).
@@ -198,6 +211,7 @@ pub fn pattern(
                 also_rx: Vec::new(),
                 multicast_mac: false,
                 tunnel: None,
+                mpls: None,
             };
             s.min_size = v6_min_size(&s);
             Ok(s)
@@ -368,6 +382,7 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
                 | "ttl"
                 | "vary"
                 | "weight"
+                | "mpls"
         ) {
             e.at(v, &format!("{path}.{k}"), "unknown key");
         }
@@ -535,6 +550,7 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
             _ => e.at(v, &format!("{path}.vary"), "expected a list of fields"),
         }
     }
+    let mpls = get("mpls").and_then(|v| mpls(v, &format!("{path}.mpls"), e));
     if e.list.len() > before {
         return None;
     }
@@ -559,9 +575,146 @@ fn stream(n: &Node, i: usize, ports: &[PortInfo], e: &mut Errs) -> Option<Stream
         also_rx: Vec::new(),
         multicast_mac: false,
         tunnel: None,
+        mpls,
     };
     spec.min_size = v6_min_size(&spec);
+    for f in &spec.fields {
+        let (needs, what) = match f.kind {
+            FieldKind::Label => (spec.mpls.is_some(), "a label stack (mpls)"),
+            FieldKind::VlanId => (
+                match &spec.mpls {
+                    Some(Mpls { pw: Some(pw), .. }) => pw.vlan.is_some(),
+                    _ => spec.vlan.is_some(),
+                },
+                "a VLAN tag (vlan, or mpls.pw.vlan)",
+            ),
+            _ => (true, ""),
+        };
+        if !needs {
+            e.at(
+                n,
+                &format!("{path}.vary"),
+                format!("varies a field of {what}, which the stream has not"),
+            );
+            return None;
+        }
+    }
     Some(spec)
+}
+
+/// `mpls: { labels: [..], pw: { control-word, dst-mac, src-mac, vlan } }`.
+fn mpls(v: &Node, path: &str, e: &mut Errs) -> Option<Mpls> {
+    let Some(m) = map(v) else {
+        e.at(v, path, "expected { labels: [LABEL, ...] [, pw: {...}] }");
+        return None;
+    };
+    let get = |k: &str| m.iter().find(|(x, _)| x == k).map(|(_, v)| v);
+    let before = e.list.len();
+    for (k, x) in m {
+        if !matches!(k.as_str(), "labels" | "pw") {
+            e.at(
+                x,
+                &format!("{path}.{k}"),
+                "unknown key (expected labels, pw)",
+            );
+        }
+    }
+    let mut labels = Vec::new();
+    match get("labels").map(|l| (l, &l.value)) {
+        Some((_, Value::Seq(items))) if (1..=Mpls::MAX_LABELS).contains(&items.len()) => {
+            for (i, it) in items.iter().enumerate() {
+                match scalar(it).and_then(|s| s.parse::<u32>().ok()) {
+                    Some(l) if l <= 0xf_ffff => labels.push(l),
+                    _ => e.at(
+                        it,
+                        &format!("{path}.labels[{i}]"),
+                        "a label: a number from 0 to 1048575",
+                    ),
+                }
+            }
+        }
+        Some((l, _)) => e.at(
+            l,
+            &format!("{path}.labels"),
+            format!(
+                "a list of 1 to {} labels, outermost first",
+                Mpls::MAX_LABELS
+            ),
+        ),
+        None => e.at(v, &format!("{path}.labels"), "required"),
+    }
+    let pw = match get("pw") {
+        None => None,
+        Some(p) => {
+            let pp = format!("{path}.pw");
+            match map(p) {
+                None => {
+                    e.at(
+                        p,
+                        &pp,
+                        "expected { control-word, dst-mac, src-mac [, vlan] }",
+                    );
+                    None
+                }
+                Some(pm) => {
+                    let pget = |k: &str| pm.iter().find(|(x, _)| x == k).map(|(_, v)| v);
+                    for (k, x) in pm {
+                        if !matches!(k.as_str(), "control-word" | "dst-mac" | "src-mac" | "vlan") {
+                            e.at(x, &format!("{pp}.{k}"), "unknown key");
+                        }
+                    }
+                    let mac = |k: &str, e: &mut Errs| -> [u8; 6] {
+                        match pget(k) {
+                            None => {
+                                e.at(p, &format!("{pp}.{k}"), "required");
+                                [0; 6]
+                            }
+                            Some(x) => match scalar(x)
+                                .and_then(|s| s.parse::<packet::ethernet::MacAddr>().ok())
+                            {
+                                Some(a) => a.0,
+                                None => {
+                                    e.at(
+                                        x,
+                                        &format!("{pp}.{k}"),
+                                        "a MAC address (02:00:00:00:00:01)",
+                                    );
+                                    [0; 6]
+                                }
+                            },
+                        }
+                    };
+                    let dst_mac = mac("dst-mac", e);
+                    let src_mac = mac("src-mac", e);
+                    let control_word = match pget("control-word").map(|x| (x, scalar(x))) {
+                        None | Some((_, Some("false"))) => false,
+                        Some((_, Some("true"))) => true,
+                        Some((x, _)) => {
+                            e.at(x, &format!("{pp}.control-word"), "true or false");
+                            false
+                        }
+                    };
+                    let vlan = match pget("vlan") {
+                        None => None,
+                        Some(x) => match scalar(x).and_then(|s| s.parse::<u16>().ok()) {
+                            Some(t) if (1..=4094).contains(&t) => Some(t),
+                            _ => {
+                                e.at(x, &format!("{pp}.vlan"), "a VLAN id, 1..=4094");
+                                None
+                            }
+                        },
+                    };
+                    Some(PwFrame {
+                        control_word,
+                        dst_mac,
+                        src_mac,
+                        vlan,
+                    })
+                }
+            }
+        }
+    };
+    (e.list.len() == before).then_some(Mpls { labels, pw })
 }
 
 fn field(n: &Node, path: &str, e: &mut Errs) -> Option<Field> {
@@ -583,11 +736,12 @@ fn field(n: &Node, path: &str, e: &mut Errs) -> Option<Field> {
         Some("src-port") => FieldKind::SrcPort,
         Some("dst-port") => FieldKind::DstPort,
         Some("flow-label") => FieldKind::FlowLabel,
+        Some("label") => FieldKind::Label,
         _ => {
             e.at(
                 get("field").unwrap_or(n),
                 &format!("{path}.field"),
-                "one of src-mac, dst-mac, vlan, src-ip, dst-ip, src-port, dst-port, flow-label",
+                "one of src-mac, dst-mac, vlan, src-ip, dst-ip, src-port, dst-port, flow-label, label",
             );
             return None;
         }
@@ -749,5 +903,52 @@ streams:
         assert!(parse("streams: [", "s.yaml", &cfg())
             .unwrap_err()
             .starts_with("s.yaml:"));
+    }
+
+    #[test]
+    fn mpls_streams_carry_their_stack_and_pseudowire_frame() {
+        let text = r#"
+streams:
+  - from: p1
+    to: p0
+    ipv4: { src: 10.1.0.2, dst: 10.0.0.2 }
+    mpls:
+      labels: [300, 1000]
+      pw: { control-word: true, dst-mac: "02:ce:00:00:00:01", src-mac: "02:ce:00:00:00:02", vlan: 100 }
+    vary:
+      - { field: label, count: 16 }
+      - { field: vlan, count: 16 }
+  - { from: p0, to: p1, ipv4: { src: 10.0.0.2, dst: 10.1.0.2 }, mpls: { labels: [16] } }
+"#;
+        let f = parse(text, "s.yaml", &cfg()).unwrap();
+        let m = f.streams[0].mpls.as_ref().unwrap();
+        assert_eq!(m.labels, vec![300, 1000]);
+        let pw = m.pw.unwrap();
+        assert!(pw.control_word);
+        assert_eq!((pw.dst_mac[1], pw.vlan), (0xce, Some(100)));
+        assert_eq!(f.streams[0].flows(), 16);
+        f.streams[0].validate(&[68], 3).unwrap();
+        assert_eq!(f.streams[1].mpls.as_ref().unwrap().pw, None);
+        let bad = r#"
+streams:
+  - from: p1
+    to: p0
+    ipv4: { src: 10.1.0.2, dst: 10.0.0.2 }
+    mpls: { labels: [1048576], pw: { dst-mac: nope, src-mac: "02:00:00:00:00:01", vlan: 0, colour: red } }
+  - { from: p0, to: p1, ipv4: { src: 10.0.0.2, dst: 10.1.0.2 }, mpls: { labels: [1, 2, 3, 4, 5] } }
+  - { from: p0, to: p1, ipv4: { src: 10.0.0.2, dst: 10.1.0.2 }, vary: [ { field: label, count: 2 } ] }
+"#;
+        let err = parse(bad, "s.yaml", &cfg()).unwrap_err();
+        for want in [
+            "s.yaml:6:",
+            "streams[0].mpls.labels[0]: a label",
+            "streams[0].mpls.pw.dst-mac: a MAC address",
+            "streams[0].mpls.pw.vlan: a VLAN id",
+            "streams[0].mpls.pw.colour: unknown key",
+            "streams[1].mpls.labels: a list of 1 to 4 labels",
+            "streams[2].vary: varies a field of a label stack",
+        ] {
+            assert!(err.contains(want), "{want}: {err}");
+        }
     }
 }

@@ -95,6 +95,7 @@ fn l2_stream(name: &str, from: usize, to: usize, src: [u8; 6], dst: [u8; 6]) -> 
         also_rx: Vec::new(),
         multicast_mac: false,
         tunnel: None,
+        mpls: None,
     }
 }
 

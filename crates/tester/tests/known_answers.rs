@@ -36,6 +36,7 @@ fn stream(name: &str, from: usize, to: usize) -> StreamSpec {
         also_rx: Vec::new(),
         multicast_mac: false,
         tunnel: None,
+        mpls: None,
     }
 }
 

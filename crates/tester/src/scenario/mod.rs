@@ -13,6 +13,7 @@
 mod grf;
 mod metro;
 mod multicast;
+mod pseudowire;
 mod services;
 mod switching;
 mod xr;
@@ -120,6 +121,14 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 IPv6: 118,000 OSPFv3 routes, 24 access + 8 uplinks, backbone, 78..9216 B",
     ),
     (
+        "ME-3",
+        "ME 6524 type 4 (VLAN) EoMPLS: 3,072 pseudowires, 128 VLANs on each of 24 access ports, 384 per uplink, 68..9190 B",
+    ),
+    (
+        "ME-4",
+        "ME 6524 type 5 (port) EoMPLS: 24 pseudowires, untagged, 64..9190 B",
+    ),
+    (
         "ME-7",
         "ME 6524 MAC learning: 90,000 addresses from 3 ports, test frames from 3 others, a monitor port, 30 kfps and line rate",
     ),
@@ -204,6 +213,8 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "ME-1" => Ok(metro::metro(o, false)),
         "ME-2" => Ok(metro::metro(o, true)),
         "ME-15" => Ok(metro::hot_swap(o)),
+        "ME-3" => Ok(pseudowire::pseudowires(o, true)),
+        "ME-4" => Ok(pseudowire::pseudowires(o, false)),
         "ME-7" => Ok(switching::switching(o, crate::bridging::Learning::On)),
         "ME-8" => Ok(switching::switching(o, crate::bridging::Learning::Off)),
         "ME-9" => Ok(switching::switching(
@@ -371,6 +382,7 @@ fn base_stream(name: String, from: usize, to: usize) -> StreamSpec {
         also_rx: Vec::new(),
         multicast_mac: false,
         tunnel: None,
+        mpls: None,
     }
 }
 

@@ -1,0 +1,344 @@
+//! The Cisco ME 6524's pseudowire tests: ME-3 (type 4, VLAN mode: 128 VLAN sub-interfaces on each
+//! of 24 access ports, 3,072 pseudowires) and ME-4 (type 5, port mode: 24 pseudowires, untagged).
+//!
+//! The router is the uPE of the report's figures 2 and 3: access ports a0..a23 face the CEs, the
+//! uplinks u0..u7 face the emulated P router (the tester's host on each uplink), behind which sit
+//! eight emulated PEs, 172.16.u.1, one per uplink. Pseudowire k (access port a, VLAN index j) goes
+//! to the PE of uplink j mod 8, so each uplink carries 384 of ME-3's pseudowires (3 of ME-4's).
+//! Labels are static here: local label 1000 + k, the PE's label 100000 + k, and the P router's
+//! label for its PE (transport) 200 + u. LDP signals the same pseudowires against FRR's ldpd in
+//! the system tests; the tester has no LDP speaker to emulate 8 PEs with.
+//!
+//! Traffic is the backbone pattern of ME-1, both ways: each CE sends its pseudowires' frames
+//! (tagged for type 4) into its access port, and each uplink sends frames from the PEs, labelled
+//! with the router's pseudowire labels (the P router popped the transport label: penultimate hop),
+//! with the control word, carrying the far CE's frame. The frame size of a row is the CE's frame;
+//! the uplinks' frames are 22 bytes longer (Ethernet, label, control word), those the router sends
+//! to the uplinks 26 (the transport label too).
+
+use std::sync::Arc;
+
+use super::*;
+use crate::load::FrameSizes;
+use crate::stream::{Field, FieldKind, Mpls, PwFrame, Vary};
+
+const ACCESS: usize = 24;
+const UPLINKS: usize = 8;
+const FIRST_VLAN: u16 = 100;
+const LOCAL_LABEL: u32 = 1000;
+const REMOTE_LABEL: u32 = 100_000;
+const TRANSPORT_LABEL: u32 = 200;
+
+/// The far side's CE behind PE `u`: the source of frames to the access ports, the destination
+/// of theirs.
+fn far_ce_mac(u: usize) -> [u8; 6] {
+    [2, 0xce, 0, 0, u as u8, 2]
+}
+
+/// The PE behind uplink `u`: the pseudowires' peer.
+fn pe(u: usize) -> String {
+    format!("172.16.{u}.1")
+}
+
+/// ME-3 (`vlan_mode`) or ME-4.
+pub(super) fn pseudowires(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
+    // Per access port: ME-3's 128 VLANs (16 to each uplink), scaled down for CI but at least one
+    // per uplink; ME-4's one port-mode circuit.
+    let per_port = if vlan_mode {
+        let want = (128.0 * o.scale).round() as usize;
+        (want.div_ceil(UPLINKS) * UPLINKS).clamp(UPLINKS, 128)
+    } else {
+        1
+    };
+    let n = ACCESS + UPLINKS;
+    let ports: Vec<(String, f64)> = (0..n)
+        .map(|i| {
+            let name = if i < ACCESS {
+                format!("a{i}")
+            } else {
+                format!("u{}", i - ACCESS)
+            };
+            (name, 1e9)
+        })
+        .collect();
+    // Pseudowire k = a * per_port + j: (access port, VLAN or None, uplink).
+    let pws: Vec<(usize, Option<u16>, usize)> = (0..ACCESS)
+        .flat_map(|a| {
+            (0..per_port).map(move |j| {
+                let vlan = vlan_mode.then_some(FIRST_VLAN + j as u16);
+                let u = if vlan_mode { j % UPLINKS } else { a % UPLINKS };
+                (a, vlan, u)
+            })
+        })
+        .collect();
+    let config_yaml = config_text(&ports, &pws, o.workers);
+
+    let mut streams = Vec::new();
+    for a in 0..ACCESS {
+        for u in 0..UPLINKS {
+            let mine: Vec<usize> = (0..pws.len())
+                .filter(|&k| pws[k].0 == a && pws[k].2 == u)
+                .collect();
+            let Some(&first) = mine.first() else {
+                continue;
+            };
+            let up = ACCESS + u;
+            let vlan = pws[first].1;
+            let ip = L3::V4 {
+                src: v4(0x0a00_0002 | (a as u32) << 16),
+                dst: v4(0x0a00_0002 | (up as u32) << 16),
+            };
+            let vlans: Arc<[u128]> = mine
+                .iter()
+                .map(|&k| pws[k].1.unwrap_or(0) as u128)
+                .collect();
+            // CE to core: the CE's frames (to the far CE) into its circuits.
+            let mut s = base_stream(format!("a{a}>u{u}"), a, up);
+            s.dst_mac = far_ce_mac(u);
+            s.vlan = vlan;
+            s.l3 = ip;
+            if vlan_mode {
+                s.fields.push(Field {
+                    kind: FieldKind::VlanId,
+                    vary: Vary::List(vlans.clone()),
+                    nested: false,
+                });
+            }
+            // Core to CE: the PE's frames under the router's pseudowire labels.
+            let mut back = base_stream(format!("u{u}>a{a}"), up, a);
+            back.l3 = match ip {
+                L3::V4 { src, dst } => L3::V4 { src: dst, dst: src },
+                other => other,
+            };
+            back.mpls = Some(Mpls {
+                labels: vec![LOCAL_LABEL + first as u32],
+                pw: Some(PwFrame {
+                    control_word: true,
+                    dst_mac: host_mac(a),
+                    src_mac: far_ce_mac(u),
+                    vlan,
+                }),
+            });
+            back.fields.push(Field {
+                kind: FieldKind::Label,
+                vary: Vary::List(
+                    mine.iter()
+                        .map(|&k| (LOCAL_LABEL + k as u32) as u128)
+                        .collect(),
+                ),
+                nested: false,
+            });
+            if vlan_mode {
+                back.fields.push(Field {
+                    kind: FieldKind::VlanId,
+                    vary: Vary::List(vlans),
+                    nested: false,
+                });
+            }
+            streams.push(s);
+            streams.push(back);
+        }
+    }
+    // The backbone pattern: the 24 access ports share the 8 uplinks' capacity, as in ME-1.
+    let load_scale: Vec<f64> = (0..n)
+        .map(|i| {
+            if i < ACCESS {
+                UPLINKS as f64 / ACCESS as f64
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    // The largest CE frame that fits the core side: 9,216-byte frames there (the buffers' and
+    // ports' limit) less 26 bytes of Ethernet, two labels and the control word.
+    let largest = 9190;
+    let first = if vlan_mode { 68 } else { 64 };
+    let sizes: Vec<u16> = vec![first, 128, 256, 512, 1024, 1280, 1518, 2034, 4068, largest];
+    let seed_fps: [f64; 10] = [
+        if vlan_mode {
+            11_136_538.0
+        } else {
+            11_429_145.0
+        },
+        9_528_185.0,
+        5_887_980.0,
+        3_205_048.0,
+        1_700_212.0,
+        1_371_135.0,
+        1_143_183.0,
+        865_532.0,
+        427_715.0,
+        190_641.0,
+    ];
+    let seed_largest = if vlan_mode { "9,212" } else { "9,216" };
+    let flows = streams.iter().map(|s| s.flows()).sum();
+    let npw = pws.len();
+    Scenario {
+        id: if vlan_mode { "ME-3" } else { "ME-4" },
+        title: if vlan_mode {
+            format!(
+                "Type 4 (VLAN) EoMPLS pseudowires: {npw} ({per_port} VLAN sub-interfaces on each \
+                 of 24 access ports, {} per uplink), control word, static labels; backbone \
+                 pattern both ways",
+                npw / UPLINKS
+            )
+        } else {
+            format!(
+                "Type 5 (port) EoMPLS pseudowires: {npw}, untagged, control word, static labels; \
+                 backbone pattern both ways"
+            )
+        },
+        seed_title: if vlan_mode {
+            "Cisco ME 6524, table 3: type 4 VLAN-mode pseudowire scalability and throughput \
+             (3,072 pseudowires, 300 s; with the 10,000-line ACL, QoS re-marking and NetFlow)"
+        } else {
+            "Cisco ME 6524, table 4: type 5 port-mode pseudowire scalability and throughput \
+             (24 pseudowires, 300 s; with the 10,000-line ACL, QoS re-marking and NetFlow)"
+        },
+        config_yaml,
+        route_lines: Vec::new(),
+        files: vec![],
+        ports,
+        load_scale,
+        streams,
+        sizes: sizes.iter().map(|&s| FrameSizes::Fixed(s)).collect(),
+        procedure: Procedure::ThroughputPerSize,
+        loss_tolerance: 0.0,
+        seed_seconds: 300.0,
+        seed: sizes
+            .iter()
+            .zip(seed_fps)
+            .map(|(&s, f)| SeedRow {
+                key: s.to_string(),
+                fps: Some(f),
+                note: if s == largest {
+                    format!("at {seed_largest} B")
+                } else {
+                    String::new()
+                },
+            })
+            .collect(),
+        notes: vec![
+            "Frame sizes are the CE's frames; on the uplinks they are 22 bytes longer from the \
+             core (Ethernet, pseudowire label, control word) and 26 towards it (the transport \
+             label too). The seed offered 80-byte frames from its emulated P router, which cannot \
+             hold a 68-byte customer frame and a label; the tester sends what the CE frame needs."
+                .into(),
+            format!(
+                "The largest row is {largest} B, not the seed's {seed_largest}: with the \
+                 control word and two labels the core's frame would pass the 9,216-byte frame \
+                 limit of the router's buffers and ports."
+            ),
+            "Labels are static (the tester emulates no LDP speaker for the 8 PEs); Linerate's LDP \
+             signals the same pseudowires against FRR's ldpd in the system tests, and `linerate \
+             bench ldp` signals 3,072 of them."
+                .into(),
+            "The seed ran with its 10,000-line ACL, QoS re-marking and NetFlow on. Linerate's \
+             services run on IP forwarding's feature arcs, which pseudowire frames do not take \
+             yet: this table is the pseudowires alone, and a services-on column would measure \
+             nothing more."
+                .into(),
+        ],
+        flows,
+    }
+}
+
+/// The uPE: access ports (with their VLAN sub-interfaces for type 4), uplinks with addresses and
+/// MPLS, each uplink's P router as a static neighbour, the pseudowires.
+fn config_text(
+    ports: &[(String, f64)],
+    pws: &[(usize, Option<u16>, usize)],
+    workers: usize,
+) -> String {
+    let mut y = String::new();
+    let cores: Vec<String> = (0..workers).map(|w| (w + 1).to_string()).collect();
+    y += &format!(
+        "router: {{ workers: {workers}, cores: [{}], buffers: 1024 }}\n",
+        cores.join(", ")
+    );
+    y += "ports:\n";
+    for (n, _) in ports {
+        y += &format!("  - {{ name: {n}, driver: mem }}\n");
+    }
+    y += "interfaces:\n";
+    let vlan_mode = pws.iter().any(|p| p.1.is_some());
+    for (i, (n, _)) in ports.iter().enumerate() {
+        let mac = MacAddr(router_mac(i));
+        if i < ACCESS {
+            // The port itself: type 5's attachment circuit; under type 4 the parent of the
+            // sub-interfaces.
+            y += &format!("  - {{ name: {n}, port: {n}, mac: \"{mac}\", mtu: 9198 }}\n");
+            if vlan_mode {
+                for &(_, v, _) in pws.iter().filter(|p| p.0 == i) {
+                    let v = v.unwrap_or_default();
+                    y += &format!(
+                        "  - {{ name: {n}.{v}, port: {n}, vlan: {v}, mac: \"{mac}\", mtu: 9198 }}\n"
+                    );
+                }
+            }
+        } else {
+            let a = std::net::Ipv4Addr::from(if_v4(i) | 1);
+            y += &format!(
+                "  - {{ name: {n}, port: {n}, mac: \"{mac}\", mtu: 9198, ipv4: [{a}/24] }}\n"
+            );
+        }
+    }
+    y += "neighbors:\n";
+    for (i, (n, _)) in ports.iter().enumerate().skip(ACCESS) {
+        y += &format!(
+            "  - {{ interface: {n}, ip: {}, mac: \"{}\" }}\n",
+            std::net::Ipv4Addr::from(if_v4(i) | 2),
+            MacAddr(host_mac(i))
+        );
+    }
+    // Each PE is reached through its uplink's P router.
+    y += "routes:\n";
+    for u in 0..UPLINKS {
+        y += &format!(
+            "  - {{ prefix: 172.16.{u}.0/24, via: {} }}\n",
+            std::net::Ipv4Addr::from(if_v4(ACCESS + u) | 2)
+        );
+    }
+    y += "mpls:\n  interfaces: [";
+    y += &(0..UPLINKS)
+        .map(|u| format!("u{u}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    y += "]\n  pseudowires:\n";
+    for (k, &(a, v, u)) in pws.iter().enumerate() {
+        let ifname = match v {
+            Some(v) => format!("a{a}.{v}"),
+            None => format!("a{a}"),
+        };
+        y += &format!(
+            "    - {{ name: pw{k}, interface: {ifname}, peer: {}, vc-id: {}, local-label: {}, \
+             remote-label: {}, transport: [{}], via: {}, control-word: true }}\n",
+            pe(u),
+            k + 1,
+            LOCAL_LABEL + k as u32,
+            REMOTE_LABEL + k as u32,
+            TRANSPORT_LABEL + u as u32,
+            std::net::Ipv4Addr::from(if_v4(ACCESS + u) | 2)
+        );
+    }
+    y
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_scale_has_the_reports_pseudowires() {
+        let me3 = pseudowires(&ScenarioOpts::default(), true);
+        assert_eq!(me3.config_yaml.matches("local-label:").count(), 3072);
+        assert_eq!(me3.config_yaml.matches(", vlan: ").count(), 3072);
+        // 384 pseudowires per uplink: the transport label names the uplink's PE.
+        assert_eq!(me3.config_yaml.matches("transport: [200]").count(), 384);
+        assert_eq!(me3.flows, 2 * 3072);
+        let me4 = pseudowires(&ScenarioOpts::default(), false);
+        assert_eq!(me4.config_yaml.matches("local-label:").count(), 24);
+        assert_eq!(me4.streams.len(), 2 * 24);
+        assert!(!me4.config_yaml.contains("vlan:"));
+    }
+}
