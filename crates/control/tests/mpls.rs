@@ -108,6 +108,22 @@ fn labels_are_switched_popped_and_pushed() {
 }
 
 #[test]
+fn a_label_towards_an_unresolved_neighbour_is_counted_as_such() {
+    // 198.51.100.9 is on p1's subnet but has no neighbour entry: its MAC is not known.
+    let text = CONFIG.replace(
+        "    - { in: 102, lookup: cust }\n",
+        "    - { in: 102, lookup: cust }\n    - { in: 103, out: [201], via: 198.51.100.9 }\n",
+    );
+    let mut bed = Bed::from_text(&text);
+    let out = bed.send(1, &[labelled(&[(103, 64)], &ip4([10, 1, 1, 1], 64))]);
+    // Not switched; perhaps an ARP request for the neighbour, never the labelled packet.
+    assert!(out.iter().flatten().all(|f| f[12..14] != [0x88, 0x47]));
+    let snap = bed.snapshot();
+    assert_eq!(snap.drops[DropReason::NeighborUnresolved as usize], 1);
+    assert_eq!(snap.drops[DropReason::NoRoute as usize], 0);
+}
+
+#[test]
 fn a_labelled_route_over_two_paths_spreads_its_flows() {
     let mut bed = Bed::from_text(CONFIG);
     let frames: Vec<_> = (0..64)

@@ -152,6 +152,12 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
             let (port, mtu, rw) = match a {
                 super::Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
                 super::Action::Drop(why) => return ctx.drop(b, why),
+                // The neighbour's address is not resolved yet: the control plane asks for it
+                // (it resolves labels' next hops ahead of traffic), and a labelled packet cannot
+                // wait in the slow path without losing its stack.
+                super::Action::Slow(super::Slow::Glean) => {
+                    return ctx.drop(b, DropReason::NeighborUnresolved)
+                }
                 // A label's next hop is a neighbour: anything else is a control-plane bug.
                 _ => return ctx.drop(b, DropReason::NoRoute),
             };

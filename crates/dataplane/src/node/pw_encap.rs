@@ -63,8 +63,14 @@ impl Node for PwEncap {
                     ctx.drop(b, why);
                     continue;
                 }
-                _ => {
+                Action::Slow(super::Slow::Glean) => {
                     ctx.drop(b, DropReason::NeighborUnresolved);
+                    continue;
+                }
+                // The next hop towards the peer is a neighbour: anything else is a
+                // control-plane bug.
+                _ => {
+                    ctx.drop(b, DropReason::NoRoute);
                     continue;
                 }
             };
