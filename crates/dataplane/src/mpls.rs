@@ -304,7 +304,8 @@ pub struct Pseudowire {
     /// The label the peer sends this pseudowire's frames with.
     pub local_label: u32,
     /// Imposition: the transport labels then the peer's label for this pseudowire (the bottom
-    /// one), and the next hop towards the peer (a neighbour's `Forward`).
+    /// one), and the next hop towards the peer: a neighbour's `Forward`, or an LSP's path
+    /// object (whose way brings its own transport labels, which `push` then leaves out).
     pub push: LabelStack,
     pub nh: u32,
     /// The largest frame the attachment circuit passes (the interface MTU with its L2 header).

@@ -71,7 +71,7 @@ pub struct TrialArgs {
 
 #[derive(Args)]
 pub struct ScenarioArgs {
-    /// ME-1, ME-2, ME-15, XR-3, XR-4, GR-1, GR-2, GR-3; pseudowires ME-3, ME-4; switching ME-7..ME-10, L2-1M;
+    /// ME-1, ME-2, ME-15, XR-3, XR-4, GR-1, GR-2, GR-3; pseudowires ME-3..ME-5; switching ME-7..ME-10, L2-1M;
     /// multicast ME-11, ME-12 (snooping), ME-13, ME-14 (routed); with services XR-5, ME-1S, QOS-1;
     /// --list shows them.
     id: Option<String>,

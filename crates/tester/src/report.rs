@@ -138,10 +138,16 @@ pub fn table(r: &ScenarioReport) -> String {
               flooded; the bound first, then a binary search), 5.8 learning rate (the same step \
               at a rate searched), flooding to unknown addresses; the table emptied before \
               each step\n\n";
-    } else if r.failover.is_some() {
-        s += "Method: addresses learned behind the primary (one frame each), then one trial of \
-              test frames to all of them; the primary's cable cut mid-trial; failover time = \
-              frames lost / offered rate, as the seed derived it\n\n";
+    } else if let Some(f) = &r.failover {
+        s += if f.protected == "lsp" {
+            "Method: the pseudowires up on the LSP's primary, then one trial of test frames \
+             down all of them; the primary's cable cut mid-trial; convergence time = frames \
+             lost / offered rate, as the seed derived it\n\n"
+        } else {
+            "Method: addresses learned behind the primary (one frame each), then one trial of \
+             test frames to all of them; the primary's cable cut mid-trial; failover time = \
+             frames lost / offered rate, as the seed derived it\n\n"
+        };
     } else if r.learning.is_some() {
         s += "Method: RFC 2889 address learning: per pass, each test port announces its host, \
               then one learning frame per address, then one test frame to each address; \

@@ -220,7 +220,7 @@ fn me10_fails_over_to_the_backup_with_every_address() {
     let js = report::json(&r);
     let limited = outcomes_pass("ME-10", &js);
     let f = r.failover.as_ref().expect("a failover report");
-    assert!(f.learned >= 9_000, "{f:?}");
+    assert!(f.ready >= 9_000, "{f:?}");
     assert!(f.rx_primary > 0 && f.rx_backup > 0, "{f:?}");
     // Everything sent is received at one of the two ports or was lost on the cut cable.
     assert_eq!(f.tx, f.rx_primary + f.rx_backup + f.lost, "{f:?}");
@@ -235,6 +235,34 @@ fn me10_fails_over_to_the_backup_with_every_address() {
         "Verdict: PASS"
     }));
     assert!(report::svg(&r).contains("ME-10"));
+}
+
+/// ME-5: all 100 pseudowires up on the LSP's primary, its cable cut under traffic, every
+/// pseudowire carried on by the backup at once, the switchover logged.
+#[test]
+fn me5_pseudowires_fail_over_to_the_lsps_backup() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario::build("ME-5", &ScenarioOpts::default()).unwrap();
+    let r = run::run(s, &opts(1.0), &mut Quiet).unwrap();
+    let js = report::json(&r);
+    let limited = outcomes_pass("ME-5", &js);
+    let f = r.failover.as_ref().expect("a failover report");
+    assert_eq!(
+        (f.protected.as_str(), f.members, f.ready),
+        ("lsp", 100, 100),
+        "{f:?}"
+    );
+    assert!(f.rx_primary > 0 && f.rx_backup > 0, "{f:?}");
+    assert_eq!(f.tx, f.rx_primary + f.rx_backup + f.lost, "{f:?}");
+    assert!(f.switchover_logged, "{f:?}");
+    assert!(f.failover_ms < f.seed_ms, "{f:?}");
+    let md = report::table(&r);
+    assert!(md.contains("Pseudowire failover"), "{md}");
+    assert!(md.contains(if limited {
+        "Verdict: FAIL"
+    } else {
+        "Verdict: PASS"
+    }));
 }
 
 /// L2-1M at a hundredth of its addresses: flooding reaches every other port, the capacity and

@@ -99,8 +99,14 @@ pub struct PseudowireView {
     pub reason: String,
     /// Labels to the peer under which the pseudowire's own goes (`300`; empty: none).
     pub transport: String,
-    /// The next hop towards the peer (`ADDR on IF`).
+    /// The next hop towards the peer (`ADDR on IF`); over an LSP, the way it takes now.
     pub next_hop: String,
+    /// The LSP carrying it (`mpls.lsps`; empty: none) and which way it takes now (`primary`,
+    /// `backup` or `down`).
+    #[serde(default)]
+    pub lsp: String,
+    #[serde(default)]
+    pub lsp_path: String,
     pub control_word: bool,
     /// `up` or `down`.
     pub state: String,
@@ -141,7 +147,11 @@ impl Render for L2vpnView {
                     } else {
                         p.transport.clone()
                     },
-                    p.next_hop.clone(),
+                    if p.lsp.is_empty() {
+                        p.next_hop.clone()
+                    } else {
+                        format!("{} (LSP {}, {})", p.next_hop, p.lsp, p.lsp_path)
+                    },
                     if p.control_word { "yes" } else { "no" }.into(),
                     state_with_reason(&p.state, &p.reason),
                     format!("{}/{}", p.tx_packets, p.rx_packets),

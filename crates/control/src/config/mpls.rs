@@ -27,6 +27,14 @@
 //!     - { name: pw-200, interface: ac0.200, peer: 10.9.0.2, vc-id: 200, via: 10.0.0.2 }
 //!                                  # signalled by LDP: the local label allocated (16 up,
 //!                                  # past every configured one) unless given
+//!     - { name: pw-300, interface: ac0.300, peer: 10.9.0.2, vc-id: 300, local-label: 1002,
+//!         remote-label: 2002, lsp: to-pe2 }   # over a protected LSP instead of via/transport
+//!   lsps:                          # label-switched paths configured here (the place of
+//!                                  # RSVP-TE, which has no open peer to signal with)
+//!     - name: to-pe2
+//!       primary: { via: 10.0.0.2, labels: [300] }  # next hop, then the path's labels
+//!       backup: { via: 10.0.1.2, labels: [400] }   # pre-installed, through another interface;
+//!                                                  # carries the LSP while the primary's is down
 //!   ldp:                           # the LDP speaker (needed by signalled pseudowires)
 //!     router-id: 10.0.0.1          # LSR id; an address of an interface (default VRF)
 //!     transport-address: 10.0.0.1  # the session's TCP address (default: the router id)
@@ -43,7 +51,9 @@
 //! incoming label, a label used twice (by the table or a pseudowire), more than four labels to
 //! push, a `via` that is not on a connected subnet of an Ethernet interface, an unknown VRF or
 //! interface, an attachment circuit that has addresses, is a bridge member, or carries two
-//! pseudowires, type `vlan` on an interface without a VLAN.
+//! pseudowires, type `vlan` on an interface without a VLAN, an LSP named twice or not defined,
+//! a pseudowire with both `lsp` and `via`/`transport`, a backup that leaves by the primary's
+//! interface (it would protect nothing against that link's failure).
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -58,6 +68,25 @@ pub struct MplsCfg {
     pub labels: Vec<LabelCfg>,
     pub pseudowires: Vec<PseudowireCfg>,
     pub ldp: Option<LdpCfg>,
+    pub lsps: Vec<LspCfg>,
+}
+
+/// A label-switched path to a far router, configured (`mpls.lsps`): pseudowires name it instead
+/// of a next hop and transport labels, and all of them move to its backup together.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LspCfg {
+    pub name: String,
+    pub primary: LspPath,
+    pub backup: Option<LspPath>,
+    pub origin: Origin,
+}
+
+/// One way along an LSP: the neighbour and the labels it takes (outermost first; none when the
+/// neighbour is the far end).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LspPath {
+    pub via: IpAddr,
+    pub labels: Vec<u32>,
 }
 
 /// The LDP speaker's settings (`mpls.ldp`).
@@ -102,7 +131,10 @@ pub struct PseudowireCfg {
     /// None: signalled by LDP.
     pub remote_label: Option<u32>,
     pub transport: Vec<u32>,
+    /// The next hop towards the peer (over an LSP: its primary's).
     pub via: IpAddr,
+    /// Carried by this LSP (`mpls.lsps`) instead of `via` and `transport`.
+    pub lsp: Option<String>,
     pub control_word: bool,
     pub origin: Origin,
 }
@@ -238,6 +270,7 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
             labels.push(LabelCfg { label, op, origin });
         }
     }
+    let lsps = parse_lsps(&mut f, e);
     let mut pseudowires = Vec::new();
     for (pn, path) in seq(&mut f, "pseudowires", e) {
         let Some(mut pf) = Fields::new(path.clone(), pn, e) else {
@@ -290,13 +323,35 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
                 ),
             );
         }
-        let via = pf.parse::<IpAddr>("via", "an IP address", e);
-        if pf.node("via").is_none() {
-            e.at(
+        let lsp_name = pf.str("lsp", e);
+        let mut via = pf.parse::<IpAddr>("via", "an IP address", e);
+        match &lsp_name {
+            Some(l) => {
+                if pf.node("via").is_some() || pf.node("transport").is_some() {
+                    e.at(
+                        pn,
+                        &format!("{path}.lsp"),
+                        "`lsp` carries the pseudowire: leave out `via` and `transport`",
+                    );
+                }
+                match lsps.iter().find(|x| &x.name == l) {
+                    Some(x) => via = Some(x.primary.via),
+                    None => {
+                        let at = pf.node("lsp").unwrap_or(pn);
+                        e.at(
+                            at,
+                            &format!("{path}.lsp"),
+                            format!("no LSP named `{l}` under `mpls.lsps`"),
+                        );
+                    }
+                }
+            }
+            None if pf.node("via").is_none() => e.at(
                 pn,
                 &format!("{path}.via"),
-                "`via` is required (the next hop towards the peer)",
-            );
+                "`via` is required (the next hop towards the peer), or `lsp`",
+            ),
+            None => {}
         }
         let control_word = pf
             .parse::<bool>("control-word", "true or false", e)
@@ -321,6 +376,7 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
                 remote_label,
                 transport,
                 via,
+                lsp: lsp_name,
                 control_word,
                 origin,
             });
@@ -335,7 +391,65 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
         labels,
         pseudowires,
         ldp,
+        lsps,
     })
+}
+
+/// `mpls.lsps`: each with a name, a primary path and an optional backup.
+fn parse_lsps(f: &mut Fields<'_>, e: &mut Errs) -> Vec<LspCfg> {
+    let mut out: Vec<LspCfg> = Vec::new();
+    for (ln, path) in seq(f, "lsps", e) {
+        let Some(mut lf) = Fields::new(path.clone(), ln, e) else {
+            continue;
+        };
+        let origin = lf.origin();
+        let name = lf.required("name", e);
+        let way = |lf: &mut Fields<'_>, key: &'static str, e: &mut Errs| {
+            let n = lf.get(key)?;
+            let mut wf = Fields::new(format!("{path}.{key}"), n, e)?;
+            let via = wf.parse::<IpAddr>("via", "an IP address", e);
+            if wf.node("via").is_none() {
+                e.at(n, &format!("{path}.{key}.via"), "`via` is required");
+            }
+            let labels = push_list(&mut wf, "labels", e);
+            if labels.len() + 1 > MAX_LABELS {
+                e.at(
+                    n,
+                    &format!("{path}.{key}.labels"),
+                    format!(
+                        "at most {} labels (a pseudowire's own makes {MAX_LABELS})",
+                        MAX_LABELS - 1
+                    ),
+                );
+            }
+            wf.finish(e);
+            Some(LspPath { via: via?, labels })
+        };
+        let primary = way(&mut lf, "primary", e);
+        if lf.node("primary").is_none() {
+            e.at(ln, &format!("{path}.primary"), "`primary` is required");
+        }
+        let backup = way(&mut lf, "backup", e);
+        lf.finish(e);
+        let (Some(name), Some(primary)) = (name, primary) else {
+            continue;
+        };
+        if out.iter().any(|l| l.name == name) {
+            e.at(
+                ln,
+                &format!("{path}.name"),
+                format!("LSP `{name}` is named twice"),
+            );
+            continue;
+        }
+        out.push(LspCfg {
+            name,
+            primary,
+            backup,
+            origin,
+        });
+    }
+    out
 }
 
 /// Gives each signalled pseudowire without a local label the lowest unused one from 16 up, in
@@ -459,6 +573,24 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
                 }
             }
             _ => {}
+        }
+    }
+    for l in &m.lsps {
+        check_via(cfg, l.primary.via, &l.origin, e);
+        if let Some(b) = &l.backup {
+            check_via(cfg, b.via, &l.origin, e);
+            let out_if = |a| super::find_connected(cfg, "default", a).map(|i| i.name.clone());
+            if let (Some(p), Some(q)) = (out_if(l.primary.via), out_if(b.via)) {
+                if p == q {
+                    e.origin(
+                        &l.origin,
+                        format!(
+                            "LSP `{}`: the backup leaves by `{p}` as the primary does: it would protect nothing against that link's failure",
+                            l.name
+                        ),
+                    );
+                }
+            }
         }
     }
     let mut acs: std::collections::HashMap<&str, &str> = Default::default();

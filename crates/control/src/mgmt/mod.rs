@@ -302,6 +302,7 @@ impl Core {
     /// operationally up or down (next hops through them stop being used), and it is logged.
     pub fn link_changed(&self, port: &str, up: bool) {
         let mut s = self.lock("link.changed");
+        let lsps_before = s.router.lsp_states();
         let changed = if up {
             s.router.links_down.remove(port)
         } else {
@@ -314,7 +315,9 @@ impl Core {
             self.logger
                 .log(Severity::Error, "LINK", &[], format!("publishing: {e}"));
         }
+        let lsps_after = s.router.lsp_states();
         drop(s);
+        self.log_lsp_changes(&lsps_before, &lsps_after);
         // A Flexlink pair this change switched announces its addresses on the new link now,
         // not at the next once-a-second look.
         self.send_flexlink_updates();

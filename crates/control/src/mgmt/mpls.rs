@@ -133,6 +133,36 @@ impl super::Core {
             .collect()
     }
 
+    /// Logs each LSP that changed ways: `LSP_SWITCHOVER` onto its backup, `LSP_RESTORED` back
+    /// to its primary, `LSP_DOWN` with neither.
+    pub(super) fn log_lsp_changes(
+        &self,
+        before: &[(String, crate::router::LspState)],
+        after: &[(String, crate::router::LspState)],
+    ) {
+        use crate::router::LspState;
+        for ((name, was), (_, now)) in before.iter().zip(after) {
+            if was == now {
+                continue;
+            }
+            let (id, sev, what) = match now {
+                LspState::Backup => (
+                    "LSP_SWITCHOVER",
+                    Severity::Warning,
+                    "primary down, on its backup",
+                ),
+                LspState::Primary => ("LSP_RESTORED", Severity::Notice, "back on its primary"),
+                LspState::Down => ("LSP_DOWN", Severity::Error, "no way up"),
+            };
+            self.logger.log(
+                sev,
+                id,
+                &[("lsp", name.clone()), ("path", now.as_str().to_string())],
+                format!("LSP {name}: {what}"),
+            );
+        }
+    }
+
     /// `show l2vpn`.
     pub fn l2vpn_view(&self) -> L2vpnView {
         let why: std::collections::HashMap<String, String> = self
@@ -156,6 +186,28 @@ impl super::Core {
             return L2vpnView::default();
         };
         let nhs = r.next_hop_descriptions();
+        let lsp_states: std::collections::HashMap<String, crate::router::LspState> =
+            r.lsp_states().into_iter().collect();
+        // A pseudowire over an LSP: the LSP, the way it takes now, that way's labels and hop.
+        let over_lsp = |c: &crate::config::mpls::PseudowireCfg| {
+            let name = c.lsp.as_ref()?;
+            let l = cfg.lsps.iter().find(|l| &l.name == name)?;
+            let state = lsp_states.get(name).copied()?;
+            let way = match state {
+                crate::router::LspState::Backup => l.backup.as_ref()?,
+                _ => &l.primary,
+            };
+            let ifname = r
+                .connected_if(0, way.via)
+                .and_then(|i| r.ifs.get(i as usize))
+                .map_or("?".to_string(), |i| i.name.clone());
+            Some((
+                name.clone(),
+                state,
+                way.labels.clone(),
+                format!("{} on {ifname}", way.via),
+            ))
+        };
         let pseudowires = m
             .pws
             .iter()
@@ -163,7 +215,12 @@ impl super::Core {
             .enumerate()
             .map(|(i, (p, c))| {
                 let n = m.read_pw(i as u32);
-                let up = p.up && r.ifs.get(p.ac_if as usize).is_some_and(|x| x.up);
+                let lsp = over_lsp(c);
+                let up = p.up
+                    && r.ifs.get(p.ac_if as usize).is_some_and(|x| x.up)
+                    && lsp
+                        .as_ref()
+                        .is_none_or(|x| x.1 != crate::router::LspState::Down);
                 PseudowireView {
                     name: p.name.clone(),
                     interface: c.interface.clone(),
@@ -187,14 +244,30 @@ impl super::Core {
                         (true, _) => String::new(),
                         (false, Some(w)) if !w.is_empty() => w.clone(),
                         (false, _) if c.remote_label.is_none() => "not signalled".into(),
+                        (false, _)
+                            if lsp
+                                .as_ref()
+                                .is_some_and(|x| x.1 == crate::router::LspState::Down) =>
+                        {
+                            "LSP down".into()
+                        }
                         (false, _) => "attachment circuit down".into(),
                     },
-                    transport: dataplane::mpls::LabelStack::new(&c.transport)
-                        .filter(|t| !t.is_empty())
-                        .map_or(String::new(), |t| t.to_string()),
-                    next_hop: nhs
-                        .get(p.nh as usize)
-                        .map_or(String::new(), |d| d.1.join(", ")),
+                    transport: dataplane::mpls::LabelStack::new(
+                        lsp.as_ref().map_or(&c.transport, |x| &x.2),
+                    )
+                    .filter(|t| !t.is_empty())
+                    .map_or(String::new(), |t| t.to_string()),
+                    next_hop: match &lsp {
+                        Some(x) => x.3.clone(),
+                        None => nhs
+                            .get(p.nh as usize)
+                            .map_or(String::new(), |d| d.1.join(", ")),
+                    },
+                    lsp: lsp.as_ref().map_or(String::new(), |x| x.0.clone()),
+                    lsp_path: lsp
+                        .as_ref()
+                        .map_or(String::new(), |x| x.1.as_str().to_string()),
                     control_word: p.control_word,
                     state: if up { "up" } else { "down" }.into(),
                     mtu: p.mtu,

@@ -17,7 +17,7 @@ use crate::config::{find_connected, find_neighbor, Config, ConfigError, Prefix, 
 use packet::ethernet::MacAddr;
 
 mod mpls;
-pub use mpls::SignalledPw;
+pub use mpls::{LspState, SignalledPw};
 mod paths;
 pub use paths::{PathDef, ECMP_BUCKETS};
 
@@ -95,6 +95,8 @@ pub struct Router {
     pub mpls: Option<Arc<dataplane::mpls::Mpls>>,
     /// What LDP signalled for each pseudowire it signals, by name (carried across commits).
     pub signalled: HashMap<String, mpls::SignalledPw>,
+    /// Each configured LSP's path object (`mpls.lsps`): its pseudowires point at it.
+    pub lsp_paths: HashMap<String, u32>,
 }
 
 /// Where a configured prefix came from.
@@ -346,6 +348,7 @@ impl Router {
             atm_maps: Vec::new(),
             mpls: None,
             signalled: HashMap::new(),
+            lsp_paths: HashMap::new(),
         };
         r.atm_maps = r.build_atm_maps();
         r.mcast_next_hops();
@@ -1056,9 +1059,17 @@ impl Router {
         self.bridges.flexlink_apply(&mut ifs);
         self.bridges.shut_apply(&mut ifs);
         let l2_members = self.bridges.l2_members(&ifs);
-        let down = |nh: u32| match &self.next_hops[nh as usize] {
-            NextHop::Forward { tx_if, .. } => !ifs[*tx_if as usize].up,
-            _ => false,
+        let down = |nh: u32| {
+            let tx_down = |nh: u32| match &self.next_hops[nh as usize] {
+                NextHop::Forward { tx_if, .. } => !ifs[*tx_if as usize].up,
+                _ => false,
+            };
+            match &self.next_hops[nh as usize] {
+                // A labelled member (an LSP's way, a labelled route's path) is down with the
+                // neighbour it goes through.
+                NextHop::Labelled { via, .. } => tx_down(*via),
+                _ => tx_down(nh),
+            }
         };
         let next_hops = self
             .next_hops

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use dataplane::mpls::{LabelAction, LabelStack, LabelTable, Mpls, Pseudowire, VcType};
 use dataplane::tables::{Interface, NextHop};
 
+use super::paths::PathDef;
 use super::{BuildError, NhKey, Router};
 use crate::config::mpls::LabelOp;
 use crate::config::{Config, Origin};
@@ -38,6 +39,26 @@ pub(super) fn lookup_interfaces(cfg: &Config, vrf_idx: impl Fn(&str) -> u32) -> 
             ..super::tunnel_interface(lookup_interface(v), vrf_idx(v))
         })
         .collect()
+}
+
+/// Which way an LSP's traffic takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LspState {
+    Primary,
+    /// The primary's interface is down; the backup carries it.
+    Backup,
+    /// Neither way's interface is up.
+    Down,
+}
+
+impl LspState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LspState::Primary => "primary",
+            LspState::Backup => "backup",
+            LspState::Down => "down",
+        }
+    }
 }
 
 /// What LDP signalled for a pseudowire: the peer's label, the control word both ends agreed
@@ -99,6 +120,76 @@ impl Router {
         Ok(self.nh_ecmp(members))
     }
 
+    /// One path object per LSP: its primary way as the member, its backup as the path's backup
+    /// (the tables fall back to it while the primary's interface is down, every pseudowire on
+    /// the LSP at once: no pseudowire is touched). Kept across rebuilds of the pseudowires.
+    fn build_lsps(
+        &mut self,
+        lsps: &[crate::config::mpls::LspCfg],
+    ) -> Result<std::collections::HashMap<String, u32>, BuildError> {
+        let mut out = std::collections::HashMap::new();
+        for l in lsps {
+            let way = |r: &mut Self, w: &crate::config::mpls::LspPath| {
+                let nh = r.via(&[w.via], &l.origin)?;
+                let labels = LabelStack::new(&w.labels)
+                    .ok_or_else(|| r.at(&l.origin, "too many labels to push"))?;
+                Ok::<u32, BuildError>(r.labelled(nh, labels))
+            };
+            let primary = way(self, &l.primary)?;
+            let backup = match &l.backup {
+                Some(b) => vec![way(self, b)?],
+                None => Vec::new(),
+            };
+            let def = PathDef::Members {
+                primary: Box::new([primary]),
+                backup: backup.into_boxed_slice(),
+            };
+            let id = match self.lsp_paths.get(&l.name) {
+                Some(&id) => {
+                    self.path_set(id, def);
+                    id
+                }
+                None => self.path_new(def),
+            };
+            out.insert(l.name.clone(), id);
+        }
+        for (name, id) in std::mem::take(&mut self.lsp_paths) {
+            if !out.contains_key(&name) {
+                self.path_free(id);
+            }
+        }
+        self.lsp_paths = out.clone();
+        Ok(out)
+    }
+
+    /// Which way each LSP takes now, by name: the primary while its interface is up, else the
+    /// backup while its own is, else none.
+    pub fn lsp_states(&self) -> Vec<(String, LspState)> {
+        let Some(m) = &self.cfg.mpls else {
+            return Vec::new();
+        };
+        let up = |a: IpAddr| {
+            self.connected_if(0, a).is_some_and(|i| {
+                let ifc = &self.ifs[i as usize];
+                let port = self.port_name(ifc.port);
+                ifc.up && !self.ports_down.contains(port) && !self.links_down.contains(port)
+            })
+        };
+        m.lsps
+            .iter()
+            .map(|l| {
+                let state = if up(l.primary.via) {
+                    LspState::Primary
+                } else if l.backup.as_ref().is_some_and(|b| up(b.via)) {
+                    LspState::Backup
+                } else {
+                    LspState::Down
+                };
+                (l.name.clone(), state)
+            })
+            .collect()
+    }
+
     /// Takes what LDP signalled; when it changes what any pseudowire does, the pseudowires
     /// are built again (the caller publishes). Returns whether they were.
     pub fn set_signalled(
@@ -138,6 +229,7 @@ impl Router {
             };
             entries.push((l.label, action));
         }
+        let lsps = self.build_lsps(&m.lsps)?;
         let mut pws = Vec::new();
         for (i, p) in m.pseudowires.iter().enumerate() {
             let ac = self
@@ -159,11 +251,20 @@ impl Router {
                     None => (dataplane::mpls::IMPLICIT_NULL, p.control_word, false),
                 },
             };
-            let mut labels = p.transport.clone();
+            // Over an LSP the transport labels are the path's (whichever way it takes); else
+            // they are the pseudowire's own.
+            let (nh, mut labels) = match &p.lsp {
+                Some(l) => (
+                    lsps.get(l.as_str())
+                        .copied()
+                        .ok_or_else(|| self.at(&p.origin, format!("no LSP `{l}`")))?,
+                    Vec::new(),
+                ),
+                None => (self.via(&[p.via], &p.origin)?, p.transport.clone()),
+            };
             labels.push(remote);
             let push = LabelStack::new(&labels)
                 .ok_or_else(|| self.at(&p.origin, "too many labels to push"))?;
-            let nh = self.via(&[p.via], &p.origin)?;
             entries.push((p.local_label, LabelAction::Pseudowire { pw: i as u32 }));
             pws.push(Pseudowire {
                 name: p.name.clone(),

@@ -5,7 +5,9 @@
 //! next hop towards the peer.
 //!
 //! Reads: `meta.rx_if` (its pseudowire, [`crate::mpls::Mpls::xconnect`]), `meta.l3_off` (where
-//! the frame's tags end), the pseudowire (labels, next hop, state). Sets: the new headers,
+//! the frame's tags end), the pseudowire (labels, next hop, state), and for a pseudowire over an
+//! LSP the LSP's path object (the way it takes now, primary or backup, and that way's labels,
+//! pushed above the pseudowire's). Sets: the new headers,
 //! `meta.next_hop`, `meta.l3_off` (the first label), the pseudowire's counters. A type 5
 //! pseudowire from a VLAN sub-interface sends the frame without its tag (raw mode); type 4
 //! keeps it (tagged mode: the far end rewrites it to its own VLAN). Labels go out with TTL 255
@@ -57,8 +59,16 @@ impl Node for PwEncap {
                 ctx.drop(b, DropReason::PwDown);
                 continue;
             }
-            let (port, mtu, rw) = match super::resolve(t, p.nh, || 0).1 {
-                Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
+            // Over an LSP the path object says which way (primary or backup) and brings that
+            // way's labels, which go above the pseudowire's own.
+            let (port, mtu, rw, transport) = match super::resolve(t, p.nh, || 0).1 {
+                Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite, None),
+                Action::Push {
+                    port,
+                    mtu,
+                    rewrite,
+                    labels,
+                } => (port, mtu, rewrite, Some(labels)),
                 Action::Drop(why) => {
                     ctx.drop(b, why);
                     continue;
@@ -85,8 +95,10 @@ impl Node for PwEncap {
             }
             let frame = b.len();
             let cw = if p.control_word { 4 } else { 0 };
-            let labels = 4 * p.push.len();
-            if frame + cw + labels > mtu as usize {
+            let outer = 4 * transport.as_ref().map_or(0, |l| l.len());
+            let labels = outer + 4 * p.push.len();
+            // `mtu` is already less the path's labels.
+            if frame + cw + labels - outer > mtu as usize {
                 ctx.drop(b, DropReason::MplsTooBig);
                 continue;
             }
@@ -98,7 +110,10 @@ impl Node for PwEncap {
             let d = b.data_mut();
             d[..n].copy_from_slice(&rw.bytes[..n]);
             d[n - 2..n].copy_from_slice(&crate::mpls::ETHERTYPE_MPLS.to_be_bytes());
-            p.push.write(&mut d[n..n + labels], pcp, 255, true);
+            if let Some(t) = &transport {
+                t.write(&mut d[n..n + outer], pcp, 255, false);
+            }
+            p.push.write(&mut d[n + outer..n + labels], pcp, 255, true);
             if cw != 0 {
                 // RFC 4385: all zero (flags, length for frames under 64 bytes, sequence 0).
                 d[n + labels..n + labels + 4].copy_from_slice(&[0; 4]);

@@ -129,6 +129,10 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 type 5 (port) EoMPLS: 24 pseudowires, untagged, 64..9190 B",
     ),
     (
+        "ME-5",
+        "ME 6524 pseudowire failover: 100 pseudowires on an LSP with a pre-installed backup, 100,000 fps, the primary cut",
+    ),
+    (
         "ME-7",
         "ME 6524 MAC learning: 90,000 addresses from 3 ports, test frames from 3 others, a monitor port, 30 kfps and line rate",
     ),
@@ -215,6 +219,7 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "ME-15" => Ok(metro::hot_swap(o)),
         "ME-3" => Ok(pseudowire::pseudowires(o, true)),
         "ME-4" => Ok(pseudowire::pseudowires(o, false)),
+        "ME-5" => Ok(pseudowire::protected(o)),
         "ME-7" => Ok(switching::switching(o, crate::bridging::Learning::On)),
         "ME-8" => Ok(switching::switching(o, crate::bridging::Learning::Off)),
         "ME-9" => Ok(switching::switching(

@@ -1,5 +1,6 @@
 //! The Cisco ME 6524's pseudowire tests: ME-3 (type 4, VLAN mode: 128 VLAN sub-interfaces on each
-//! of 24 access ports, 3,072 pseudowires) and ME-4 (type 5, port mode: 24 pseudowires, untagged).
+//! of 24 access ports, 3,072 pseudowires), ME-4 (type 5, port mode: 24 pseudowires, untagged) and
+//! ME-5 (100 pseudowires on a protected LSP, its primary's cable cut: [`protected`]).
 //!
 //! The router is the uPE of the report's figures 2 and 3: access ports a0..a23 face the CEs, the
 //! uplinks u0..u7 face the emulated P router (the tester's host on each uplink), behind which sit
@@ -237,6 +238,141 @@ pub(super) fn pseudowires(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
              services run on IP forwarding's feature arcs, which pseudowire frames do not take \
              yet: this table is the pseudowires alone, and a services-on column would measure \
              nothing more."
+                .into(),
+        ],
+        flows,
+    }
+}
+
+/// ME-5's pseudowires and rate: 100 on one LSP, 100,000 frames/s over all of them.
+const ME5_PWS: usize = 100;
+const ME5_FPS: f64 = 100_000.0;
+const ME5_FRAME: u16 = 68;
+
+/// ME-5: R1 (the router) has one access port with 100 VLAN sub-interfaces, each cross-connected
+/// to a pseudowire to R2 over LSP `to-r2`: tunnel 1 straight to R2 out of `primary` (one hop: no
+/// transport label, R2 being the next hop), tunnel 2 through R3 out of `backup` (R3's label 500
+/// for it), pre-installed. The CEs' frames go down every pseudowire at 100,000 frames/s, and the
+/// primary's cable is cut mid-trial: frames lost over the rate is the convergence time, as the
+/// seed derived it. RSVP-TE is not run (no open peer here): the LSPs are configured paths; what
+/// is measured is the protection.
+pub(super) fn protected(o: &ScenarioOpts) -> Scenario {
+    let ports: Vec<(String, f64)> = ["access", "primary", "backup"]
+        .iter()
+        .map(|p| (p.to_string(), 1e9))
+        .collect();
+    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
+    let mut y = format!(
+        "router: {{ workers: {}, cores: [{}], buffers: 1024 }}\nports:\n",
+        o.workers,
+        cores.join(", ")
+    );
+    for (n, _) in &ports {
+        y += &format!("  - {{ name: {n}, driver: mem }}\n");
+    }
+    y += "interfaces:\n";
+    let mac0 = MacAddr(router_mac(0));
+    y += &format!("  - {{ name: access, port: access, mac: \"{mac0}\", mtu: 9198 }}\n");
+    for k in 0..ME5_PWS {
+        let v = FIRST_VLAN as usize + k;
+        y += &format!(
+            "  - {{ name: access.{v}, port: access, vlan: {v}, mac: \"{mac0}\", mtu: 9198 }}\n"
+        );
+    }
+    for i in 1..3 {
+        y += &format!(
+            "  - {{ name: {n}, port: {n}, mac: \"{}\", mtu: 9198, ipv4: [{}/24] }}\n",
+            MacAddr(router_mac(i)),
+            std::net::Ipv4Addr::from(if_v4(i) | 1),
+            n = ports[i].0
+        );
+    }
+    y += "neighbors:\n";
+    for i in 1..3 {
+        y += &format!(
+            "  - {{ interface: {}, ip: {}, mac: \"{}\" }}\n",
+            ports[i].0,
+            std::net::Ipv4Addr::from(if_v4(i) | 2),
+            MacAddr(host_mac(i))
+        );
+    }
+    y += &format!(
+        "mpls:\n  interfaces: [primary, backup]\n  lsps:\n    - {{ name: to-r2, primary: {{ via: {} }}, backup: {{ via: {}, labels: [500] }} }}\n  pseudowires:\n",
+        std::net::Ipv4Addr::from(if_v4(1) | 2),
+        std::net::Ipv4Addr::from(if_v4(2) | 2)
+    );
+    for k in 0..ME5_PWS {
+        y += &format!(
+            "    - {{ name: pw{k}, interface: access.{}, peer: 172.16.0.1, vc-id: {}, \
+             local-label: {}, remote-label: {}, lsp: to-r2, control-word: true }}\n",
+            FIRST_VLAN as usize + k,
+            k + 1,
+            LOCAL_LABEL + k as u32,
+            REMOTE_LABEL + k as u32
+        );
+    }
+    // One stream: the CEs' frames, VLAN by VLAN, to R2 (over the primary, or the backup).
+    let mut s = base_stream("ces>r2".into(), 0, 1);
+    s.dst_mac = far_ce_mac(0);
+    s.vlan = Some(FIRST_VLAN);
+    s.fields.push(Field {
+        kind: FieldKind::VlanId,
+        vary: Vary::List(
+            (0..ME5_PWS)
+                .map(|k| (FIRST_VLAN as usize + k) as u128)
+                .collect(),
+        ),
+        nested: false,
+    });
+    let streams = vec![s];
+    let plan = crate::failover::FailoverPlan {
+        access: 0,
+        primary: 1,
+        backup: 2,
+        primary_port: "primary".into(),
+        protected: crate::failover::Protected::Lsp {
+            lsp: "to-r2".into(),
+            pseudowires: ME5_PWS as u32,
+        },
+        fps: ME5_FPS,
+        line_fps: 1e9 / ((f64::from(ME5_FRAME) + 20.0) * 8.0),
+        cut_at: 0.4,
+        seed_ms: 58.01,
+    };
+    let flows = streams.iter().map(|s| s.flows()).sum();
+    Scenario {
+        id: "ME-5",
+        title: format!(
+            "Pseudowire failover: {ME5_PWS} type 4 pseudowires on an LSP with a pre-installed \
+             backup through another port, {ME5_FRAME} B at 100,000 fps, the primary's cable cut"
+        ),
+        seed_title: "Cisco ME 6524, table 5: pseudowire failover and convergence time (100 \
+                     pseudowires on RSVP-TE tunnel 1 with fast reroute to tunnel 2 through R3, \
+                     100,000 fps, the R1-R2 link disconnected): 58.01 ms",
+        config_yaml: y,
+        route_lines: vec![],
+        files: vec![],
+        load_scale: vec![1.0; ports.len()],
+        ports,
+        streams,
+        sizes: vec![FrameSizes::Fixed(ME5_FRAME)],
+        procedure: Procedure::Failover(plan),
+        loss_tolerance: 0.0,
+        seed_seconds: 0.0,
+        seed: vec![SeedRow {
+            key: ME5_FRAME.to_string(),
+            fps: None,
+            note: "58.01 ms convergence (100 pseudowires, 100,000 fps)".into(),
+        }],
+        notes: vec![
+            "The LSPs are configured paths (`mpls.lsps`): RSVP-TE has no open peer to signal \
+             them with here. The backup is pre-installed as the path object's backup, so the \
+             cut moves every pseudowire at once: one path changes, no pseudowire is rewritten."
+                .into(),
+            "Embedded mode: the cable is the tester's (frames the router sends to the cut port \
+             are lost) and the link-down is the API's `port link-down`, as a link monitor \
+             reports it; detection is that call, so the figure is the wait for the call's thread \
+             to get a core plus the switchover (both in the table)."
                 .into(),
         ],
         flows,

@@ -212,8 +212,10 @@ pub(super) fn flexlink(o: &ScenarioOpts) -> Scenario {
         primary,
         backup,
         primary_port: "primary".into(),
-        bridge: "vlan10".into(),
-        addresses,
+        protected: crate::failover::Protected::Flexlink {
+            bridge: "vlan10".into(),
+            addresses,
+        },
         fps: FLEXLINK_FPS,
         line_fps: LINE_FPS,
         cut_at: 0.4,
