@@ -129,15 +129,7 @@ pub(super) fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
     }
     // The backbone pattern: 24 access ports send to 8 uplinks, so each access port offers 8/24 of
     // its rate and 100% load fills the uplinks exactly in both directions.
-    let load_scale: Vec<f64> = (0..n)
-        .map(|i| {
-            if i < ACCESS {
-                UPLINKS as f64 / ACCESS as f64
-            } else {
-                1.0
-            }
-        })
-        .collect();
+    let load_scale = backbone_load_scale(ACCESS, UPLINKS);
     let sizes: Vec<u16> = if ipv6 {
         vec![78, 128, 256, 512, 1024, 1280, 1518, 2034, 4068, 9216]
     } else {

@@ -271,6 +271,38 @@ fn cust_v6(i: usize) -> u128 {
     0x2001_0db8_0001_0000u128 << 64 | (i as u128) << 64
 }
 
+/// The `router:` line: `workers` workers on cores 1, 2, ... (the tester keeps core 0).
+fn router_line(workers: usize) -> String {
+    let cores: Vec<String> = (0..workers).map(|w| (w + 1).to_string()).collect();
+    format!(
+        "router: {{ workers: {workers}, cores: [{}], buffers: 1024 }}\n",
+        cores.join(", ")
+    )
+}
+
+/// The `ports:` section: one mem port per tester port.
+fn mem_ports(ports: &[(String, f64)]) -> String {
+    let mut y = "ports:\n".to_string();
+    for (n, _) in ports {
+        y += &format!("  - {{ name: {n}, driver: mem }}\n");
+    }
+    y
+}
+
+/// The backbone pattern's load shares: the first `access` ports share the `uplinks`' capacity
+/// (each offers uplinks/access of its rate), so 100% load fills the uplinks exactly both ways.
+fn backbone_load_scale(access: usize, uplinks: usize) -> Vec<f64> {
+    (0..access + uplinks)
+        .map(|i| {
+            if i < access {
+                uplinks as f64 / access as f64
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
 /// Config text: one mem port and interface per tester port (in `vrfs[i]`), the tester host as a
 /// static neighbour, and `routes` (YAML lines, already indented).
 fn config(
@@ -280,12 +312,7 @@ fn config(
     workers: usize,
     v6: bool,
 ) -> String {
-    let mut y = String::new();
-    let cores: Vec<String> = (0..workers).map(|w| (w + 1).to_string()).collect();
-    y += &format!(
-        "router: {{ workers: {workers}, cores: [{}], buffers: 1024 }}\n",
-        cores.join(", ")
-    );
+    let mut y = router_line(workers);
     y += "limits: { ipv4-routes: 4000000, ipv6-routes: 1000000 }\n";
     let mut vrfs: Vec<String> = (0..ports.len())
         .map(vrf_of)
@@ -296,10 +323,7 @@ fn config(
     if !vrfs.is_empty() {
         y += &format!("vrfs: [{}]\n", vrfs.join(", "));
     }
-    y += "ports:\n";
-    for (n, _) in ports {
-        y += &format!("  - {{ name: {n}, driver: mem }}\n");
-    }
+    y += &mem_ports(ports);
     y += "interfaces:\n";
     for (i, (n, _)) in ports.iter().enumerate() {
         let a = std::net::Ipv4Addr::from(if_v4(i) | 1);

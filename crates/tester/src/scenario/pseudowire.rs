@@ -141,15 +141,7 @@ pub(super) fn pseudowires(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
         }
     }
     // The backbone pattern: the 24 access ports share the 8 uplinks' capacity, as in ME-1.
-    let load_scale: Vec<f64> = (0..n)
-        .map(|i| {
-            if i < ACCESS {
-                UPLINKS as f64 / ACCESS as f64
-            } else {
-                1.0
-            }
-        })
-        .collect();
+    let load_scale = backbone_load_scale(ACCESS, UPLINKS);
     // The largest CE frame that fits the core side: 9,216-byte frames there (the buffers' and
     // ports' limit) less 26 bytes of Ethernet, two labels and the control word.
     let largest = 9190;
@@ -261,15 +253,8 @@ pub(super) fn protected(o: &ScenarioOpts) -> Scenario {
         .iter()
         .map(|p| (p.to_string(), 1e9))
         .collect();
-    let cores: Vec<String> = (0..o.workers).map(|w| (w + 1).to_string()).collect();
-    let mut y = format!(
-        "router: {{ workers: {}, cores: [{}], buffers: 1024 }}\nports:\n",
-        o.workers,
-        cores.join(", ")
-    );
-    for (n, _) in &ports {
-        y += &format!("  - {{ name: {n}, driver: mem }}\n");
-    }
+    let mut y = router_line(o.workers);
+    y += &mem_ports(&ports);
     y += "interfaces:\n";
     let mac0 = MacAddr(router_mac(0));
     y += &format!("  - {{ name: access, port: access, mac: \"{mac0}\", mtu: 9198 }}\n");
@@ -386,16 +371,8 @@ fn config_text(
     pws: &[(usize, Option<u16>, usize)],
     workers: usize,
 ) -> String {
-    let mut y = String::new();
-    let cores: Vec<String> = (0..workers).map(|w| (w + 1).to_string()).collect();
-    y += &format!(
-        "router: {{ workers: {workers}, cores: [{}], buffers: 1024 }}\n",
-        cores.join(", ")
-    );
-    y += "ports:\n";
-    for (n, _) in ports {
-        y += &format!("  - {{ name: {n}, driver: mem }}\n");
-    }
+    let mut y = router_line(workers);
+    y += &mem_ports(ports);
     y += "interfaces:\n";
     let vlan_mode = pws.iter().any(|p| p.1.is_some());
     for (i, (n, _)) in ports.iter().enumerate() {
