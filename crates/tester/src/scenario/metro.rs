@@ -13,17 +13,7 @@ use crate::stream::{Field, FieldKind, Vary, L3};
 pub(super) fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
     const ACCESS: usize = 24;
     const UPLINKS: usize = 8;
-    let n = ACCESS + UPLINKS;
-    let ports: Vec<(String, f64)> = (0..n)
-        .map(|i| {
-            let name = if i < ACCESS {
-                format!("a{i}")
-            } else {
-                format!("u{}", i - ACCESS)
-            };
-            (name, 1e9)
-        })
-        .collect();
+    let ports = access_and_uplinks(ACCESS, UPLINKS);
     // Per uplink, the routes it owns (one destination host per route).
     let mut per_uplink: Vec<Vec<u128>> = vec![Vec::new(); UPLINKS];
     let mut lines = Vec::new();

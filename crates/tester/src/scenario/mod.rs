@@ -289,6 +289,20 @@ fn mem_ports(ports: &[(String, f64)]) -> String {
     y
 }
 
+/// The metro topology's tester ports: access ports a0.., then uplinks u0.., each 1 Gbit/s.
+fn access_and_uplinks(access: usize, uplinks: usize) -> Vec<(String, f64)> {
+    (0..access + uplinks)
+        .map(|i| {
+            let name = if i < access {
+                format!("a{i}")
+            } else {
+                format!("u{}", i - access)
+            };
+            (name, 1e9)
+        })
+        .collect()
+}
+
 /// The backbone pattern's load shares: the first `access` ports share the `uplinks`' capacity
 /// (each offers uplinks/access of its rate), so 100% load fills the uplinks exactly both ways.
 fn backbone_load_scale(access: usize, uplinks: usize) -> Vec<f64> {

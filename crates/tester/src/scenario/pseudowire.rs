@@ -51,17 +51,7 @@ pub(super) fn pseudowires(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
     } else {
         1
     };
-    let n = ACCESS + UPLINKS;
-    let ports: Vec<(String, f64)> = (0..n)
-        .map(|i| {
-            let name = if i < ACCESS {
-                format!("a{i}")
-            } else {
-                format!("u{}", i - ACCESS)
-            };
-            (name, 1e9)
-        })
-        .collect();
+    let ports = access_and_uplinks(ACCESS, UPLINKS);
     // Pseudowire k = a * per_port + j: (access port, VLAN or None, uplink).
     let pws: Vec<(usize, Option<u16>, usize)> = (0..ACCESS)
         .flat_map(|a| {
