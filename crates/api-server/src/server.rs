@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use api::requests::{
-    AclEntryRequest, AclQuery, ApplyRequest, CaptureRequest, GtpContextQuery, LogQuery, MacQuery,
-    MrouteQuery, RouteDelete, RouteRequest, RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
+    AclEntryRequest, AclQuery, ApplyRequest, BgpVpnQuery, CaptureRequest, GtpContextQuery,
+    LogQuery, MacQuery, MrouteQuery, RouteDelete, RouteRequest, RoutesQuery, SnoopQuery,
+    TraceRequest, WorkerRequest,
 };
 use api::views::{CommitText, RunningConfig, WorkerAdded};
 use api::{ApiError, ErrorKind};
@@ -383,6 +384,11 @@ fn routes(core: Arc<Core>) -> Router {
             get(|State(c): Shared| call(c, |c| Ok(c.l2vpn_view()))),
         )
         .route(
+            "/v1/vrf",
+            get(|State(c): Shared| call(c, |c| Ok(c.vrf_view()))),
+        )
+        .route("/v1/bgp/vpn", get(bgp_vpn))
+        .route(
             "/v1/atm/pvcs",
             get(|State(c): Shared| call(c, |c| Ok(c.atm_pvcs()))),
         )
@@ -513,6 +519,10 @@ async fn worker_add(State(c): Shared, body: Bytes) -> Response {
 
 async fn logging(State(c): Shared, Query(p): Query<LogQuery>) -> Response {
     call(c, move |c| Ok(c.logging(p.n.unwrap_or(50)))).await
+}
+
+async fn bgp_vpn(State(c): Shared, Query(q): Query<BgpVpnQuery>) -> Response {
+    call(c, move |c| Ok(c.bgp_vpn_view(q.limit))).await
 }
 
 async fn mac_table(State(c): Shared, Query(q): Query<MacQuery>) -> Response {

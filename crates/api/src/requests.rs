@@ -199,6 +199,22 @@ pub struct MacQuery {
     pub limit: Option<usize>,
 }
 
+/// `GET /v1/bgp/vpn?limit=N`: at most `limit` VPN routes (None: 1,000; 0: all).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BgpVpnQuery {
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+impl BgpVpnQuery {
+    pub fn path(&self) -> String {
+        match self.limit {
+            Some(n) => format!("/v1/bgp/vpn?limit={n}"),
+            None => "/v1/bgp/vpn".into(),
+        }
+    }
+}
+
 impl MacQuery {
     pub fn path(&self) -> String {
         let mut q = Vec::new();

@@ -5,17 +5,18 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use api::requests::{
-    enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, CaptureRequest, Family,
-    GtpContextQuery, LogQuery, MacQuery, MrouteQuery, RouteDelete, RouteRequest, RoutesQuery,
-    SnoopQuery, TraceRequest, WorkerRequest,
+    enc, AclEntryRequest, AclQuery, ApplyOptions, ApplyRequest, BgpVpnQuery, CaptureRequest,
+    Family, GtpContextQuery, LogQuery, MacQuery, MrouteQuery, RouteDelete, RouteRequest,
+    RoutesQuery, SnoopQuery, TraceRequest, WorkerRequest,
 };
 use api::views::{
-    AclView, ApnView, ApplyOutcome, AtmView, BridgeView, CommitText, CommitView, CountersView,
-    CpuView, DlswCircuitsView, DlswPeersView, DlswReachabilityView, ErrorView, EventManagerView,
-    FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView, L2vpnView, LdpBindingView,
-    LdpDiscoveryView, LdpNeighborView, LinkDiagView, LogView, MacCleared, MacTableView, MplsView,
-    MrouteView, NeighborView, PortView, PuntView, QosView, RoutesView, RunningConfig, RuntimeView,
-    SnoopView, SystemView, TraceView, WorkerAdded, WorkerView,
+    AclView, ApnView, ApplyOutcome, AtmView, BgpVpnView, BridgeView, CommitText, CommitView,
+    CountersView, CpuView, DlswCircuitsView, DlswPeersView, DlswReachabilityView, ErrorView,
+    EventManagerView, FlowsView, FpmStatus, GtpContextsView, GtpStatsView, InterfaceView,
+    L2vpnView, LdpBindingView, LdpDiscoveryView, LdpNeighborView, LinkDiagView, LogView,
+    MacCleared, MacTableView, MplsView, MrouteView, NeighborView, PortView, PuntView, QosView,
+    RoutesView, RunningConfig, RuntimeView, SnoopView, SystemView, TraceView, VrfView, WorkerAdded,
+    WorkerView,
 };
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -181,6 +182,24 @@ pub enum ShowCmd {
     },
     /// Pseudowires: attachment circuit, peer and VC id, labels, next hop, state, frames.
     L2vpn,
+    /// L3VPN: each VPN VRF with its RD, route targets, VPN label and routes each way, and
+    /// the VPN speaker's state.
+    Vrf,
+    /// BGP: `show bgp vpn`: the VPN routes learned from peers and the VRFs they went into.
+    Bgp {
+        #[command(subcommand)]
+        what: BgpShow,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum BgpShow {
+    /// VPNv4/VPNv6 routes from peers: RD, prefix, label, next hop, route targets, VRFs.
+    Vpn {
+        /// At most this many routes (0: all).
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+    },
 }
 
 #[derive(Subcommand)]
@@ -649,6 +668,10 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
             LdpShow::Binding => print_view::<LdpBindingView>(c, "/v1/mpls/ldp/binding", json_out),
         },
         ShowCmd::L2vpn => print_view::<L2vpnView>(c, "/v1/l2vpn", json_out),
+        ShowCmd::Vrf => print_view::<VrfView>(c, "/v1/vrf", json_out),
+        ShowCmd::Bgp {
+            what: BgpShow::Vpn { limit },
+        } => print_view::<BgpVpnView>(c, &BgpVpnQuery { limit: Some(limit) }.path(), json_out),
         ShowCmd::Dlsw { what } => match what {
             DlswShow::Peers => print_view::<DlswPeersView>(c, "/v1/dlsw/peers", json_out),
             DlswShow::Circuits => print_view::<DlswCircuitsView>(c, "/v1/dlsw/circuits", json_out),

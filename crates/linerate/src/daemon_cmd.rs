@@ -238,6 +238,15 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         }
         _ => None,
     };
+    // L3VPN: VPN routes from GoBGP's API into the VRFs, the VRFs' routes out to it.
+    let l3vpn = match &cfg_copy.l3vpn {
+        Some(l) => {
+            let svc = control::l3vpn::service::Service::start(&core, l.clone())?;
+            eprintln!("linerate: L3VPN through GoBGP's API at {}", l.api);
+            Some(svc)
+        }
+        None => None,
+    };
     let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
     *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;
     if let Some(f) = &cp.fpm {
@@ -268,6 +277,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     drop(ggsn);
     drop(dlsw);
     drop(ldp);
+    drop(l3vpn);
     Ok(())
 }
 

@@ -605,6 +605,14 @@ class Testbed:
         frr.start()
         return frr
 
+    def gobgp(self, ns: Netns, config: str, **kwargs: Any) -> Any:
+        """Starts gobgpd in `ns` (see gobgp.Gobgp) and returns it."""
+        from .gobgp import Gobgp
+
+        gb = self.add(Gobgp(ns, self.dir(f"gobgp-{ns.label}"), config, **kwargs))
+        gb.start()
+        return gb
+
     def bird(self, ns: Netns, config: str, **kwargs: Any) -> Any:
         """Starts a BIRD 2 instance in `ns` (see bird.Bird) and returns it."""
         from .bird import Bird

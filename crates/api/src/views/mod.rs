@@ -15,6 +15,7 @@ pub mod events;
 pub mod graph;
 pub mod gtp;
 pub mod interfaces;
+pub mod l3vpn;
 pub mod ldp;
 pub mod mpls;
 pub mod mroute;
@@ -41,6 +42,7 @@ pub use interfaces::{
     CountersView, InterfaceView, LinkDiagView, NeighborView, PortCountersView, PortDriver,
     PortView, QueueView, WorkerAdded, WorkerView,
 };
+pub use l3vpn::{BgpVpnView, VpnRouteView, VpnStatus, VpnVrfView, VrfView};
 pub use ldp::{
     LdpAdjacency, LdpBindingView, LdpDiscoveryView, LdpNeighbor, LdpNeighborView, LdpPrefixBinding,
     LdpPwBinding,

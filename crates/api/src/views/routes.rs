@@ -24,6 +24,8 @@ pub enum RouteOrigin {
     Api,
     /// FRR's, over FPM.
     Fpm,
+    /// An L3VPN route from a far PE (MP-BGP, through GoBGP).
+    Vpn,
 }
 
 impl RouteOrigin {
@@ -36,6 +38,7 @@ impl RouteOrigin {
             RouteOrigin::Neighbor => "N",
             RouteOrigin::Api => "A",
             RouteOrigin::Fpm => "R",
+            RouteOrigin::Vpn => "V",
         }
     }
 }
@@ -112,7 +115,7 @@ pub struct RoutesView {
 impl Render for RoutesView {
     fn render(&self) -> String {
         let mut out = format!(
-            "VRF {}, {}: {} routes{}\nCodes: C connected, S static, F route file, R FRR (FPM), A API, N neighbour\n\n",
+            "VRF {}, {}: {} routes{}\nCodes: C connected, S static, F route file, R FRR (FPM), A API, N neighbour, V VPN (MP-BGP)\n\n",
             self.vrf,
             self.family.name(),
             self.total,

@@ -17,6 +17,7 @@ pub(super) fn cross_check(cfg: &Config, e: &mut Errs) {
     super::events::cross_check(cfg, e);
     super::atm::cross_check(cfg, e);
     super::mpls::cross_check(cfg, e);
+    super::l3vpn::cross_check(cfg, e);
     for (i, ifc) in cfg.interfaces.iter().enumerate() {
         if ifc.bvi.is_none() && !cfg.ports.iter().any(|p| p.name == ifc.port) {
             e.origin(

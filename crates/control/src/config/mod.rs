@@ -70,6 +70,7 @@ pub mod events;
 mod fields;
 pub mod ggsn;
 mod interfaces;
+pub mod l3vpn;
 mod logging;
 pub mod mcast_routing;
 pub mod mpls;
@@ -196,6 +197,8 @@ pub struct Config {
     pub events: Option<events::EventsCfg>,
     /// `mpls`: None where no interface takes labels.
     pub mpls: Option<mpls::MplsCfg>,
+    /// `l3vpn`: None where the router is no VPN PE.
+    pub l3vpn: Option<l3vpn::L3vpnCfg>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -485,6 +488,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         dlsw: None,
         events: None,
         mpls: None,
+        l3vpn: None,
     };
     if matches!(root.value, Value::Null) {
         e.at(
@@ -513,6 +517,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
     cfg.dlsw = dlsw::parse(&mut top, &mut e);
     cfg.events = events::parse(&mut top, &mut e);
     cfg.mpls = mpls::parse(&mut top, &mut e);
+    cfg.l3vpn = l3vpn::parse(&mut top, &mut e);
+    if let (Some(l3), Some(m)) = (&mut cfg.l3vpn, &mut cfg.mpls) {
+        l3vpn::allocate_labels(l3, m);
+    }
     if let Some(n) = top.get("control-plane") {
         cfg.control_plane = control_plane::parse(n, &cfg.vrfs, &mut e);
     }

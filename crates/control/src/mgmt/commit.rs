@@ -302,6 +302,29 @@ fn fixed_at_start(old: &Config, new: &Config) -> Option<String> {
                 .into(),
         );
     }
+    let l3vpn = |c: &Config| {
+        c.l3vpn.as_ref().map(|l| {
+            let vrfs: Vec<_> = l
+                .vrfs
+                .iter()
+                .map(|v| {
+                    (
+                        v.name.clone(),
+                        v.rd,
+                        v.import.clone(),
+                        v.export.clone(),
+                        v.label,
+                    )
+                })
+                .collect();
+            (l.api, l.next_hop, vrfs)
+        })
+    };
+    if l3vpn(old) != l3vpn(new) {
+        return Some(
+            "l3vpn: the VPN speaker's connection and the VPN VRFs are set up at start".into(),
+        );
+    }
     let dlsw = |c: &Config| c.dlsw.as_ref().map(|d| d.without_origins());
     if dlsw(old) != dlsw(new) {
         return Some(

@@ -23,6 +23,7 @@ pub mod dlsw;
 pub mod exposition;
 pub mod graph;
 pub mod gtp;
+mod l3vpn;
 mod ldp;
 pub mod link_diag;
 pub mod mpls;

@@ -322,6 +322,10 @@ impl Core {
             }
         }
         let matched = found.count;
+        let vpn = s
+            .sources
+            .iter()
+            .find_map(|x| x.as_any().downcast_ref::<crate::l3vpn::VpnRoutes>());
         let routes = found
             .into_sorted()
             .into_iter()
@@ -353,8 +357,10 @@ impl Core {
                     RouteOrigin::Neighbor
                 } else if s.router.is_configured(vrf, Prefix::from(key)) {
                     RouteOrigin::File
+                } else if vpn.is_some_and(|v| v.holds(vrf, Prefix::from(key))) {
+                    RouteOrigin::Vpn
                 } else {
-                    // Not from the config, the API or a neighbour: FRR's, over FPM.
+                    // Not from the config, the API, a neighbour or a far PE: FRR's, over FPM.
                     RouteOrigin::Fpm
                 };
                 RouteView {

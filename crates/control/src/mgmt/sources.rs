@@ -8,6 +8,7 @@
 //! | `static`    | the rest of the config: static routes, route files, neighbours |
 //! | `api`       | routes added through the API (`route add`)                     |
 //! | `fpm`       | FRR's protocols, over FPM                                      |
+//! | `vpn`       | L3VPN routes from far PEs (MP-BGP through GoBGP, `l3vpn`)      |
 //!
 //! The config's routes are built with the router (`Router::build`). The API's are the core's
 //! own (`State::api_routes`). Other sources are adapters the core does not know by type: each
@@ -30,6 +31,7 @@ pub enum Origin {
     Static,
     Api,
     Fpm,
+    Vpn,
 }
 
 /// A source of routes the core keeps beside the config (FPM today; any adapter that learns
@@ -111,6 +113,11 @@ impl<'a> RouteWriter<'a> {
         &self.router.cfg
     }
 
+    /// The router, to read (its FIBs, next hops, neighbours).
+    pub fn router(&self) -> &Router {
+        self.router
+    }
+
     /// The next hop through interface `ifx` to `gw` (or a connected destination).
     pub fn nh_via(&mut self, ifx: u32, gw: Option<std::net::IpAddr>) -> u32 {
         self.router.nh_via(ifx, gw)
@@ -119,6 +126,12 @@ impl<'a> RouteWriter<'a> {
     /// The interface whose subnet holds `ip` in VRF `vrf`.
     pub fn connected_if(&self, vrf: u32, ip: std::net::IpAddr) -> Option<u32> {
         self.router.connected_if(vrf, ip)
+    }
+
+    /// The next hop of an L3VPN route to PE `pe` under VPN label `label` (see
+    /// `Router::vpn_next_hop`).
+    pub fn vpn_next_hop(&mut self, pe: std::net::IpAddr, label: u32) -> Option<u32> {
+        self.router.vpn_next_hop(pe, label)
     }
 
     /// A next-hop object the source owns and may change in place (see `router::paths`).

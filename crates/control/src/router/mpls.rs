@@ -89,6 +89,53 @@ impl Router {
             .map(|i| i as u32)
     }
 
+    /// The next hop of an L3VPN route: its BGP next hop (the far PE) resolved in the default
+    /// VRF, with the VPN label pushed under whatever labels the way to the PE takes (a labelled
+    /// route's, none to a PE on a connected subnet). None where the PE is unreachable, is this
+    /// router, or the stack would be deeper than the data plane pushes.
+    pub fn vpn_next_hop(&mut self, pe: IpAddr, vpn_label: u32) -> Option<u32> {
+        use fib::Key;
+        let fib = self.fibs.first()?;
+        let id = match pe {
+            IpAddr::V4(a) => {
+                let a = u32::from(a);
+                (0..=32u8).rev().find_map(|l| fib.v4.get(a.masked(l), l))
+            }
+            IpAddr::V6(a) => {
+                let a = u128::from(a);
+                (0..=128u8).rev().find_map(|l| fib.v6.get(a.masked(l), l))
+            }
+        }?;
+        let vpn = LabelStack::new(&[vpn_label])?;
+        self.vpn_member(id, pe, vpn)
+    }
+
+    fn vpn_member(&mut self, id: u32, pe: IpAddr, vpn: LabelStack) -> Option<u32> {
+        match self.next_hops.get(id as usize)?.clone() {
+            // The PE is on a connected subnet: it is the neighbour.
+            NextHop::Glean {
+                tx_if,
+                neighbor: None,
+            } => {
+                let nh = self.nh_via(tx_if, Some(pe));
+                Some(self.labelled(nh, vpn))
+            }
+            NextHop::Forward { .. } | NextHop::Glean { .. } => Some(self.labelled(id, vpn)),
+            NextHop::Labelled { via, labels } => {
+                let stack = labels.then(&vpn)?;
+                Some(self.labelled(via, stack))
+            }
+            NextHop::Ecmp(members) => {
+                let members = members
+                    .iter()
+                    .map(|&m| self.vpn_member(m, pe, vpn))
+                    .collect::<Option<Vec<u32>>>()?;
+                Some(self.nh_ecmp(members))
+            }
+            _ => None,
+        }
+    }
+
     /// Next hop `nh` with `labels` pushed: an ECMP group becomes a group of labelled members.
     pub(super) fn labelled(&mut self, nh: u32, labels: LabelStack) -> u32 {
         if labels.is_empty() {

@@ -1,0 +1,315 @@
+//! The VPN service's thread: a connection to gobgpd's gRPC API, its best VPN paths into the
+//! VRFs, the VRFs' routes out to it.
+//!
+//! One thread runs a single-threaded tokio runtime (tonic is async). A session: connect, ask
+//! `GetBgp` (its AS and router id, and proof it answers), watch the best paths (`WatchEvent`,
+//! BEST with the table as it is first), then loop: each event's paths are applied under the
+//! management lock a slice at a time and published; every `TICK` the unresolved imports are
+//! tried again and the exports brought in line (`AddPath` / `DeletePath` by the id GoBGP gave).
+//! When the API goes away (gobgpd stopped: its BGP sessions, and so its routes, went with it)
+//! the imported routes are withdrawn, the exports forgotten, and the thread connects again
+//! every second until it answers; the log says `VPN_SPEAKER_UP` / `VPN_SPEAKER_DOWN`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::transport::{Channel, Endpoint};
+use tonic_prost::ProstCodec;
+
+use super::gobgp::{self, Path};
+use super::{VpnRoutes, VpnUpdate};
+use crate::config::l3vpn::L3vpnCfg;
+use crate::mgmt::Core;
+use crate::syslog::Severity;
+
+/// How often exports are brought in line and unresolved imports retried.
+const TICK: Duration = Duration::from_millis(500);
+/// Updates applied under one hold of the management lock.
+const SLICE: usize = 8192;
+/// GoBGP sends the whole table in the first event: allow it whole (230,400 routes are ~50 MB).
+const MAX_MESSAGE: usize = 1 << 30;
+
+pub struct Service {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Service {
+    /// Registers the VPN routes as a route source of `core` and starts the thread.
+    pub fn start(core: &Arc<Core>, cfg: L3vpnCfg) -> Result<Service, String> {
+        {
+            let routes = VpnRoutes::new(cfg.clone(), &core.lock("l3vpn.start").router);
+            core.add_route_source(Box::new(routes));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let weak = Arc::downgrade(core);
+        let thread = std::thread::Builder::new()
+            .name("l3vpn".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        eprintln!("linerate: l3vpn: no runtime: {e}");
+                        return;
+                    }
+                };
+                rt.block_on(run(weak, cfg, s));
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Service {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn run(core: Weak<Core>, cfg: L3vpnCfg, stop: Arc<AtomicBool>) {
+    let mut was_up = false;
+    while !stop.load(Ordering::Relaxed) {
+        let why = match session(&core, &cfg, &stop, &mut was_up).await {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        let Some(c) = core.upgrade() else {
+            return;
+        };
+        c.with_route_source::<VpnRoutes, _>("l3vpn.down", |src, w| {
+            src.status.connected = false;
+            src.status.last_error = why.clone();
+            src.clear(w);
+            let _ = w.publish();
+        });
+        if was_up {
+            was_up = false;
+            c.logger.log(
+                Severity::Warning,
+                "VPN_SPEAKER_DOWN",
+                &[("api", cfg.api.to_string()), ("reason", why.clone())],
+                format!(
+                    "VPN speaker at {} is gone ({why}): VPN routes withdrawn",
+                    cfg.api
+                ),
+            );
+        }
+        drop(c);
+        for _ in 0..10 {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn method(name: &'static str) -> PathAndQuery {
+    PathAndQuery::from_static(name)
+}
+
+async fn unary<Req, Resp>(
+    grpc: &mut tonic::client::Grpc<Channel>,
+    req: Req,
+    path: &'static str,
+) -> Result<Resp, String>
+where
+    Req: prost::Message + Send + Sync + 'static,
+    Resp: prost::Message + Default + Send + Sync + 'static,
+{
+    grpc.ready().await.map_err(|e| e.to_string())?;
+    grpc.unary(
+        tonic::Request::new(req),
+        method(path),
+        ProstCodec::<Req, Resp>::default(),
+    )
+    .await
+    .map(|r| r.into_inner())
+    .map_err(|s| format!("{path}: {}", s.message()))
+}
+
+/// One connection to the API, until it fails (`Err`) or the service stops (`Ok`).
+async fn session(
+    core: &Weak<Core>,
+    cfg: &L3vpnCfg,
+    stop: &AtomicBool,
+    was_up: &mut bool,
+) -> Result<(), String> {
+    let ch = Endpoint::from_shared(format!("http://{}", cfg.api))
+        .map_err(|e| e.to_string())?
+        .connect_timeout(Duration::from_secs(1))
+        .connect()
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    let mut grpc = tonic::client::Grpc::new(ch).max_decoding_message_size(MAX_MESSAGE);
+    let bgp: gobgp::GetBgpResponse =
+        unary(&mut grpc, gobgp::GetBgpRequest {}, "/apipb.GobgpApi/GetBgp").await?;
+    let global = bgp.global.unwrap_or_default();
+    grpc.ready().await.map_err(|e| e.to_string())?;
+    let watch = gobgp::WatchEventRequest {
+        table: Some(gobgp::WatchTable {
+            filters: vec![gobgp::WatchFilter {
+                r#type: 0,
+                init: true,
+            }],
+        }),
+    };
+    let mut events = grpc
+        .server_streaming(
+            tonic::Request::new(watch),
+            method("/apipb.GobgpApi/WatchEvent"),
+            ProstCodec::<gobgp::WatchEventRequest, gobgp::WatchEventResponse>::default(),
+        )
+        .await
+        .map_err(|s| format!("WatchEvent: {}", s.message()))?
+        .into_inner();
+    {
+        let c = core.upgrade().ok_or("stopping")?;
+        c.with_route_source::<VpnRoutes, _>("l3vpn.up", |src, _| {
+            let s = &mut src.status;
+            s.connected = true;
+            s.connects += 1;
+            s.last_error.clear();
+            s.asn = global.asn;
+            s.router_id = global.router_id.clone();
+        });
+        *was_up = true;
+        c.logger.log(
+            Severity::Notice,
+            "VPN_SPEAKER_UP",
+            &[("api", cfg.api.to_string())],
+            format!(
+                "VPN speaker at {} is up (AS {}, router id {})",
+                cfg.api, global.asn, global.router_id
+            ),
+        );
+    }
+    let mut tick = tokio::time::interval(TICK);
+    loop {
+        tokio::select! {
+            ev = events.message() => {
+                let ev = ev.map_err(|s| format!("WatchEvent: {}", s.message()))?
+                    .ok_or("WatchEvent: the stream ended")?;
+                if let Some(t) = ev.table {
+                    apply(core, &t.paths)?;
+                }
+            }
+            _ = tick.tick() => {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                export(core, &mut grpc).await?;
+            }
+        }
+    }
+}
+
+/// The paths of one event into the VRFs, a slice per hold of the lock.
+fn apply(core: &Weak<Core>, paths: &[Path]) -> Result<(), String> {
+    let mut updates: Vec<VpnUpdate> = Vec::with_capacity(paths.len());
+    let mut malformed = 0;
+    for p in paths {
+        match gobgp::decode_path(p) {
+            Ok(Some(u)) => updates.push(u),
+            Ok(None) => {}
+            Err(_) => malformed += 1,
+        }
+    }
+    let c = core.upgrade().ok_or("stopping")?;
+    if updates.is_empty() {
+        c.with_route_source::<VpnRoutes, _>("l3vpn.apply", |src, _| {
+            src.status.malformed += malformed
+        });
+    }
+    for chunk in updates.chunks(SLICE) {
+        c.with_route_source::<VpnRoutes, _>("l3vpn.apply", |src, w| {
+            src.status.malformed += std::mem::take(&mut malformed);
+            src.apply(w, chunk);
+            w.publish().map_err(|e| e.0)
+        })
+        .ok_or("no VPN route source")??;
+    }
+    Ok(())
+}
+
+/// Unresolved imports tried again; the exports brought in line with the VRFs.
+async fn export(core: &Weak<Core>, grpc: &mut tonic::client::Grpc<Channel>) -> Result<(), String> {
+    let (diff, paths) = {
+        let c = core.upgrade().ok_or("stopping")?;
+        c.with_route_source::<VpnRoutes, _>("l3vpn.export", |src, w| {
+            if src.retry(w) > 0 {
+                let _ = w.publish();
+            }
+            let d = src.export_diff(w.router());
+            let paths: Vec<Path> = d.add.iter().map(|&(i, p)| src.export_path(i, p)).collect();
+            (d, paths)
+        })
+        .ok_or("no VPN route source")?
+    };
+    let mut errors = 0;
+    let mut first_error = None;
+    for (i, p, uuid) in diff.withdraw {
+        let req = gobgp::DeletePathRequest {
+            table_type: gobgp::TABLE_GLOBAL,
+            family: export_family(p),
+            uuid,
+            ..Default::default()
+        };
+        if let Err(e) = unary::<_, gobgp::Empty>(grpc, req, "/apipb.GobgpApi/DeletePath").await {
+            errors += 1;
+            first_error.get_or_insert(format!("withdrawing {p} of VRF entry {i}: {e}"));
+        }
+    }
+    let mut taken = Vec::with_capacity(paths.len());
+    for (&(i, p), path) in diff.add.iter().zip(paths) {
+        let req = gobgp::AddPathRequest {
+            table_type: gobgp::TABLE_GLOBAL,
+            vrf_id: String::new(),
+            path: Some(path),
+        };
+        match unary::<_, gobgp::AddPathResponse>(grpc, req, "/apipb.GobgpApi/AddPath").await {
+            Ok(r) => taken.push((i, p, r.uuid)),
+            Err(e) => {
+                errors += 1;
+                first_error.get_or_insert(format!("exporting {p}: {e}"));
+            }
+        }
+    }
+    if taken.is_empty() && errors == 0 {
+        return Ok(());
+    }
+    let c = core.upgrade().ok_or("stopping")?;
+    c.with_route_source::<VpnRoutes, _>("l3vpn.exported", |src, _| {
+        for (i, p, uuid) in taken {
+            src.exported_as(i, p, uuid);
+        }
+        src.status.export_errors += errors;
+        if let Some(e) = first_error {
+            src.status.last_error = e;
+        }
+    });
+    Ok(())
+}
+
+fn export_family(p: crate::config::Prefix) -> Option<gobgp::Family> {
+    Some(gobgp::Family {
+        afi: match p {
+            crate::config::Prefix::V4(..) => gobgp::AFI_IP,
+            crate::config::Prefix::V6(..) => gobgp::AFI_IP6,
+        },
+        safi: gobgp::SAFI_MPLS_VPN,
+    })
+}
