@@ -481,9 +481,52 @@ pub fn ldp_session(data: &[u8]) {
     let _ = e.signalled();
 }
 
+/// `data` as a WatchEvent message from GoBGP's API (what the L3VPN service reads): decoded,
+/// each path read as a VPN route. A route that reads must write back as an export path that
+/// reads as the same route (with the same neighbour).
+pub fn gobgp_path(data: &[u8]) {
+    use crate::l3vpn::gobgp::{decode_path, export_path, WatchEventResponse};
+    use crate::l3vpn::VpnUpdate;
+    use prost::Message;
+    let Ok(ev) = WatchEventResponse::decode(data) else {
+        return;
+    };
+    for p in ev.table.iter().flat_map(|t| t.paths.iter()) {
+        if let Ok(Some(VpnUpdate::Add(r))) = decode_path(p) {
+            let mut back = export_path(r.rd, r.prefix, r.label, r.next_hop, &r.rts);
+            back.neighbor_ip = p.neighbor_ip.clone();
+            match decode_path(&back) {
+                Ok(Some(VpnUpdate::Add(again))) => assert_eq!(again, r),
+                other => panic!("{r:?} wrote back as {other:?}"),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gobgp_path_inputs() {
+        use crate::l3vpn::gobgp::{export_path, TableEvent, WatchEventResponse};
+        use prost::Message;
+        gobgp_path(b"");
+        gobgp_path(&[0x1a, 0x03, 0x12, 0x01, 0xff]);
+        let mut p = export_path(
+            "65000:1".parse().unwrap(),
+            Prefix::parse("10.1.0.0/24").unwrap(),
+            100,
+            "10.0.0.1".parse().unwrap(),
+            &["65000:1".parse().unwrap()],
+        );
+        p.neighbor_ip = "10.0.0.2".into();
+        let ev = WatchEventResponse {
+            table: Some(TableEvent { paths: vec![p] }),
+        };
+        gobgp_path(&ev.encode_to_vec());
+        saved("gobgp_path", gobgp_path);
+    }
 
     #[test]
     fn ldp_session_inputs() {

@@ -482,6 +482,7 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
         seed: vec![],
         notes: vec![],
         flows,
+        vpn_routes: Vec::new(),
     };
     let mut obs = ProgressPrinter::new();
     obs.verbose = !a.trial.quiet;

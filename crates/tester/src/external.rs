@@ -1279,6 +1279,7 @@ pub fn run(
         external: Some(info),
         gtp: Vec::new(),
         soak: Vec::new(),
+        setup_checks: Vec::new(),
     })
 }
 

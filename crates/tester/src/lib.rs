@@ -44,6 +44,7 @@ pub mod fuzzing;
 pub mod ggsn;
 pub mod histogram;
 pub mod hotswap;
+pub mod l3vpn;
 pub mod load;
 pub mod multicast;
 pub mod procedures;

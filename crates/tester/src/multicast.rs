@@ -635,5 +635,6 @@ pub fn run_external(
         external: None,
         gtp: Vec::new(),
         soak: Vec::new(),
+        setup_checks: Vec::new(),
     })
 }

@@ -757,6 +757,7 @@ pub fn checks(r: &ScenarioReport) -> Vec<Check> {
             pass: sv.passed(),
         });
     }
+    c.extend(r.setup_checks.iter().cloned());
     if let Some(l) = &r.learning {
         c.extend(l.checks.iter().cloned());
     }

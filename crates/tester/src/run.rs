@@ -125,6 +125,8 @@ pub struct ScenarioReport {
     pub gtp: Vec<crate::ggsn::GtpReport>,
     /// `--soak`: the long trial at each row's throughput.
     pub soak: Vec<Soak>,
+    /// What setting the router up checked before the trials (ME-6: every VPN route installed).
+    pub setup_checks: Vec<crate::report::Check>,
 }
 
 /// One long trial at the load a short search found (the seeds ran 300 s trials).
@@ -201,7 +203,7 @@ pub fn run_with(
     ro: &RunOpts,
     obs: &mut dyn Observer,
 ) -> Result<ScenarioReport, String> {
-    let routes = router.route_counts();
+    let mut routes = router.route_counts();
     let speeds: Vec<f64> = s.ports.iter().map(|p| p.1).collect();
     // Enough buffers for every receive ring of the router full (overload), plus what is in
     // flight back to the tester and the threads' caches.
@@ -211,6 +213,14 @@ pub fn run_with(
     let (emb, mut ports, probe) =
         Embedded::start(router, config.clone(), ro.ring, buffers, &speeds)?;
     let core = emb.core.clone().ok_or("the router did not start")?;
+    let mut notes = s.notes.clone();
+    let mut setup_checks = Vec::new();
+    if !s.vpn_routes.is_empty() {
+        let (c, note) = crate::l3vpn::install(&core, &s.vpn_routes)?;
+        setup_checks = c;
+        notes.push(note);
+        routes = core.lock("tester.routes").router.route_counts();
+    }
     // The API is served when asked for, and for the management storm (on a socket of its own).
     let api_socket = ro.api_socket.clone().or_else(|| {
         ro.mgmt_storm.map(|_| {
@@ -521,10 +531,11 @@ pub fn run_with(
         multicast,
         storm,
         fixed_load,
-        notes: s.notes,
+        notes,
         external: None,
         gtp: Vec::new(),
         soak,
+        setup_checks,
     })
 }
 

@@ -265,6 +265,55 @@ fn me5_pseudowires_fail_over_to_the_lsps_backup() {
     }));
 }
 
+/// ME-6 at a hundredth of its routes: every VRF's VPN routes installed through the L3VPN
+/// route source (a named check), and both directions forward: CE frames leave their far PE's
+/// uplink labelled, labelled frames reach every VRF's CE, nothing misdelivered.
+#[test]
+fn me6_installs_every_vpn_route_and_forwards_both_ways() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario::build(
+        "ME-6",
+        &ScenarioOpts {
+            scale: 0.01,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // 192 VRFs x (11 VPN + 1 CE) routes.
+    assert_eq!(s.vpn_routes.len(), 192 * 11);
+    let mut o = opts(0.2);
+    o.sizes = Some(vec![FrameSizes::Fixed(512), FrameSizes::Fixed(9208)]);
+    let r = run::run(s, &o, &mut Quiet).unwrap();
+    let js = report::json(&r);
+    let checks = js["checks"].as_array().unwrap();
+    let installed = checks
+        .iter()
+        .find(|c| c["name"] == "VPN routes installed")
+        .expect("the VPN check");
+    assert_eq!(installed["pass"], true, "{installed}");
+    assert!(
+        installed["measured"]
+            .as_str()
+            .unwrap()
+            .starts_with("2112 installed, 0 unresolved"),
+        "{installed}"
+    );
+    // VPN routes, CE routes, the PEs' labelled routes and the connected ones.
+    assert!(r.routes.0 >= 192 * 12 + 8, "{:?}", r.routes);
+    outcomes_pass("ME-6", &js);
+    for row in &r.rows {
+        let best = row.search.best.as_ref().expect("some load passes");
+        assert_eq!((best.lost, best.misdelivered, best.corrupted), (0, 0, 0));
+        assert_eq!(best.streams.len(), 384);
+        assert!(
+            best.streams.iter().all(|s| s.rx > 0),
+            "every stream got through: {row:?}"
+        );
+    }
+    let md = report::table(&r);
+    assert!(md.contains("| 512 | 3,238,209 |"), "{md}");
+}
+
 /// L2-1M at a hundredth of its addresses: flooding reaches every other port, the capacity and
 /// learning-rate searches run their steps against the router's bridge (emptied between steps)
 /// and report what they found; the verdict is the checks'.

@@ -70,6 +70,8 @@ pub struct VpnRoutes {
     pub cfg: L3vpnCfg,
     /// Router VRF index of each `cfg.vrfs` entry, for the router the routes are in now.
     vrf_idx: Vec<usize>,
+    /// Route target -> the `cfg.vrfs` entries importing it.
+    by_rt: HashMap<VpnId, Vec<usize>>,
     /// The best path of each VPN destination.
     paths: HashMap<(VpnId, Prefix), VpnRoute>,
     /// Prefix -> the RDs it is known under.
@@ -96,6 +98,7 @@ impl VpnRoutes {
         let mut s = Self {
             cfg,
             vrf_idx: Vec::new(),
+            by_rt: HashMap::new(),
             paths: HashMap::new(),
             by_prefix: HashMap::new(),
             imported: HashMap::new(),
@@ -103,6 +106,11 @@ impl VpnRoutes {
             status: VpnStatus::default(),
         };
         s.map_vrfs(&router.cfg);
+        for (i, v) in s.cfg.vrfs.iter().enumerate() {
+            for rt in &v.import {
+                s.by_rt.entry(*rt).or_default().push(i);
+            }
+        }
         s.status.api = s.cfg.api.to_string();
         s
     }
@@ -118,19 +126,30 @@ impl VpnRoutes {
 
     /// Applies what the speaker sent; the caller publishes.
     pub fn apply(&mut self, w: &mut RouteWriter<'_>, updates: &[VpnUpdate]) {
-        let mut touched = HashSet::new();
+        // The (VRF entry, prefix) pairs to look at again: only VRFs importing a target of the
+        // path that came or went (a VRF that imports none of them cannot change).
+        let mut touched: HashSet<(usize, Prefix)> = HashSet::new();
+        let mut touch = |rts: &[VpnId], p: Prefix, by_rt: &HashMap<VpnId, Vec<usize>>| {
+            for rt in rts {
+                for &i in by_rt.get(rt).map(Vec::as_slice).unwrap_or_default() {
+                    touched.insert((i, p));
+                }
+            }
+        };
         for u in updates {
             match u {
                 VpnUpdate::Add(r) => {
                     self.status.updates += 1;
                     let key = (r.rd, r.prefix);
-                    if self.paths.insert(key, r.clone()).is_none() {
-                        self.by_prefix.entry(r.prefix).or_default().push(r.rd);
+                    match self.paths.insert(key, r.clone()) {
+                        None => self.by_prefix.entry(r.prefix).or_default().push(r.rd),
+                        // Its targets may have changed: the VRFs it left look again too.
+                        Some(old) => touch(&old.rts, old.prefix, &self.by_rt),
                     }
-                    touched.insert(r.prefix);
+                    touch(&r.rts, r.prefix, &self.by_rt);
                 }
                 VpnUpdate::Withdraw { rd, prefix } => {
-                    if self.paths.remove(&(*rd, *prefix)).is_some() {
+                    if let Some(old) = self.paths.remove(&(*rd, *prefix)) {
                         self.status.withdrawals += 1;
                         if let Some(v) = self.by_prefix.get_mut(prefix) {
                             v.retain(|x| x != rd);
@@ -138,15 +157,13 @@ impl VpnRoutes {
                                 self.by_prefix.remove(prefix);
                             }
                         }
-                        touched.insert(*prefix);
+                        touch(&old.rts, old.prefix, &self.by_rt);
                     }
                 }
             }
         }
-        for p in touched {
-            for i in 0..self.cfg.vrfs.len() {
-                self.place(w, i, p);
-            }
+        for (i, p) in touched {
+            self.place(w, i, p);
         }
         self.count();
     }

@@ -184,6 +184,7 @@ pub(super) fn grf(o: &ScenarioOpts, kind: Grf) -> Scenario {
         seed,
         notes,
         flows,
+        vpn_routes: Vec::new(),
     }
 }
 

@@ -11,6 +11,7 @@
 //! - generated route tables (ME-1, ME-2, GR-3) are spread over the uplinks' hosts.
 
 mod grf;
+mod l3vpn;
 mod metro;
 mod multicast;
 mod pseudowire;
@@ -82,6 +83,9 @@ pub struct Scenario {
     pub notes: Vec<String>,
     /// Flows across all streams.
     pub flows: u64,
+    /// L3VPN routes as the VPN speaker hands them (ME-6): put into the router through its VPN
+    /// route source before the first trial, each checked installed.
+    pub vpn_routes: Vec<control::l3vpn::VpnUpdate>,
 }
 
 /// Options that scale a scenario down (CI) or change its defaults.
@@ -131,6 +135,14 @@ pub const NAMES: &[(&str, &str)] = &[
     (
         "ME-5",
         "ME 6524 pseudowire failover: 100 pseudowires on an LSP with a pre-installed backup, 100,000 fps, the primary cut",
+    ),
+    (
+        "ME-6",
+        "ME 6524 MPLS VPN: 192 VRFs, 230,400 routes (95% VPN), 24 access + 8 uplinks, backbone, 64..9208 B",
+    ),
+    (
+        "ME-6S",
+        "ME-6 with the services off, then on (10,000-line ACL, QoS re-marking, NetFlow)",
     ),
     (
         "ME-7",
@@ -220,6 +232,8 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "ME-3" => Ok(pseudowire::pseudowires(o, true)),
         "ME-4" => Ok(pseudowire::pseudowires(o, false)),
         "ME-5" => Ok(pseudowire::protected(o)),
+        "ME-6" => Ok(l3vpn::l3vpn(o)),
+        "ME-6S" => Ok(services::me6s(o)),
         "ME-7" => Ok(switching::switching(o, crate::bridging::Learning::On)),
         "ME-8" => Ok(switching::switching(o, crate::bridging::Learning::Off)),
         "ME-9" => Ok(switching::switching(

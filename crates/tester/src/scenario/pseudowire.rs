@@ -223,6 +223,7 @@ pub(super) fn pseudowires(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
                 .into(),
         ],
         flows,
+        vpn_routes: Vec::new(),
     }
 }
 
@@ -351,6 +352,7 @@ pub(super) fn protected(o: &ScenarioOpts) -> Scenario {
                 .into(),
         ],
         flows,
+        vpn_routes: Vec::new(),
     }
 }
 

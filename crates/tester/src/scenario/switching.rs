@@ -172,6 +172,7 @@ pub(super) fn switching(o: &ScenarioOpts, learning: Learning) -> Scenario {
             n
         },
         flows,
+        vpn_routes: Vec::new(),
     }
 }
 
@@ -255,6 +256,7 @@ pub(super) fn flexlink(o: &ScenarioOpts) -> Scenario {
                 .into(),
         ],
         flows,
+        vpn_routes: Vec::new(),
     }
 }
 
@@ -324,5 +326,6 @@ pub(super) fn searches(o: &ScenarioOpts) -> Scenario {
                 .into(),
         ],
         flows,
+        vpn_routes: Vec::new(),
     }
 }
