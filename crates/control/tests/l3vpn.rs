@@ -73,7 +73,6 @@ fn apply(core: &control::mgmt::Core, updates: &[VpnUpdate]) {
 
 /// A packet from the CE on `port` to `dst`: where it left (port) and its label stack.
 fn send(
-    core: &control::mgmt::Core,
     peers: &mut [control::MemPeer],
     cache: &mut dataplane::BufCache,
     port: usize,
@@ -107,7 +106,6 @@ fn send(
                         }
                     }
                 }
-                let _ = core;
                 return Some((q, labels));
             }
         }
@@ -154,19 +152,19 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
     );
     // cust-a's CE (p0) reaches 10.2/24 through p1 under 3000; not 10.3/24 (cust-b's).
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 0, [10, 2, 0, 5]),
+        send(&mut peers, &mut cache, 0, [10, 2, 0, 5]),
         Some((1, vec![3000]))
     );
     // cust-b's CE (p3) reaches 10.3/24 through p2 under [700, 3001].
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 3, [10, 3, 0, 5]),
+        send(&mut peers, &mut cache, 3, [10, 3, 0, 5]),
         Some((2, vec![700, 3001]))
     );
-    assert_eq!(send(&core, &mut peers, &mut cache, 3, [10, 2, 0, 5]), None);
-    assert_eq!(send(&core, &mut peers, &mut cache, 0, [10, 6, 0, 5]), None);
+    assert_eq!(send(&mut peers, &mut cache, 3, [10, 2, 0, 5]), None);
+    assert_eq!(send(&mut peers, &mut cache, 0, [10, 6, 0, 5]), None);
     // The held prefix still goes to the CE side (the static route), unlabelled.
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 0, [10, 5, 0, 5]),
+        send(&mut peers, &mut cache, 0, [10, 5, 0, 5]),
         Some((0, vec![]))
     );
     let v = core.routes(&api::requests::RoutesQuery {
@@ -189,7 +187,7 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
         )],
     );
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 0, [10, 2, 0, 5]),
+        send(&mut peers, &mut cache, 0, [10, 2, 0, 5]),
         Some((1, vec![3000]))
     );
     apply(
@@ -200,7 +198,7 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
         }],
     );
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 0, [10, 2, 0, 5]),
+        send(&mut peers, &mut cache, 0, [10, 2, 0, 5]),
         Some((1, vec![4000]))
     );
 
@@ -212,12 +210,13 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
     })
     .unwrap();
     core.with_route_source::<VpnRoutes, _>("t", |src, w| {
-        assert_eq!(src.retry(w), 1);
+        // The unresolved one and the held one (the static route still holds it).
+        assert_eq!(src.retry(w), 2);
         w.publish().unwrap();
     });
     assert_eq!(status(&core).unresolved, 0);
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 0, [10, 4, 0, 5]),
+        send(&mut peers, &mut cache, 0, [10, 4, 0, 5]),
         Some((2, vec![3002]))
     );
     let bgp = core.bgp_vpn_view(None);
@@ -237,6 +236,43 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
         vec!["cust-a: held by a stronger source".to_string()]
     );
 
+    // A route of a source the writer does not rank (FRR's over FPM is put in this way) is
+    // neither replaced by a VPN route nor removed when the VPN route goes.
+    {
+        let mut s = core.lock("t");
+        let vrf = s.router.vrf_index("cust-a");
+        let nh = s.router.nh_via(0, Some("10.1.0.2".parse().unwrap()));
+        s.router.install(vrf, p("10.9.0.0/24"), nh).unwrap();
+        s.router.publish().unwrap();
+    }
+    apply(
+        &core,
+        &[route(
+            "65000:8",
+            "10.9.0.0/24",
+            3009,
+            "198.51.100.2",
+            "65000:1",
+        )],
+    );
+    assert_eq!(
+        send(&mut peers, &mut cache, 0, [10, 9, 0, 5]),
+        Some((0, vec![]))
+    );
+    assert_eq!(status(&core).held, 2);
+    apply(
+        &core,
+        &[VpnUpdate::Withdraw {
+            rd: id("65000:8"),
+            prefix: p("10.9.0.0/24"),
+        }],
+    );
+    assert_eq!(
+        send(&mut peers, &mut cache, 0, [10, 9, 0, 5]),
+        Some((0, vec![])),
+        "the other source's route stays"
+    );
+
     // A commit builds a new router: the VPN routes are in it.
     let text = std::fs::read_to_string(dir.join("r.yaml")).unwrap();
     let edited = text.replace(
@@ -252,11 +288,11 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
         .unwrap();
     assert!(out.commit.is_some(), "{out:?}");
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 0, [10, 2, 0, 5]),
+        send(&mut peers, &mut cache, 0, [10, 2, 0, 5]),
         Some((1, vec![4000]))
     );
     assert_eq!(
-        send(&core, &mut peers, &mut cache, 3, [10, 3, 0, 5]),
+        send(&mut peers, &mut cache, 3, [10, 3, 0, 5]),
         Some((2, vec![700, 3001]))
     );
 
@@ -265,7 +301,7 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
         src.clear(w);
         w.publish().unwrap();
     });
-    assert_eq!(send(&core, &mut peers, &mut cache, 0, [10, 2, 0, 5]), None);
+    assert_eq!(send(&mut peers, &mut cache, 0, [10, 2, 0, 5]), None);
     assert_eq!(status(&core).installed, 0);
 }
 

@@ -20,7 +20,9 @@
 pub mod gobgp;
 pub mod service;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::net::IpAddr;
 
 use api::views::{VpnRouteView, VpnStatus, VpnVrfView};
@@ -73,11 +75,13 @@ pub struct VpnRoutes {
     /// Route target -> the `cfg.vrfs` entries importing it.
     by_rt: HashMap<VpnId, Vec<usize>>,
     /// The best path of each VPN destination.
-    paths: HashMap<(VpnId, Prefix), VpnRoute>,
-    /// Prefix -> the RDs it is known under.
-    by_prefix: HashMap<Prefix, Vec<VpnId>>,
+    paths: FxHashMap<(VpnId, Prefix), VpnRoute>,
+    /// (prefix, route target) -> the RDs the prefix is known under with that target: a VRF's
+    /// candidates for a prefix are found by its import targets, without scanning every RD (a
+    /// prefix every VRF uses is known under as many RDs as there are VRFs).
+    candidates: FxHashMap<(Prefix, VpnId), BTreeSet<VpnId>>,
     /// (index into `cfg.vrfs`, prefix) -> the RD imported there and what became of it.
-    imported: HashMap<(usize, Prefix), (VpnId, Import)>,
+    imported: FxHashMap<(usize, Prefix), (VpnId, Import)>,
     /// (index into `cfg.vrfs`, prefix) -> the id GoBGP gave the exported path (empty until
     /// GoBGP has answered).
     exported: HashMap<(usize, Prefix), Vec<u8>>,
@@ -99,9 +103,9 @@ impl VpnRoutes {
             cfg,
             vrf_idx: Vec::new(),
             by_rt: HashMap::new(),
-            paths: HashMap::new(),
-            by_prefix: HashMap::new(),
-            imported: HashMap::new(),
+            paths: FxHashMap::default(),
+            candidates: FxHashMap::default(),
+            imported: FxHashMap::default(),
             exported: HashMap::new(),
             status: VpnStatus::default(),
         };
@@ -128,7 +132,7 @@ impl VpnRoutes {
     pub fn apply(&mut self, w: &mut RouteWriter<'_>, updates: &[VpnUpdate]) {
         // The (VRF entry, prefix) pairs to look at again: only VRFs importing a target of the
         // path that came or went (a VRF that imports none of them cannot change).
-        let mut touched: HashSet<(usize, Prefix)> = HashSet::new();
+        let mut touched: FxHashSet<(usize, Prefix)> = FxHashSet::default();
         let mut touch = |rts: &[VpnId], p: Prefix, by_rt: &HashMap<VpnId, Vec<usize>>| {
             for rt in rts {
                 for &i in by_rt.get(rt).map(Vec::as_slice).unwrap_or_default() {
@@ -141,22 +145,23 @@ impl VpnRoutes {
                 VpnUpdate::Add(r) => {
                     self.status.updates += 1;
                     let key = (r.rd, r.prefix);
-                    match self.paths.insert(key, r.clone()) {
-                        None => self.by_prefix.entry(r.prefix).or_default().push(r.rd),
+                    if let Some(old) = self.paths.insert(key, r.clone()) {
                         // Its targets may have changed: the VRFs it left look again too.
-                        Some(old) => touch(&old.rts, old.prefix, &self.by_rt),
+                        unindex(&mut self.candidates, &old);
+                        touch(&old.rts, old.prefix, &self.by_rt);
+                    }
+                    for rt in &r.rts {
+                        self.candidates
+                            .entry((r.prefix, *rt))
+                            .or_default()
+                            .insert(r.rd);
                     }
                     touch(&r.rts, r.prefix, &self.by_rt);
                 }
                 VpnUpdate::Withdraw { rd, prefix } => {
                     if let Some(old) = self.paths.remove(&(*rd, *prefix)) {
                         self.status.withdrawals += 1;
-                        if let Some(v) = self.by_prefix.get_mut(prefix) {
-                            v.retain(|x| x != rd);
-                            if v.is_empty() {
-                                self.by_prefix.remove(prefix);
-                            }
-                        }
+                        unindex(&mut self.candidates, &old);
                         touch(&old.rts, old.prefix, &self.by_rt);
                     }
                 }
@@ -177,18 +182,19 @@ impl VpnRoutes {
             }
         }
         self.paths.clear();
-        self.by_prefix.clear();
+        self.candidates.clear();
         // GoBGP forgets the paths added through its API when it stops.
         self.exported.clear();
         self.count();
     }
 
-    /// Tries again the routes whose PE did not resolve (a route to it may have come since).
+    /// Tries again the routes whose PE did not resolve (a route to it may have come since) and
+    /// those a stronger source held (it may have let go).
     pub fn retry(&mut self, w: &mut RouteWriter<'_>) -> usize {
         let waiting: Vec<(usize, Prefix)> = self
             .imported
             .iter()
-            .filter(|(_, (_, imp))| *imp == Import::Unresolved)
+            .filter(|(_, (_, imp))| matches!(imp, Import::Unresolved | Import::Held))
             .map(|(k, _)| *k)
             .collect();
         for &(i, p) in &waiting {
@@ -201,13 +207,12 @@ impl VpnRoutes {
     /// The path VRF entry `i` should take for `p`: of the RDs `p` is known under whose route
     /// targets it imports, the lowest.
     fn best(&self, i: usize, p: Prefix) -> Option<&VpnRoute> {
-        let import = &self.cfg.vrfs[i].import;
-        self.by_prefix
-            .get(&p)?
+        let rd = self.cfg.vrfs[i]
+            .import
             .iter()
-            .filter_map(|rd| self.paths.get(&(*rd, p)))
-            .filter(|r| r.rts.iter().any(|t| import.contains(t)))
-            .min_by_key(|r| r.rd)
+            .filter_map(|rt| self.candidates.get(&(p, *rt))?.first())
+            .min()?;
+        self.paths.get(&(*rd, p))
     }
 
     /// Installs, replaces or removes VRF entry `i`'s route for `p`.
@@ -215,23 +220,36 @@ impl VpnRoutes {
         let vrf = self.vrf_idx[i];
         let want = self.best(i, p).map(|r| (r.rd, r.next_hop, r.label));
         let was = self.imported.remove(&(i, p));
+        // What the FIB holds for `p` is this source's only while it is the next hop this source
+        // put there: any other is a stronger source's (FRR's over FPM, which the writer does not
+        // know of), never to be replaced or removed from here.
+        let ours = match was {
+            Some((_, Import::Installed(nh))) => Some(nh),
+            _ => None,
+        };
+        let current = in_fib(w.router(), vrf, p);
+        let foreign = current.is_some() && current != ours;
         let Some((rd, pe, label)) = want else {
-            if let Some((_, Import::Installed(_))) = was {
+            if !foreign && ours.is_some() {
                 w.remove(vrf, p);
             }
             return;
         };
-        let imp = match w.vpn_next_hop(pe, label) {
-            Some(nh) => match w.install(vrf, p, nh) {
-                Ok(()) => Import::Installed(nh),
-                Err(Refused::Held) => Import::Held,
-                Err(Refused::Table(e)) => Import::Refused(e),
-            },
-            None => {
-                if let Some((_, Import::Installed(_))) = was {
-                    w.remove(vrf, p);
+        let imp = if foreign {
+            Import::Held
+        } else {
+            match w.vpn_next_hop(pe, label) {
+                Some(nh) => match w.install(vrf, p, nh) {
+                    Ok(()) => Import::Installed(nh),
+                    Err(Refused::Held) => Import::Held,
+                    Err(Refused::Table(e)) => Import::Refused(e),
+                },
+                None => {
+                    if ours.is_some() {
+                        w.remove(vrf, p);
+                    }
+                    Import::Unresolved
                 }
-                Import::Unresolved
             }
         };
         self.imported.insert((i, p), (rd, imp));
@@ -392,6 +410,27 @@ impl VpnRoutes {
                 }
             })
             .collect()
+    }
+}
+
+/// Takes route `r` out of the candidates of each of its targets.
+fn unindex(c: &mut FxHashMap<(Prefix, VpnId), BTreeSet<VpnId>>, r: &VpnRoute) {
+    for rt in &r.rts {
+        if let Some(set) = c.get_mut(&(r.prefix, *rt)) {
+            set.remove(&r.rd);
+            if set.is_empty() {
+                c.remove(&(r.prefix, *rt));
+            }
+        }
+    }
+}
+
+/// The next hop VRF `vrf`'s FIB holds for exactly `p`.
+fn in_fib(r: &Router, vrf: usize, p: Prefix) -> Option<u32> {
+    let f = r.fibs.get(vrf)?;
+    match p {
+        Prefix::V4(a, l) => f.v4.get(a, l),
+        Prefix::V6(a, l) => f.v6.get(a, l),
     }
 }
 

@@ -138,7 +138,7 @@ pub const NAMES: &[(&str, &str)] = &[
     ),
     (
         "ME-6",
-        "ME 6524 MPLS VPN: 192 VRFs, 230,400 routes (95% VPN), 24 access + 8 uplinks, backbone, 64..9208 B",
+        "ME 6524 MPLS VPN: 192 VRFs, 230,400 routes (95% VPN), 24 access + 8 uplinks, backbone, 68..9208 B",
     ),
     (
         "ME-6S",
