@@ -405,26 +405,6 @@ pub(super) fn me1s(o: &ScenarioOpts) -> Scenario {
     s
 }
 
-/// ME-6S: ME-6 (the MPLS VPN) with the services off and then on, as ME-1S. Labelled frames
-/// from the core do not take IP forwarding's input arc yet (issue 16): the services act on the
-/// CEs' traffic into the VRFs.
-pub(super) fn me6s(o: &ScenarioOpts) -> Scenario {
-    let mut s = services_off_then_on(
-        super::l3vpn::l3vpn(o),
-        o,
-        "ME-6S",
-        "Cisco ME 6524, table 6: MPLS VPN scalability and throughput (192 VRFs, 230,400 \
-         routes, 300 s) with the 10,000-line ACL, QoS re-marking and NetFlow",
-    );
-    s.notes.push(
-        "Services on: only the CEs' frames (half the traffic) are filtered, classified and \
-         accounted; the labelled frames from the core pop into their VRF without an input \
-         feature arc (issue 16), so they cross with no service."
-            .into(),
-    );
-    s
-}
-
 /// `s` with each frame size searched with the services off and then on (the ME 6524 report's
 /// 10,000-line ACL, 500-line QoS ACL re-marking DSCP, and NetFlow on every interface), scaled
 /// with the scenario.
