@@ -34,6 +34,7 @@ import pytest
 from test_real_ports import Router
 from testbed import require_tools, wait_until
 from testbed.capture import read_fields
+from testbed.frames import mac, mpls_entry, send
 from testbed.frr import zebra_config
 from testbed.gobgp import gobgp_config
 
@@ -94,24 +95,6 @@ router bgp 65000
 exit
 !
 """
-
-SEND = r"""
-import socket, sys
-dev, frame, n = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((dev, 0))
-for _ in range(n):
-    s.send(frame)
-"""
-
-
-def mac(s: str) -> bytes:
-    return bytes.fromhex(s.replace(":", ""))
-
-
-def mpls_header(label: int, bottom: bool = True, ttl: int = 64) -> bytes:
-    return bytes([label >> 12 & 0xFF, label >> 4 & 0xFF, (label & 0xF) << 4 | int(bottom), ttl])
-
 
 def echo_request(src: str, dst: str, ident: int, seq: int) -> bytes:
     """An IPv4 ICMP echo request with correct checksums."""
@@ -212,9 +195,9 @@ def test_l3vpn_with_gobgp_and_frr_bgpd(linerate_bin, testbed, tmp_path):
         ce.run(["ping", "-c", "5", "-i", "0.2", "-W", "1", "10.2.0.5"], check=False)
         # Far PE -> CE: echo requests under cust-a's label reach the CE; its replies go back
         # labelled 3000.
-        frame = (mac(PE1_CORE_MAC) + mac(FAR_MAC) + b"\x88\x47" + mpls_header(label_a)
+        frame = (mac(PE1_CORE_MAC) + mac(FAR_MAC) + b"\x88\x47" + mpls_entry(label_a)
                  + echo_request("10.2.0.7", "10.1.0.2", 0x4c52, 1))
-        pe2.run(["python3", "-c", SEND, "core", frame.hex(), "5"])
+        send(pe2, "core", frame, 5)
         time.sleep(1.0)
     finally:
         core_cap.stop(settle=0.5)

@@ -29,6 +29,7 @@ import pytest
 from test_real_ports import Router
 from testbed import require_tools, wait_until
 from testbed.capture import read_fields
+from testbed.frames import mac, send
 
 pytestmark = pytest.mark.usefixtures("testbed_session")
 
@@ -81,24 +82,6 @@ l2vpn CUST type vpls
 exit
 !
 """
-
-SEND = r"""
-import socket, sys
-dev, frame, n = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind((dev, 0))
-for _ in range(n):
-    s.send(frame)
-"""
-
-
-def send(ns, dev: str, frame: bytes, n: int) -> None:
-    ns.run(["python3", "-c", SEND, dev, frame.hex(), str(n)])
-
-
-def mac(s: str) -> bytes:
-    return bytes.fromhex(s.replace(":", ""))
-
 
 def ce_frame(payload: bytes) -> bytes:
     """An untagged frame between two hosts behind the pseudowire (EtherType 0x88b5, local
