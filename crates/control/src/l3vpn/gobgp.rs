@@ -342,7 +342,8 @@ fn rt_from(a: &Any) -> Option<VpnId> {
     }
 }
 
-fn family_of(p: Prefix) -> Family {
+/// The VPN family of `p`'s address family.
+pub fn family_of(p: Prefix) -> Family {
     Family {
         afi: if matches!(p, Prefix::V4(..)) {
             AFI_IP

@@ -264,7 +264,7 @@ async fn export(core: &Weak<Core>, grpc: &mut tonic::client::Grpc<Channel>) -> R
     for (i, p, uuid) in diff.withdraw {
         let req = gobgp::DeletePathRequest {
             table_type: gobgp::TABLE_GLOBAL,
-            family: export_family(p),
+            family: Some(gobgp::family_of(p)),
             uuid,
             ..Default::default()
         };
@@ -302,14 +302,4 @@ async fn export(core: &Weak<Core>, grpc: &mut tonic::client::Grpc<Channel>) -> R
         }
     });
     Ok(())
-}
-
-fn export_family(p: crate::config::Prefix) -> Option<gobgp::Family> {
-    Some(gobgp::Family {
-        afi: match p {
-            crate::config::Prefix::V4(..) => gobgp::AFI_IP,
-            crate::config::Prefix::V6(..) => gobgp::AFI_IP6,
-        },
-        safi: gobgp::SAFI_MPLS_VPN,
-    })
 }

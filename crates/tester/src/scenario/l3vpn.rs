@@ -173,21 +173,11 @@ pub(super) fn l3vpn(o: &ScenarioOpts) -> Scenario {
         procedure: Procedure::ThroughputPerSize,
         loss_tolerance: 0.0,
         seed_seconds: 300.0,
-        seed: sizes
-            .iter()
-            .zip(seed_fps)
-            .map(|(&s, f)| SeedRow {
-                key: s.to_string(),
-                fps: Some(f),
-                note: if s == largest {
-                    "at 9,216 B".into()
-                } else if s == 68 {
-                    "at 64 B".into()
-                } else {
-                    String::new()
-                },
-            })
-            .collect(),
+        seed: seed_per_size(&sizes, &seed_fps, |s| match s {
+            68 => "at 64 B".into(),
+            s if s == largest => "at 9,216 B".into(),
+            _ => String::new(),
+        }),
         notes: vec![
             "Frame sizes are the CE's (tagged) frames; towards the core they are 4 bytes longer \
              (tag off, transport and VPN labels on), from the core the same (one label, no tag)."

@@ -175,15 +175,7 @@ pub(super) fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
         procedure: Procedure::ThroughputPerSize,
         loss_tolerance: 0.0,
         seed_seconds: 300.0,
-        seed: sizes
-            .iter()
-            .zip(seed_fps)
-            .map(|(s, &f)| SeedRow {
-                key: s.to_string(),
-                fps: Some(f),
-                note: String::new(),
-            })
-            .collect(),
+        seed: seed_per_size(&sizes, seed_fps, |_| String::new()),
         notes: vec![
             "Routes come from the route generator (static), not OSPF: OSPF arrives with FRR."
                 .into(),

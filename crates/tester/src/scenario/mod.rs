@@ -280,6 +280,20 @@ fn cust_v6(i: usize) -> u128 {
     0x2001_0db8_0001_0000u128 << 64 | (i as u128) << 64
 }
 
+/// The seed's table as rows keyed by frame size: `fps[i]` at `sizes[i]`, with `note(size)`
+/// where the seed's row was at another size than ours (empty otherwise).
+fn seed_per_size(sizes: &[u16], fps: &[f64], note: impl Fn(u16) -> String) -> Vec<SeedRow> {
+    sizes
+        .iter()
+        .zip(fps)
+        .map(|(&s, &f)| SeedRow {
+            key: s.to_string(),
+            fps: Some(f),
+            note: note(s),
+        })
+        .collect()
+}
+
 /// The `router:` line: `workers` workers on cores 1, 2, ... (the tester keeps core 0).
 fn router_line(workers: usize) -> String {
     let cores: Vec<String> = (0..workers).map(|w| (w + 1).to_string()).collect();

@@ -188,19 +188,13 @@ pub(super) fn pseudowires(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
         procedure: Procedure::ThroughputPerSize,
         loss_tolerance: 0.0,
         seed_seconds: 300.0,
-        seed: sizes
-            .iter()
-            .zip(seed_fps)
-            .map(|(&s, f)| SeedRow {
-                key: s.to_string(),
-                fps: Some(f),
-                note: if s == largest {
-                    format!("at {seed_largest} B")
-                } else {
-                    String::new()
-                },
-            })
-            .collect(),
+        seed: seed_per_size(&sizes, &seed_fps, |s| {
+            if s == largest {
+                format!("at {seed_largest} B")
+            } else {
+                String::new()
+            }
+        }),
         notes: vec![
             "Frame sizes are the CE's frames; on the uplinks they are 22 bytes longer from the \
              core (Ethernet, pseudowire label, control word) and 26 towards it (the transport \
