@@ -197,6 +197,8 @@ def test_me1s_services_on_count_every_frame_and_export_flows(linerate_bin, tmp_p
     assert sv["qos_class_packets"] == sv["router_rx"], sv
     f = sv["flows"]
     assert f["created"] > 0 and f["records_exported"] > 0 and f["datagrams_sent"] > 0, f
+    assert sv["offered_flows"] > 0 and f["created"] >= sv["offered_flows"], sv
+    assert sv["flows_match"] is True
     assert f["collector_datagrams"] > 0 and f["send_errors"] == 0, f
     assert all(r["fps"] > 0 for r in sv["on"] + sv["off"])
     assert sv["passed"] is True

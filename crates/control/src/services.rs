@@ -255,6 +255,7 @@ impl ServicesState {
                     name: c.class.clone(),
                     set_dscp: c.set_dscp,
                     set_cos: c.set_cos,
+                    set_exp: c.set_exp,
                     policer,
                     packets: Default::default(),
                     bytes: Default::default(),
@@ -275,6 +276,7 @@ impl ServicesState {
                     a.name == b.name
                         && a.set_dscp == b.set_dscp
                         && a.set_cos == b.set_cos
+                        && a.set_exp == b.set_exp
                         && match (&a.policer, &b.policer) {
                             (Some(x), Some(y)) => Arc::ptr_eq(x, y),
                             (None, None) => true,

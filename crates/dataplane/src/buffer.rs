@@ -50,10 +50,31 @@ pub struct Meta {
     pub l2_group: bool,
     /// Set by the forward nodes when they hand a packet to the slow path: why.
     pub slow: crate::node::Slow,
+    /// The traffic class QoS chose for labels pushed on this packet, plus one; 0: the labels
+    /// carry the IP precedence. Set by a QoS class's `set exp`, read where labels are pushed.
+    pub exp: u8,
+    /// For a packet a VPN label popped into a VRF (it then arrives on the VRF's MPLS
+    /// interface): the interface the labelled frame came in by, plus one, whose input features
+    /// it takes and whose flows it is accounted to; 0 for every other packet. See
+    /// [`Meta::arc_if`].
+    pub labelled_on: u32,
     /// When the frame was received, by `CLOCK_REALTIME` in nanoseconds, where the receive queue
     /// knows it better than its reader's clock would (a `TPACKET_V2` ring: the kernel's time);
     /// 0 if not known. The tester's latency reads it; nothing in the router does.
     pub rx_ns: u64,
+}
+
+impl Meta {
+    /// The interface whose feature arcs the packet takes: the one it arrived on, or for a
+    /// packet popped into a VRF the interface the labelled frame came in by (its `rx_if` is the
+    /// VRF's MPLS interface, which chooses the table).
+    #[inline(always)]
+    pub fn arc_if(&self) -> u32 {
+        match self.labelled_on {
+            0 => self.rx_if,
+            n => n - 1,
+        }
+    }
 }
 
 const META_SIZE: usize = 64;
@@ -129,6 +150,8 @@ impl PktBuf {
         m.trace = 0;
         m.hop_done = false;
         m.l2_group = false;
+        m.exp = 0;
+        m.labelled_on = 0;
         m.rx_ns = 0;
     }
 

@@ -56,6 +56,8 @@ pub struct OnOffPlan {
     /// The QoS class all the traffic falls in.
     pub qos_class: String,
     pub cache: usize,
+    /// Distinct flows the streams carry: each must be accounted.
+    pub flows: u64,
 }
 
 /// A stream and the policer it goes through (rates in bit/s of IP packets, bursts in bytes).
@@ -212,8 +214,12 @@ pub struct OnOffReport {
     /// `router_rx`.
     pub qos_class_packets: u64,
     pub flows: FlowFigures,
+    /// Distinct flows the tester offered; every one must have made a flow record (`created`
+    /// at least this: a flow that expired and came back counts again).
+    pub offered_flows: u64,
     pub hits_match: bool,
     pub qos_match: bool,
+    pub flows_match: bool,
     /// The services commit, made in the middle of a fixed-load trial.
     pub commit: Option<CommitCheck>,
     pub passed: bool,
@@ -721,6 +727,7 @@ pub fn run_on_off(
         acl_lines: p.acl_lines,
         qos_lines: p.qos_lines,
         cache: p.cache,
+        offered_flows: p.flows,
         ..Default::default()
     };
     let all: Vec<usize> = (0..t.streams.len()).collect();
@@ -805,11 +812,13 @@ pub fn finish_on_off(core: &Core, rep: &mut OnOffReport, collector: Option<Colle
         collector_bytes: cb,
         caches_built_by_workers: f.caches_built_by_workers,
     };
+    rep.flows_match = rep.flows.created >= rep.offered_flows;
     rep.passed = rep.errors.is_empty()
         && rep.commit.as_ref().is_some_and(|c| c.passed)
         && rep.flows.caches_built_by_workers == 0
         && rep.hits_match
         && rep.qos_match
+        && rep.flows_match
         && rep.flows.created > 0
         && rep.flows.records_exported > 0
         && rep.on.iter().all(|r| r.fps > 0.0);
@@ -1142,6 +1151,16 @@ pub fn table(s: &ServicesReport) -> String {
                 thousands(r.other_hits as f64),
                 thousands(r.qos_class_packets as f64),
                 if r.qos_match { "equal: PASS" } else { "NOT equal: FAIL" },
+            );
+            o += &format!(
+                "NetFlow: {} flows offered, {} created ({}).\n",
+                thousands(r.offered_flows as f64),
+                thousands(f.created as f64),
+                if r.flows_match {
+                    "every one accounted: PASS"
+                } else {
+                    "fewer: FAIL"
+                },
             );
             o += &format!(
                 "NetFlow: cache {} flows; {} created, {} evicted (bucket pair full), {} expired \

@@ -314,6 +314,36 @@ fn me6_installs_every_vpn_route_and_forwards_both_ways() {
     assert!(md.contains("| 512 | 3,238,209 |"), "{md}");
 }
 
+/// ME-6S at a hundredth: with the services on, both directions take them. The ACL's final
+/// permit and the QoS class count every frame the router received (the core's labelled frames
+/// too, on their uplink's input arc once popped into their VRF), and every offered flow made
+/// a NetFlow record (the VPNs' identical addresses kept apart).
+#[test]
+fn me6s_services_see_both_directions_of_the_vpn() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario::build(
+        "ME-6S",
+        &ScenarioOpts {
+            scale: 0.01,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut o = opts(0.3);
+    o.sizes = Some(vec![FrameSizes::Fixed(1518)]);
+    let r = run::run(s, &o, &mut Quiet).unwrap();
+    let Some(tester::services::ServicesReport::OnOff(sv)) = &r.services else {
+        panic!("an on/off report: {:?}", r.services);
+    };
+    assert!(sv.router_rx > 10_000, "{sv:?}");
+    assert_eq!((sv.permit_hits, sv.other_hits), (sv.router_rx, 0), "{sv:?}");
+    assert_eq!(sv.qos_class_packets, sv.router_rx, "{sv:?}");
+    assert_eq!(sv.offered_flows, 3072, "192 VRFs x 2 directions x 8 flows");
+    assert!(sv.flows.created >= sv.offered_flows, "{:?}", sv.flows);
+    assert!(sv.passed, "{sv:?}");
+    outcomes_pass("ME-6S", &report::json(&r));
+}
+
 /// L2-1M at a hundredth of its addresses: flooding reaches every other port, the capacity and
 /// learning-rate searches run their steps against the router's bridge (emptied between steps)
 /// and report what they found; the verdict is the checks'.

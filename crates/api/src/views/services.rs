@@ -81,6 +81,9 @@ pub struct QosClassView {
     pub bytes: u64,
     pub set_dscp: Option<u8>,
     pub set_cos: Option<u8>,
+    /// MPLS EXP of the labels pushed on the class's packets.
+    #[serde(default)]
+    pub set_exp: Option<u8>,
     pub policer: Option<PolicerView>,
 }
 
@@ -121,13 +124,14 @@ impl Render for Vec<QosView> {
                         c.bytes.to_string(),
                         opt(&c.set_dscp),
                         opt(&c.set_cos),
+                        opt(&c.set_exp),
                         pol,
                     ]
                 })
                 .collect();
             out += &table(
                 &[
-                    "Class", "Packets", "Bytes", "Set DSCP", "Set CoS", "Policer",
+                    "Class", "Packets", "Bytes", "Set DSCP", "Set CoS", "Set EXP", "Policer",
                 ],
                 rows,
             );

@@ -102,6 +102,8 @@ pub struct PolicyClassCfg {
     pub class: String,
     pub set_dscp: Option<u8>,
     pub set_cos: Option<u8>,
+    /// The MPLS traffic class (EXP) of the labels the class's packets get.
+    pub set_exp: Option<u8>,
     pub police: Option<PoliceCfg>,
     pub origin: Origin,
 }
@@ -357,6 +359,7 @@ fn policy_class(n: &Node, path: &str, e: &mut Errs) -> Option<PolicyClassCfg> {
         class: class.clone().unwrap_or_default(),
         set_dscp: None,
         set_cos: None,
+        set_exp: None,
         police: None,
         origin,
     };
@@ -369,6 +372,10 @@ fn policy_class(n: &Node, path: &str, e: &mut Errs) -> Option<PolicyClassCfg> {
             c.set_cos = sf.parse::<u8>("cos", "an 802.1p priority (0..7)", e);
             if c.set_cos.is_some_and(|d| d > 7) {
                 e.at(sn, &format!("{path}.set.cos"), "CoS is 0..=7");
+            }
+            c.set_exp = sf.parse::<u8>("exp", "an MPLS traffic class (0..7)", e);
+            if c.set_exp.is_some_and(|d| d > 7) {
+                e.at(sn, &format!("{path}.set.exp"), "EXP is 0..=7");
             }
             sf.finish(e);
         }
@@ -676,7 +683,7 @@ qos:
     - name: edge
       classes:
         - { class: voice, set: { dscp: 46 }, police: { cir: 10m, pir: 20m, exceed: set-dscp 0 } }
-        - { class: class-default, set: { cos: 1 } }
+        - { class: class-default, set: { cos: 1, exp: 2 } }
 flow-export: { version: 9, collectors: ["127.0.0.1:2055"], cache-size: 2000000, sampling: 10 }
 logging: { acl-interval: 30 }
 "#,
@@ -705,6 +712,8 @@ logging: { acl-interval: 30 }
                 PoliceAction::SetDscp(0)
             )
         );
+        let d = &s.policies[0].classes[1];
+        assert_eq!((d.set_dscp, d.set_cos, d.set_exp), (None, Some(1), Some(2)));
         let f = s.flow_export.as_ref().unwrap();
         assert_eq!(
             (f.version, f.cache_size, f.sampling),
@@ -721,6 +730,20 @@ logging: { acl-interval: 30 }
                 b.flow_out
             ),
             (2, 1, Some(Urpf::Strict), true, true)
+        );
+    }
+
+    #[test]
+    fn an_exp_past_seven_is_refused_with_its_field() {
+        let e = cfg(
+            ", qos-in: p",
+            "qos:\n  policies:\n    - name: p\n      classes: [{ class: class-default, set: { exp: 8 } }]\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(
+            (e[0].line, e[0].field.as_str(), e[0].message.as_str()),
+            (8, "qos.policies[0].classes[0].set.exp", "EXP is 0..=7")
         );
     }
 

@@ -90,6 +90,7 @@ impl Core {
                             bytes: c.bytes.load(Ordering::Relaxed),
                             set_dscp: c.set_dscp,
                             set_cos: c.set_cos,
+                            set_exp: c.set_exp,
                             policer: c.policer.as_ref().map(|p| {
                                 let st = p.stats();
                                 PolicerView {

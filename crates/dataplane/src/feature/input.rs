@@ -1,6 +1,7 @@
 //! The input features: ACL in, QoS in (classify, mark, police), uRPF. They run inside ip4-forward
 //! and ip6-forward between header validation and the route lookup, on the vector of packets that
-//! passed validation, and take out the packets they drop.
+//! passed validation, and take out the packets they drop. A packet a VPN label popped into a
+//! VRF takes the arc of the core interface it came in by (`Meta::arc_if`), uRPF excepted.
 //!
 //! Work is done per run of packets from one interface (a vector usually is one run): the keys of
 //! the run are extracted once and each classifier is asked for the whole run in one batch.
@@ -29,9 +30,10 @@ pub fn run<K: Copy>(ctx: &mut Ctx, t: &Tables, good: &mut Vec<PktBuf>, keys: &mu
     let mut fate = [Fate::Pass; VECTOR];
     let mut a = 0;
     while a < n {
-        let rx_if = good[a].meta().rx_if;
+        // The arrival interface's arc; for a packet popped into a VRF, the core interface's.
+        let rx_if = good[a].meta().arc_if();
         let mut b = a + 1;
-        while b < n && good[b].meta().rx_if == rx_if {
+        while b < n && good[b].meta().arc_if() == rx_if {
             b += 1;
         }
         if let Some(f) = t.features.get(rx_if as usize).and_then(|f| f.as_deref()) {
@@ -101,7 +103,9 @@ pub(super) fn extract_keys(ctx: &mut Ctx, pkts: &[PktBuf], done: &mut bool) {
 fn urpf(t: &Tables, mode: Urpf, pkts: &[PktBuf], fate: &mut [Fate], rx_if: u32, v6: bool) {
     let vrf = &t.vrfs[t.ifs[rx_if as usize].vrf as usize];
     for (p, fate) in pkts.iter().zip(fate.iter_mut()) {
-        if *fate != Fate::Pass {
+        // A VPN packet's source is a route of its VRF, not of the core interface's table: the
+        // check belongs to the PE where it entered the VPN (it is not made here).
+        if *fate != Fate::Pass || p.meta().labelled_on != 0 {
             continue;
         }
         let h = &p.data()[p.meta().l3_off as usize..];
@@ -256,6 +260,10 @@ pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut 
         if let Some(cos) = c.set_cos {
             mark::set_pcp(p.data_mut(), cos);
         }
+        if let Some(exp) = c.set_exp {
+            // Carried to where labels are pushed (here or at the far end of the router).
+            p.meta_mut().exp = exp + 1;
+        }
         if let Some(pol) = &c.policer {
             let pre = dscp_color(ctx.fkeys[i].get(classify::Dim::Dscp) as u8);
             // One lock per run of packets of one class, not one per packet.
@@ -296,4 +304,48 @@ fn set_dscp(p: &mut PktBuf, l3: usize, d: u8, k: &mut Key) {
         mark::set_dscp_v4(p.data_mut(), l3, d);
     }
     k.set(classify::Dim::Dscp, d as u32);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::counters::DropReason;
+    use crate::feature::{Step, Urpf};
+    use crate::graph::harness::{bind, deny_dns, ip4, mpls, Harness};
+    use crate::graph::NodeId;
+
+    #[test]
+    fn a_packet_popped_into_a_vrf_takes_the_core_interfaces_input_arc() {
+        let mut h = Harness::with_mpls();
+        let (acl, hits) = deny_dns();
+        // On eth1, where the labelled frames come in. Strict uRPF would fail every one of them
+        // (their source is reached through eth0) were it asked of VPN packets.
+        bind(
+            &mut h.t,
+            1,
+            vec![Step::Acl(Arc::new(acl)), Step::Urpf(Urpf::Strict)],
+            vec![],
+        );
+        let dns = ip4([10, 0, 0, 2], [10, 1, 0, 5], 64)[14..].to_vec();
+        let mut other = dns.clone();
+        other[20 + 3] = 54;
+        let frames = [mpls(&[(102, 30)], &dns), mpls(&[(102, 30)], &other)];
+        let mut out = h.push(NodeId::MplsInput, 1, &frames);
+        let v = out.to.remove("ip4-forward").expect("both popped");
+        let out = h.run_bufs(NodeId::Ip4Forward, v);
+        assert_eq!(out.dropped(DropReason::AclDenied), 1);
+        assert_eq!((hits.get(0), hits.get(1)), (1, 1), "eth1's list saw both");
+        assert_eq!(out.dropped(DropReason::UrpfFailed), 0);
+        assert_eq!(out.count("tx 1"), 1);
+        // The same frames with the list on eth0 (the interface whose VRF the label names)
+        // cross untouched: the arc is the arrival interface's.
+        let mut h = Harness::with_mpls();
+        let (acl, hits) = deny_dns();
+        bind(&mut h.t, 0, vec![Step::Acl(Arc::new(acl))], vec![]);
+        let mut out = h.push(NodeId::MplsInput, 1, &frames);
+        let v = out.to.remove("ip4-forward").expect("both popped");
+        let out = h.run_bufs(NodeId::Ip4Forward, v);
+        assert_eq!((out.count("tx 1"), hits.get(0)), (2, 0));
+    }
 }

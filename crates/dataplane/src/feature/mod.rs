@@ -77,6 +77,9 @@ pub struct QosClass {
     pub name: String,
     pub set_dscp: Option<u8>,
     pub set_cos: Option<u8>,
+    /// The MPLS traffic class (EXP) of labels pushed on the class's packets (input: wherever
+    /// the packet leaves labelled; output: on this interface).
+    pub set_exp: Option<u8>,
     /// This interface's own policer for the class.
     pub policer: Option<Arc<Policer>>,
     pub packets: AtomicU64,

@@ -1,7 +1,9 @@
 //! The output features: ACL out, QoS out, and flow accounting of both directions. Forwarding
 //! sends a packet here instead of straight to its port's transmit vector when the interface it
 //! leaves by has output features or the one it arrived on accounts flows (an ingress flow record
-//! names its output interface, known only now). Survivors go to their port's transmit vector.
+//! names its output interface, known only now). Survivors go to their port's transmit vector;
+//! a packet going over an LSP comes here as the IP packet and gets its labels on the way out,
+//! their traffic class the one QoS chose (`set exp`).
 
 use std::sync::{Arc, Mutex};
 
@@ -16,8 +18,10 @@ use crate::graph::{Node, To};
 use crate::node::{mix, Ctx, VECTOR};
 use crate::tables::{NextHop, Tables};
 
-/// output-features. Reads: `meta.next_hop` (the interface the packet leaves by), `meta.rx_if`,
-/// the headers the classifiers and the flow key need. Sets: DSCP and PCP where QoS re-marks.
+/// output-features. Reads: `meta.next_hop` (the interface the packet leaves by, and the labels
+/// of a labelled one), `meta.rx_if` (or `meta.labelled_on`: `Meta::arc_if`), the headers the
+/// classifiers and the flow key need. Sets: DSCP, PCP and `meta.exp` where QoS re-marks; the
+/// labels of a labelled next hop.
 /// Next: the transmit vector of the next hop's port (bvi-output for a bridge's routed
 /// interface); drops for the output ACL and policers.
 pub struct OutputFeatures;
@@ -135,7 +139,16 @@ fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         match fates[i] {
             Fate::Pass => {
                 let (_, port) = tx_if(t, &p);
-                crate::node::send(ctx, t, p, port, Next::Bridge)
+                match &t.next_hops[p.meta().next_hop as usize] {
+                    // Over an LSP: the labels go on now, with the traffic class QoS chose.
+                    NextHop::Labelled { via, labels } => match &t.next_hops[*via as usize] {
+                        NextHop::Forward { rewrite, .. } => {
+                            crate::node::impose(ctx, t, p, port, rewrite, labels, Next::Bridge)
+                        }
+                        _ => ctx.drop(p, DropReason::NoRoute),
+                    },
+                    _ => crate::node::send(ctx, t, p, port, Next::Bridge),
+                }
             }
             Fate::Drop(why) => ctx.drop(p, why),
         }
@@ -143,9 +156,15 @@ fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     ctx.egress_fate = fates;
 }
 
+/// The interface and port a packet leaves by: its next hop's, or for a labelled next hop
+/// (an LSP) the neighbour's it goes through.
 #[inline(always)]
 fn tx_if(t: &Tables, p: &PktBuf) -> (u32, u16) {
-    match &t.next_hops[p.meta().next_hop as usize] {
+    let mut nh = &t.next_hops[p.meta().next_hop as usize];
+    if let NextHop::Labelled { via, .. } = nh {
+        nh = &t.next_hops[*via as usize];
+    }
+    match nh {
         NextHop::Forward { tx_if, port, .. } => (*tx_if, *port),
         _ => (crate::tables::NO_IF, u16::MAX),
     }
@@ -185,10 +204,15 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
                 continue;
             }
             let p = &pkts[i];
+            // The arrival interface's `flow: in` decides (the core interface's for a packet a
+            // VPN label popped into a VRF); the record names the interface the packet entered
+            // its table by: for such a packet the VRF's MPLS interface, one per VRF, so that
+            // VPNs reusing addresses keep their flows apart (a record has no VRF field).
+            let arc_if = p.meta().arc_if();
             let rx_if = p.meta().rx_if;
             let in_flow = t
                 .features
-                .get(rx_if as usize)
+                .get(arc_if as usize)
                 .and_then(|f| f.as_deref())
                 .is_some_and(|f| f.flow_in);
             if !in_flow && !out_flow {
@@ -353,8 +377,75 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use crate::counters::DropReason;
-    use crate::graph::harness::{deny_dns_out, ip4, Harness, NH_ETH1};
+    use std::sync::Arc;
+
+    use crate::feature::Step;
+    use crate::graph::harness::{
+        bind, deny_dns, deny_dns_out, ip4, mark_all, Harness, NH_ETH1, PEER1,
+    };
     use crate::graph::{NodeId, To};
+    use crate::mpls::Entry;
+
+    #[test]
+    fn a_packet_leaving_over_an_lsp_passes_the_output_arc_before_its_labels_go_on() {
+        let mut h = Harness::with_mpls();
+        let (acl, hits) = deny_dns();
+        let qos = mark_all(Some(46), Some(5));
+        bind(
+            &mut h.t,
+            1,
+            vec![],
+            vec![Step::Acl(Arc::new(acl)), Step::Qos(Arc::new(qos))],
+        );
+        let mut other = ip4([10, 0, 0, 2], [10, 9, 1, 1], 64);
+        other[14 + 20 + 3] = 54;
+        let dns = ip4([10, 0, 0, 2], [10, 9, 1, 1], 64);
+        let mut out = h.push(NodeId::Ip4Forward, 0, &[dns, other]);
+        let v = out
+            .to
+            .remove("output-features")
+            .expect("both through the arc");
+        for b in &v {
+            // The features see the IP packet as it will leave: TTL one less, the L2 header
+            // written for the neighbour, no label yet.
+            let d = b.data();
+            assert_eq!((&d[..6], &d[12..14]), (&PEER1[..], &[0x08, 0x00][..]));
+            assert_eq!(d[14 + 8], 63);
+        }
+        let out = h.run_bufs(NodeId::OutputFeatures, v);
+        assert_eq!(out.dropped(DropReason::AclDenied), 1);
+        assert_eq!(hits.get(0), 1, "the DNS packet denied by the output ACL");
+        let d = out.to["tx 1"][0].data();
+        assert_eq!(u16::from_be_bytes([d[12], d[13]]), 0x8847);
+        let (a, b) = (Entry::parse(&d[14..]), Entry::parse(&d[18..]));
+        assert_eq!((a.label, a.tc, a.ttl, a.bottom), (16, 5, 63, false));
+        assert_eq!((b.label, b.tc, b.ttl, b.bottom), (17, 5, 63, true));
+        assert_eq!(d[22 + 1] >> 2, 46, "re-marked under the labels");
+        assert!(packet::checksum::ipv4_header_ok(&d[22..42]));
+    }
+
+    #[test]
+    fn the_exp_an_input_class_sets_goes_on_the_labels_pushed_later() {
+        let mut h = Harness::with_mpls();
+        let qos = mark_all(None, Some(3));
+        bind(&mut h.t, 0, vec![Step::Qos(Arc::new(qos))], vec![]);
+        let plain = ip4([10, 0, 0, 2], [10, 9, 1, 1], 64);
+        let out = h.push(NodeId::Ip4Forward, 0, std::slice::from_ref(&plain));
+        let d = out.to["tx 1"][0].data();
+        let (a, b) = (Entry::parse(&d[14..]), Entry::parse(&d[18..]));
+        assert_eq!((a.label, a.tc, b.label, b.tc), (16, 3, 17, 3));
+        assert_eq!(d[22 + 1], plain[14 + 1], "the DSCP left as it was");
+        // Without a class asking, the labels carry the IP precedence.
+        let mut h = Harness::with_mpls();
+        let mut ef = plain;
+        ef[14 + 1] = 46 << 2;
+        ef[14 + 10..14 + 12].fill(0);
+        let c = packet::checksum::fold(packet::checksum::sum(&ef[14..34]));
+        ef[14 + 10..14 + 12].copy_from_slice(&c.to_be_bytes());
+        let out = h.push(NodeId::Ip4Forward, 0, &[ef]);
+        let d = out.to["tx 1"][0].data();
+        assert_eq!(Entry::parse(&d[14..]).tc, 46 >> 3);
+    }
 
     #[test]
     fn the_output_arc_filters_and_survivors_go_to_their_port() {

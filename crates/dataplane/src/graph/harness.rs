@@ -571,34 +571,68 @@ pub fn ip6(src: u128, dst: u128, hlim: u8) -> Vec<u8> {
 
 /// An access list for `ifx`'s output arc that denies UDP to port 53 and permits the rest.
 pub fn deny_dns_out(t: &mut Tables, ifx: usize) -> Arc<crate::feature::AclCounters> {
-    use crate::feature::{Acl, AclCounters, AclEntry, IfFeatures, Step};
+    let (acl, counters) = deny_dns();
+    bind(
+        t,
+        ifx,
+        vec![],
+        vec![crate::feature::Step::Acl(Arc::new(acl))],
+    );
+    counters
+}
+
+/// An access list that denies UDP to port 53 and permits the rest, and its counters.
+pub fn deny_dns() -> (crate::feature::Acl, Arc<crate::feature::AclCounters>) {
+    use crate::feature::{Acl, AclCounters, AclEntry};
     let mut deny = classify::Rule::any();
     deny.ranges[classify::Dim::DstPort as usize] = (53, 53);
     let counters = Arc::new(AclCounters::new("NO-DNS", 1));
+    let entry = |permit, index| AclEntry {
+        permit,
+        log: false,
+        list: 0,
+        index,
+    };
     let acl = Acl {
         classifier: classify::Classifier::compile(&[deny, classify::Rule::any()]),
-        entries: vec![
-            AclEntry {
-                permit: false,
-                log: false,
-                list: 0,
-                index: 0,
-            },
-            AclEntry {
-                permit: true,
-                log: false,
-                list: 0,
-                index: 1,
-            },
-        ]
-        .into_boxed_slice(),
+        entries: vec![entry(false, 0), entry(true, 1)].into_boxed_slice(),
         lists: vec![counters.clone()].into_boxed_slice(),
         seqs: vec![vec![10u32].into_boxed_slice()].into_boxed_slice(),
     };
-    let f = IfFeatures::new(vec![], vec![Step::Acl(Arc::new(acl))]).unwrap();
+    (acl, counters)
+}
+
+/// A QoS policy of one class matching everything, which sets DSCP `dscp` and MPLS EXP `exp`.
+pub fn mark_all(dscp: Option<u8>, exp: Option<u8>) -> crate::feature::Qos {
+    use crate::feature::{Qos, QosClass};
+    Qos {
+        policy: "MARK".into(),
+        classifier: Arc::new(classify::Classifier::compile(&[classify::Rule::any()])),
+        rule_class: vec![0u16].into(),
+        classes: vec![QosClass {
+            name: "all".into(),
+            set_dscp: dscp,
+            set_cos: None,
+            set_exp: exp,
+            policer: None,
+            packets: Default::default(),
+            bytes: Default::default(),
+        }]
+        .into_boxed_slice(),
+        default_class: None,
+    }
+}
+
+/// Binds feature arcs to `ifx` (replacing every other interface's).
+pub fn bind(
+    t: &mut Tables,
+    ifx: usize,
+    input: Vec<crate::feature::Step>,
+    output: Vec<crate::feature::Step>,
+) {
+    let f = crate::feature::IfFeatures::new(input, output).unwrap();
     let mut all: Vec<_> = (0..t.ifs.len()).map(|_| None).collect();
     all[ifx] = Some(Arc::new(f));
     t.features = all.into_boxed_slice();
     t.any_features = true;
-    counters
 }

@@ -150,11 +150,12 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
         Action::Drop(why) => return ctx.drop(b, why),
         Action::Node(next) => return ctx.to(next, b),
         Action::Push {
+            tx_if,
             port,
             mtu,
             rewrite,
             labels,
-        } => return push(ctx, t, b, port, mtu, rewrite, &labels, transit),
+        } => return push(ctx, t, b, (tx_if, port, mtu), rewrite, &labels, transit),
     };
     let l3 = b.meta().l3_off as usize;
     let h = &mut b.data_mut()[l3..];
@@ -175,18 +176,15 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
     enqueue(ctx, t, b, port);
 }
 
-/// Sends `b` over an LSP: the TTL decremented as for any routed hop, then `labels` pushed
-/// with the IP TTL (uniform) or 255 (pipe) and the IP precedence as traffic class. Too big with
-/// DF set goes to the slow path (an ICMP error with the MTU less the labels); without DF it is
-/// dropped and counted (no fragmentation before imposition).
-#[allow(clippy::too_many_arguments)]
+/// Sends `b` over an LSP: the TTL decremented as for any routed hop, then the labels pushed
+/// (`push_or_features`). Too big with DF set goes to the slow path (an ICMP error with the MTU
+/// less the labels); without DF it is dropped and counted (no fragmentation before imposition).
 #[inline]
 fn push(
     ctx: &mut Ctx,
     t: &Tables,
     mut b: PktBuf,
-    port: u16,
-    mtu: u16,
+    (tx_if, port, mtu): (u32, u16, u16),
     rewrite: &crate::tables::Rewrite,
     labels: &crate::mpls::LabelStack,
     transit: bool,
@@ -202,12 +200,7 @@ fn push(
     if transit {
         decrement_ttl(h);
     }
-    let ttl = super::mpls_input::push_ttl(t, h[8]);
-    let tc = h[1] >> 5;
-    if !super::push_labels(&mut b, rewrite, labels, tc, ttl, true) {
-        return ctx.drop(b, DropReason::NoBuffer);
-    }
-    super::send(ctx, t, b, port, super::IpNext::Bridge);
+    super::push_or_features(ctx, t, b, tx_if, port, rewrite, labels);
 }
 
 /// One less TTL, the header checksum updated to match (RFC 1624).

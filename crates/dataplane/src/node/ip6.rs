@@ -133,6 +133,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
         Action::Drop(why) => return ctx.drop(b, why),
         Action::Node(next) => return ctx.to(next, b),
         Action::Push {
+            tx_if,
             port,
             mtu,
             rewrite,
@@ -146,13 +147,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
             if transit {
                 h[7] -= 1;
             }
-            let ttl = super::mpls_input::push_ttl(t, h[7]);
-            // The traffic class's top three bits (the DSCP's class selector).
-            let tc = h[0] << 4 >> 5;
-            if !super::push_labels(&mut b, rewrite, &labels, tc, ttl, true) {
-                return ctx.drop(b, DropReason::NoBuffer);
-            }
-            return super::send(ctx, t, b, port, super::IpNext::Bridge);
+            return super::push_or_features(ctx, t, b, tx_if, port, rewrite, &labels);
         }
     };
     let l3 = b.meta().l3_off as usize;

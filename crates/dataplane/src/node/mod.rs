@@ -343,6 +343,7 @@ pub enum Action<'t> {
     /// Transmit with `labels` pushed in front of the packet; `mtu` is the egress interface's
     /// less the labels.
     Push {
+        tx_if: u32,
         port: u16,
         mtu: u16,
         rewrite: &'t Rewrite,
@@ -379,8 +380,12 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
         NextHop::GtpApn { .. } => Action::Node(IpNext::GtpuEncap),
         NextHop::Labelled { via, labels } => match &t.next_hops[*via as usize] {
             NextHop::Forward {
-                port, mtu, rewrite, ..
+                tx_if,
+                port,
+                mtu,
+                rewrite,
             } => Action::Push {
+                tx_if: *tx_if,
                 port: *port,
                 mtu: mtu.saturating_sub(4 * labels.len() as u16),
                 rewrite,
@@ -432,12 +437,65 @@ pub(crate) fn lookup_and_forward<K: fib::Key>(
 pub(crate) fn enqueue(ctx: &mut Ctx, t: &Tables, b: PktBuf, port: u16) {
     if t.any_features {
         if let NextHop::Forward { tx_if, .. } = &t.next_hops[b.meta().next_hop as usize] {
-            if crate::feature::output::needed(t, b.meta().rx_if, *tx_if) {
+            if crate::feature::output::needed(t, b.meta().arc_if(), *tx_if) {
                 return ctx.to(IpNext::OutputFeatures, b);
             }
         }
     }
     send(ctx, t, b, port, IpNext::Bridge);
+}
+
+/// Sends an IP packet (TTL already decremented) over an LSP: through the output features
+/// first when the interface it leaves by has any or the one it came in by accounts flows (they
+/// see the IP packet, its L2 header written for the neighbour, and push the labels when it
+/// passes), else straight on with `labels` pushed ([`impose`]).
+#[inline(always)]
+pub(crate) fn push_or_features(
+    ctx: &mut Ctx,
+    t: &Tables,
+    mut b: PktBuf,
+    tx_if: u32,
+    port: u16,
+    rewrite: &Rewrite,
+    labels: &crate::mpls::LabelStack,
+) {
+    if t.any_features && crate::feature::output::needed(t, b.meta().arc_if(), tx_if) {
+        if !rewrite_l2(&mut b, rewrite) {
+            return ctx.drop(b, DropReason::NoBuffer);
+        }
+        return ctx.to(IpNext::OutputFeatures, b);
+    }
+    impose(ctx, t, b, port, rewrite, labels, IpNext::Bridge);
+}
+
+/// Pushes `labels` on the IP packet at `meta.l3_off` and sends it out of `port` with L2
+/// header `rw`. The labels carry the IP TTL (uniform) or 255 (pipe), and as traffic class what
+/// QoS chose (`meta.exp`) or else the IP precedence (the DSCP's class selector).
+#[inline(always)]
+pub(crate) fn impose<E: crate::graph::Edge>(
+    ctx: &mut Ctx,
+    t: &Tables,
+    mut b: PktBuf,
+    port: u16,
+    rw: &Rewrite,
+    labels: &crate::mpls::LabelStack,
+    bridge: E,
+) {
+    let h = &b.data()[b.meta().l3_off as usize..];
+    let (ip_ttl, precedence) = if h[0] >> 4 == 4 {
+        (h[8], h[1] >> 5)
+    } else {
+        (h[7], h[0] << 4 >> 5)
+    };
+    let ttl = mpls_input::push_ttl(t, ip_ttl);
+    let tc = match b.meta().exp {
+        0 => precedence,
+        x => x - 1,
+    };
+    if !push_labels(&mut b, rw, labels, tc, ttl, true) {
+        return ctx.drop(b, DropReason::NoBuffer);
+    }
+    send(ctx, t, b, port, bridge);
 }
 
 /// Sends a routed packet (its L2 header written for next hop `meta.next_hop`) out of `port`:

@@ -9,7 +9,8 @@
 //! - swap or pop towards a neighbour (`LabelAction::Forward`; ECMP by a hash of the labels and
 //!   the IP addresses under them): the egress port's transmit vector;
 //! - pop and look up (`LabelAction::Lookup`: an L3VPN's label, or explicit null with no entry
-//!   of its own): ip4-forward or ip6-forward, as if received on the VRF's MPLS interface;
+//!   of its own): ip4-forward or ip6-forward, as if received on the VRF's MPLS interface (which
+//!   chooses the table) with the core interface's input features (`meta.labelled_on`);
 //! - a pseudowire's label (`LabelAction::Pseudowire`): the Ethernet frame under it (control
 //!   word stripped, type 4's VLAN tag rewritten to the attachment circuit's) to the attachment
 //!   circuit's port.
@@ -214,8 +215,17 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
                 // The forwarding node decrements it once more: this router's hop.
                 set_ip_ttl(&mut b.data_mut()[ip..], e.ttl);
             }
+            // The label goes: the frame reads as the IP frame it carried, received on the
+            // core interface (its L2 header moved up to the IP header, EtherType IP), so the
+            // input features classify it as they would an unlabelled one.
+            let et: u16 = if next == Next::Ip4 { 0x0800 } else { 0x86dd };
+            let d = b.data_mut();
+            d.copy_within(..l3, 4);
+            d[l3 + 2..l3 + 4].copy_from_slice(&et.to_be_bytes());
+            b.pull_front(4);
             let meta = b.meta_mut();
-            meta.l3_off = ip as u16;
+            meta.labelled_on = meta.rx_if + 1;
+            meta.l3_off = l3 as u16;
             meta.rx_if = ifx;
             ctx.to(next, b);
         }
@@ -418,15 +428,24 @@ mod tests {
         let up = &out.to["ip4-forward"];
         assert_eq!(up.len(), 2);
         // Uniform TTL: the label's 30 replaces the IP 64; ip4-forward takes one off.
-        assert_eq!((up[0].meta().l3_off, up[0].meta().rx_if), (18, 0));
-        assert_eq!(up[0].data()[18 + 8], 30);
-        assert!(packet::checksum::ipv4_header_ok(&up[0].data()[18..38]));
+        assert_eq!((up[0].meta().l3_off, up[0].meta().rx_if), (14, 0));
+        assert_eq!(up[0].data()[14 + 8], 30);
+        assert!(packet::checksum::ipv4_header_ok(&up[0].data()[14..34]));
+        // The label gone, the frame reads as an IP frame received on the core interface,
+        // whose input features it takes.
+        assert_eq!(&up[0].data()[12..14], &[0x08, 0x00]);
+        assert_eq!(
+            &up[0].data()[..12],
+            &mpls(&[(102, 30)], &p)[..12],
+            "MACs kept"
+        );
+        assert_eq!((up[0].meta().labelled_on, up[0].meta().arc_if()), (2, 1));
         assert_eq!(
             up[1].meta().rx_if,
             1,
             "explicit null: the receiving interface's VRF"
         );
-        assert_eq!(up[1].data()[18 + 8], 64);
+        assert_eq!(up[1].data()[14 + 8], 64);
     }
 
     #[test]

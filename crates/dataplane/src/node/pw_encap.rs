@@ -68,6 +68,7 @@ impl Node for PwEncap {
                     mtu,
                     rewrite,
                     labels,
+                    ..
                 } => (port, mtu, rewrite, Some(labels)),
                 Action::Drop(why) => {
                     ctx.drop(b, why);

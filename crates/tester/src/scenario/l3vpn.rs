@@ -1,7 +1,7 @@
 //! The Cisco ME 6524's MPLS VPN test (ME-6): 192 VRFs (8 VLAN sub-interfaces on each of 24
 //! access ports), 230,400 routes, 95% of them VPN routes from the far PEs and 5% from the CEs,
-//! the backbone pattern both ways ([`l3vpn`]). The seed ran it with its services on; that
-//! variant waits for the services on labelled traffic (issue 16): see docs/results.md.
+//! the backbone pattern both ways ([`l3vpn`]); [`super::services::me6s`] runs it with the
+//! services off and then on, as the seed did.
 //!
 //! The router is the PE of the report's figure 5. Sub-interface `a<p>.<100+j>` is VRF
 //! `v<8p+j>`, every VRF with the same addressing (10.0.0.1/24 towards its CE 10.0.0.2: the point

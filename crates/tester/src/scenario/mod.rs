@@ -141,6 +141,10 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 MPLS VPN: 192 VRFs, 230,400 routes (95% VPN), 24 access + 8 uplinks, backbone, 68..9208 B",
     ),
     (
+        "ME-6S",
+        "ME-6 with the services off, then on (10,000-line ACL, QoS re-marking, NetFlow)",
+    ),
+    (
         "ME-7",
         "ME 6524 MAC learning: 90,000 addresses from 3 ports, test frames from 3 others, a monitor port, 30 kfps and line rate",
     ),
@@ -229,6 +233,7 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "ME-4" => Ok(pseudowire::pseudowires(o, false)),
         "ME-5" => Ok(pseudowire::protected(o)),
         "ME-6" => Ok(l3vpn::l3vpn(o)),
+        "ME-6S" => Ok(services::me6s(o)),
         "ME-7" => Ok(switching::switching(o, crate::bridging::Learning::On)),
         "ME-8" => Ok(switching::switching(o, crate::bridging::Learning::Off)),
         "ME-9" => Ok(switching::switching(

@@ -379,8 +379,14 @@ fn me1_qos(n: usize) -> (String, &'static str) {
     }
     y += "  policies:\n    - name: ME_QOS\n      classes:\n";
     for (i, n) in names.iter().enumerate() {
-        let dscp = if n == "me1-traffic" { 26 } else { i + 1 };
-        y += &format!("        - {{ class: {n}, set: {{ dscp: {dscp} }} }}\n");
+        // The traffic's class: AF31, and EXP 3 (its class selector) on labels it leaves with
+        // (the seed re-marked "MPLS EXP bits where relevant").
+        let set = if n == "me1-traffic" {
+            "dscp: 26, exp: 3".to_string()
+        } else {
+            format!("dscp: {}", i + 1)
+        };
+        y += &format!("        - {{ class: {n}, set: {{ {set} }} }}\n");
     }
     y += "        - { class: class-default, set: { dscp: 0 } }\n";
     (y, "me1-traffic")
@@ -402,6 +408,28 @@ pub(super) fn me1s(o: &ScenarioOpts) -> Scenario {
         "Routes come from the route generator (static), not OSPF: OSPF arrives with FRR.".into(),
         services,
     ];
+    s
+}
+
+/// ME-6S: ME-6 (the MPLS VPN) with the services off and then on, as ME-1S. Both directions
+/// take them: the CEs' frames on their sub-interface's input arc (leaving labelled with the
+/// class's EXP), the labelled frames from the core on their uplink's input arc once their VPN
+/// label has popped them into the VRF.
+pub(super) fn me6s(o: &ScenarioOpts) -> Scenario {
+    let mut s = services_off_then_on(
+        super::l3vpn::l3vpn(o),
+        o,
+        "ME-6S",
+        "Cisco ME 6524, table 6: MPLS VPN scalability and throughput (192 VRFs, 230,400 \
+         routes, 300 s) with the 10,000-line ACL, QoS re-marking and NetFlow",
+    );
+    s.notes.push(
+        "Services on, both ways: the CEs' frames take their sub-interface's input arc and leave \
+         labelled with EXP 3 (the traffic's class sets it); the core's labelled frames take \
+         their uplink's input arc once their VPN label has popped them into the VRF (classified \
+         on the IP packet they carry, accounted to the uplink)."
+            .into(),
+    );
     s
 }
 
@@ -440,6 +468,7 @@ fn services_off_then_on(
         qos_lines: qos_n,
         qos_class: class.into(),
         cache,
+        flows: s.flows,
     });
     s.notes.push(format!(
         "Services on: an ACL of {acl_n} lines (family any: L2, L3 and L4 entries the traffic \
