@@ -333,6 +333,11 @@ mod tests {
         let frames = [mpls(&[(102, 30)], &dns), mpls(&[(102, 30)], &other)];
         let mut out = h.push(NodeId::MplsInput, 1, &frames);
         let v = out.to.remove("ip4-forward").expect("both popped");
+        // The label gone, the frame reads as the IP frame it carried, received on eth1.
+        let d = v[0].data();
+        assert_eq!((v[0].meta().l3_off, &d[12..14]), (14, &[0x08, 0x00][..]));
+        assert_eq!(&d[..12], &frames[0][..12], "the core's MACs kept");
+        assert_eq!((&d[26..34], &d[34..]), (&dns[12..20], &dns[20..]));
         let out = h.run_bufs(NodeId::Ip4Forward, v);
         assert_eq!(out.dropped(DropReason::AclDenied), 1);
         assert_eq!((hits.get(0), hits.get(1)), (1, 1), "eth1's list saw both");

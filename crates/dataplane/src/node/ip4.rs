@@ -176,8 +176,9 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
     enqueue(ctx, t, b, port);
 }
 
-/// Sends `b` over an LSP: the TTL decremented as for any routed hop, then the labels pushed
-/// (`push_or_features`). Too big with DF set goes to the slow path (an ICMP error with the MTU
+/// Sends `b` over an LSP: the TTL decremented as for any routed hop, then `labels` pushed with
+/// the IP TTL (uniform) or 255 (pipe) and as traffic class the one QoS chose or the IP
+/// precedence; through the output features first where the interfaces have any. Too big with DF set goes to the slow path (an ICMP error with the MTU
 /// less the labels); without DF it is dropped and counted (no fragmentation before imposition).
 #[inline]
 fn push(
@@ -190,6 +191,7 @@ fn push(
     transit: bool,
 ) {
     let l3 = b.meta().l3_off as usize;
+    let exp = b.meta().exp;
     let h = &mut b.data_mut()[l3..];
     if be16(h, 2) > mtu {
         if h[6] & 0x40 != 0 {
@@ -200,7 +202,15 @@ fn push(
     if transit {
         decrement_ttl(h);
     }
-    super::push_or_features(ctx, t, b, tx_if, port, rewrite, labels);
+    let ttl = super::mpls_input::push_ttl(t, h[8]);
+    let tc = super::label_tc(exp, h[1] >> 5);
+    if super::labelled_needs_features(t, &b, tx_if) {
+        return super::labelled_to_features(ctx, b, rewrite);
+    }
+    if !super::push_labels(&mut b, rewrite, labels, tc, ttl, true) {
+        return ctx.drop(b, DropReason::NoBuffer);
+    }
+    super::send(ctx, t, b, port, super::IpNext::Bridge);
 }
 
 /// One less TTL, the header checksum updated to match (RFC 1624).

@@ -140,6 +140,7 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
             labels,
         } => {
             let l3 = b.meta().l3_off as usize;
+            let exp = b.meta().exp;
             let h = &mut b.data_mut()[l3..];
             if 40 + be16(h, 4) as usize > mtu as usize {
                 return ctx.slow(b, Slow::TooBig);
@@ -147,7 +148,16 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
             if transit {
                 h[7] -= 1;
             }
-            return super::push_or_features(ctx, t, b, tx_if, port, rewrite, &labels);
+            let ttl = super::mpls_input::push_ttl(t, h[7]);
+            // The traffic class's top three bits (the DSCP's class selector).
+            let tc = super::label_tc(exp, h[0] << 4 >> 5);
+            if super::labelled_needs_features(t, &b, tx_if) {
+                return super::labelled_to_features(ctx, b, rewrite);
+            }
+            if !super::push_labels(&mut b, rewrite, &labels, tc, ttl, true) {
+                return ctx.drop(b, DropReason::NoBuffer);
+            }
+            return super::send(ctx, t, b, port, super::IpNext::Bridge);
         }
     };
     let l3 = b.meta().l3_off as usize;

@@ -445,32 +445,37 @@ pub(crate) fn enqueue(ctx: &mut Ctx, t: &Tables, b: PktBuf, port: u16) {
     send(ctx, t, b, port, IpNext::Bridge);
 }
 
-/// Sends an IP packet (TTL already decremented) over an LSP: through the output features
-/// first when the interface it leaves by has any or the one it came in by accounts flows (they
-/// see the IP packet, its L2 header written for the neighbour, and push the labels when it
-/// passes), else straight on with `labels` pushed ([`impose`]).
+/// Does a packet leaving over an LSP by `tx_if` take the output features first (the interface
+/// has some, or the one it came in by accounts flows)? They see the IP packet, and push the
+/// labels when it passes ([`impose`]).
 #[inline(always)]
-pub(crate) fn push_or_features(
-    ctx: &mut Ctx,
-    t: &Tables,
-    mut b: PktBuf,
-    tx_if: u32,
-    port: u16,
-    rewrite: &Rewrite,
-    labels: &crate::mpls::LabelStack,
-) {
-    if t.any_features && crate::feature::output::needed(t, b.meta().arc_if(), tx_if) {
-        if !rewrite_l2(&mut b, rewrite) {
-            return ctx.drop(b, DropReason::NoBuffer);
-        }
-        return ctx.to(IpNext::OutputFeatures, b);
+pub(crate) fn labelled_needs_features(t: &Tables, b: &PktBuf, tx_if: u32) -> bool {
+    t.any_features && crate::feature::output::needed(t, b.meta().arc_if(), tx_if)
+}
+
+/// Hands an IP packet leaving over an LSP to the output features, its L2 header written for
+/// the neighbour; they push the labels when it passes.
+#[inline(never)]
+pub(crate) fn labelled_to_features(ctx: &mut Ctx, mut b: PktBuf, rw: &Rewrite) {
+    if !rewrite_l2(&mut b, rw) {
+        return ctx.drop(b, DropReason::NoBuffer);
     }
-    impose(ctx, t, b, port, rewrite, labels, IpNext::Bridge);
+    ctx.to(IpNext::OutputFeatures, b);
+}
+
+/// The traffic class of labels pushed on a packet: what QoS chose (`meta.exp`, plus one), else
+/// the IP precedence (the DSCP's class selector).
+#[inline(always)]
+pub(crate) fn label_tc(exp: u8, precedence: u8) -> u8 {
+    match exp {
+        0 => precedence,
+        x => x - 1,
+    }
 }
 
 /// Pushes `labels` on the IP packet at `meta.l3_off` and sends it out of `port` with L2
-/// header `rw`. The labels carry the IP TTL (uniform) or 255 (pipe), and as traffic class what
-/// QoS chose (`meta.exp`) or else the IP precedence (the DSCP's class selector).
+/// header `rw` (output-features, once the packet has passed). The labels carry the IP TTL
+/// (uniform) or 255 (pipe), and as traffic class [`label_tc`].
 #[inline(always)]
 pub(crate) fn impose<E: crate::graph::Edge>(
     ctx: &mut Ctx,
@@ -488,10 +493,7 @@ pub(crate) fn impose<E: crate::graph::Edge>(
         (h[7], h[0] << 4 >> 5)
     };
     let ttl = mpls_input::push_ttl(t, ip_ttl);
-    let tc = match b.meta().exp {
-        0 => precedence,
-        x => x - 1,
-    };
+    let tc = label_tc(b.meta().exp, precedence);
     if !push_labels(&mut b, rw, labels, tc, ttl, true) {
         return ctx.drop(b, DropReason::NoBuffer);
     }

@@ -215,18 +215,22 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
                 // The forwarding node decrements it once more: this router's hop.
                 set_ip_ttl(&mut b.data_mut()[ip..], e.ttl);
             }
-            // The label goes: the frame reads as the IP frame it carried, received on the
-            // core interface (its L2 header moved up to the IP header, EtherType IP), so the
-            // input features classify it as they would an unlabelled one.
-            let et: u16 = if next == Next::Ip4 { 0x0800 } else { 0x86dd };
-            let d = b.data_mut();
-            d.copy_within(..l3, 4);
-            d[l3 + 2..l3 + 4].copy_from_slice(&et.to_be_bytes());
-            b.pull_front(4);
             let meta = b.meta_mut();
             meta.labelled_on = meta.rx_if + 1;
-            meta.l3_off = l3 as u16;
+            meta.l3_off = ip as u16;
             meta.rx_if = ifx;
+            if t.any_features {
+                // The label goes: the frame reads as the IP frame it carried, received on the
+                // core interface (its L2 header moved up to the IP header, EtherType IP), so
+                // the input features classify it as they would an unlabelled one. (Without
+                // features nothing reads the L2 header again before it is rewritten.)
+                let et: u16 = if next == Next::Ip4 { 0x0800 } else { 0x86dd };
+                let d = b.data_mut();
+                d.copy_within(..l3, 4);
+                d[l3 + 2..l3 + 4].copy_from_slice(&et.to_be_bytes());
+                b.pull_front(4);
+                b.meta_mut().l3_off = l3 as u16;
+            }
             ctx.to(next, b);
         }
         LabelAction::Pseudowire { pw } => {
@@ -428,24 +432,17 @@ mod tests {
         let up = &out.to["ip4-forward"];
         assert_eq!(up.len(), 2);
         // Uniform TTL: the label's 30 replaces the IP 64; ip4-forward takes one off.
-        assert_eq!((up[0].meta().l3_off, up[0].meta().rx_if), (14, 0));
-        assert_eq!(up[0].data()[14 + 8], 30);
-        assert!(packet::checksum::ipv4_header_ok(&up[0].data()[14..34]));
-        // The label gone, the frame reads as an IP frame received on the core interface,
-        // whose input features it takes.
-        assert_eq!(&up[0].data()[12..14], &[0x08, 0x00]);
-        assert_eq!(
-            &up[0].data()[..12],
-            &mpls(&[(102, 30)], &p)[..12],
-            "MACs kept"
-        );
+        assert_eq!((up[0].meta().l3_off, up[0].meta().rx_if), (18, 0));
+        assert_eq!(up[0].data()[18 + 8], 30);
+        assert!(packet::checksum::ipv4_header_ok(&up[0].data()[18..38]));
+        // It takes the input features of the interface it came in by.
         assert_eq!((up[0].meta().labelled_on, up[0].meta().arc_if()), (2, 1));
         assert_eq!(
             up[1].meta().rx_if,
             1,
             "explicit null: the receiving interface's VRF"
         );
-        assert_eq!(up[1].data()[14 + 8], 64);
+        assert_eq!(up[1].data()[18 + 8], 64);
     }
 
     #[test]
