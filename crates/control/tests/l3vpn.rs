@@ -219,6 +219,44 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
         send(&mut peers, &mut cache, 0, [10, 4, 0, 5]),
         Some((2, vec![3002]))
     );
+    // The way to that PE changes: its routes follow it at the next tick (and only they do).
+    core.with_route_source::<VpnRoutes, _>("t", |src, w| assert_eq!(src.reresolve(w), 0));
+    core.route_add(&RouteRequest {
+        prefix: "10.255.0.9/32".into(),
+        via: vec!["198.51.100.2".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
+        assert_eq!(src.reresolve(w), 1);
+        w.publish().unwrap();
+    });
+    assert_eq!(
+        send(&mut peers, &mut cache, 0, [10, 4, 0, 5]),
+        Some((1, vec![3002]))
+    );
+    // Gone: its routes wait as unresolved rather than follow a way that is no more.
+    core.route_del(None, "10.255.0.9/32").unwrap();
+    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
+        assert_eq!(src.reresolve(w), 1);
+        w.publish().unwrap();
+    });
+    assert_eq!(status(&core).unresolved, 1);
+    assert!(!matches!(
+        send(&mut peers, &mut cache, 0, [10, 4, 0, 5]),
+        Some((1 | 2, _))
+    ));
+    core.route_add(&RouteRequest {
+        prefix: "10.255.0.9/32".into(),
+        via: vec!["203.0.113.2".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
+        assert_eq!(src.retry(w), 2);
+        w.publish().unwrap();
+    });
+    assert_eq!(status(&core).unresolved, 0);
     let bgp = core.bgp_vpn_view(None);
     let r4 = bgp
         .routes

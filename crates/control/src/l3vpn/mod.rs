@@ -82,6 +82,9 @@ pub struct VpnRoutes {
     candidates: FxHashMap<(Prefix, VpnId), BTreeSet<VpnId>>,
     /// (index into `cfg.vrfs`, prefix) -> the RD imported there and what became of it.
     imported: FxHashMap<(usize, Prefix), (VpnId, Import)>,
+    /// (far PE, VPN label) -> the next hop its routes were last installed through, asked again
+    /// every tick so that routes follow a change of the way to their PE ([`Self::reresolve`]).
+    resolved: FxHashMap<(IpAddr, u32), u32>,
     /// (index into `cfg.vrfs`, prefix) -> the id GoBGP gave the exported path (empty until
     /// GoBGP has answered).
     exported: HashMap<(usize, Prefix), Vec<u8>>,
@@ -106,6 +109,7 @@ impl VpnRoutes {
             paths: FxHashMap::default(),
             candidates: FxHashMap::default(),
             imported: FxHashMap::default(),
+            resolved: FxHashMap::default(),
             exported: HashMap::new(),
             status: VpnStatus::default(),
         };
@@ -183,6 +187,7 @@ impl VpnRoutes {
         }
         self.paths.clear();
         self.candidates.clear();
+        self.resolved.clear();
         // GoBGP forgets the paths added through its API when it stops.
         self.exported.clear();
         self.count();
@@ -202,6 +207,42 @@ impl VpnRoutes {
         }
         self.count();
         waiting.len()
+    }
+
+    /// Moves the routes whose way to their far PE changed (the route to the PE replaced,
+    /// relabelled, or gone: then they wait as unresolved) onto the new way. The next hop of each
+    /// (PE, VPN label) in use is asked again and compared with the one its routes went in
+    /// through: one lookup per PE and label, not per route; the routes are looked at only when
+    /// one changed. Returns how many were placed again.
+    pub fn reresolve(&mut self, w: &mut RouteWriter<'_>) -> usize {
+        let mut moved: FxHashSet<(IpAddr, u32)> = FxHashSet::default();
+        let keys: Vec<((IpAddr, u32), u32)> = self.resolved.iter().map(|(k, v)| (*k, *v)).collect();
+        for ((pe, label), nh) in keys {
+            if w.vpn_next_hop(pe, label) != Some(nh) {
+                moved.insert((pe, label));
+                self.resolved.remove(&(pe, label));
+            }
+        }
+        if moved.is_empty() {
+            return 0;
+        }
+        let again: Vec<(usize, Prefix)> = self
+            .imported
+            .iter()
+            .filter(|((_, p), (rd, imp))| {
+                matches!(imp, Import::Installed(_))
+                    && self
+                        .paths
+                        .get(&(*rd, *p))
+                        .is_some_and(|r| moved.contains(&(r.next_hop, r.label)))
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for &(i, p) in &again {
+            self.place(w, i, p);
+        }
+        self.count();
+        again.len()
     }
 
     /// The path VRF entry `i` should take for `p`: of the RDs `p` is known under whose route
@@ -240,7 +281,10 @@ impl VpnRoutes {
         } else {
             match w.vpn_next_hop(pe, label) {
                 Some(nh) => match w.install(vrf, p, nh) {
-                    Ok(()) => Import::Installed(nh),
+                    Ok(()) => {
+                        self.resolved.insert((pe, label), nh);
+                        Import::Installed(nh)
+                    }
                     Err(Refused::Held) => Import::Held,
                     Err(Refused::Table(e)) => Import::Refused(e),
                 },
@@ -501,6 +545,7 @@ impl RouteSource for VpnRoutes {
         self.map_vrfs(w.cfg());
         let keys: Vec<(usize, Prefix)> = self.imported.keys().copied().collect();
         self.imported.clear();
+        self.resolved.clear();
         for (i, p) in keys {
             self.place(w, i, p);
         }

@@ -245,12 +245,13 @@ fn apply(core: &Weak<Core>, paths: &[Path]) -> Result<(), String> {
     Ok(())
 }
 
-/// Unresolved imports tried again; the exports brought in line with the VRFs.
+/// Unresolved imports tried again, installed ones moved where the way to their PE changed;
+/// the exports brought in line with the VRFs.
 async fn export(core: &Weak<Core>, grpc: &mut tonic::client::Grpc<Channel>) -> Result<(), String> {
     let (diff, paths) = {
         let c = core.upgrade().ok_or("stopping")?;
         c.with_route_source::<VpnRoutes, _>("l3vpn.export", |src, w| {
-            if src.retry(w) > 0 {
+            if src.retry(w) + src.reresolve(w) > 0 {
                 let _ = w.publish();
             }
             let d = src.export_diff(w.router());
