@@ -19,6 +19,9 @@ What is checked, as outcomes:
   decoded by tshark (mpls then ip, nothing malformed);
 - forwarding far PE -> CE: an echo request under cust-a's label reaches the CE, whose reply
   goes back labelled 3000;
+- services on labelled traffic: the CE's packets leave with the EXP (5) its interface's QoS
+  class sets; the core's input ACL sees the packets under cust-a's label and drops the ones
+  it denies;
 - a withdrawal on pe2 removes the route from cust-a; gobgpd going away withdraws every VPN
   route and says so in the log.
 """
@@ -54,8 +57,14 @@ ports:
   - {{ name: core, driver: af_packet, device: core }}
   - {{ name: ac, driver: af_packet, device: ac }}
 interfaces:
-  - {{ name: core, port: core, mac: "{PE1_CORE_MAC}", ipv4: [10.0.12.1/24] }}
-  - {{ name: ac, port: ac, mac: "{PE1_AC_MAC}", vrf: cust-a, ipv4: [10.1.0.1/24] }}
+  - {{ name: core, port: core, mac: "{PE1_CORE_MAC}", ipv4: [10.0.12.1/24], acl-in: NO-BAD }}
+  - {{ name: ac, port: ac, mac: "{PE1_AC_MAC}", vrf: cust-a, ipv4: [10.1.0.1/24],
+      qos-in: VPN-EXP }}
+acls:
+  - {{ name: NO-BAD, entries: ["deny icmp src host 10.2.0.99", "permit"] }}
+qos:
+  policies:
+    - {{ name: VPN-EXP, classes: [{{ class: class-default, set: {{ exp: 5 }} }}] }}
 routes:
   - {{ prefix: 10.1.5.0/24, via: 10.1.0.2, vrf: cust-a }}
 mpls:
@@ -198,22 +207,33 @@ def test_l3vpn_with_gobgp_and_frr_bgpd(linerate_bin, testbed, tmp_path):
         frame = (mac(PE1_CORE_MAC) + mac(FAR_MAC) + b"\x88\x47" + mpls_entry(label_a)
                  + echo_request("10.2.0.7", "10.1.0.2", 0x4c52, 1))
         send(pe2, "core", frame, 5)
+        # The core's input ACL sees the packets under the label: 10.2.0.99 is denied.
+        bad = (mac(PE1_CORE_MAC) + mac(FAR_MAC) + b"\x88\x47" + mpls_entry(label_a)
+               + echo_request("10.2.0.99", "10.1.0.2", 0x4c53, 1))
+        send(pe2, "core", bad, 3)
         time.sleep(1.0)
     finally:
         core_cap.stop(settle=0.5)
         ce_cap.stop(settle=0.5)
 
     out = read_fields(core_cap.pcap, ["mpls.label", "mpls.bottom", "ip.src", "ip.dst",
-                                      "icmp.type"], "mpls && eth.src == " + PE1_CORE_MAC)
+                                      "icmp.type", "mpls.exp"],
+                      "mpls && eth.src == " + PE1_CORE_MAC)
+    # The CE's packets leave with the EXP its interface's QoS class sets.
     to_far = [x for x in out if x[3] == "10.2.0.5"]
     assert len(to_far) == 5, out
-    assert all(x[0] == "3000" and x[1] == "1" and x[4] == "8" for x in to_far), to_far
+    assert all(x[0] == "3000" and x[1] == "1" and x[4] == "8" and x[5] == "5"
+               for x in to_far), to_far
     replies = [x for x in out if x[3] == "10.2.0.7"]
-    assert len(replies) == 5 and all(x[0] == "3000" and x[4] == "0" for x in replies), out
+    assert len(replies) == 5 and all(x[0] == "3000" and x[4] == "0" and x[5] == "5"
+                                     for x in replies), out
     assert read_fields(core_cap.pcap, ["frame.number"], "_ws.malformed") == []
     got = read_fields(ce_cap.pcap, ["ip.src", "icmp.type"],
                       "icmp && ip.dst == 10.1.0.2 && ip.src == 10.2.0.7")
     assert len(got) == 5, got
+    assert read_fields(ce_cap.pcap, ["ip.src"], "ip.src == 10.2.0.99") == []
+    (acl,) = r.json("show", "acl", "NO-BAD")
+    assert acl["entries"][0]["hits"] == 3, acl
 
     # A withdrawal on the far PE takes the route out of cust-a.
     frr.vtysh("configure terminal", "router bgp 65000", "address-family ipv4 vpn",
