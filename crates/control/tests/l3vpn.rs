@@ -114,6 +114,29 @@ fn send(
     None
 }
 
+/// The route to far PE 10.255.0.9, through neighbour `via` (replacing any before).
+fn route_to_pe(core: &control::mgmt::Core, via: &str) {
+    core.route_add(&RouteRequest {
+        prefix: "10.255.0.9/32".into(),
+        via: vec![via.into()],
+        ..Default::default()
+    })
+    .unwrap();
+}
+
+/// One of the service's periodic steps (`retry`, `reresolve`), published; what it returns.
+fn tick(
+    core: &control::mgmt::Core,
+    step: fn(&mut VpnRoutes, &mut control::mgmt::sources::RouteWriter<'_>) -> usize,
+) -> usize {
+    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
+        let n = step(src, w);
+        w.publish().unwrap();
+        n
+    })
+    .unwrap()
+}
+
 fn status(core: &control::mgmt::Core) -> api::views::VpnStatus {
     core.vrf_view().status
 }
@@ -202,60 +225,33 @@ fn vpn_routes_go_where_their_targets_are_imported_and_forward_labelled() {
         Some((1, vec![4000]))
     );
 
-    // A route to the unreachable PE arrives: the retry installs the waiting VPN route.
-    core.route_add(&RouteRequest {
-        prefix: "10.255.0.9/32".into(),
-        via: vec!["203.0.113.2".into()],
-        ..Default::default()
-    })
-    .unwrap();
-    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
-        // The unresolved one and the held one (the static route still holds it).
-        assert_eq!(src.retry(w), 2);
-        w.publish().unwrap();
-    });
+    // A route to the unreachable PE arrives: the retry installs the waiting VPN route (and
+    // tries the held one again: the static route still holds it).
+    route_to_pe(&core, "203.0.113.2");
+    assert_eq!(tick(&core, VpnRoutes::retry), 2);
     assert_eq!(status(&core).unresolved, 0);
     assert_eq!(
         send(&mut peers, &mut cache, 0, [10, 4, 0, 5]),
         Some((2, vec![3002]))
     );
     // The way to that PE changes: its routes follow it at the next tick (and only they do).
-    core.with_route_source::<VpnRoutes, _>("t", |src, w| assert_eq!(src.reresolve(w), 0));
-    core.route_add(&RouteRequest {
-        prefix: "10.255.0.9/32".into(),
-        via: vec!["198.51.100.2".into()],
-        ..Default::default()
-    })
-    .unwrap();
-    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
-        assert_eq!(src.reresolve(w), 1);
-        w.publish().unwrap();
-    });
+    assert_eq!(tick(&core, VpnRoutes::reresolve), 0);
+    route_to_pe(&core, "198.51.100.2");
+    assert_eq!(tick(&core, VpnRoutes::reresolve), 1);
     assert_eq!(
         send(&mut peers, &mut cache, 0, [10, 4, 0, 5]),
         Some((1, vec![3002]))
     );
     // Gone: its routes wait as unresolved rather than follow a way that is no more.
     core.route_del(None, "10.255.0.9/32").unwrap();
-    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
-        assert_eq!(src.reresolve(w), 1);
-        w.publish().unwrap();
-    });
+    assert_eq!(tick(&core, VpnRoutes::reresolve), 1);
     assert_eq!(status(&core).unresolved, 1);
     assert!(!matches!(
         send(&mut peers, &mut cache, 0, [10, 4, 0, 5]),
         Some((1 | 2, _))
     ));
-    core.route_add(&RouteRequest {
-        prefix: "10.255.0.9/32".into(),
-        via: vec!["203.0.113.2".into()],
-        ..Default::default()
-    })
-    .unwrap();
-    core.with_route_source::<VpnRoutes, _>("t", |src, w| {
-        assert_eq!(src.retry(w), 2);
-        w.publish().unwrap();
-    });
+    route_to_pe(&core, "203.0.113.2");
+    assert_eq!(tick(&core, VpnRoutes::retry), 2);
     assert_eq!(status(&core).unresolved, 0);
     let bgp = core.bgp_vpn_view(None);
     let r4 = bgp

@@ -202,11 +202,16 @@ impl VpnRoutes {
             .filter(|(_, (_, imp))| matches!(imp, Import::Unresolved | Import::Held))
             .map(|(k, _)| *k)
             .collect();
-        for &(i, p) in &waiting {
+        self.place_all(w, &waiting)
+    }
+
+    /// Places each (VRF entry, prefix) again; returns how many.
+    fn place_all(&mut self, w: &mut RouteWriter<'_>, keys: &[(usize, Prefix)]) -> usize {
+        for &(i, p) in keys {
             self.place(w, i, p);
         }
         self.count();
-        waiting.len()
+        keys.len()
     }
 
     /// Moves the routes whose way to their far PE changed (the route to the PE replaced,
@@ -238,11 +243,7 @@ impl VpnRoutes {
             })
             .map(|(k, _)| *k)
             .collect();
-        for &(i, p) in &again {
-            self.place(w, i, p);
-        }
-        self.count();
-        again.len()
+        self.place_all(w, &again)
     }
 
     /// The path VRF entry `i` should take for `p`: of the RDs `p` is known under whose route
@@ -546,10 +547,7 @@ impl RouteSource for VpnRoutes {
         let keys: Vec<(usize, Prefix)> = self.imported.keys().copied().collect();
         self.imported.clear();
         self.resolved.clear();
-        for (i, p) in keys {
-            self.place(w, i, p);
-        }
-        self.count();
+        self.place_all(w, &keys);
     }
 
     fn restore(&mut self, w: &mut RouteWriter<'_>, vrf: usize, p: Prefix) -> bool {

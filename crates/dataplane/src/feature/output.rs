@@ -375,10 +375,9 @@ pub fn housekeeping(ctx: &mut Ctx, t: &Tables) {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
-
-    use crate::counters::DropReason;
     use std::sync::Arc;
 
+    use crate::counters::DropReason;
     use crate::feature::Step;
     use crate::graph::harness::{
         bind, deny_dns, deny_dns_out, ip4, mark_all, Harness, NH_ETH1, PEER1,

@@ -679,7 +679,7 @@ mod tests {
             .map(|l| l.matches('"').count() / 2)
             .sum();
         assert_eq!(n, 500);
-        assert!(qos.contains(&format!("class: {class}, set: {{ dscp: 26 }}")));
+        assert!(qos.contains(&format!("class: {class}, set: {{ dscp: 26, exp: 3 }}")));
     }
 }
 
@@ -697,7 +697,7 @@ mod config_tests {
             scale: 0.01,
             ..Default::default()
         };
-        for id in ["XR-5", "ME-1S", "QOS-1"] {
+        for id in ["XR-5", "ME-1S", "ME-6S", "QOS-1"] {
             let s = build(id, &o).unwrap();
             for (n, t) in &s.files {
                 std::fs::write(dir.join(n), t).unwrap();
@@ -725,13 +725,22 @@ mod config_tests {
                                     && i.services.acl_out.len() == 2)
                         );
                     }
-                    "ME-1S" => {
+                    "ME-1S" | "ME-6S" => {
                         assert_eq!(svc.acls[0].entries.len(), 100);
                         assert!(svc.flow_export.is_some());
                         // Ingress accounting everywhere: each packet is one record's.
                         assert!(cfg.interfaces.iter().all(|i| i.services.flow_in
                             && !i.services.flow_out
                             && i.services.qos_in.is_some()));
+                        // The traffic's class re-marks EXP too (ME-6S's labels carry it).
+                        let c = svc.policies[0]
+                            .classes
+                            .iter()
+                            .find(|c| c.class == "me1-traffic");
+                        assert_eq!(
+                            c.map(|c| (c.set_dscp, c.set_exp)),
+                            Some((Some(26), Some(3)))
+                        );
                     }
                     _ => assert_eq!(svc.policies.len(), 2),
                 }
