@@ -178,8 +178,9 @@ pub fn forward(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, transit: bool)
 
 /// Sends `b` over an LSP: the TTL decremented as for any routed hop, then `labels` pushed with
 /// the IP TTL (uniform) or 255 (pipe) and as traffic class the one QoS chose or the IP
-/// precedence; through the output features first where the interfaces have any. Too big with DF set goes to the slow path (an ICMP error with the MTU
-/// less the labels); without DF it is dropped and counted (no fragmentation before imposition).
+/// precedence; through the output features first where the interfaces have any. Too big
+/// with DF set goes to the slow path (an ICMP error with the MTU less the labels); without DF
+/// it is dropped and counted (no fragmentation before imposition).
 #[inline]
 fn push(
     ctx: &mut Ctx,
