@@ -156,7 +156,7 @@ def test_pseudowire_signalled_with_frr_ldpd_and_forwarding(linerate_bin, testbed
         assert b["local_control_word"] and b["remote_control_word"], b
         assert b["remote_mtu"] == 1500 and b["remote_status"] == 0, b
         prefixes = r.json("show", "mpls", "ldp", "binding")["prefixes"]
-        assert {"prefix": "10.0.12.1/32", "from": "local", "label": 3} in prefixes, prefixes
+        assert {"prefix": "10.0.12.1/32", "from": "local", "label": 3, "in_use": True} in prefixes, prefixes
         assert any(p["from"] == "10.0.12.2" for p in prefixes), prefixes
         l2 = r.json("show", "l2vpn")["pseudowires"][0]
         assert l2["state"] == "up" and l2["signalling"] == "ldp", l2

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use control::config::mpls::LdpCfg;
 use control::ldp::engine::{EngineCfg, PwSpec, PwState, State};
-use control::ldp::{service::Service, Ldp};
+use control::ldp::service::{Hooks, Service};
+use control::ldp::Ldp;
 use serde::Serialize;
 
 pub struct Opts {
@@ -54,6 +55,10 @@ fn speaker(me: Ipv4Addr, peer: Ipv4Addr, n: usize) -> Arc<Ldp> {
         hold_time: 15,
         keepalive: 30,
         neighbors: vec![],
+        interfaces: vec![],
+        link_hello_interval_ms: 5000,
+        link_hold_time: 15,
+        label_range: control::config::mpls::LDP_LABEL_RANGE,
         origin: Default::default(),
     };
     let ecfg = EngineCfg {
@@ -64,6 +69,10 @@ fn speaker(me: Ipv4Addr, peer: Ipv4Addr, n: usize) -> Arc<Ldp> {
         keepalive: 30,
         neighbors: vec![],
         pws,
+        links: vec![],
+        link_hello_interval_ms: 1000,
+        link_hold_time: 3,
+        label_range: (16_000, 99_999),
         egress: vec![(me, 32)],
     };
     Ldp::new(lcfg, ecfg)
@@ -88,8 +97,14 @@ pub fn run(o: &Opts) -> Result<Vec<Row>, String> {
             })
         };
         let start = Instant::now();
-        let sa = Service::start(la.clone(), sink(0), Box::new(Default::default), None)?;
-        let sb = Service::start(lb.clone(), sink(1), Box::new(Default::default), None)?;
+        let hooks = |i| Hooks {
+            signalled: sink(i),
+            circuits: Box::new(Default::default),
+            routes: Box::new(Vec::new),
+            bindings: Box::new(|_| {}),
+        };
+        let sa = Service::start(la.clone(), hooks(0), None)?;
+        let sb = Service::start(lb.clone(), hooks(1), None)?;
         let operational = |l: &Ldp, peer| {
             l.engine()
                 .sessions

@@ -373,9 +373,11 @@ pub fn agentx(data: &[u8]) {
 
 /// An LDP speaker fed what a peer may send: a session is brought up as a real peer would
 /// (hello, connection, initialization, keepalive), then `data` is records, each a byte of kind
-/// (low 2 bits: 0 session bytes, 1 a hello, 2 the clock moves by the next byte x 100 ms, 3 an
-/// attachment circuit flips) and, for bytes, a byte of length before them. Whatever arrives,
-/// nothing panics, and everything the speaker queues is whole PDUs that parse.
+/// (low 2 bits: 0 session bytes, 1 a hello (targeted, or a link hello if bit 2 is set), 2 the
+/// clock moves by the next byte x 100 ms, 3 an attachment circuit flips or, with bit 6 set,
+/// the routes change) and, for bytes, a byte of length before them. Whatever arrives, nothing
+/// panics, everything the speaker queues is whole PDUs that parse, and no two FECs hold the
+/// same label, each from the range.
 pub fn ldp_session(data: &[u8]) {
     use crate::ldp::engine::{Engine, EngineCfg, PwSpec};
     use packet::ldp::{self, Msg, PduBuilder};
@@ -400,6 +402,14 @@ pub fn ldp_session(data: &[u8]) {
         neighbors: vec![],
         pws: (0..4).map(pw).collect(),
         egress: vec![(me, 32)],
+        links: vec![crate::ldp::engine::LinkSpec {
+            name: "core".into(),
+            host: "lr-core".into(),
+            address: me,
+        }],
+        link_hello_interval_ms: 1000,
+        link_hold_time: 3,
+        label_range: (100, 107),
     });
     let pdu = |msgs: &[Msg]| {
         let mut b = PduBuilder::new(peer, 0);
@@ -445,6 +455,12 @@ pub fn ldp_session(data: &[u8]) {
                 at += h.len;
             }
         }
+        let mut labels: Vec<u32> = e.fec_bindings().iter().filter_map(|b| b.local).collect();
+        assert!(labels.iter().all(|l| (100..=107).contains(l)));
+        labels.sort_unstable();
+        let n = labels.len();
+        labels.dedup();
+        assert_eq!(n, labels.len(), "a label given to two FECs");
     };
     check(&mut e);
     let mut i = 0;
@@ -460,6 +476,8 @@ pub fn ldp_session(data: &[u8]) {
                 i = end;
                 if kind & 3 == 0 {
                     e.bytes_in(now, peer, bytes);
+                } else if kind & 4 != 0 {
+                    e.link_hello_in(now, 0, peer, bytes);
                 } else {
                     e.hello_in(now, peer, bytes);
                 }
@@ -469,6 +487,22 @@ pub fn ldp_session(data: &[u8]) {
                 i += 1;
                 e.tick(now);
                 let _ = e.hellos(now);
+                let _ = e.link_hellos(now);
+            }
+            _ if kind & 0x40 != 0 => {
+                // Up to 15 routes of 10.K.0.0/16, through the peer or a stranger.
+                let routes = (0..kind >> 2 & 15)
+                    .map(|k| crate::ldp::engine::fec::FecRoute {
+                        prefix: Ipv4Addr::new(10, k, 0, 0),
+                        len: 16,
+                        next_hops: vec![if k % 3 == 0 {
+                            Ipv4Addr::new(192, 0, 2, 1)
+                        } else {
+                            peer
+                        }],
+                    })
+                    .collect();
+                e.set_routes(now, routes);
             }
             _ => {
                 let name = format!("pw{}", kind >> 2 & 3);

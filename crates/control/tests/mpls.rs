@@ -313,3 +313,115 @@ fn the_shows_count_labels_and_pseudowires() {
 fn control_core(dir: &Path) -> (std::sync::Arc<control::mgmt::Core>, Vec<control::MemPeer>) {
     common::core_with(dir, CONFIG)
 }
+
+/// LDP's prefix labels (what the speaker works out, `control::ldp`) through the data plane:
+/// a label it advertised swapped to the next hop's peer's, one popped where the peer is the
+/// egress, the peer's label pushed on the route's IP packets, and the route put back when the
+/// label goes.
+#[test]
+fn ldp_labels_are_swapped_popped_and_pushed_on_routes() {
+    use control::ldp::engine::fec::FecBinding;
+    let text = CONFIG
+        .replace(
+            "  - { prefix: 10.50.0.0/16, vrf: cust, via: 203.0.113.2 }",
+            "  - { prefix: 10.50.0.0/16, vrf: cust, via: 203.0.113.2 }\n  - { prefix: 10.60.0.0/16, via: 198.51.100.2 }\n  - { prefix: 10.61.0.0/16, via: 192.0.2.2 }",
+        )
+        .replace(
+            "mpls:\n  interfaces: [p1]",
+            "mpls:\n  interfaces: [p1]\n  ldp: { router-id: 192.0.2.1, interfaces: [p1] }",
+        );
+    let mut bed = Bed::from_text(&text);
+    let (core, edge): (std::net::Ipv4Addr, std::net::Ipv4Addr) = (
+        "198.51.100.2".parse().unwrap(),
+        "192.0.2.2".parse().unwrap(),
+    );
+    // The FECs: routes through neighbours, not the statically labelled ones nor connected ones.
+    let mut fecs: Vec<(String, Vec<std::net::Ipv4Addr>)> = bed
+        .router
+        .ldp_routes()
+        .into_iter()
+        .map(|r| (format!("{}/{}", r.prefix, r.len), r.next_hops))
+        .collect();
+    fecs.sort();
+    assert_eq!(
+        fecs,
+        vec![
+            ("10.60.0.0/16".to_string(), vec![core]),
+            ("10.61.0.0/16".to_string(), vec![edge]),
+        ]
+    );
+    let bindings = vec![
+        FecBinding {
+            prefix: "10.60.0.0".parse().unwrap(),
+            len: 16,
+            local: Some(16_000),
+            out: vec![(core, Some(500))],
+        },
+        FecBinding {
+            prefix: "10.61.0.0".parse().unwrap(),
+            len: 16,
+            local: Some(16_001),
+            out: vec![(edge, None)],
+        },
+    ];
+    assert!(bed.router.set_ldp(bindings).unwrap());
+    bed.router.publish().unwrap();
+    let out = bed.send(
+        1,
+        &[
+            labelled(&[(16_000, 64)], &ip4([10, 60, 1, 1], 64)),
+            labelled(&[(16_001, 64)], &ip4([10, 61, 1, 1], 64)),
+        ],
+    );
+    // Swapped to the peer's 500, TTL one less, back out of p1.
+    let f = &out[1][0];
+    assert_eq!(&f[..6], &CORE_PEER);
+    let e = Entry::parse(&f[14..]);
+    assert_eq!((e.label, e.ttl, e.bottom), (500, 63, true));
+    // Popped: out of p0 as the IP packet, its TTL the label's less one.
+    let f = &out[0][0];
+    assert_eq!(&f[12..14], &[0x08, 0x00]);
+    assert_eq!(f[14 + 8], 63);
+    // An IP packet to the labelled route leaves under the peer's label; the route reads as
+    // its own next hop still.
+    let out = bed.send(0, &[ip4_frame([10, 60, 2, 2], 64, 26, false, 17, 1000)]);
+    let f = &out[1][0];
+    assert_eq!(&f[12..14], &[0x88, 0x47]);
+    assert_eq!(Entry::parse(&f[14..]).label, 500);
+    let fecs = bed.router.ldp_routes();
+    assert!(fecs.iter().any(|r| r.len == 16
+        && r.prefix == "10.60.0.0".parse::<std::net::Ipv4Addr>().unwrap()
+        && r.next_hops == vec![core]));
+    // The label goes: the route is its source's again.
+    assert!(bed.router.set_ldp(vec![]).unwrap());
+    bed.router.publish().unwrap();
+    let out = bed.send(
+        0,
+        &[
+            ip4_frame([10, 60, 2, 2], 64, 26, false, 17, 1000),
+            labelled(&[(16_000, 64)], &ip4([10, 60, 1, 1], 64)),
+        ],
+    );
+    assert_eq!(out[1].len(), 1);
+    assert_eq!(&out[1][0][12..14], &[0x08, 0x00]);
+    assert!(bed.router.ldp.labelled.is_empty());
+}
+
+#[test]
+fn a_configured_label_in_ldps_range_is_refused() {
+    let text = CONFIG.replace(
+        "mpls:\n  interfaces: [p1]",
+        "mpls:\n  interfaces: [p1]\n  ldp: { router-id: 192.0.2.1, interfaces: [p0, p1], label-range: [100, 200] }",
+    );
+    let e = errors(&text);
+    assert!(
+        e.iter()
+            .any(|m| m.contains("label 100 is in LDP's label range (100-200")),
+        "{e:?}"
+    );
+    assert!(
+        e.iter()
+            .any(|m| m.contains("interface `p0` is not in `mpls.interfaces`")),
+        "{e:?}"
+    );
+}

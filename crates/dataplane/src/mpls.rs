@@ -73,10 +73,17 @@ impl LabelStack {
     }
 
     /// This stack, then `inner` (the labels under it); None if together they are too deep.
+    /// (No allocation: label switching asks it per packet.)
+    #[inline(always)]
     pub fn then(&self, inner: &LabelStack) -> Option<LabelStack> {
-        let mut all = self.labels().to_vec();
-        all.extend_from_slice(inner.labels());
-        LabelStack::new(&all)
+        let (a, b) = (self.len as usize, inner.len as usize);
+        if a + b > MAX_LABELS {
+            return None;
+        }
+        let mut all = *self;
+        all.labels[a..a + b].copy_from_slice(&inner.labels[..b]);
+        all.len = (a + b) as u8;
+        Some(all)
     }
 
     /// Writes the stack's entries into `out` (4 bytes each), with traffic class `tc` and TTL

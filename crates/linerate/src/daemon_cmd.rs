@@ -218,20 +218,26 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     ) {
         (Some(ecfg), Some(lcfg)) => {
             let l = control::ldp::Ldp::new(lcfg, ecfg);
-            let (c1, c2) = (
-                std::sync::Arc::downgrade(&core),
-                std::sync::Arc::downgrade(&core),
-            );
-            let svc = control::ldp::service::Service::start(
-                l.clone(),
-                Box::new(move |s| {
+            let c = || std::sync::Arc::downgrade(&core);
+            let (c1, c2, c3, c4) = (c(), c(), c(), c());
+            let hooks = control::ldp::service::Hooks {
+                signalled: Box::new(move |s| {
                     if let Some(c) = c1.upgrade() {
                         c.ldp_signalled(s);
                     }
                 }),
-                Box::new(move || c2.upgrade().map(|c| c.pw_circuits()).unwrap_or_default()),
-                Some(core.logger.clone()),
-            )?;
+                circuits: Box::new(move || {
+                    c2.upgrade().map(|c| c.pw_circuits()).unwrap_or_default()
+                }),
+                routes: Box::new(move || c3.upgrade().map(|c| c.ldp_routes()).unwrap_or_default()),
+                bindings: Box::new(move |b| {
+                    if let Some(c) = c4.upgrade() {
+                        c.ldp_fec_bindings(b);
+                    }
+                }),
+            };
+            let svc =
+                control::ldp::service::Service::start(l.clone(), hooks, Some(core.logger.clone()))?;
             eprintln!("linerate: LDP on {}:{}", l.cfg.transport, packet::ldp::PORT);
             *core.ldp.lock().unwrap_or_else(|e| e.into_inner()) = Some(l);
             Some(svc)

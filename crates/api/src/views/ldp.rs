@@ -168,13 +168,17 @@ pub struct LdpPwBinding {
     pub reason: String,
 }
 
-/// A prefix's label: this router's own (it is the egress: `local`) or a peer's.
+/// A prefix's label: this router's own (`local`: implicit null where it is the egress, else
+/// the label it advertised for the route) or a peer's.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LdpPrefixBinding {
     pub prefix: String,
     /// `local` or the peer's LSR id.
     pub from: String,
     pub label: u32,
+    /// A peer's label that packets get: the peer is a next hop of the prefix's route.
+    #[serde(default)]
+    pub in_use: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -184,6 +188,9 @@ pub struct LdpBindingView {
     pub prefixes: Vec<LdpPrefixBinding>,
     /// Mappings received that match no configured pseudowire (kept: liberal retention).
     pub unmatched: u64,
+    /// Routes left without a label of this router's: `label-range` is used up.
+    #[serde(default)]
+    pub labels_exhausted: u64,
 }
 
 impl Render for LdpBindingView {
@@ -241,7 +248,7 @@ impl Render for LdpBindingView {
         );
         if !self.prefixes.is_empty() {
             out.push_str(&table(
-                &["Prefix", "From", "Label"],
+                &["Prefix", "From", "Label", "In use"],
                 self.prefixes
                     .iter()
                     .map(|p| {
@@ -249,9 +256,16 @@ impl Render for LdpBindingView {
                             3 => "imp-null".to_string(),
                             l => l.to_string(),
                         };
-                        vec![p.prefix.clone(), p.from.clone(), l]
+                        let used = if p.in_use { "yes" } else { "" };
+                        vec![p.prefix.clone(), p.from.clone(), l, used.into()]
                     })
                     .collect(),
+            ));
+        }
+        if self.labels_exhausted > 0 {
+            out.push_str(&format!(
+                "{} time(s) a route found no free label (mpls.ldp.label-range)\n",
+                self.labels_exhausted
             ));
         }
         if self.unmatched > 0 {

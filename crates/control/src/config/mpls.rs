@@ -42,7 +42,17 @@
 //!     hold-time: 45                # targeted hello hold time, seconds (default 45)
 //!     keepalive: 180               # session keepalive hold time, seconds (default 180)
 //!     neighbors: [10.9.0.3]        # targeted neighbours besides the pseudowires' peers
+//!     interfaces: [core0, core1]   # basic discovery: link hellos to 224.0.0.2 on these
+//!     link-hello-interval-ms: 5000 # (default 5000)
+//!     link-hold-time: 15           # link hello hold time, seconds (default 15)
+//!     label-range: [16000, 99999]  # labels for prefix FECs (the default); configured labels
+//!                                  # must stay out of it
 //! ```
+//!
+//! With `ldp`, each IPv4 route of VRF `default` with a next hop is a prefix FEC: LDP gives it a
+//! label from `label-range` and advertises it (downstream unsolicited, ordered control), and
+//! the labels the next hops' peers advertise become the label table's swaps and the labels
+//! pushed on the route (`crates/control/src/ldp/fec.rs`).
 //!
 //! Static routes take `labels: [..]` beside `via` (a route over an LSP, or an L3VPN route: the
 //! VPN label under the transport labels).
@@ -99,8 +109,20 @@ pub struct LdpCfg {
     pub keepalive: u16,
     /// Targeted neighbours configured besides the pseudowires' peers.
     pub neighbors: Vec<Ipv4Addr>,
+    /// Interfaces with basic discovery: link hellos to 224.0.0.2 (RFC 5036 2.4.1).
+    pub interfaces: Vec<(String, Origin)>,
+    /// Link hellos' interval and proposed hold time (seconds).
+    pub link_hello_interval_ms: u64,
+    pub link_hold_time: u16,
+    /// The labels LDP gives prefix FECs, lowest first; no configured label may be in it.
+    pub label_range: (u32, u32),
     pub origin: Origin,
 }
+
+/// The labels LDP allocates to prefix FECs unless `label-range` says otherwise: above the
+/// ones configured and pseudowires take from 16 up, as a router's dynamic range sits apart
+/// from its static one.
+pub const LDP_LABEL_RANGE: (u32, u32) = (16_000, 99_999);
 
 /// What an incoming label does.
 #[derive(Clone, Debug, PartialEq)]
@@ -492,17 +514,50 @@ fn parse_ldp(f: &mut Fields<'_>, e: &mut Errs) -> Option<LdpCfg> {
             Err(_) => e.at(node, &path, format!("`{s}` is not an IPv4 address")),
         }
     }
-    let nodes: Vec<(&str, Option<&crate::yaml::Node>)> =
-        ["hello-interval-ms", "hold-time", "keepalive"]
-            .into_iter()
-            .map(|k| (k, lf.node(k)))
-            .collect();
+    let interfaces = lf
+        .list("interfaces", e)
+        .into_iter()
+        .map(|(s, n, path)| (s, origin_at(n, &path)))
+        .collect();
+    let link_hello_interval_ms = lf
+        .parse::<u64>("link-hello-interval-ms", "a number of milliseconds", e)
+        .unwrap_or(5000);
+    let link_hold_time = lf
+        .parse::<u16>("link-hold-time", "a number of seconds (1 to 65535)", e)
+        .unwrap_or(15);
+    let mut label_range = LDP_LABEL_RANGE;
+    if let Some(r) = lf.node("label-range") {
+        let l = lf.list("label-range", e);
+        let v: Vec<Option<u32>> = l.iter().map(|(s, _, _)| s.parse::<u32>().ok()).collect();
+        match v.as_slice() {
+            [Some(a), Some(b)] if *a >= FIRST_UNRESERVED && a <= b && *b <= MAX_LABEL => {
+                label_range = (*a, *b)
+            }
+            _ => e.at(
+                r,
+                "mpls.ldp.label-range",
+                format!("`[from, to]` with {FIRST_UNRESERVED} <= from <= to <= {MAX_LABEL}"),
+            ),
+        }
+    }
+    let nodes: Vec<(&str, Option<&crate::yaml::Node>)> = [
+        "hello-interval-ms",
+        "hold-time",
+        "keepalive",
+        "link-hello-interval-ms",
+        "link-hold-time",
+    ]
+    .into_iter()
+    .map(|k| (k, lf.node(k)))
+    .collect();
     lf.finish(e);
-    for ((key, at), bad) in
-        nodes
-            .into_iter()
-            .zip([hello_interval_ms == 0, hold_time == 0, keepalive == 0])
-    {
+    for ((key, at), bad) in nodes.into_iter().zip([
+        hello_interval_ms == 0,
+        hold_time == 0,
+        keepalive == 0,
+        link_hello_interval_ms == 0,
+        link_hold_time == 0,
+    ]) {
         if bad {
             e.at(
                 at.unwrap_or(n),
@@ -518,6 +573,15 @@ fn parse_ldp(f: &mut Fields<'_>, e: &mut Errs) -> Option<LdpCfg> {
             format!("hellos every {hello_interval_ms} ms never beat a hold time of {hold_time} s"),
         );
     }
+    if link_hold_time != 0 && link_hello_interval_ms >= u64::from(link_hold_time) * 1000 {
+        e.at(
+            n,
+            "mpls.ldp.link-hello-interval-ms",
+            format!(
+                "hellos every {link_hello_interval_ms} ms never beat a hold time of {link_hold_time} s"
+            ),
+        );
+    }
     let router_id = router_id?;
     Some(LdpCfg {
         router_id,
@@ -526,6 +590,10 @@ fn parse_ldp(f: &mut Fields<'_>, e: &mut Errs) -> Option<LdpCfg> {
         hold_time,
         keepalive,
         neighbors,
+        interfaces,
+        link_hello_interval_ms,
+        link_hold_time,
+        label_range,
         origin,
     })
 }
@@ -548,7 +616,15 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
     }
     // Every incoming label once, whoever owns it.
     let mut seen: std::collections::HashMap<u32, Origin> = Default::default();
+    let ldp_range = m.ldp.as_ref().map(|l| l.label_range);
     let mut claim = |l: u32, at: &Origin, e: &mut Errs| match seen.get(&l) {
+        _ if ldp_range.is_some_and(|(a, b)| (a..=b).contains(&l)) => {
+            let (a, b) = ldp_range.unwrap_or_default();
+            e.origin(
+                at,
+                format!("label {l} is in LDP's label range ({a}-{b}, `mpls.ldp.label-range`)"),
+            )
+        }
         Some(first) => e.origin(
             at,
             format!(
@@ -595,6 +671,21 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
     }
     let mut acs: std::collections::HashMap<&str, &str> = Default::default();
     if let Some(l) = &m.ldp {
+        for (name, o) in &l.interfaces {
+            if !m.interfaces.iter().any(|(i, _)| i == name) {
+                e.origin(
+                    o,
+                    format!("interface `{name}` is not in `mpls.interfaces`: LDP discovers neighbours only where labelled frames are taken"),
+                );
+            } else if ifc(name).is_some_and(|i| i.ipv4.is_empty() || i.vrf != "default") {
+                e.origin(
+                    o,
+                    format!(
+                        "interface `{name}`: link hellos need an IPv4 address in VRF `default`"
+                    ),
+                );
+            }
+        }
         for (what, a) in [
             ("router-id", l.router_id),
             ("transport-address", l.transport),

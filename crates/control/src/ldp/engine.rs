@@ -1,11 +1,14 @@
-//! The LDP speaker as a function of what arrives (sans I/O): targeted hello adjacencies,
-//! sessions (RFC 5036 2.5.4's state machine) and the pseudowires they signal (RFC 4447: the
-//! PWid FEC, downstream unsolicited, liberal retention).
+//! The LDP speaker as a function of what arrives (sans I/O): hello adjacencies (targeted, and
+//! basic discovery on interfaces), sessions (RFC 5036 2.5.4's state machine), the pseudowires
+//! they signal (RFC 4447: the PWid FEC, downstream unsolicited, liberal retention) and the
+//! prefix FECs of the router's routes ([`fec`]: labels allocated, advertised under ordered
+//! control, and the peers' labels turned into swaps and pushes).
 //!
-//! The service thread hands in hellos, TCP connections and their bytes and the clock; the
-//! engine queues hellos and each session's bytes, says which sessions to open and close, and
-//! keeps each pseudowire's signalled state, which the router turns into the data plane's
-//! pseudowire (the peer's label, the agreed control word, up or down).
+//! The service thread hands in hellos, TCP connections and their bytes, the routes and the
+//! clock; the engine queues hellos and each session's bytes, says which sessions to open and
+//! close, and keeps each pseudowire's signalled state, which the router turns into the data
+//! plane's pseudowire (the peer's label, the agreed control word, up or down), and each
+//! prefix FEC's labels, which the router turns into label table entries and labelled routes.
 //!
 //! Roles: the side with the higher transport address opens the TCP connection (active), the
 //! other accepts it (passive), RFC 5036 2.5.2. A session is named by its peer's LSR id.
@@ -17,6 +20,8 @@ use packet::ldp::{self, status, Fec, Hello, Init, Msg, PduBuilder};
 
 /// Seconds a targeted hello adjacency lasts when the peer proposes 0 (RFC 5036 3.5.2).
 const TARGETED_DEFAULT_HOLD: u16 = 45;
+/// ... and a link hello adjacency.
+const LINK_DEFAULT_HOLD: u16 = 15;
 /// Time between attempts to open a session to a peer that does not answer.
 pub const RETRY_MS: u64 = 2_000;
 /// PW status bits (RFC 4447 5.4.3): the attachment circuit cannot receive nor send.
@@ -54,6 +59,31 @@ pub struct EngineCfg {
     /// to implicit null on every session: the peer's route to this router is then labelled,
     /// which a peer's pseudowire needs before it forwards (FRR's zebra: "unlabeled route").
     pub egress: Vec<(Ipv4Addr, u8)>,
+    /// Interfaces with basic discovery (link hellos to 224.0.0.2).
+    pub links: Vec<LinkSpec>,
+    pub link_hello_interval_ms: u64,
+    /// Proposed link hello hold time, seconds.
+    pub link_hold_time: u16,
+    /// The labels prefix FECs take, lowest first.
+    pub label_range: (u32, u32),
+}
+
+/// An interface LDP sends link hellos on and takes them from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkSpec {
+    /// The router's interface name.
+    pub name: String,
+    /// Its TAP twin's device name: where the service's hello socket is bound.
+    pub host: String,
+    /// Its IPv4 address: the hellos' source.
+    pub address: Ipv4Addr,
+}
+
+/// How a hello adjacency was discovered: targeted hellos, or link hellos on `cfg.links[i]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Discovery {
+    Targeted,
+    Link(u16),
 }
 
 /// What the log reports.
@@ -105,7 +135,8 @@ impl State {
     }
 }
 
-/// A hello adjacency with one peer (by LSR id).
+/// A hello adjacency with one peer (by LSR id and how it was discovered: a peer may be both a
+/// link neighbour and a targeted one, over one session).
 #[derive(Clone, Debug)]
 pub struct Adjacency {
     /// The peer's transport address (its hello's, or the hello's source).
@@ -177,13 +208,17 @@ pub struct Stats {
     pub malformed: u64,
     pub notifications_out: u64,
     pub notifications_in: u64,
+    /// Prefix FECs left without a label: the label range is used up.
+    pub labels_exhausted: u64,
 }
 
 pub struct Engine {
     pub cfg: EngineCfg,
     /// Where targeted hellos go, and when next.
     targets: BTreeMap<Ipv4Addr, u64>,
-    pub adjacencies: BTreeMap<Ipv4Addr, Adjacency>,
+    /// When each link's next hello goes (parallel to `cfg.links`).
+    link_next: Vec<u64>,
+    pub adjacencies: BTreeMap<(Ipv4Addr, Discovery), Adjacency>,
     pub sessions: BTreeMap<Ipv4Addr, Session>,
     /// Parallel to `cfg.pws`.
     pub pws: Vec<PwState>,
@@ -194,6 +229,13 @@ pub struct Engine {
     pub events: Vec<LdpEvent>,
     /// A pseudowire's signalled state changed since the router last took them.
     pub changed: bool,
+    /// The prefix FECs of the router's routes ([`fec`]).
+    pub fecs: BTreeMap<(Ipv4Addr, u8), fec::FecState>,
+    labels: fec::Labels,
+    /// Something a FEC's labels depend on changed: looked at again at the next tick.
+    fec_dirty: bool,
+    /// A FEC's labels changed since the router last took them.
+    pub fec_changed: bool,
     pub stats: Stats,
     msg_id: u32,
 }
@@ -213,7 +255,9 @@ impl Engine {
                 ..Default::default()
             })
             .collect();
+        let labels = fec::Labels::new(cfg.label_range);
         Engine {
+            link_next: vec![0; cfg.links.len()],
             cfg,
             targets,
             adjacencies: BTreeMap::new(),
@@ -223,6 +267,10 @@ impl Engine {
             prefix_bindings: BTreeMap::new(),
             events: Vec::new(),
             changed: true,
+            fecs: BTreeMap::new(),
+            labels,
+            fec_dirty: false,
+            fec_changed: false,
             stats: Stats::default(),
             msg_id: 0,
         }
@@ -263,8 +311,48 @@ impl Engine {
         out
     }
 
-    /// A hello PDU from `source`.
+    /// The link hellos due at `now`: (index into `cfg.links`, PDU), sent to 224.0.0.2 out of
+    /// that interface.
+    pub fn link_hellos(&mut self, now: u64) -> Vec<(usize, Vec<u8>)> {
+        let mut out = Vec::new();
+        for i in 0..self.cfg.links.len() {
+            if self.link_next[i] > now {
+                continue;
+            }
+            self.link_next[i] = now + self.cfg.link_hello_interval_ms;
+            let mut b = PduBuilder::new(self.cfg.lsr_id, 0);
+            let id = self.next_id();
+            ldp::encode(
+                &mut b,
+                id,
+                &Msg::Hello(Hello {
+                    hold: self.cfg.link_hold_time,
+                    targeted: false,
+                    request_targeted: false,
+                    transport: Some(self.cfg.transport),
+                    config_seq: None,
+                }),
+            );
+            self.stats.hellos_out += 1;
+            out.push((i, b.finish()));
+        }
+        out
+    }
+
+    /// A targeted hello PDU from `source`.
     pub fn hello_in(&mut self, now: u64, source: Ipv4Addr, pdu: &[u8]) {
+        self.any_hello_in(now, source, Discovery::Targeted, pdu);
+    }
+
+    /// A link hello PDU from `source`, received on `cfg.links[link]`.
+    pub fn link_hello_in(&mut self, now: u64, link: usize, source: Ipv4Addr, pdu: &[u8]) {
+        if link >= self.cfg.links.len() {
+            return;
+        }
+        self.any_hello_in(now, source, Discovery::Link(link as u16), pdu);
+    }
+
+    fn any_hello_in(&mut self, now: u64, source: Ipv4Addr, how: Discovery, pdu: &[u8]) {
         let Ok((h, msgs)) = ldp::decode_pdu(pdu) else {
             self.stats.malformed += 1;
             return;
@@ -273,37 +361,50 @@ impl Engine {
             self.stats.malformed += 1;
             return;
         };
-        // Targeted hellos only, from a neighbour this router targets (by LSR id or address).
-        if !hello.targeted
-            || h.label_space != 0
-            || !(self.targets.contains_key(&h.lsr_id) || self.targets.contains_key(&source))
-            || h.lsr_id == self.cfg.lsr_id
-        {
+        // Targeted hellos from a neighbour this router targets (by LSR id or address); link
+        // hellos from anyone on the link (RFC 5036 2.4.1), never another kind on either.
+        let wanted = match how {
+            Discovery::Targeted => {
+                hello.targeted
+                    && (self.targets.contains_key(&h.lsr_id) || self.targets.contains_key(&source))
+            }
+            Discovery::Link(_) => !hello.targeted,
+        };
+        if !wanted || h.label_space != 0 || h.lsr_id == self.cfg.lsr_id {
             self.stats.hellos_ignored += 1;
             return;
         }
         self.stats.hellos_in += 1;
+        let (default_hold, ours) = match how {
+            Discovery::Targeted => (TARGETED_DEFAULT_HOLD, self.cfg.hold_time),
+            Discovery::Link(_) => (LINK_DEFAULT_HOLD, self.cfg.link_hold_time),
+        };
         let theirs = if hello.hold == 0 {
-            TARGETED_DEFAULT_HOLD
+            default_hold
         } else {
             hello.hold
         };
-        let hold = theirs.min(self.cfg.hold_time);
+        let hold = theirs.min(ours);
         let transport = hello.transport.unwrap_or(source);
         let expires_ms = if hold == 0xffff {
             u64::MAX
         } else {
             now + u64::from(hold) * 1000
         };
-        self.adjacencies.insert(
-            h.lsr_id,
-            Adjacency {
-                transport,
-                source,
-                hold,
-                expires_ms,
-            },
-        );
+        let new = self
+            .adjacencies
+            .insert(
+                (h.lsr_id, how),
+                Adjacency {
+                    transport,
+                    source,
+                    hold,
+                    expires_ms,
+                },
+            )
+            .is_none();
+        // A new link neighbour's address may be a route's next hop.
+        self.fec_dirty |= new && how != Discovery::Targeted;
         if !self.sessions.contains_key(&h.lsr_id) {
             let active = u32::from(self.cfg.transport) > u32::from(transport);
             self.sessions.insert(
@@ -340,7 +441,7 @@ impl Engine {
         let mut out = Vec::new();
         for (lsr, s) in self.sessions.iter_mut() {
             if s.active
-                && self.adjacencies.contains_key(lsr)
+                && has_adjacency(&self.adjacencies, *lsr)
                 && s.state == State::Connecting
                 && !s.connect_asked
                 && (s.last_attempt_ms == 0 || now >= s.last_attempt_ms + RETRY_MS)
@@ -383,7 +484,7 @@ impl Engine {
             .adjacencies
             .iter()
             .find(|(_, a)| a.transport == from)
-            .map(|(l, _)| *l)?;
+            .map(|(k, _)| k.0)?;
         let s = self.sessions.get_mut(&lsr)?;
         if s.active {
             return None;
@@ -620,7 +721,9 @@ impl Engine {
                 self.events.push(LdpEvent::SessionUp { peer: lsr });
                 let mut out = vec![Msg::Address(self.addresses())];
                 out.extend(self.egress_mappings());
+                out.extend(self.fec_mappings());
                 out.extend(self.mappings_for(lsr));
+                self.fec_dirty = true;
                 self.send(now, lsr, &out);
                 self.evaluate();
             }
@@ -640,6 +743,7 @@ impl Engine {
             Msg::KeepAlive | Msg::Ignored(_) | Msg::Hello(_) | Msg::Init(_) => {}
             Msg::Notification(_) => {}
             Msg::Address(a) => {
+                self.fec_dirty = true;
                 if let Some(s) = self.sessions.get_mut(&lsr) {
                     for x in a {
                         if !s.addresses.contains(&x) {
@@ -649,6 +753,7 @@ impl Engine {
                 }
             }
             Msg::AddressWithdraw(a) => {
+                self.fec_dirty = true;
                 if let Some(s) = self.sessions.get_mut(&lsr) {
                     s.addresses.retain(|x| !a.contains(x));
                 }
@@ -661,6 +766,7 @@ impl Engine {
                 for f in fecs {
                     if let Fec::Prefix(a, len) = f {
                         self.prefix_bindings.insert((lsr, a, len), label);
+                        self.fec_dirty = true;
                         continue;
                     }
                     if let Fec::PwId {
@@ -694,9 +800,11 @@ impl Engine {
                         Fec::Wildcard | Fec::TypedWildcard { .. } => {
                             self.unmatched.retain(|k, _| k.0 != lsr);
                             self.prefix_bindings.retain(|k, _| k.0 != lsr);
+                            self.fec_dirty = true;
                         }
                         Fec::Prefix(a, len) => {
                             self.prefix_bindings.remove(&(lsr, *a, *len));
+                            self.fec_dirty = true;
                         }
                         Fec::PwId { .. } => {}
                     }
@@ -724,9 +832,16 @@ impl Engine {
                 let mut out = Vec::new();
                 for f in &fecs {
                     if let Fec::Prefix(std::net::IpAddr::V4(a), len) = f {
-                        // Ordered control: this router maps only what it is the egress for.
+                        // Ordered control: what this router is the egress for, or has a label
+                        // for (its next hop's came); a route still waiting for its next hop's
+                        // label is answered when that comes, as every peer is (downstream
+                        // unsolicited).
+                        let fec = self.fecs.get(&(*a, *len));
                         if self.cfg.egress.contains(&(*a, *len)) {
                             out.push(egress_mapping(*a, *len));
+                        } else if let Some(label) = fec.and_then(|f| f.local) {
+                            out.push(fec::prefix_mapping(*a, *len, label));
+                        } else if fec.is_some() {
                         } else {
                             out.push(Msg::Notification(ldp::Status {
                                 fatal: false,
@@ -959,6 +1074,7 @@ impl Engine {
         self.unmatched.retain(|k, _| k.0 != lsr);
         self.prefix_bindings.retain(|k, _| k.0 != lsr);
         self.changed = true;
+        self.fec_dirty = true;
         self.evaluate();
     }
 
@@ -972,16 +1088,30 @@ impl Engine {
         }
     }
 
-    /// Timers: keepalives, keepalive expiry, hello adjacency expiry.
+    /// Timers: keepalives, keepalive expiry, hello adjacency expiry; then the prefix FECs,
+    /// if anything they depend on changed.
     pub fn tick(&mut self, now: u64) {
-        let expired: Vec<Ipv4Addr> = self
+        self.timers(now);
+        if self.fec_dirty {
+            self.refresh_fecs(now);
+        }
+    }
+
+    fn timers(&mut self, now: u64) {
+        let expired: Vec<(Ipv4Addr, Discovery)> = self
             .adjacencies
             .iter()
             .filter(|(_, a)| a.expires_ms <= now)
-            .map(|(l, _)| *l)
+            .map(|(k, _)| *k)
             .collect();
-        for lsr in expired {
-            self.adjacencies.remove(&lsr);
+        for key in expired {
+            self.adjacencies.remove(&key);
+            self.fec_dirty = true;
+            let lsr = key.0;
+            // The session lasts while any adjacency with the peer does (RFC 5036 2.5.5).
+            if has_adjacency(&self.adjacencies, lsr) {
+                continue;
+            }
             let had = self
                 .sessions
                 .get(&lsr)
@@ -1073,6 +1203,13 @@ impl Engine {
     }
 }
 
+/// Whether any hello adjacency with `lsr` is alive.
+fn has_adjacency(adj: &BTreeMap<(Ipv4Addr, Discovery), Adjacency>, lsr: Ipv4Addr) -> bool {
+    adj.range((lsr, Discovery::Targeted)..=(lsr, Discovery::Link(u16::MAX)))
+        .next()
+        .is_some()
+}
+
 /// A mapping of a prefix this router is the egress for: implicit null (the peer pops).
 fn egress_mapping(a: Ipv4Addr, len: u8) -> Msg {
     Msg::LabelMapping {
@@ -1082,5 +1219,6 @@ fn egress_mapping(a: Ipv4Addr, len: u8) -> Msg {
     }
 }
 
+pub mod fec;
 #[cfg(test)]
 mod tests;

@@ -9,11 +9,12 @@
 //! Why not FRR's ldpd: without MPLS in the kernel, zebra drops ldpd's label bindings and
 //! never sends pseudowires over FPM (docs/mpls.md). ldpd is the peer the tests run against.
 //!
-//! Built so far: targeted discovery and sessions, pseudowire signalling with the control word
-//! negotiated, the MTU checked and PW status both ways; this router's own addresses and
-//! connected subnets mapped to implicit null (it is their egress), the peers' prefix mappings
-//! kept. Not yet: basic discovery on interfaces, and labels for transit routes (prefix
-//! mappings into the label table and onto routes).
+//! Built: targeted and basic (link hello) discovery and sessions, pseudowire signalling with
+//! the control word negotiated, the MTU checked and PW status both ways; this router's own
+//! addresses and connected subnets mapped to implicit null (it is their egress); every other
+//! IPv4 route of the default VRF a prefix FEC with a label of its own (`engine::fec`), the
+//! peers' labels becoming the label table's swaps and the labels pushed on the routes
+//! (`router::ldp`).
 
 pub mod engine;
 pub mod service;
@@ -23,7 +24,7 @@ use std::time::Instant;
 
 use crate::config::mpls::LdpCfg;
 use crate::config::Config;
-use engine::{Engine, EngineCfg, PwSpec};
+use engine::{Engine, EngineCfg, LinkSpec, PwSpec};
 
 /// A router's LDP speaker: its engine and clock.
 pub struct Ldp {
@@ -73,6 +74,22 @@ pub fn engine_cfg(cfg: &Config) -> Option<EngineCfg> {
         neighbors: l.neighbors.clone(),
         pws,
         egress: egress(cfg),
+        links: l
+            .interfaces
+            .iter()
+            .filter_map(|(name, _)| {
+                let ifc = cfg.interfaces.iter().find(|i| &i.name == name)?;
+                let &(a, _) = ifc.ipv4.first()?;
+                Some(LinkSpec {
+                    name: name.clone(),
+                    host: ifc.host_name.clone(),
+                    address: std::net::Ipv4Addr::from(a),
+                })
+            })
+            .collect(),
+        link_hello_interval_ms: l.link_hello_interval_ms,
+        link_hold_time: l.link_hold_time,
+        label_range: l.label_range,
     })
 }
 

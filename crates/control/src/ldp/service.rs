@@ -1,12 +1,14 @@
 //! The LDP thread: targeted hellos over UDP 646 and sessions over TCP 646 on the transport
-//! address (an interface's, so its TAP twin's), the engine's timers, the pseudowires'
-//! signalled state handed to the router, and the log.
+//! address (an interface's, so its TAP twin's), link hellos to 224.0.0.2 on each discovery
+//! interface's twin, the engine's timers, the pseudowires' signalled state and the prefix
+//! FECs' labels handed to the router, and the log.
 //!
 //! The loop: read hellos, accept connections, adopt the ones opened (opening runs on a short
 //! thread of its own, so a peer that does not answer never stalls the rest), read every
 //! session, run the timers, write what the engine queued (closing the sessions it ended once
-//! written), send the hellos due; every 100 ms look at the attachment circuits; hand changed
-//! pseudowire state over; then sleep in poll(2) for at most 10 ms.
+//! written), send the hellos due; every 100 ms look at the attachment circuits, every second
+//! at the routes; hand changed pseudowire state and FEC labels over; then sleep in poll(2) for
+//! at most 10 ms.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -20,6 +22,7 @@ use std::time::Duration;
 
 use packet::ldp::PORT;
 
+use super::engine::fec::{FecBinding, FecRoute};
 use super::engine::LdpEvent;
 use super::Ldp;
 use crate::syslog::{Logger, Severity};
@@ -31,6 +34,20 @@ pub type SignalledSink = Box<dyn Fn(Signalled) + Send>;
 /// Whether each attachment circuit (by pseudowire name) is up, as the router sees it.
 pub type AcSource = Box<dyn Fn() -> HashMap<String, bool> + Send>;
 
+/// What the speaker reads from and hands to the router.
+pub struct Hooks {
+    /// Where the pseudowires' signalled state goes.
+    pub signalled: SignalledSink,
+    pub circuits: AcSource,
+    /// The routes that are prefix FECs (asked every second).
+    pub routes: Box<dyn Fn() -> Vec<FecRoute> + Send>,
+    /// Where the FECs' labels go when they change.
+    pub bindings: Box<dyn Fn(Vec<FecBinding>) + Send>,
+}
+
+/// Where link hellos go (RFC 5036 2.4.1: the all-routers group, UDP 646).
+const ALL_ROUTERS: Ipv4Addr = Ipv4Addr::new(224, 0, 0, 2);
+
 pub struct Service {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -40,8 +57,7 @@ impl Service {
     /// Binds the hello socket and the listener on the transport address, and starts.
     pub fn start(
         l: Arc<Ldp>,
-        sink: SignalledSink,
-        acs: AcSource,
+        hooks: Hooks,
         logger: Option<Arc<Logger>>,
     ) -> Result<Service, String> {
         let local = l.cfg.transport;
@@ -51,6 +67,13 @@ impl Service {
         let listener = TcpListener::bind((local, PORT))
             .map_err(|e| format!("LDP: listening on {local}:{PORT}: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let links = l
+            .engine()
+            .cfg
+            .links
+            .iter()
+            .map(link_socket)
+            .collect::<Result<Vec<UdpSocket>, String>>()?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let thread = std::thread::Builder::new()
@@ -60,14 +83,15 @@ impl Service {
                 let mut t = Thread {
                     l,
                     udp,
+                    links,
                     listener,
-                    sink,
-                    acs,
+                    hooks,
                     logger,
                     conns: HashMap::new(),
                     opened_tx,
                     opened_rx,
                     last_ac_ms: 0,
+                    last_routes_ms: 0,
                 };
                 t.run(&s);
             })
@@ -96,15 +120,17 @@ struct Conn {
 struct Thread {
     l: Arc<Ldp>,
     udp: UdpSocket,
+    /// Link hellos, one socket per discovery interface (parallel to the engine's `links`).
+    links: Vec<UdpSocket>,
     listener: TcpListener,
-    sink: SignalledSink,
-    acs: AcSource,
+    hooks: Hooks,
     logger: Option<Arc<Logger>>,
     /// Open sessions' connections, by the peer's LSR id.
     conns: HashMap<Ipv4Addr, Conn>,
     opened_tx: mpsc::Sender<(Ipv4Addr, std::io::Result<TcpStream>)>,
     opened_rx: mpsc::Receiver<(Ipv4Addr, std::io::Result<TcpStream>)>,
     last_ac_ms: u64,
+    last_routes_ms: u64,
 }
 
 /// Bytes a session may have waiting before its peer counts as stalled and is dropped.
@@ -126,6 +152,14 @@ impl Thread {
                     }
                     Ok(_) => did += 1,
                     Err(_) => break,
+                }
+            }
+            for (i, sock) in self.links.iter().enumerate() {
+                while let Ok((n, from)) = sock.recv_from(&mut buf) {
+                    did += 1;
+                    if let SocketAddr::V4(from) = from {
+                        e.link_hello_in(now, i, *from.ip(), &buf[..n]);
+                    }
                 }
             }
             // Connections in (passive side) and opened (active side).
@@ -187,12 +221,21 @@ impl Thread {
                     e.closed(*lsr, why);
                 }
             }
+            // The routes, as the router has them (asked without the engine's lock: the router
+            // may be waiting for it).
+            if now >= self.last_routes_ms + 1000 {
+                self.last_routes_ms = now;
+                drop(e);
+                let routes = (self.hooks.routes)();
+                e = self.l.engine();
+                e.set_routes(now, routes);
+            }
             e.tick(now);
             // Attachment circuits as the router sees them.
             if now >= self.last_ac_ms + 100 {
                 self.last_ac_ms = now;
                 drop(e);
-                let acs = (self.acs)();
+                let acs = (self.hooks.circuits)();
                 e = self.l.engine();
                 for (name, up) in acs {
                     e.set_ac(now, &name, up);
@@ -237,11 +280,18 @@ impl Thread {
             for (to, pdu) in e.hellos(now) {
                 let _ = self.udp.send_to(&pdu, (to, PORT));
             }
+            for (i, pdu) in e.link_hellos(now) {
+                let _ = self.links[i].send_to(&pdu, (ALL_ROUTERS, PORT));
+            }
             let events = std::mem::take(&mut e.events);
             let signalled = std::mem::take(&mut e.changed).then(|| e.signalled());
+            let bindings = std::mem::take(&mut e.fec_changed).then(|| e.fec_bindings());
             drop(e);
             if let Some(s) = signalled {
-                (self.sink)(s);
+                (self.hooks.signalled)(s);
+            }
+            if let Some(b) = bindings {
+                (self.hooks.bindings)(b);
             }
             self.log(events);
             if did == 0 {
@@ -256,6 +306,7 @@ impl Thread {
             .values()
             .map(|c| c.stream.as_raw_fd())
             .chain([self.listener.as_raw_fd(), self.udp.as_raw_fd()])
+            .chain(self.links.iter().map(|s| s.as_raw_fd()))
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
@@ -318,6 +369,36 @@ fn adopt(conns: &mut HashMap<Ipv4Addr, Conn>, lsr: Ipv4Addr, s: TcpStream) {
             pending: Vec::new(),
         },
     );
+}
+
+/// A discovery interface's hello socket: bound to the all-routers group on port 646 and to the
+/// interface's twin (so a hello's interface is its socket's), member of the group there, its
+/// hellos leaving by that twin with TTL 1 and not looped back.
+fn link_socket(l: &super::engine::LinkSpec) -> Result<UdpSocket, String> {
+    use socket2::{Domain, Socket, Type};
+    let err = |what: &str, e: std::io::Error| {
+        format!(
+            "LDP: link hellos on {} (twin {}): {what}: {e}",
+            l.name, l.host
+        )
+    };
+    let s = Socket::new(Domain::IPV4, Type::DGRAM, None).map_err(|e| err("socket", e))?;
+    s.set_reuse_address(true)
+        .map_err(|e| err("SO_REUSEADDR", e))?;
+    s.bind_device(Some(l.host.as_bytes()))
+        .map_err(|e| err("SO_BINDTODEVICE", e))?;
+    s.bind(&SocketAddr::from((ALL_ROUTERS, PORT)).into())
+        .map_err(|e| err("bind", e))?;
+    s.join_multicast_v4(&ALL_ROUTERS, &l.address)
+        .map_err(|e| err("joining 224.0.0.2", e))?;
+    s.set_multicast_if_v4(&l.address)
+        .map_err(|e| err("IP_MULTICAST_IF", e))?;
+    s.set_multicast_ttl_v4(1)
+        .map_err(|e| err("IP_MULTICAST_TTL", e))?;
+    s.set_multicast_loop_v4(false)
+        .map_err(|e| err("IP_MULTICAST_LOOP", e))?;
+    s.set_nonblocking(true).map_err(|e| err("O_NONBLOCK", e))?;
+    Ok(s.into())
 }
 
 /// Opens the session's connection from the transport address (RFC 5036 2.5.2: the peer

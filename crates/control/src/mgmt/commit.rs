@@ -483,6 +483,12 @@ impl Core {
         // of the new config after it, and signals what changed).
         new.set_signalled(s.router.signalled.clone())
             .map_err(|e| ApiError::invalid(format!("config rejected; nothing was changed: {e}")))?;
+        // LDP's labels likewise (its routes' labels are put back as their sources add them).
+        if new_cfg.mpls.as_ref().is_some_and(|m| m.ldp.is_some()) {
+            new.set_ldp(s.router.ldp.bindings.clone()).map_err(|e| {
+                ApiError::invalid(format!("config rejected; nothing was changed: {e}"))
+            })?;
+        }
         // Neighbours learned by ARP/ND keep forwarding across the commit.
         new.carry_neighbors(&s.router);
         new.publish_fibs()

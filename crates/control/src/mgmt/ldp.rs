@@ -7,7 +7,7 @@ use api::views::{
     LdpPwBinding,
 };
 
-use crate::ldp::engine::State;
+use crate::ldp::engine::{Discovery, State};
 use crate::metrics::{Exposition, Kind};
 
 impl super::Core {
@@ -72,9 +72,16 @@ impl super::Core {
                 adjacencies: e
                     .adjacencies
                     .iter()
-                    .map(|(peer, a)| LdpAdjacency {
+                    .map(|((peer, how), a)| LdpAdjacency {
                         peer: peer.to_string(),
-                        kind: "targeted".into(),
+                        kind: match how {
+                            Discovery::Targeted => "targeted".into(),
+                            Discovery::Link(i) => e
+                                .cfg
+                                .links
+                                .get(usize::from(*i))
+                                .map_or("link".into(), |l| format!("link {}", l.name)),
+                        },
                         source: a.source.to_string(),
                         transport: a.transport.to_string(),
                         hold_s: a.hold,
@@ -114,26 +121,9 @@ impl super::Core {
                         reason: st.why.clone(),
                     })
                     .collect(),
-                prefixes: e
-                    .cfg
-                    .egress
-                    .iter()
-                    .map(|(a, l)| LdpPrefixBinding {
-                        prefix: format!("{a}/{l}"),
-                        from: "local".into(),
-                        label: dataplane::mpls::IMPLICIT_NULL,
-                    })
-                    .chain(
-                        e.prefix_bindings
-                            .iter()
-                            .map(|((peer, a, l), label)| LdpPrefixBinding {
-                                prefix: format!("{a}/{l}"),
-                                from: peer.to_string(),
-                                label: *label,
-                            }),
-                    )
-                    .collect(),
+                prefixes: prefix_bindings(&e),
                 unmatched: e.unmatched.len() as u64,
+                labels_exhausted: e.stats.labels_exhausted,
             }
         })
     }
@@ -167,4 +157,57 @@ impl super::Core {
         );
         e.sample(&[], eng.stats.malformed as f64);
     }
+}
+
+/// Every prefix's labels, by prefix: this router's (implicit null where it is the egress, else
+/// the label it advertised), then each peer's, marked in use where the peer is the route's
+/// next hop.
+fn prefix_bindings(e: &crate::ldp::engine::Engine) -> Vec<LdpPrefixBinding> {
+    use std::net::IpAddr;
+    let mut used = std::collections::HashSet::new();
+    for b in e.fec_bindings() {
+        for (_, l) in &b.out {
+            if let Some(l) = l {
+                used.insert((IpAddr::V4(b.prefix), b.len, *l));
+            }
+        }
+    }
+    let mut out: Vec<(IpAddr, u8, LdpPrefixBinding)> = e
+        .cfg
+        .egress
+        .iter()
+        .map(|&(a, l)| (a, l, dataplane::mpls::IMPLICIT_NULL))
+        .chain(
+            e.fecs
+                .iter()
+                .filter_map(|(&(a, l), st)| st.local.map(|x| (a, l, x))),
+        )
+        .map(|(a, l, label)| {
+            (
+                IpAddr::V4(a),
+                l,
+                LdpPrefixBinding {
+                    prefix: format!("{a}/{l}"),
+                    from: "local".into(),
+                    label,
+                    in_use: true,
+                },
+            )
+        })
+        .collect();
+    out.extend(e.prefix_bindings.iter().map(|(&(peer, a, l), &label)| {
+        (
+            a,
+            l,
+            LdpPrefixBinding {
+                prefix: format!("{a}/{l}"),
+                from: peer.to_string(),
+                label,
+                in_use: used.contains(&(a, l, label)),
+            },
+        )
+    }));
+    // By prefix, this router's first (a stable sort keeps it ahead of the peers').
+    out.sort_by_key(|x| (x.0, x.1));
+    out.into_iter().map(|x| x.2).collect()
 }

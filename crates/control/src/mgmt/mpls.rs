@@ -18,12 +18,31 @@ impl super::Core {
         };
         let nhs = r.next_hop_descriptions();
         let via = |nh: u32| nhs.get(nh as usize).map_or_else(Vec::new, |d| d.1.clone());
+        // The labels a next hop pushes (each labelled member's, for a group).
+        let on_nh = |nh: u32| -> Vec<String> {
+            let one = |id: &u32| match r.next_hops.get(*id as usize) {
+                Some(dataplane::tables::NextHop::Labelled { labels, .. }) => {
+                    Some(labels.to_string())
+                }
+                _ => None,
+            };
+            match r.next_hops.get(nh as usize) {
+                Some(dataplane::tables::NextHop::Ecmp(m)) => m.iter().filter_map(one).collect(),
+                _ => one(&nh).into_iter().collect(),
+            }
+        };
         let labels = m
             .labels
             .entries()
             .into_iter()
             .map(|(label, a, packets, bytes)| {
                 let (action, out, to) = match a {
+                    // LDP's swaps: the peer's label is on the next hop (one per ECMP member).
+                    LabelAction::Forward { nh, push }
+                        if push.is_empty() && !on_nh(nh).is_empty() =>
+                    {
+                        ("swap", on_nh(nh).join(" | "), via(nh))
+                    }
                     LabelAction::Forward { nh, push } if push.is_empty() => {
                         ("pop", String::new(), via(nh))
                     }
@@ -106,6 +125,46 @@ impl super::Core {
 
     /// Whether each signalled pseudowire's attachment circuit is up as the workers see it (configured
     /// up, its port in service and its link up), by pseudowire name.
+    /// LDP's prefix FEC bindings changed: the label table and the labelled routes follow.
+    pub fn ldp_fec_bindings(&self, b: Vec<crate::ldp::engine::fec::FecBinding>) {
+        let mut s = self.lock("ldp.fecs");
+        let r = s.router.set_ldp(b).and_then(
+            |changed| {
+                if changed {
+                    s.router.publish()
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        if let Err(e) = r {
+            self.logger.log(
+                Severity::Error,
+                "LDP",
+                &[],
+                format!("publishing LDP's labels: {e}"),
+            );
+        }
+    }
+
+    /// The routes LDP makes FECs of; first, the routes whose source replaced LDP's labelled
+    /// version are labelled again (asked every second).
+    pub fn ldp_routes(&self) -> Vec<crate::ldp::engine::fec::FecRoute> {
+        let mut s = self.lock("ldp.routes");
+        if s.router.ldp_sync() {
+            // New labelled next hops go out with the small tables, before the routes.
+            if let Err(e) = s.router.publish() {
+                self.logger.log(
+                    Severity::Error,
+                    "LDP",
+                    &[],
+                    format!("publishing LDP's labelled routes: {e}"),
+                );
+            }
+        }
+        s.router.ldp_routes()
+    }
+
     pub fn pw_circuits(&self) -> std::collections::HashMap<String, bool> {
         let s = self.lock("ldp.circuits");
         let r = &s.router;

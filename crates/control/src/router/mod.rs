@@ -16,6 +16,8 @@ use fib::{EpochDomain, LpmConfig, LpmWriter};
 use crate::config::{find_connected, find_neighbor, Config, ConfigError, Prefix, Target};
 use packet::ethernet::MacAddr;
 
+mod ldp;
+pub use ldp::LdpTables;
 mod mpls;
 pub use mpls::{LspState, SignalledPw};
 mod paths;
@@ -97,6 +99,8 @@ pub struct Router {
     pub signalled: HashMap<String, mpls::SignalledPw>,
     /// Each configured LSP's path object (`mpls.lsps`): its pseudowires point at it.
     pub lsp_paths: HashMap<String, u32>,
+    /// LDP's prefix labels: its bindings (carried across commits) and the routes it labelled.
+    pub ldp: LdpTables,
 }
 
 /// Where a configured prefix came from.
@@ -349,6 +353,7 @@ impl Router {
             mpls: None,
             signalled: HashMap::new(),
             lsp_paths: HashMap::new(),
+            ldp: LdpTables::default(),
         };
         r.atm_maps = r.build_atm_maps();
         r.mcast_next_hops();

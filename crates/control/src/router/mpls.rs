@@ -276,6 +276,7 @@ impl Router {
             };
             entries.push((l.label, action));
         }
+        entries.extend(self.ldp_label_entries());
         let lsps = self.build_lsps(&m.lsps)?;
         let mut pws = Vec::new();
         for (i, p) in m.pseudowires.iter().enumerate() {

@@ -6,8 +6,9 @@
 //! the last pop copied into the IP header in the uniform model, RFC 3443), the L2 header,
 //! `meta.next_hop`, `meta.rx_if` and `meta.l3_off` of what it hands to IP, the label's and
 //! pseudowire's counters. Next:
-//! - swap or pop towards a neighbour (`LabelAction::Forward`; ECMP by a hash of the labels and
-//!   the IP addresses under them): the egress port's transmit vector;
+//! - swap or pop towards a neighbour (`LabelAction::Forward`, its next hop plain or labelled,
+//!   as LDP's swaps are; ECMP by a hash of the labels and the IP addresses under them): the
+//!   egress port's transmit vector;
 //! - pop and look up (`LabelAction::Lookup`: an L3VPN's label, or explicit null with no entry
 //!   of its own): ip4-forward or ip6-forward, as if received on the VRF's MPLS interface (which
 //!   chooses the table) with the core interface's input features (`meta.labelled_on`);
@@ -150,8 +151,21 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
                 return ctx.drop(b, DropReason::MplsTtlExpired);
             }
             let (nh, a) = super::resolve(t, nh, || payload_hash(b.data(), l3));
-            let (port, mtu, rw) = match a {
-                super::Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite),
+            let (port, mtu, rw, push) = match a {
+                super::Action::Transmit { port, mtu, rewrite } => (port, mtu, rewrite, push),
+                // A labelled next hop (LDP's swap towards a peer: the peer's label is the next
+                // hop's, one per ECMP member): its labels go on top of the entry's. Its MTU is
+                // already less its labels, so only the entry's count below.
+                super::Action::Push {
+                    port,
+                    mtu,
+                    rewrite,
+                    labels,
+                    ..
+                } => match labels.then(&push) {
+                    Some(all) => (port, mtu + 4 * labels.len() as u16, rewrite, all),
+                    None => return ctx.drop(b, DropReason::MplsMalformed),
+                },
                 super::Action::Drop(why) => return ctx.drop(b, why),
                 // The neighbour's address is not resolved yet: the control plane asks for it
                 // (it resolves labels' next hops ahead of traffic), and a labelled packet cannot

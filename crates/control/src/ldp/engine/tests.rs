@@ -28,6 +28,10 @@ fn cfg(me: Ipv4Addr, pws: Vec<PwSpec>) -> EngineCfg {
         keepalive: 6,
         neighbors: vec![],
         pws,
+        links: vec![],
+        link_hello_interval_ms: 1000,
+        link_hold_time: 3,
+        label_range: (16_000, 99_999),
         egress: vec![(me, 32), (Ipv4Addr::new(10, 0, 0, 0), 24)],
     }
 }
@@ -48,6 +52,19 @@ fn run(a: &mut Engine, b: &mut Engine, now: u64) {
                 moved = true;
             }
         }
+        // One link between them: what each says on it, the other hears.
+        for (_, pdu) in a.link_hellos(now) {
+            if !b.cfg.links.is_empty() {
+                b.link_hello_in(now, 0, A, &pdu);
+                moved = true;
+            }
+        }
+        for (_, pdu) in b.link_hellos(now) {
+            if !a.cfg.links.is_empty() {
+                a.link_hello_in(now, 0, B, &pdu);
+                moved = true;
+            }
+        }
         // A's transport address is lower: B opens the connection, A accepts it.
         for (lsr, _) in b.to_connect(now) {
             assert_eq!(lsr, A);
@@ -64,6 +81,10 @@ fn run(a: &mut Engine, b: &mut Engine, now: u64) {
         moved |= carry(b, a, now);
         a.tick(now);
         b.tick(now);
+        // What the timers queued (labels worked out again) goes on the next round.
+        moved |= [&*a, &*b]
+            .iter()
+            .any(|e| e.sessions.values().any(|s| !s.out.is_empty()));
         if !moved {
             break;
         }
@@ -259,4 +280,121 @@ fn hellos_from_strangers_and_link_hellos_are_ignored() {
     }
     assert!(a.adjacencies.is_empty());
     assert_eq!(a.stats.hellos_ignored, 1);
+}
+
+/// An engine with basic discovery on one link and no pseudowires.
+fn linked(me: Ipv4Addr) -> Engine {
+    let mut c = cfg(me, vec![]);
+    c.links = vec![LinkSpec {
+        name: "core".into(),
+        host: "lr-core".into(),
+        address: me,
+    }];
+    Engine::new(c)
+}
+
+fn route(p: &str, len: u8, via: &[Ipv4Addr]) -> fec::FecRoute {
+    fec::FecRoute {
+        prefix: p.parse().unwrap(),
+        len,
+        next_hops: via.to_vec(),
+    }
+}
+
+const OUTSIDE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 9);
+
+#[test]
+fn link_hellos_alone_bring_a_session_up() {
+    let (mut a, mut b) = (linked(A), linked(B));
+    run(&mut a, &mut b, 0);
+    assert_eq!(a.sessions[&B].state, State::Operational);
+    let kinds: Vec<_> = a.adjacencies.keys().copied().collect();
+    assert_eq!(kinds, vec![(B, Discovery::Link(0))]);
+    // The link adjacency's hold is the lower proposal (3 s here), and the session ends with it.
+    for _ in 0..3 {
+        let _ = a.link_hellos(1000);
+    }
+    a.tick(10_000);
+    assert!(a.adjacencies.is_empty());
+    assert!(a
+        .events
+        .iter()
+        .any(|e| matches!(e, LdpEvent::SessionDown { peer, .. } if *peer == B)));
+}
+
+#[test]
+fn a_targeted_hello_on_a_link_or_a_link_hello_targeted_is_ignored() {
+    let (mut a, mut t) = (
+        linked(A),
+        Engine::new(cfg(B, vec![pw("pw1", A, 1, 16, false)])),
+    );
+    for (_, pdu) in t.hellos(0) {
+        a.link_hello_in(0, 0, B, &pdu);
+    }
+    let mut l = linked(B);
+    for (_, pdu) in l.link_hellos(0) {
+        // A targets nobody: a link hello is no targeted one.
+        a.hello_in(0, B, &pdu);
+    }
+    assert!(a.adjacencies.is_empty());
+    assert_eq!(a.stats.hellos_ignored, 2);
+}
+
+#[test]
+fn prefix_labels_follow_ordered_control_from_the_egress_back() {
+    // B reaches 10.9.0.0/16 outside the MPLS domain (its egress); A reaches it through B.
+    let (mut a, mut b) = (linked(A), linked(B));
+    b.set_routes(0, vec![route("10.9.0.0", 16, &[OUTSIDE])]);
+    a.set_routes(0, vec![route("10.9.0.0", 16, &[B])]);
+    run(&mut a, &mut b, 0);
+    let n: Ipv4Addr = "10.9.0.0".parse().unwrap();
+    let bb = b.fec_bindings();
+    assert_eq!(bb.len(), 1);
+    assert_eq!(bb[0].local, Some(16_000), "B is the egress: it advertises");
+    assert_eq!(
+        bb[0].out,
+        vec![(OUTSIDE, None)],
+        "and pops towards an IP next hop"
+    );
+    let ab = a.fec_bindings();
+    assert_eq!(ab[0].out, vec![(B, Some(16_000))], "A swaps to B's label");
+    assert_eq!(ab[0].local, Some(16_000));
+    assert_eq!(b.prefix_bindings.get(&(A, n.into(), 16)), Some(&16_000));
+    assert!(a.fec_changed && b.fec_changed);
+
+    // B's route goes: B withdraws; A, ordered, withdraws its own, and its next hop is left
+    // with no label.
+    a.fec_changed = false;
+    b.set_routes(1, vec![]);
+    run(&mut a, &mut b, 1);
+    assert!(b.fec_bindings().is_empty());
+    let ab = a.fec_bindings();
+    assert_eq!((ab[0].local, ab[0].out.clone()), (None, vec![(B, None)]));
+    assert!(a.fec_changed);
+    assert!(!b.prefix_bindings.contains_key(&(A, n.into(), 16)));
+    assert!(!a.prefix_bindings.contains_key(&(B, n.into(), 16)));
+
+    // It comes back: labels again, B's from the range's next (16,000 is on its way back).
+    b.set_routes(2, vec![route("10.9.0.0", 16, &[OUTSIDE])]);
+    run(&mut a, &mut b, 2);
+    assert_eq!(a.fec_bindings()[0].out, vec![(B, Some(16_001))]);
+    assert!(a.fec_bindings()[0].local.is_some());
+}
+
+#[test]
+fn a_peer_that_is_the_egress_gives_implicit_null_and_a_used_up_range_is_counted() {
+    let (mut a, mut b) = (linked(A), linked(B));
+    a.cfg.label_range = (16_000, 16_000);
+    a.labels = fec::Labels::new(a.cfg.label_range);
+    // B's own address and subnet: B maps them to implicit null, and A's routes to them get no
+    // label pushed (the packet goes on as IP: penultimate-hop popping).
+    let b_host = route("10.0.0.2", 32, &[B]);
+    a.set_routes(0, vec![b_host, route("10.7.0.0", 16, &[OUTSIDE])]);
+    run(&mut a, &mut b, 0);
+    let ab = a.fec_bindings();
+    let host = ab.iter().find(|x| x.len == 32).unwrap();
+    assert_eq!(host.out, vec![(B, Some(dataplane::mpls::IMPLICIT_NULL))]);
+    // Two FECs to label, one label in the range: one waits, counted.
+    assert_eq!(ab.iter().filter(|x| x.local.is_some()).count(), 1);
+    assert!(a.stats.labels_exhausted > 0);
 }
