@@ -229,7 +229,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
                 circuits: Box::new(move || {
                     c2.upgrade().map(|c| c.pw_circuits()).unwrap_or_default()
                 }),
-                routes: Box::new(move || c3.upgrade().map(|c| c.ldp_routes()).unwrap_or_default()),
+                routes: Box::new(move |since| c3.upgrade().and_then(|c| c.ldp_routes(since))),
                 bindings: Box::new(move |b| {
                     if let Some(c) = c4.upgrade() {
                         c.ldp_fec_bindings(b);

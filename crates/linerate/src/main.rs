@@ -223,6 +223,9 @@ enum BenchCmd {
     Ldp {
         #[arg(long, default_value_t = 3072)]
         pws: usize,
+        /// Routes (prefix FECs) per speaker, labelled both ways besides the pseudowires.
+        #[arg(long, default_value_t = 0)]
+        fecs: usize,
         #[arg(long, default_value_t = 5)]
         rounds: usize,
         #[arg(long)]
@@ -903,8 +906,13 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
         } => bench_mpls(
             &modes, entries, &sizes, seconds, rounds, workers, workdir, json,
         ),
-        BenchCmd::Ldp { pws, rounds, json } => {
-            let rows = bench::ldp::run(&bench::ldp::Opts { pws, rounds })?;
+        BenchCmd::Ldp {
+            pws,
+            fecs,
+            rounds,
+            json,
+        } => {
+            let rows = bench::ldp::run(&bench::ldp::Opts { pws, fecs, rounds })?;
             for r in &rows {
                 if json {
                     outln!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
@@ -913,6 +921,12 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                         "LDP {} pseudowires, round {}: session up {:.1} ms, then all signalled both ways {:.1} ms; {} PDUs, {:.1} wire bytes and {} engine bytes per pseudowire",
                         r.pws, r.round, r.session_ms, r.signalled_ms, r.pdus_out, r.wire_bytes_per_pw, r.engine_bytes_per_pw
                     );
+                    if r.fecs > 0 {
+                        outln!(
+                            "LDP {} routes, round {}: every route labelled both ways {:.1} ms after the session came up",
+                            r.fecs, r.round, r.fecs_ms
+                        );
+                    }
                 }
             }
             Ok(())

@@ -232,8 +232,14 @@ pub struct Engine {
     /// The prefix FECs of the router's routes ([`fec`]).
     pub fecs: BTreeMap<(Ipv4Addr, u8), fec::FecState>,
     labels: fec::Labels,
-    /// Something a FEC's labels depend on changed: looked at again at the next tick.
+    /// Something every FEC's labels depend on changed (a session, a peer's addresses, an
+    /// adjacency): all are looked at again at the next tick ...
     fec_dirty: bool,
+    /// ... or only these (a mapping or withdraw for them came, their route changed).
+    fec_dirty_keys: Vec<(Ipv4Addr, u8)>,
+    /// While a PDU's messages are handled, what they answer is gathered here and sent in as
+    /// few PDUs as fit (a thousand withdraws get their releases in a handful, not a thousand).
+    batch: Option<(Ipv4Addr, Vec<Msg>)>,
     /// A FEC's labels changed since the router last took them.
     pub fec_changed: bool,
     pub stats: Stats,
@@ -270,6 +276,8 @@ impl Engine {
             fecs: BTreeMap::new(),
             labels,
             fec_dirty: false,
+            fec_dirty_keys: Vec::new(),
+            batch: None,
             fec_changed: false,
             stats: Stats::default(),
             msg_id: 0,
@@ -510,8 +518,15 @@ impl Engine {
         })
     }
 
-    /// Queues `msgs` on the session, in PDUs within the peer's maximum length.
+    /// Queues `msgs` on the session, in PDUs within the peer's maximum length (gathered until
+    /// the PDU being handled is done, if it is this session's).
     fn send(&mut self, now: u64, lsr: Ipv4Addr, msgs: &[Msg]) {
+        if let Some((l, v)) = &mut self.batch {
+            if *l == lsr {
+                v.extend_from_slice(msgs);
+                return;
+            }
+        }
         let ids: Vec<u32> = msgs.iter().map(|_| self.next_id()).collect();
         let me = self.cfg.lsr_id;
         let Some(s) = self.sessions.get_mut(&lsr) else {
@@ -631,8 +646,18 @@ impl Engine {
         }
     }
 
-    /// One PDU's messages.
+    /// One PDU's messages; what they answer goes out together after the last.
     fn pdu(&mut self, now: u64, lsr: Ipv4Addr, body: &[u8]) {
+        self.batch = Some((lsr, Vec::new()));
+        self.pdu_messages(now, lsr, body);
+        if let Some((l, msgs)) = self.batch.take() {
+            if !msgs.is_empty() {
+                self.send(now, l, &msgs);
+            }
+        }
+    }
+
+    fn pdu_messages(&mut self, now: u64, lsr: Ipv4Addr, body: &[u8]) {
         for m in ldp::messages(body) {
             let m = match m {
                 Ok(m) => m,
@@ -766,7 +791,9 @@ impl Engine {
                 for f in fecs {
                     if let Fec::Prefix(a, len) = f {
                         self.prefix_bindings.insert((lsr, a, len), label);
-                        self.fec_dirty = true;
+                        if let std::net::IpAddr::V4(a) = a {
+                            self.fec_dirty_keys.push((a, len));
+                        }
                         continue;
                     }
                     if let Fec::PwId {
@@ -804,7 +831,9 @@ impl Engine {
                         }
                         Fec::Prefix(a, len) => {
                             self.prefix_bindings.remove(&(lsr, *a, *len));
-                            self.fec_dirty = true;
+                            if let std::net::IpAddr::V4(a) = a {
+                                self.fec_dirty_keys.push((*a, *len));
+                            }
                         }
                         Fec::PwId { .. } => {}
                     }
@@ -1092,7 +1121,7 @@ impl Engine {
     /// if anything they depend on changed.
     pub fn tick(&mut self, now: u64) {
         self.timers(now);
-        if self.fec_dirty {
+        if self.fec_dirty || !self.fec_dirty_keys.is_empty() {
             self.refresh_fecs(now);
         }
     }

@@ -34,13 +34,17 @@ pub type SignalledSink = Box<dyn Fn(Signalled) + Send>;
 /// Whether each attachment circuit (by pseudowire name) is up, as the router sees it.
 pub type AcSource = Box<dyn Fn() -> HashMap<String, bool> + Send>;
 
+/// See [`Hooks::routes`].
+pub type RouteSource = Box<dyn Fn(u64) -> Option<(u64, Vec<FecRoute>)> + Send>;
+
 /// What the speaker reads from and hands to the router.
 pub struct Hooks {
     /// Where the pseudowires' signalled state goes.
     pub signalled: SignalledSink,
     pub circuits: AcSource,
-    /// The routes that are prefix FECs (asked every second).
-    pub routes: Box<dyn Fn() -> Vec<FecRoute> + Send>,
+    /// The routes that are prefix FECs, if they changed since the change count given (asked
+    /// every second), with the count now.
+    pub routes: RouteSource,
     /// Where the FECs' labels go when they change.
     pub bindings: Box<dyn Fn(Vec<FecBinding>) + Send>,
 }
@@ -91,7 +95,9 @@ impl Service {
                     opened_tx,
                     opened_rx,
                     last_ac_ms: 0,
-                    last_routes_ms: 0,
+                    routes_due_ms: 0,
+                    routes_seen: 0,
+                    bindings_due_ms: 0,
                 };
                 t.run(&s);
             })
@@ -114,7 +120,34 @@ impl Drop for Service {
 
 struct Conn {
     stream: TcpStream,
+    /// Bytes queued for the connection; the first `written` of them are gone (dropped from
+    /// the front only once they are the larger part: a table of a million mappings leaves in
+    /// many writes, and moving what is left after each would be quadratic).
     pending: Vec<u8>,
+    written: usize,
+}
+
+impl Conn {
+    fn waiting(&self) -> usize {
+        self.pending.len() - self.written
+    }
+
+    /// Writes what it can; false when the connection failed.
+    fn flush(&mut self) -> std::io::Result<usize> {
+        if self.waiting() == 0 {
+            return Ok(0);
+        }
+        let n = self.stream.write(&self.pending[self.written..])?;
+        self.written += n;
+        if self.written == self.pending.len() {
+            self.pending.clear();
+            self.written = 0;
+        } else if self.written > self.pending.len() / 2 {
+            self.pending.drain(..self.written);
+            self.written = 0;
+        }
+        Ok(n)
+    }
 }
 
 struct Thread {
@@ -130,11 +163,19 @@ struct Thread {
     opened_tx: mpsc::Sender<(Ipv4Addr, std::io::Result<TcpStream>)>,
     opened_rx: mpsc::Receiver<(Ipv4Addr, std::io::Result<TcpStream>)>,
     last_ac_ms: u64,
-    last_routes_ms: u64,
+    /// When the routes are asked for next (at once, then every second).
+    routes_due_ms: u64,
+    /// The route change count the routes were last read at.
+    routes_seen: u64,
+    bindings_due_ms: u64,
 }
 
-/// Bytes a session may have waiting before its peer counts as stalled and is dropped.
-const MAX_PENDING: usize = 16 << 20;
+/// Bytes a session may have waiting before its peer counts as stalled and is dropped (a
+/// million prefix mappings queued at once are some 26 MB).
+const MAX_PENDING: usize = 128 << 20;
+/// The FECs' labels go to the router at most this often: each hand-over is the whole set, and
+/// while a large table is exchanged they change on every read.
+const BINDINGS_EVERY_MS: u64 = 250;
 
 impl Thread {
     fn run(&mut self, stop: &AtomicBool) {
@@ -223,12 +264,15 @@ impl Thread {
             }
             // The routes, as the router has them (asked without the engine's lock: the router
             // may be waiting for it).
-            if now >= self.last_routes_ms + 1000 {
-                self.last_routes_ms = now;
+            if now >= self.routes_due_ms {
+                self.routes_due_ms = now + 1000;
                 drop(e);
-                let routes = (self.hooks.routes)();
+                let routes = (self.hooks.routes)(self.routes_seen);
                 e = self.l.engine();
-                e.set_routes(now, routes);
+                if let Some((seen, routes)) = routes {
+                    self.routes_seen = seen;
+                    e.set_routes(now, routes);
+                }
             }
             e.tick(now);
             // Attachment circuits as the router sees them.
@@ -252,17 +296,16 @@ impl Thread {
                     continue;
                 };
                 c.pending.append(&mut s.out);
-                if !c.pending.is_empty() {
-                    match c.stream.write(&c.pending) {
-                        Ok(n) => {
-                            c.pending.drain(..n);
-                            did += 1;
-                        }
-                        Err(x) if x.kind() == std::io::ErrorKind::WouldBlock => {}
-                        Err(_) => c.pending.clear(),
+                match c.flush() {
+                    Ok(0) => {}
+                    Ok(_) => did += 1,
+                    Err(x) if x.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => {
+                        c.pending.clear();
+                        c.written = 0;
                     }
                 }
-                if s.close && c.pending.is_empty() || c.pending.len() > MAX_PENDING {
+                if s.close && c.waiting() == 0 || c.waiting() > MAX_PENDING {
                     self.conns.remove(lsr);
                     s.close = false;
                     s.connect_asked = false;
@@ -285,7 +328,11 @@ impl Thread {
             }
             let events = std::mem::take(&mut e.events);
             let signalled = std::mem::take(&mut e.changed).then(|| e.signalled());
-            let bindings = std::mem::take(&mut e.fec_changed).then(|| e.fec_bindings());
+            let bindings = (e.fec_changed && now >= self.bindings_due_ms).then(|| {
+                e.fec_changed = false;
+                self.bindings_due_ms = now + BINDINGS_EVERY_MS;
+                e.fec_bindings()
+            });
             drop(e);
             if let Some(s) = signalled {
                 (self.hooks.signalled)(s);
@@ -367,6 +414,7 @@ fn adopt(conns: &mut HashMap<Ipv4Addr, Conn>, lsr: Ipv4Addr, s: TcpStream) {
         Conn {
             stream: s,
             pending: Vec::new(),
+            written: 0,
         },
     );
 }

@@ -147,9 +147,10 @@ impl super::Core {
         }
     }
 
-    /// The routes LDP makes FECs of; first, the routes whose source replaced LDP's labelled
-    /// version are labelled again (asked every second).
-    pub fn ldp_routes(&self) -> Vec<crate::ldp::engine::fec::FecRoute> {
+    /// The routes LDP makes FECs of, if any changed since change count `since` (with the
+    /// count now); first, the routes whose source replaced LDP's labelled version are labelled
+    /// again (asked every second).
+    pub fn ldp_routes(&self, since: u64) -> Option<(u64, Vec<crate::ldp::engine::fec::FecRoute>)> {
         let mut s = self.lock("ldp.routes");
         if s.router.ldp_sync() {
             // New labelled next hops go out with the small tables, before the routes.
@@ -162,7 +163,9 @@ impl super::Core {
                 );
             }
         }
-        s.router.ldp_routes()
+        // Read after LDP's own changes: they count, and the next ask sees none.
+        let now = crate::router::route_changes();
+        (now != since).then(|| (now, s.router.ldp_routes()))
     }
 
     pub fn pw_circuits(&self) -> std::collections::HashMap<String, bool> {

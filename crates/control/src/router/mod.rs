@@ -103,6 +103,20 @@ pub struct Router {
     pub ldp: LdpTables,
 }
 
+/// Counts changes to any router's routes or path objects (one counter for all, so a commit's
+/// new router never repeats a number the old one gave): readers that walk the routes (LDP)
+/// skip the walk when it has not moved.
+static ROUTE_CHANGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn routes_changed() {
+    ROUTE_CHANGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The route change count now (see [`ROUTE_CHANGES`]).
+pub fn route_changes() -> u64 {
+    ROUTE_CHANGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Where a configured prefix came from.
 #[derive(Clone, Copy, Debug)]
 enum Configured {
@@ -673,6 +687,7 @@ impl Router {
     }
 
     fn add(&mut self, vrf: usize, p: Prefix, nh: u32) -> Result<(), BuildError> {
+        routes_changed();
         if !self.sealed {
             self.configured
                 .entry((vrf, p))
@@ -1160,6 +1175,7 @@ impl Router {
 
     /// Removes a route; returns whether it was there. The caller publishes.
     pub fn remove_route(&mut self, vrf: usize, p: Prefix) -> bool {
+        routes_changed();
         let Some(f) = self.fibs.get_mut(vrf) else {
             return false;
         };

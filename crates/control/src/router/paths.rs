@@ -105,6 +105,7 @@ impl PathDef {
 impl Router {
     /// A new path; the caller publishes before any route points at it.
     pub fn path_new(&mut self, def: PathDef) -> u32 {
+        super::routes_changed();
         let p = &mut self.paths;
         let publishes = p.publishes;
         p.quarantine.retain(|&(id, at)| {
@@ -128,6 +129,7 @@ impl Router {
 
     /// Changes path `id` in place: every route using it follows at the next publish.
     pub fn path_set(&mut self, id: u32, def: PathDef) {
+        super::routes_changed();
         debug_assert!(self.paths.live.contains(&id), "path {id} is live");
         self.next_hops[id as usize] = def.next_hop();
         match def {
@@ -142,6 +144,7 @@ impl Router {
 
     /// Frees path `id`; no route may point at it any more.
     pub fn path_free(&mut self, id: u32) {
+        super::routes_changed();
         if self.paths.live.remove(&id) {
             self.next_hops[id as usize] = NextHop::NoRoute;
             self.paths.backups.remove(&id);

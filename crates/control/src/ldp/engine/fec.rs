@@ -20,7 +20,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use packet::ldp::{Fec, Msg};
 
-use super::{Discovery, Engine, State};
+use super::{Engine, State};
 
 /// One route as LDP sees it: the prefix and the addresses of its next hops.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +126,7 @@ impl Engine {
             let st = self.fecs.entry(k).or_default();
             if st.next_hops != nh {
                 st.next_hops = nh;
-                self.fec_dirty = true;
+                self.fec_dirty_keys.push(k);
             }
         }
         self.withdraw_fecs(now, withdraw);
@@ -158,8 +158,10 @@ impl Engine {
             .collect()
     }
 
-    /// The operational peers by their addresses: the ones they advertised, and the sources of
-    /// their link hellos (a neighbour's interface address before its Address message is read).
+    /// The LDP neighbours by their addresses: the ones an operational peer advertised, and
+    /// every hello adjacency's source and transport address (a neighbour whose session is not
+    /// up yet is one all the same: ordered control waits for its label rather than advertise
+    /// as the egress and withdraw a moment later).
     fn peers_by_address(&self) -> HashMap<Ipv4Addr, Ipv4Addr> {
         let mut m = HashMap::new();
         for (lsr, s) in &self.sessions {
@@ -170,14 +172,9 @@ impl Engine {
                 m.insert(*a, *lsr);
             }
         }
-        for ((lsr, how), a) in &self.adjacencies {
-            let up = self
-                .sessions
-                .get(lsr)
-                .is_some_and(|s| s.state == State::Operational);
-            if up && *how != Discovery::Targeted {
-                m.entry(a.source).or_insert(*lsr);
-            }
+        for ((lsr, _), a) in &self.adjacencies {
+            m.entry(a.source).or_insert(*lsr);
+            m.entry(a.transport).or_insert(*lsr);
         }
         m
     }
@@ -185,11 +182,22 @@ impl Engine {
     /// Works out every FEC's labels again: advertises the ones that became advertisable,
     /// withdraws the ones that are no longer, notes what changed for the router.
     pub(super) fn refresh_fecs(&mut self, now: u64) {
-        self.fec_dirty = false;
+        let keys: Vec<(Ipv4Addr, u8)> = if std::mem::take(&mut self.fec_dirty) {
+            self.fec_dirty_keys.clear();
+            self.fecs.keys().copied().collect()
+        } else {
+            let mut k = std::mem::take(&mut self.fec_dirty_keys);
+            k.sort_unstable();
+            k.dedup();
+            k
+        };
         let peers = self.peers_by_address();
         let mut advertise = Vec::new();
         let mut withdraw = Vec::new();
-        for (&(a, len), st) in self.fecs.iter_mut() {
+        for (a, len) in keys {
+            let Some(st) = self.fecs.get_mut(&(a, len)) else {
+                continue;
+            };
             let mut any_peer = false;
             let mut any_label = false;
             let out: Vec<Option<u32>> = st
