@@ -300,23 +300,34 @@ impl Engine {
             .collect();
         for a in due {
             self.targets.insert(a, now + self.cfg.hello_interval_ms);
-            let mut b = PduBuilder::new(self.cfg.lsr_id, 0);
-            let id = self.next_id();
-            ldp::encode(
-                &mut b,
-                id,
-                &Msg::Hello(Hello {
-                    hold: self.cfg.hold_time,
-                    targeted: true,
-                    request_targeted: true,
-                    transport: Some(self.cfg.transport),
-                    config_seq: None,
-                }),
-            );
-            self.stats.hellos_out += 1;
-            out.push((a, b.finish()));
+            out.push((a, self.hello_pdu(Discovery::Targeted)));
         }
         out
+    }
+
+    /// A hello of this router's: targeted (asking for targeted ones back) or a link hello,
+    /// with its hold time for that kind and its transport address.
+    fn hello_pdu(&mut self, how: Discovery) -> Vec<u8> {
+        let targeted = how == Discovery::Targeted;
+        let mut b = PduBuilder::new(self.cfg.lsr_id, 0);
+        let id = self.next_id();
+        ldp::encode(
+            &mut b,
+            id,
+            &Msg::Hello(Hello {
+                hold: if targeted {
+                    self.cfg.hold_time
+                } else {
+                    self.cfg.link_hold_time
+                },
+                targeted,
+                request_targeted: targeted,
+                transport: Some(self.cfg.transport),
+                config_seq: None,
+            }),
+        );
+        self.stats.hellos_out += 1;
+        b.finish()
     }
 
     /// The link hellos due at `now`: (index into `cfg.links`, PDU), sent to 224.0.0.2 out of
@@ -328,21 +339,7 @@ impl Engine {
                 continue;
             }
             self.link_next[i] = now + self.cfg.link_hello_interval_ms;
-            let mut b = PduBuilder::new(self.cfg.lsr_id, 0);
-            let id = self.next_id();
-            ldp::encode(
-                &mut b,
-                id,
-                &Msg::Hello(Hello {
-                    hold: self.cfg.link_hold_time,
-                    targeted: false,
-                    request_targeted: false,
-                    transport: Some(self.cfg.transport),
-                    config_seq: None,
-                }),
-            );
-            self.stats.hellos_out += 1;
-            out.push((i, b.finish()));
+            out.push((i, self.hello_pdu(Discovery::Link(i as u16))));
         }
         out
     }
@@ -870,8 +867,7 @@ impl Engine {
                             out.push(egress_mapping(*a, *len));
                         } else if let Some(label) = fec.and_then(|f| f.local) {
                             out.push(fec::prefix_mapping(*a, *len, label));
-                        } else if fec.is_some() {
-                        } else {
+                        } else if fec.is_none() {
                             out.push(Msg::Notification(ldp::Status {
                                 fatal: false,
                                 forward: false,

@@ -102,33 +102,23 @@ impl super::Core {
                 )
             })
             .collect();
-        let mut s = self.lock("ldp.signalled");
-        let r =
-            s.router.set_signalled(map).and_then(
-                |changed| {
-                    if changed {
-                        s.router.publish()
-                    } else {
-                        Ok(())
-                    }
-                },
-            );
-        if let Err(e) = r {
-            self.logger.log(
-                Severity::Error,
-                "LDP",
-                &[],
-                format!("publishing signalled pseudowires: {e}"),
-            );
-        }
+        self.apply_ldp("signalled pseudowires", |r| r.set_signalled(map));
     }
 
-    /// Whether each signalled pseudowire's attachment circuit is up as the workers see it (configured
-    /// up, its port in service and its link up), by pseudowire name.
     /// LDP's prefix FEC bindings changed: the label table and the labelled routes follow.
     pub fn ldp_fec_bindings(&self, b: Vec<crate::ldp::engine::fec::FecBinding>) {
-        let mut s = self.lock("ldp.fecs");
-        let r = s.router.set_ldp(b).and_then(
+        self.apply_ldp("LDP's labels", |r| r.set_ldp(b));
+    }
+
+    /// Hands what LDP worked out to the router (`apply` says whether the tables changed), and
+    /// publishes them if they did; a failure is logged, naming `what`.
+    fn apply_ldp(
+        &self,
+        what: &str,
+        apply: impl FnOnce(&mut crate::Router) -> Result<bool, crate::router::BuildError>,
+    ) {
+        let mut s = self.lock("ldp");
+        let r = apply(&mut s.router).and_then(
             |changed| {
                 if changed {
                     s.router.publish()
@@ -142,7 +132,7 @@ impl super::Core {
                 Severity::Error,
                 "LDP",
                 &[],
-                format!("publishing LDP's labels: {e}"),
+                format!("publishing {what}: {e}"),
             );
         }
     }
@@ -168,6 +158,8 @@ impl super::Core {
         (now != since).then(|| (now, s.router.ldp_routes()))
     }
 
+    /// Whether each signalled pseudowire's attachment circuit is up as the workers see it (configured
+    /// up, its port in service and its link up), by pseudowire name.
     pub fn pw_circuits(&self) -> std::collections::HashMap<String, bool> {
         let s = self.lock("ldp.circuits");
         let r = &s.router;
