@@ -30,7 +30,8 @@ pub struct Meta {
     pub rx_port: u16,
     /// The (sub-)interface the frame arrived on.
     pub rx_if: u32,
-    /// Chosen next hop (set by the lookup nodes).
+    /// Chosen next hop (set by the lookup nodes); for a frame a pseudowire label hands to its
+    /// attachment circuit, the pseudowire (set by mpls-input).
     pub next_hop: u32,
     pub pool: u32,
     pub index: u32,

@@ -344,6 +344,42 @@ fn me6s_services_see_both_directions_of_the_vpn() {
     outcomes_pass("ME-6S", &report::json(&r));
 }
 
+/// ME-3S and ME-4S at a hundredth: with the services on, both directions of every pseudowire
+/// take them on the IP packet the frame carries (tagged for type 4, untagged for type 5): the
+/// ACL's final permit and the QoS class count every frame the router received (the core's
+/// frames on their uplink's input arc), and every offered flow made a NetFlow record.
+#[test]
+fn me3s_and_me4s_services_see_inside_both_directions_of_the_pseudowires() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (id, flows) in [("ME-3S", 2 * 24 * 8), ("ME-4S", 2 * 24)] {
+        let s = scenario::build(
+            id,
+            &ScenarioOpts {
+                scale: 0.01,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut o = opts(0.3);
+        o.sizes = Some(vec![FrameSizes::Fixed(1518)]);
+        let r = run::run(s, &o, &mut Quiet).unwrap();
+        let Some(tester::services::ServicesReport::OnOff(sv)) = &r.services else {
+            panic!("{id}: an on/off report: {:?}", r.services);
+        };
+        assert!(sv.router_rx > 10_000, "{id}: {sv:?}");
+        assert_eq!(
+            (sv.permit_hits, sv.other_hits),
+            (sv.router_rx, 0),
+            "{id}: {sv:?}"
+        );
+        assert_eq!(sv.qos_class_packets, sv.router_rx, "{id}: {sv:?}");
+        assert_eq!(sv.offered_flows, flows, "{id}: one flow per stream");
+        assert!(sv.flows.created >= sv.offered_flows, "{id}: {:?}", sv.flows);
+        assert!(sv.passed, "{id}: {sv:?}");
+        outcomes_pass(id, &report::json(&r));
+    }
+}
+
 /// L2-1M at a hundredth of its addresses: flooding reaches every other port, the capacity and
 /// learning-rate searches run their steps against the router's bridge (emptied between steps)
 /// and report what they found; the verdict is the checks'.

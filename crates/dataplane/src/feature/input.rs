@@ -21,6 +21,9 @@ use crate::tables::{NextHop, Tables};
 pub(crate) enum Fate {
     Pass,
     Drop(DropReason),
+    /// Not an IP packet (a pseudowire's frame may be anything): the IP features leave it alone
+    /// and it goes on.
+    Bypass,
 }
 
 /// Runs the input features over `good` (with `keys`, its route lookup keys, kept in step) and

@@ -17,6 +17,7 @@
 
 pub mod acl_log;
 pub mod arc;
+pub mod attachment;
 pub mod input;
 pub mod mark;
 pub mod output;

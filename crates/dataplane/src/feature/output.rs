@@ -82,8 +82,8 @@ pub struct WorkerFlows {
     /// Packets until the next sampled one.
     pub skip: u32,
     pub last_stats_ns: u64,
-    /// The flows of the run being accounted (key, hash, IP bytes, TCP flags).
-    batch: Vec<(FlowKey, u32, u32, u8)>,
+    /// The flows of the run being accounted (key, hash, IP bytes, TCP flags, output interface).
+    batch: Vec<(FlowKey, u32, u32, u8, u32)>,
     /// The event manager's look at the live flows (idle unless a flow rule asks).
     scanner: super::watch::Scanner,
 }
@@ -137,7 +137,8 @@ fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
     }
     for (i, p) in pkts.drain(..).enumerate() {
         match fates[i] {
-            Fate::Pass => {
+            // (Bypass is an attachment circuit's non-IP frame: none comes here.)
+            Fate::Pass | Fate::Bypass => {
                 let (_, port) = tx_if(t, &p);
                 match &t.next_hops[p.meta().next_hop as usize] {
                     // Over an LSP: the labels go on now, with the traffic class QoS chose.
@@ -160,7 +161,13 @@ fn run(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
 /// (an LSP) the neighbour's it goes through.
 #[inline(always)]
 fn tx_if(t: &Tables, p: &PktBuf) -> (u32, u16) {
-    let mut nh = &t.next_hops[p.meta().next_hop as usize];
+    tx_if_of(t, p.meta().next_hop)
+}
+
+/// The interface and port next hop `nh` leaves by (through the neighbour of a labelled one).
+#[inline(always)]
+pub(super) fn tx_if_of(t: &Tables, nh: u32) -> (u32, u16) {
+    let mut nh = &t.next_hops[nh as usize];
     if let NextHop::Labelled { via, .. } = nh {
         nh = &t.next_hops[*via as usize];
     }
@@ -192,9 +199,31 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
     }
     if ctx.flows.is_some() {
         super::input::extract_keys(ctx, pkts, &mut keyed);
+        account(
+            ctx,
+            t,
+            pkts,
+            fate,
+            &|_| tx_if,
+            out.is_some_and(|f| f.flow_out),
+        );
     }
+}
+
+/// Accounts the packets of `pkts` that passed (`fate`) to the flow caches: ingress where their
+/// arrival interface (`Meta::arc_if`) has `flow: in`, egress where `out_flow` (the output
+/// interface has `flow: out`). `tx_if` gives a packet's output interface (the record's). Keys
+/// are in `ctx.fkeys`.
+pub(super) fn account(
+    ctx: &mut Ctx,
+    t: &Tables,
+    pkts: &[PktBuf],
+    fate: &[Fate],
+    tx_if: &dyn Fn(&PktBuf) -> u32,
+    out_flow: bool,
+) {
+    let n = pkts.len();
     if let Some(fl) = ctx.flows.as_mut() {
-        let out_flow = out.is_some_and(|f| f.flow_out);
         let now = ctx.clock_ns;
         // Keys first, then the updates with the cache lines they need asked for ahead.
         let mut batch = std::mem::take(&mut fl.batch);
@@ -227,10 +256,11 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
             let bytes = l3_len(&p.data()[l3..]);
             let k = &ctx.fkeys[i];
             let tcp_flags = k.get(Dim::TcpFlags) as u8;
+            let out_if = tx_if(p);
             for (on, dir) in [(in_flow, Direction::Ingress), (out_flow, Direction::Egress)] {
                 if on {
                     let (key, h) = flow_key(k, rx_if, dir);
-                    batch.push((key, h, bytes, tcp_flags));
+                    batch.push((key, h, bytes, tcp_flags, out_if));
                 }
             }
         }
@@ -253,9 +283,9 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
             if let Some(b) = batch.get(i + ENTRY_AHEAD) {
                 fl.cache.prefetch_entry(b.1);
             }
-            let (key, h, bytes, tcp_flags) = &batch[i];
+            let (key, h, bytes, tcp_flags, out_if) = &batch[i];
             fl.cache
-                .account(key, *h, *bytes, *tcp_flags, tx_if, now, &mut |r| {
+                .account(key, *h, *bytes, *tcp_flags, *out_if, now, &mut |r| {
                     out.push(r)
                 });
         }

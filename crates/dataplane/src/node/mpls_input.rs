@@ -13,8 +13,9 @@
 //!   of its own): ip4-forward or ip6-forward, as if received on the VRF's MPLS interface (which
 //!   chooses the table) with the core interface's input features (`meta.labelled_on`);
 //! - a pseudowire's label (`LabelAction::Pseudowire`): the Ethernet frame under it (control
-//!   word stripped, type 4's VLAN tag rewritten to the attachment circuit's) to the attachment
-//!   circuit's port.
+//!   word stripped, type 4's VLAN tag rewritten to the attachment circuit's; `meta.next_hop`
+//!   the pseudowire) to the attachment circuit's port, after the core interface's input
+//!   features ([`crate::feature::attachment`]).
 //!
 //! Dropped and counted: an interface without MPLS, an unknown label, an expired TTL (no ICMP
 //! error is built from a labelled packet: RFC 4950 is not implemented), a truncated stack, a
@@ -89,9 +90,25 @@ impl Node for MplsInput {
                 counters.prefetch(pw);
             }
         }
+        // Frames a pseudowire label hands to their circuits are gathered: the core
+        // interface's input features see them together before they leave.
+        let mut disposed = std::mem::take(&mut ctx.tmp);
         for (i, b) in pkts.drain(..).enumerate() {
-            one(ctx, t, m, b, entry[i]);
+            one(ctx, t, m, b, entry[i], &mut disposed);
         }
+        if !disposed.is_empty() {
+            if t.any_features {
+                use crate::feature::attachment::{run, Side};
+                run(ctx, t, m, Side::Disposition, &mut disposed);
+            }
+            for b in disposed.drain(..) {
+                match m.pws.get(b.meta().next_hop as usize) {
+                    Some(p) => ctx.tx(p.ac_port, b),
+                    None => ctx.drop(b, DropReason::PwDown),
+                }
+            }
+        }
+        ctx.tmp = disposed;
     }
 
     fn trace(t: &Tables, b: &PktBuf, to: To) -> String {
@@ -121,7 +138,7 @@ impl Node for MplsInput {
 }
 
 #[inline(always)]
-fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
+fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32, disposed: &mut Vec<PktBuf>) {
     if !m.enabled(b.meta().rx_if) {
         return ctx.drop(b, DropReason::MplsNotEnabled);
     }
@@ -297,11 +314,15 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32) {
                 }
                 _ => {}
             }
-            b.meta_mut().l3_off = 14;
+            // Where the customer's packet starts, past the circuit's tag if it has one.
+            let l3 = if be16(b.data(), 12) == 0x8100 { 18 } else { 14 };
+            let meta = b.meta_mut();
+            meta.l3_off = l3;
+            meta.next_hop = pw;
             let bytes = b.len() as u64;
             m.pw_counters(ctx.worker)
                 .add(pw, crate::mpls::PW_RX_PACKETS, 1, bytes);
-            ctx.tx(p.ac_port, b);
+            disposed.push(b);
         }
     }
 }

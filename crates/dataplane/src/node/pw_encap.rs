@@ -11,8 +11,10 @@
 //! `meta.next_hop`, `meta.l3_off` (the first label), the pseudowire's counters. A type 5
 //! pseudowire from a VLAN sub-interface sends the frame without its tag (raw mode); type 4
 //! keeps it (tagged mode: the far end rewrites it to its own VLAN). Labels go out with TTL 255
-//! and the frame's 802.1p priority as traffic class. Next: the next hop's transmit vector.
-//! Dropped: a pseudowire that is down, a next hop without a neighbour, a frame that with its
+//! and as traffic class the one the attachment circuit's QoS chose (`set exp`), else the
+//! frame's 802.1p priority. First the attachment circuit's input features run on the frames
+//! ([`crate::feature::attachment`]). Next: the next hop's transmit vector.
+//! Dropped: by the attachment circuit's ACL or policers, a pseudowire that is down, a next hop without a neighbour, a frame that with its
 //! labels exceeds the core interface's MTU.
 
 use super::{be16, Action, Ctx};
@@ -38,6 +40,16 @@ impl Node for PwEncap {
             }
             return;
         };
+        if t.any_features {
+            // The attachment circuit's input arc, on the IP packet the frame carries.
+            crate::feature::attachment::run(
+                ctx,
+                t,
+                m,
+                crate::feature::attachment::Side::Imposition,
+                pkts,
+            );
+        }
         let counters = m.pw_counters(ctx.worker);
         // Each frame's pseudowire and its counters are asked for before the first is used: at
         // 3,072 pseudowires they are two cache misses a frame, and this way they overlap.
@@ -87,7 +99,12 @@ impl Node for PwEncap {
             };
             let l3 = b.meta().l3_off as usize;
             let tagged = l3 >= 18 && be16(b.data(), 12) == 0x8100;
-            let pcp = if tagged { b.data()[14] >> 5 } else { 0 };
+            // The class QoS chose (`set exp`), else the frame's 802.1p priority.
+            let pcp = match b.meta().exp {
+                0 if tagged => b.data()[14] >> 5,
+                0 => 0,
+                e => e - 1,
+            };
             if p.vc_type == VcType::Ethernet && p.ac_vlan.is_some() && tagged {
                 // Raw mode: the sub-interface's tag stays here.
                 let d = b.data_mut();

@@ -129,8 +129,16 @@ pub const NAMES: &[(&str, &str)] = &[
         "ME 6524 type 4 (VLAN) EoMPLS: 3,072 pseudowires, 128 VLANs on each of 24 access ports, 384 per uplink, 68..9190 B",
     ),
     (
+        "ME-3S",
+        "ME-3 with the services off, then on (10,000-line ACL, QoS re-marking, NetFlow)",
+    ),
+    (
         "ME-4",
         "ME 6524 type 5 (port) EoMPLS: 24 pseudowires, untagged, 64..9190 B",
+    ),
+    (
+        "ME-4S",
+        "ME-4 with the services off, then on (10,000-line ACL, QoS re-marking, NetFlow)",
     ),
     (
         "ME-5",
@@ -231,6 +239,8 @@ pub fn build(id: &str, o: &ScenarioOpts) -> Result<Scenario, String> {
         "ME-15" => Ok(metro::hot_swap(o)),
         "ME-3" => Ok(pseudowire::pseudowires(o, true)),
         "ME-4" => Ok(pseudowire::pseudowires(o, false)),
+        "ME-3S" => Ok(services::me3s(o, true)),
+        "ME-4S" => Ok(services::me3s(o, false)),
         "ME-5" => Ok(pseudowire::protected(o)),
         "ME-6" => Ok(l3vpn::l3vpn(o)),
         "ME-6S" => Ok(services::me6s(o)),

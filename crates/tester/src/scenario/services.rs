@@ -433,6 +433,42 @@ pub(super) fn me6s(o: &ScenarioOpts) -> Scenario {
     s
 }
 
+/// ME-3S and ME-4S: the pseudowire scenarios (ME-3 type 4 with `vlan_mode`, else ME-4 type 5)
+/// with the services off and then on, as the seed ran them. Both directions take them: the
+/// CEs' frames on their attachment circuit's input arc (classified on the IP packet inside,
+/// their pseudowire's labels given the class's EXP), the core's frames on their uplink's input
+/// arc once their pseudowire label has handed them to their circuit.
+pub(super) fn me3s(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
+    let (id, seed_title) = if vlan_mode {
+        (
+            "ME-3S",
+            "Cisco ME 6524, table 3: EoMPLS VC type 4 (3,072 pseudowires, 300 s) with the \
+             10,000-line ACL, QoS re-marking and NetFlow",
+        )
+    } else {
+        (
+            "ME-4S",
+            "Cisco ME 6524, table 4: EoMPLS VC type 5 (24 pseudowires, 300 s) with the \
+             10,000-line ACL, QoS re-marking and NetFlow",
+        )
+    };
+    let mut s = services_off_then_on(
+        super::pseudowire::pseudowires(o, vlan_mode),
+        o,
+        id,
+        seed_title,
+    );
+    s.notes.push(
+        "Services on, both ways, on the IP packet each pseudowire frame carries: the CEs' \
+         frames take their attachment circuit's input arc and leave on their pseudowire with \
+         EXP 3 (the traffic's class sets it); the core's frames take their uplink's input arc \
+         once their pseudowire label has handed them to their circuit (accounted to the \
+         uplink, the circuit as output). Frames that carry no IP packet would pass untouched."
+            .into(),
+    );
+    s
+}
+
 /// `s` with each frame size searched with the services off and then on (the ME 6524 report's
 /// 10,000-line ACL, 500-line QoS ACL re-marking DSCP, and NetFlow on every interface), scaled
 /// with the scenario.
@@ -697,7 +733,7 @@ mod config_tests {
             scale: 0.01,
             ..Default::default()
         };
-        for id in ["XR-5", "ME-1S", "ME-6S", "QOS-1"] {
+        for id in ["XR-5", "ME-1S", "ME-3S", "ME-4S", "ME-6S", "QOS-1"] {
             let s = build(id, &o).unwrap();
             for (n, t) in &s.files {
                 std::fs::write(dir.join(n), t).unwrap();
@@ -725,7 +761,7 @@ mod config_tests {
                                     && i.services.acl_out.len() == 2)
                         );
                     }
-                    "ME-1S" | "ME-6S" => {
+                    "ME-1S" | "ME-3S" | "ME-4S" | "ME-6S" => {
                         assert_eq!(svc.acls[0].entries.len(), 100);
                         assert!(svc.flow_export.is_some());
                         // Ingress accounting everywhere: each packet is one record's.
