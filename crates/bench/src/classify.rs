@@ -201,6 +201,7 @@ pub fn classbench_line(r: &Rule, fam: Family) -> Result<String, String> {
         Dim::EthDstHi,
         Dim::EthDstLo,
         Dim::Dscp,
+        Dim::Exp,
         Dim::Frag,
         Dim::TcpFlags,
     ] {

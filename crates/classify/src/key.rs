@@ -34,6 +34,8 @@ pub fn extract(f: &[u8]) -> Key {
     match ethertype {
         0x0800 => ipv4(&mut k, &f[l3..]),
         0x86dd => ipv6(&mut k, &f[l3..]),
+        // MPLS unicast and multicast: the top entry's traffic class (a transit LSR's QoS).
+        0x8847 | 0x8848 if f.len() >= l3 + 4 => k.set(Dim::Exp, (f[l3 + 2] >> 1 & 7) as u32),
         _ => {}
     }
     k

@@ -37,6 +37,8 @@ pub enum Dim {
     SrcPort,
     DstPort,
     Dscp,
+    /// The traffic class (EXP) of the top label stack entry of a labelled frame; 0 otherwise.
+    Exp,
     /// 0 not a fragment, 1 first fragment, 2 later fragment (see [`Frag`]).
     Frag,
     /// The TCP flags byte, 0 for other protocols. Matched under a mask, never split on.
@@ -67,6 +69,7 @@ impl Dim {
         Dim::SrcPort,
         Dim::DstPort,
         Dim::Dscp,
+        Dim::Exp,
         Dim::Frag,
         Dim::TcpFlags,
     ];
@@ -76,7 +79,7 @@ impl Dim {
         match self {
             Dim::EtherType | Dim::EthSrcHi | Dim::EthDstHi | Dim::SrcPort | Dim::DstPort => 0xffff,
             Dim::Vlan => 0xfff,
-            Dim::Pcp => 7,
+            Dim::Pcp | Dim::Exp => 7,
             Dim::Proto | Dim::TcpFlags => 0xff,
             Dim::Dscp => 63,
             Dim::Frag => 2,

@@ -185,6 +185,73 @@ fn pseudowires_carry_frames_both_ways() {
     assert_eq!(out[2][0], raw);
 }
 
+/// Services on labelled traffic as configured: a transit label classified on its EXP and
+/// re-marked, a pseudowire's circuit with an ACL on the IP packet inside its frames and a class
+/// giving the pseudowire's labels their EXP.
+#[test]
+fn a_transit_lsr_marks_exp_and_a_circuits_services_see_inside_its_frames() {
+    let text = CONFIG
+        .replace(
+            r#"{ name: p0.100, port: p0, vlan: 100, mac: "02:00:00:00:00:01" }"#,
+            r#"{ name: p0.100, port: p0, vlan: 100, mac: "02:00:00:00:00:01", acl-in: [NO-DNS], qos-in: AC }"#,
+        )
+        .replace(
+            r#"ipv4: [198.51.100.1/24] }"#,
+            r#"ipv4: [198.51.100.1/24], qos-in: CORE }"#,
+        )
+        + r#"
+acls:
+  - { name: NO-DNS, family: any, entries: ["10 deny udp dport 53", "20 permit"] }
+qos:
+  classes:
+    - { name: gold, match: ["exp 5"] }
+    - { name: cust, match: ["udp"] }
+  policies:
+    - name: CORE
+      classes:
+        - { class: gold, set: { exp: 2 } }
+    - name: AC
+      classes:
+        - { class: cust, set: { exp: 4 } }
+"#;
+    let mut bed = Bed::from_text(&text);
+    let with_tc = |mut f: Vec<u8>, tc: u8| {
+        f[14 + 2] |= tc << 1;
+        f
+    };
+    let out = bed.send(
+        1,
+        &[
+            with_tc(labelled(&[(100, 64)], &ip4([10, 1, 1, 1], 64)), 5),
+            with_tc(labelled(&[(100, 64)], &ip4([10, 1, 1, 1], 64)), 1),
+        ],
+    );
+    let tcs: Vec<(u32, u8)> = out[1]
+        .iter()
+        .map(|f| Entry::parse(&f[14..]))
+        .map(|e| (e.label, e.tc))
+        .collect();
+    assert_eq!(tcs, [(200, 2), (200, 1)], "EXP 5 re-marked 2; EXP 1 kept");
+    // Onto pw-vlan: the UDP packet to 5000 leaves with EXP 4 on both labels; DNS is denied.
+    let cust = |dport: u16| {
+        let mut f = vec![
+            2, 0, 0, 0, 0xaa, 1, 2, 0, 0, 0, 0xbb, 2, 0x81, 0, 0, 100, 8, 0,
+        ];
+        let mut ip = ip4([10, 1, 1, 1], 64);
+        ip[22..24].copy_from_slice(&dport.to_be_bytes());
+        f.extend_from_slice(&ip);
+        f
+    };
+    let out = bed.send(0, &[cust(5000), cust(53)]);
+    assert_eq!(out[1].len(), 1, "the DNS packet denied");
+    let f = &out[1][0];
+    let (t, p) = (Entry::parse(&f[14..]), Entry::parse(&f[18..]));
+    assert_eq!([(t.label, t.tc), (p.label, p.tc)], [(300, 4), (2000, 4)]);
+    assert_eq!(&f[26 + 18 + 22..26 + 18 + 24], &5000u16.to_be_bytes());
+    let snap = bed.snapshot();
+    assert_eq!(snap.drops[DropReason::AclDenied as usize], 1);
+}
+
 fn errors(text: &str) -> Vec<String> {
     control::config::parse(text, Path::new("r.yaml"))
         .expect_err("refused")

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! [SEQ] permit|deny [PROTO] [src ADDR] [sport PORTS] [dst ADDR] [dport PORTS] [dscp N]
-//!       [vlan N] [cos N] [ethertype N] [src-mac MAC] [dst-mac MAC] [established]
+//!       [vlan N] [cos N] [exp N] [ethertype N] [src-mac MAC] [dst-mac MAC] [established]
 //!       [tcp-flags FLAG[+FLAG...]|VALUE/MASK] [fragments] [log]
 //! PROTO  ip | ipv6 | tcp | udp | icmp | icmpv6 | sctp | gre | esp | ah | 0..255
 //! ADDR   any | host A | A/LEN | A (a host)
@@ -12,7 +12,8 @@
 //!
 //! QoS match lines are the same without the sequence number and action. `fragments` matches
 //! later fragments only (as IOS's keyword does); an entry with ports or TCP flags never matches a
-//! later fragment, which carries no L4 header.
+//! later fragment, which carries no L4 header. `exp` (the top label's traffic class) matches
+//! labelled frames (EtherType 0x8847 unless given) and takes no IP field.
 
 use std::net::IpAddr;
 
@@ -277,13 +278,14 @@ pub fn parse(line: &str, family: Family, with_action: bool) -> Result<Entry, Ent
                 };
                 i += 2;
             }
-            "dscp" | "vlan" | "cos" | "ethertype" => {
+            "dscp" | "vlan" | "cos" | "exp" | "ethertype" => {
                 let (vc, v) = value(i, "a number")?;
                 let n = parse_num(v).ok_or_else(|| err(vc, format!("`{v}` is not a number")))?;
                 let (d, max) = match kw {
                     "dscp" => (Dim::Dscp, 63),
                     "vlan" => (Dim::Vlan, 4095),
                     "cos" => (Dim::Pcp, 7),
+                    "exp" => (Dim::Exp, 7),
                     _ => (Dim::EtherType, 0xffff),
                 };
                 if n > max {
@@ -355,6 +357,24 @@ pub fn parse(line: &str, family: Family, with_action: bool) -> Result<Entry, Ent
     if v4 && v6 {
         return Err(err(0, "an entry is IPv4 or IPv6, not both"));
     }
+    if !e.rule.is_wild(Dim::Exp) {
+        // A labelled frame's key has its L2 header and its top label's EXP, no IP fields.
+        if family != Family::Any {
+            return Err(err(
+                0,
+                "`exp` matches labelled frames: a list of family any only",
+            ));
+        }
+        if v4 || v6 || e.proto.is_some() || !e.rule.is_wild(Dim::Dscp) || fragments {
+            return Err(err(
+                0,
+                "`exp` matches labelled frames, which have no IP fields to match",
+            ));
+        }
+        if e.rule.is_wild(Dim::EtherType) {
+            e.rule = e.rule.exact(Dim::EtherType, 0x8847);
+        }
+    }
     match family {
         Family::Ipv4 if v6 => return Err(err(0, "an IPv6 address in an IPv4 list")),
         Family::Ipv6 if v4 => return Err(err(0, "an IPv4 address in an IPv6 list")),
@@ -377,6 +397,7 @@ fn is_keyword(t: &str) -> bool {
             | "dscp"
             | "vlan"
             | "cos"
+            | "exp"
             | "ethertype"
             | "src-mac"
             | "dst-mac"
@@ -462,6 +483,25 @@ mod tests {
             parse("permit", Family::Any, true).unwrap().rule,
             Rule::any()
         );
+    }
+
+    #[test]
+    fn exp_matches_labelled_frames_only() {
+        let e = parse("exp 5", Family::Any, false).unwrap();
+        assert_eq!(e.rule.range(Dim::Exp), (5, 5));
+        assert_eq!(e.rule.range(Dim::EtherType), (0x8847, 0x8847));
+        let e = parse("exp 1 ethertype 0x8848", Family::Any, false).unwrap();
+        assert_eq!(e.rule.range(Dim::EtherType), (0x8848, 0x8848));
+        for (line, fam, why) in [
+            ("exp 8", Family::Any, "0..=7"),
+            ("exp 3", Family::Ipv4, "family any"),
+            ("udp exp 3", Family::Any, "no IP fields"),
+            ("exp 3 dscp 4", Family::Any, "no IP fields"),
+            ("exp 3 src 10.0.0.0/8", Family::Any, "no IP fields"),
+        ] {
+            let e = parse(line, fam, false).unwrap_err();
+            assert!(e.message.contains(why), "{line}: {}", e.message);
+        }
     }
 
     #[test]

@@ -849,6 +849,7 @@ fn parse_flows(f: &mut Fields<'_>, body: &Node, e: &mut Errs) -> Option<Detector
                     Dim::EthSrcLo,
                     Dim::EthDstHi,
                     Dim::EthDstLo,
+                    Dim::Exp,
                 ]
                 .iter()
                 .any(|&d| !x.rule.is_wild(d))
@@ -860,7 +861,7 @@ fn parse_flows(f: &mut Fields<'_>, body: &Node, e: &mut Errs) -> Option<Detector
                         &field,
                         format!(
                             "`{line}`: a flow's key has addresses, protocol, ports and DSCP \
-                             only (no VLAN, CoS, MAC, fragment or TCP-flag fields)"
+                             only (no VLAN, CoS, MAC, EXP, fragment or TCP-flag fields)"
                         ),
                     );
                     ok = false;

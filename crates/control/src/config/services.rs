@@ -780,6 +780,7 @@ logging: { acl-interval: 30 }
             e[0].file.ends_with("big.acl") && e[0].line == 3 && e[0].col == 3,
             "{e:?}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -299,12 +299,13 @@ fn flush_class(q: &Qos, (class, packets, bytes): (u16, u64, u64)) {
     }
 }
 
-/// Re-marks by the packet's own family (a run of one interface may hold both).
+/// Re-marks by the packet's own family (a run of one interface may hold both); a labelled
+/// frame in transit has no IP header to re-mark.
 fn set_dscp(p: &mut PktBuf, l3: usize, d: u8, k: &mut Key) {
-    if k.get(classify::Dim::EtherType) == classify::rule::ETHERTYPE_IPV6 {
-        mark::set_dscp_v6(p.data_mut(), l3, d);
-    } else {
-        mark::set_dscp_v4(p.data_mut(), l3, d);
+    match k.get(classify::Dim::EtherType) {
+        classify::rule::ETHERTYPE_IPV6 => mark::set_dscp_v6(p.data_mut(), l3, d),
+        classify::rule::ETHERTYPE_IPV4 => mark::set_dscp_v4(p.data_mut(), l3, d),
+        _ => return,
     }
     k.set(classify::Dim::Dscp, d as u32);
 }

@@ -17,8 +17,8 @@
 
 pub mod acl_log;
 pub mod arc;
-pub mod attachment;
 pub mod input;
+pub mod labelled;
 pub mod mark;
 pub mod output;
 pub mod police;

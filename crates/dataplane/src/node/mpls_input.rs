@@ -8,23 +8,28 @@
 //! pseudowire's counters. Next:
 //! - swap or pop towards a neighbour (`LabelAction::Forward`, its next hop plain or labelled,
 //!   as LDP's swaps are; ECMP by a hash of the labels and the IP addresses under them): the
-//!   egress port's transmit vector;
+//!   egress port's transmit vector, after the arrival interface's QoS classified the frame on
+//!   its top label's EXP (a class's `set exp` is the outgoing top label's traffic class, else
+//!   the incoming label's is kept; see [`crate::feature::labelled`]);
 //! - pop and look up (`LabelAction::Lookup`: an L3VPN's label, or explicit null with no entry
 //!   of its own): ip4-forward or ip6-forward, as if received on the VRF's MPLS interface (which
 //!   chooses the table) with the core interface's input features (`meta.labelled_on`);
 //! - a pseudowire's label (`LabelAction::Pseudowire`): the Ethernet frame under it (control
 //!   word stripped, type 4's VLAN tag rewritten to the attachment circuit's; `meta.next_hop`
 //!   the pseudowire) to the attachment circuit's port, after the core interface's input
-//!   features ([`crate::feature::attachment`]).
+//!   features ([`crate::feature::labelled`]).
 //!
 //! Dropped and counted: an interface without MPLS, an unknown label, an expired TTL (no ICMP
 //! error is built from a labelled packet: RFC 4950 is not implemented), a truncated stack, a
 //! VPN or pseudowire label not at the bottom of the stack, a payload that is not what the label
-//! says, a packet larger than the egress MTU, a pseudowire that is down.
+//! says, a packet larger than the egress MTU, a pseudowire that is down; and what the features
+//! drop (policers, pseudowire frames' ACLs).
 
 use super::{be16, mix, Ctx, VECTOR};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
+use crate::feature::input::Fate;
+use crate::feature::labelled::Side;
 use crate::graph::{Edge, Node, NodeId, To};
 use crate::mpls::{Entry, LabelAction, Mpls, TtlMode, VcType, EXPLICIT_NULL_V4, EXPLICIT_NULL_V6};
 use crate::tables::Tables;
@@ -90,16 +95,30 @@ impl Node for MplsInput {
                 counters.prefetch(pw);
             }
         }
-        // Frames a pseudowire label hands to their circuits are gathered: the core
-        // interface's input features see them together before they leave.
+        // Labels swapped or popped towards a neighbour take the arrival interface's QoS (on
+        // their EXP) first; the rest wait for what their label leads to.
+        let mut fate = [Fate::Pass; VECTOR];
+        if t.any_features {
+            let n = pkts.len();
+            for (f, &e) in fate.iter_mut().zip(&entry[..n]) {
+                if !matches!(m.labels.at(e), Some(LabelAction::Forward { .. })) {
+                    *f = Fate::Bypass;
+                }
+            }
+            crate::feature::labelled::judge(ctx, t, m, Side::Transit, pkts, &mut fate[..n]);
+        }
+        // Where features are on, frames a pseudowire label hands to their circuits are
+        // gathered: the core interface's input features see them together before they leave.
         let mut disposed = std::mem::take(&mut ctx.tmp);
         for (i, b) in pkts.drain(..).enumerate() {
-            one(ctx, t, m, b, entry[i], &mut disposed);
+            match fate[i] {
+                Fate::Drop(why) => ctx.drop(b, why),
+                _ => one(ctx, t, m, b, entry[i], &mut disposed),
+            }
         }
         if !disposed.is_empty() {
             if t.any_features {
-                use crate::feature::attachment::{run, Side};
-                run(ctx, t, m, Side::Disposition, &mut disposed);
+                crate::feature::labelled::run(ctx, t, m, Side::Disposition, &mut disposed);
             }
             for b in disposed.drain(..) {
                 match m.pws.get(b.meta().next_hop as usize) {
@@ -195,6 +214,11 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32, disposed:
             };
             b.meta_mut().next_hop = nh;
             let ttl = e.ttl - 1;
+            // The class the arrival interface's QoS chose (`set exp`), else the label's own.
+            let tc = match b.meta().exp {
+                0 => e.tc,
+                x => x - 1,
+            };
             // What stays under the popped label, then what is pushed on it.
             let payload = len - l3 - 4;
             if payload + 4 * push.len() > mtu as usize {
@@ -218,15 +242,21 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32, disposed:
                 let n = rw.len as usize;
                 b.data_mut()[n - 2..n].copy_from_slice(&u16::to_be_bytes(et));
             } else {
-                if push.is_empty() && m.ttl == TtlMode::Uniform {
-                    // Popped down to the label under it, which now carries the LSP's TTL.
+                if push.is_empty() {
                     let d = b.data_mut();
-                    d[l3 + 7] = d[l3 + 7].min(ttl);
+                    if m.ttl == TtlMode::Uniform {
+                        // Popped down to the label under it, which now carries the LSP's TTL.
+                        d[l3 + 7] = d[l3 + 7].min(ttl);
+                    }
+                    if tc != e.tc {
+                        // ... and QoS's traffic class, as the new top label.
+                        d[l3 + 6] = d[l3 + 6] & 0xf1 | tc << 1;
+                    }
                 }
                 b.meta_mut().l3_off = (l3 + 4) as u16;
                 // Over a deeper stack, the labels left under the new ones keep their TTLs
                 // (RFC 3443: in the uniform model the top entry carries the LSP's TTL).
-                if !super::push_labels(&mut b, rw, &push, e.tc, ttl, e.bottom) {
+                if !super::push_labels(&mut b, rw, &push, tc, ttl, e.bottom) {
                     return ctx.drop(b, DropReason::NoBuffer);
                 }
             }
@@ -322,7 +352,11 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32, disposed:
             let bytes = b.len() as u64;
             m.pw_counters(ctx.worker)
                 .add(pw, crate::mpls::PW_RX_PACKETS, 1, bytes);
-            disposed.push(b);
+            if t.any_features {
+                disposed.push(b);
+            } else {
+                ctx.tx(p.ac_port, b);
+            }
         }
     }
 }

@@ -13,9 +13,9 @@
 //! keeps it (tagged mode: the far end rewrites it to its own VLAN). Labels go out with TTL 255
 //! and as traffic class the one the attachment circuit's QoS chose (`set exp`), else the
 //! frame's 802.1p priority. First the attachment circuit's input features run on the frames
-//! ([`crate::feature::attachment`]). Next: the next hop's transmit vector.
-//! Dropped: by the attachment circuit's ACL or policers, a pseudowire that is down, a next hop without a neighbour, a frame that with its
-//! labels exceeds the core interface's MTU.
+//! ([`crate::feature::labelled`]). Next: the next hop's transmit vector.
+//! Dropped: by the attachment circuit's ACL or policers, a pseudowire that is down, a next hop
+//! without a neighbour, a frame that with its labels exceeds the core interface's MTU.
 
 use super::{be16, Action, Ctx};
 use crate::buffer::PktBuf;
@@ -42,11 +42,11 @@ impl Node for PwEncap {
         };
         if t.any_features {
             // The attachment circuit's input arc, on the IP packet the frame carries.
-            crate::feature::attachment::run(
+            crate::feature::labelled::run(
                 ctx,
                 t,
                 m,
-                crate::feature::attachment::Side::Imposition,
+                crate::feature::labelled::Side::Imposition,
                 pkts,
             );
         }

@@ -1,23 +1,29 @@
-//! The features of pseudowire traffic. A frame on a pseudowire is not routed, but the IP packet
-//! it carries is what an operator's lists are written for (the seed's ME-3 ran EoMPLS with its
-//! 10,000-line ACL, its QoS list and NetFlow on), so such frames take an input arc on that
-//! packet, as an L3VPN's packets do:
+//! The features of labelled traffic that is not routed here: pseudowire frames, and labels
+//! swapped in transit. A frame on a pseudowire is not routed, but the IP packet it carries is
+//! what an operator's lists are written for (the seed's ME-3 ran EoMPLS with its 10,000-line
+//! ACL, its QoS list and NetFlow on), so such frames take an input arc on that packet, as an
+//! L3VPN's packets do; a transit LSR classifies on the top label's EXP:
 //!
 //! - imposition (pw-encap, before the frame goes on its pseudowire): the attachment circuit's
 //!   input arc; the flow record names the core interface the pseudowire leaves by as output,
 //!   and QoS's `set exp` becomes the pseudowire's labels' traffic class;
 //! - disposition (mpls-input, a frame a pseudowire label handed to its circuit): the input arc
 //!   of the core interface the labelled frame came in by, as for a packet a VPN label popped
-//!   into a VRF; the flow record names the attachment circuit as output.
+//!   into a VRF; the flow record names the attachment circuit as output;
+//! - transit (mpls-input, a label swapped or popped towards a neighbour): the arrival
+//!   interface's QoS in, on the frame's L2 header and its top label's EXP (`match: ["exp 3"]`;
+//!   no IP field is read), its `set exp` the outgoing top label's traffic class. An ACL does not
+//!   see labelled frames, nor are they accounted as flows (a NetFlow record has no label).
 //!
 //! Reads: `meta.rx_if` (whose arc; for imposition also its pseudowire, for the record's output
 //! interface), `meta.next_hop` on disposition (the pseudowire), the frame's headers (tags and
-//! all: the key reads past them; `meta.l3_off` is the IP header). Sets: what the QoS classes set
-//! (DSCP and PCP in the frame, `meta.exp`). Removes the frames it drops (ACL deny, policers).
-//! A frame that carries no IP packet (ARP, or any other EtherType a customer sends) is left
-//! alone by the IP lists and not accounted. uRPF is not asked: a customer's addresses are not
-//! in this router's tables. Output arcs are not taken: imposed frames leave labelled, where an
-//! IP list does not look, and disposed ones leave by a circuit that is not routed.
+//! all: the key reads past them; `meta.l3_off` is the IP header, or the top label in transit).
+//! Sets: what the QoS classes set (DSCP and PCP in the frame, `meta.exp`). Drops: ACL deny,
+//! policers. A pseudowire frame that carries no IP packet (ARP, or any other EtherType a
+//! customer sends) is left alone by the IP lists and not accounted. uRPF is not asked: a
+//! customer's addresses are not in this router's tables. Output arcs are not taken: imposed
+//! frames leave labelled, where an IP list does not look, and disposed ones leave by a circuit
+//! that is not routed.
 
 use super::input::{apply_acl, apply_qos, extract_keys, Fate};
 use super::Step;
@@ -33,28 +39,16 @@ pub enum Side {
     Imposition,
     /// From the core to the attachment circuit (`meta.next_hop`: the pseudowire).
     Disposition,
+    /// A label swapped or popped towards a neighbour.
+    Transit,
 }
 
-/// Runs each frame's arc (its arrival interface's input features) over `pkts` (at most a
-/// vector) and removes the frames they drop, keeping the order of the rest.
+/// Runs each frame's arc over `pkts` (at most a vector) and removes the frames it drops,
+/// keeping the order of the rest.
 pub fn run(ctx: &mut Ctx, t: &Tables, m: &Mpls, side: Side, pkts: &mut Vec<PktBuf>) {
     let n = pkts.len().min(VECTOR);
     let mut fate = [Fate::Pass; VECTOR];
-    let mut any = false;
-    let mut a = 0;
-    while a < n {
-        let rx_if = pkts[a].meta().rx_if;
-        let mut b = a + 1;
-        while b < n && pkts[b].meta().rx_if == rx_if {
-            b += 1;
-        }
-        if let Some(f) = t.features.get(rx_if as usize).and_then(|f| f.as_deref()) {
-            any = true;
-            run_interface(ctx, t, m, side, f, &mut pkts[a..b], &mut fate[a..b], rx_if);
-        }
-        a = b;
-    }
-    if !any || fate[..n].iter().all(|f| !matches!(f, Fate::Drop(_))) {
+    if !judge(ctx, t, m, side, &mut pkts[..n], &mut fate[..n]) {
         return;
     }
     let mut kept = 0;
@@ -72,6 +66,32 @@ pub fn run(ctx: &mut Ctx, t: &Tables, m: &Mpls, side: Side, pkts: &mut Vec<PktBu
     }
 }
 
+/// Runs each frame's arc over `pkts`, writing into `fate` what becomes of each; frames whose
+/// fate is already `Bypass` are left alone. True if any frame is to be dropped.
+pub(crate) fn judge(
+    ctx: &mut Ctx,
+    t: &Tables,
+    m: &Mpls,
+    side: Side,
+    pkts: &mut [PktBuf],
+    fate: &mut [Fate],
+) -> bool {
+    let n = pkts.len();
+    let mut a = 0;
+    while a < n {
+        let rx_if = pkts[a].meta().rx_if;
+        let mut b = a + 1;
+        while b < n && pkts[b].meta().rx_if == rx_if {
+            b += 1;
+        }
+        if let Some(f) = t.features.get(rx_if as usize).and_then(|f| f.as_deref()) {
+            run_interface(ctx, t, m, side, f, &mut pkts[a..b], &mut fate[a..b], rx_if);
+        }
+        a = b;
+    }
+    fate.iter().any(|f| matches!(f, Fate::Drop(_)))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_interface(
     ctx: &mut Ctx,
@@ -83,21 +103,25 @@ fn run_interface(
     fate: &mut [Fate],
     rx_if: u32,
 ) {
+    if side == Side::Transit && !f.input.iter().any(|s| matches!(s, Step::Qos(_))) {
+        return;
+    }
     let mut keyed = false;
     extract_keys(ctx, pkts, &mut keyed);
-    for (k, fate) in ctx.fkeys.iter().zip(fate.iter_mut()) {
-        let et = k.get(classify::Dim::EtherType);
-        if et != classify::rule::ETHERTYPE_IPV4 && et != classify::rule::ETHERTYPE_IPV6 {
-            *fate = Fate::Bypass;
+    if side != Side::Transit {
+        for (k, fate) in ctx.fkeys.iter().zip(fate.iter_mut()) {
+            let et = k.get(classify::Dim::EtherType);
+            if et != classify::rule::ETHERTYPE_IPV4 && et != classify::rule::ETHERTYPE_IPV6 {
+                *fate = Fate::Bypass;
+            }
         }
     }
     for step in f.input.iter() {
         match step {
-            Step::Acl(acl) => apply_acl(ctx, acl, pkts, fate, rx_if, true),
+            Step::Acl(acl) if side != Side::Transit => apply_acl(ctx, acl, pkts, fate, rx_if, true),
             Step::Qos(q) => apply_qos(ctx, q, pkts, fate),
-            // See the module's comment: not for frames that are not routed.
-            Step::Urpf(_) => {}
-            Step::Flow => {}
+            // See the module's comment.
+            Step::Acl(_) | Step::Urpf(_) | Step::Flow => {}
         }
     }
     if !(f.flow_in && ctx.flows.is_some()) {
@@ -122,6 +146,7 @@ fn run_interface(
             };
             super::output::account(ctx, t, pkts, fate, &ac, false);
         }
+        Side::Transit => {}
     }
 }
 
@@ -214,6 +239,64 @@ mod tests {
         assert_eq!(recs.len(), 1, "{recs:?}");
         let r = &recs[0];
         assert_eq!((r.key.in_if, r.out_if, r.key.dst_port), (0, 2, 80));
+    }
+
+    /// A QoS policy whose one class matches labelled frames with EXP `exp` and sets EXP `to`.
+    fn exp_class(exp: u32, to: u8) -> crate::feature::Qos {
+        let mut q = mark_all(None, Some(to));
+        let rule = classify::Rule::any()
+            .exact(classify::Dim::EtherType, 0x8847)
+            .exact(classify::Dim::Exp, exp);
+        q.classifier = Arc::new(classify::Classifier::compile(&[rule]));
+        q
+    }
+
+    #[test]
+    fn a_transit_label_is_classified_on_its_exp_and_leaves_with_the_class_exp() {
+        let mut h = Harness::with_mpls();
+        let (acl, hits) = deny_dns();
+        let q = Arc::new(exp_class(5, 2));
+        let input = vec![Step::Acl(Arc::new(acl)), Step::Qos(q.clone()), Step::Flow];
+        let mut all: Vec<_> = (0..h.t.ifs.len()).map(|_| None).collect();
+        all[0] = Some(Arc::new(IfFeatures::new(input, vec![]).unwrap()));
+        h.t.features = all.into_boxed_slice();
+        h.t.any_features = true;
+        let dns = ip4([10, 0, 0, 2], [10, 1, 0, 5], 64)[14..].to_vec();
+        // Sets the traffic class of stack entry `j` of a frame `mpls` made.
+        let tc = |mut f: Vec<u8>, j: usize, tc: u8| {
+            f[14 + 4 * j + 2] |= tc << 1;
+            f
+        };
+        let frames = [
+            tc(mpls(&[(100, 64)], &dns), 0, 5),
+            tc(mpls(&[(100, 64)], &dns), 0, 1),
+            tc(mpls(&[(103, 64)], &dns), 0, 5),
+            // Popped down to the label under it, which takes the class's EXP.
+            tc(tc(mpls(&[(101, 64), (77, 64)], &dns), 0, 5), 1, 6),
+        ];
+        let out = h.push(NodeId::MplsInput, 0, &frames);
+        let v = &out.to["tx 1"];
+        assert_eq!(
+            v.len(),
+            4,
+            "the DNS packets under the labels are not the ACL's"
+        );
+        assert_eq!((hits.get(0), hits.get(1)), (0, 0));
+        let top = |i: usize, j: usize| Entry::parse(&v[i].data()[14 + 4 * j..]);
+        assert_eq!(
+            (top(0, 0).label, top(0, 0).tc),
+            (200, 2),
+            "EXP 5: re-marked 2"
+        );
+        assert_eq!((top(1, 0).label, top(1, 0).tc), (200, 1), "EXP 1: kept");
+        assert_eq!([top(2, 0).tc, top(2, 1).tc], [2, 2], "both pushed");
+        assert_eq!((top(3, 0).label, top(3, 0).tc), (77, 2));
+        assert_eq!(
+            q.classes[0]
+                .packets
+                .load(std::sync::atomic::Ordering::Relaxed),
+            3
+        );
     }
 
     fn be16(d: &[u8], at: usize) -> u16 {
