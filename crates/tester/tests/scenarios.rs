@@ -314,15 +314,12 @@ fn me6_installs_every_vpn_route_and_forwards_both_ways() {
     assert!(md.contains("| 512 | 3,238,209 |"), "{md}");
 }
 
-/// ME-6S at a hundredth: with the services on, both directions take them. The ACL's final
-/// permit and the QoS class count every frame the router received (the core's labelled frames
-/// too, on their uplink's input arc once popped into their VRF), and every offered flow made
-/// a NetFlow record (the VPNs' identical addresses kept apart).
-#[test]
-fn me6s_services_see_both_directions_of_the_vpn() {
-    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+/// `id` (a services on/off scenario) at a hundredth, 1,518-byte frames: the ACL's final permit
+/// and the QoS class count every frame the router received, no other entry matched, each of
+/// the `flows` offered made a NetFlow record, and the verdict passes.
+fn services_count_every_frame(id: &str, flows: u64) {
     let s = scenario::build(
-        "ME-6S",
+        id,
         &ScenarioOpts {
             scale: 0.01,
             ..Default::default()
@@ -333,51 +330,38 @@ fn me6s_services_see_both_directions_of_the_vpn() {
     o.sizes = Some(vec![FrameSizes::Fixed(1518)]);
     let r = run::run(s, &o, &mut Quiet).unwrap();
     let Some(tester::services::ServicesReport::OnOff(sv)) = &r.services else {
-        panic!("an on/off report: {:?}", r.services);
+        panic!("{id}: an on/off report: {:?}", r.services);
     };
-    assert!(sv.router_rx > 10_000, "{sv:?}");
-    assert_eq!((sv.permit_hits, sv.other_hits), (sv.router_rx, 0), "{sv:?}");
-    assert_eq!(sv.qos_class_packets, sv.router_rx, "{sv:?}");
-    assert_eq!(sv.offered_flows, 3072, "192 VRFs x 2 directions x 8 flows");
-    assert!(sv.flows.created >= sv.offered_flows, "{:?}", sv.flows);
-    assert!(sv.passed, "{sv:?}");
-    outcomes_pass("ME-6S", &report::json(&r));
+    assert!(sv.router_rx > 10_000, "{id}: {sv:?}");
+    assert_eq!(
+        (sv.permit_hits, sv.other_hits),
+        (sv.router_rx, 0),
+        "{id}: {sv:?}"
+    );
+    assert_eq!(sv.qos_class_packets, sv.router_rx, "{id}: {sv:?}");
+    assert_eq!(sv.offered_flows, flows, "{id}");
+    assert!(sv.flows.created >= sv.offered_flows, "{id}: {:?}", sv.flows);
+    assert!(sv.passed, "{id}: {sv:?}");
+    outcomes_pass(id, &report::json(&r));
 }
 
-/// ME-3S and ME-4S at a hundredth: with the services on, both directions of every pseudowire
-/// take them on the IP packet the frame carries (tagged for type 4, untagged for type 5): the
-/// ACL's final permit and the QoS class count every frame the router received (the core's
-/// frames on their uplink's input arc), and every offered flow made a NetFlow record.
+/// ME-6S: with the services on, both directions take them: the core's labelled frames too, on
+/// their uplink's input arc once popped into their VRF; 192 VRFs x 2 directions x 8 flows, the
+/// VPNs' identical addresses kept apart in the flow records.
+#[test]
+fn me6s_services_see_both_directions_of_the_vpn() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    services_count_every_frame("ME-6S", 3072);
+}
+
+/// ME-3S and ME-4S: both directions of every pseudowire take the services on the IP packet the
+/// frame carries (tagged for type 4, untagged for type 5), the core's frames on their uplink's
+/// input arc; one flow per stream.
 #[test]
 fn me3s_and_me4s_services_see_inside_both_directions_of_the_pseudowires() {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    for (id, flows) in [("ME-3S", 2 * 24 * 8), ("ME-4S", 2 * 24)] {
-        let s = scenario::build(
-            id,
-            &ScenarioOpts {
-                scale: 0.01,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let mut o = opts(0.3);
-        o.sizes = Some(vec![FrameSizes::Fixed(1518)]);
-        let r = run::run(s, &o, &mut Quiet).unwrap();
-        let Some(tester::services::ServicesReport::OnOff(sv)) = &r.services else {
-            panic!("{id}: an on/off report: {:?}", r.services);
-        };
-        assert!(sv.router_rx > 10_000, "{id}: {sv:?}");
-        assert_eq!(
-            (sv.permit_hits, sv.other_hits),
-            (sv.router_rx, 0),
-            "{id}: {sv:?}"
-        );
-        assert_eq!(sv.qos_class_packets, sv.router_rx, "{id}: {sv:?}");
-        assert_eq!(sv.offered_flows, flows, "{id}: one flow per stream");
-        assert!(sv.flows.created >= sv.offered_flows, "{id}: {:?}", sv.flows);
-        assert!(sv.passed, "{id}: {sv:?}");
-        outcomes_pass(id, &report::json(&r));
-    }
+    services_count_every_frame("ME-3S", 2 * 24 * 8);
+    services_count_every_frame("ME-4S", 2 * 24);
 }
 
 /// L2-1M at a hundredth of its addresses: flooding reaches every other port, the capacity and
