@@ -11,7 +11,8 @@
 /// learning and flooding, the bridge's routed interface, `bvi7`, routing in and out of it, and
 /// a GGSN at 10.0.0.10 with two PDP contexts: 10.64.0.5 / 2001:db8:100:3::/64 at TEID 0x403,
 /// peer TEID 0xabcd0001 at 10.1.0.9, and 10.64.0.6 at TEID 0x404; MPLS on eth0 and eth1 with
-/// the harness's labels, labelled route and pseudowire, `Harness::add_mpls`).
+/// the harness's labels, labelled route and pseudowire, `Harness::add_mpls`, with input
+/// features where labelled traffic takes them: [`labelled_features`]).
 /// Asserted: nothing panics, and every buffer taken comes back to the pool once what was
 /// transmitted is freed (no frame is lost or freed twice).
 pub fn graph(data: &[u8]) {
@@ -68,8 +69,13 @@ pub fn graph(data: &[u8]) {
                 gtp.install(gtp.teid(slot, 1), &c);
             }
             h.add_mpls();
+            labelled_features(&mut h);
             h
         });
+        if let Some(f) = h.ctx.flows.as_mut() {
+            // Evicted records would pile up: no exporter drains them here.
+            f.out.clear();
+        }
         h.ctx.cache.flush();
         let before = h.ctx.cache.pool().available();
         let mut rest = data;
@@ -95,6 +101,39 @@ pub fn graph(data: &[u8]) {
         h.ctx.cache.flush();
         assert_eq!(h.ctx.cache.pool().available(), before, "buffers leaked");
     });
+}
+
+/// Input features where labelled traffic takes them: on eth0 (where the pseudowire's and the
+/// transit labels' frames come in) and on eth1.100 (the pseudowire's circuit), each an ACL
+/// denying DNS, a QoS policy (on eth0 a class of EXP 5 setting EXP 2; on eth1.100 one class
+/// setting DSCP 46 and EXP 5) and `flow: in`, with a flow cache; eth1's output ACL kept.
+fn labelled_features(h: &mut crate::graph::harness::Harness) {
+    use crate::feature::{IfFeatures, Step};
+    use crate::graph::harness::{deny_dns, mark_all};
+    use std::sync::Arc;
+    let mut transit = mark_all(None, Some(2));
+    let exp5 = classify::Rule::any()
+        .exact(classify::Dim::EtherType, 0x8847)
+        .exact(classify::Dim::Exp, 5);
+    transit.classifier = Arc::new(classify::Classifier::compile(&[exp5]));
+    let mut all = h.t.features.to_vec();
+    for (ifx, qos) in [(0, transit), (2, mark_all(Some(46), Some(5)))] {
+        let input = vec![
+            Step::Acl(Arc::new(deny_dns().0)),
+            Step::Qos(Arc::new(qos)),
+            Step::Flow,
+        ];
+        all[ifx] = Some(Arc::new(IfFeatures::new(input, vec![]).expect("valid")));
+    }
+    h.t.features = all.into_boxed_slice();
+    h.t.any_features = true;
+    let cache = flow::CacheConfig {
+        capacity: 1024,
+        active_timeout_ns: 0,
+        inactive_timeout_ns: 0,
+    };
+    let shared = Arc::new(crate::feature::FlowShared::new(cache, 1, 1024));
+    h.ctx.flows = Some(crate::feature::output::WorkerFlows::new(shared));
 }
 
 /// `data` as one rtnetlink datagram: the link monitor's decoder (`RTM_NEWLINK`, `RTM_DELLINK`,
