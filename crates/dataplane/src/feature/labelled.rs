@@ -92,6 +92,17 @@ pub(crate) fn judge(
     fate.iter().any(|f| matches!(f, Fate::Drop(_)))
 }
 
+/// Where an Ethernet frame's payload starts, past its 802.1Q and 802.1ad tags (as
+/// [`classify::extract`] reads it).
+fn past_tags(d: &[u8]) -> u16 {
+    let mut l3 = 14;
+    while d.len() >= l3 + 4 && matches!(u16::from_be_bytes([d[l3 - 2], d[l3 - 1]]), 0x8100 | 0x88a8)
+    {
+        l3 += 4;
+    }
+    l3 as u16
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_interface(
     ctx: &mut Ctx,
@@ -109,10 +120,15 @@ fn run_interface(
     let mut keyed = false;
     extract_keys(ctx, pkts, &mut keyed);
     if side != Side::Transit {
-        for (k, fate) in ctx.fkeys.iter().zip(fate.iter_mut()) {
+        for ((k, fate), p) in ctx.fkeys.iter().zip(fate.iter_mut()).zip(pkts.iter_mut()) {
             let et = k.get(classify::Dim::EtherType);
             if et != classify::rule::ETHERTYPE_IPV4 && et != classify::rule::ETHERTYPE_IPV6 {
                 *fate = Fate::Bypass;
+            } else {
+                // The key read the packet past every tag (a customer's own inside the
+                // circuit's too): QoS re-marks it there.
+                let l3 = past_tags(p.data());
+                p.meta_mut().l3_off = l3;
             }
         }
     }
@@ -341,5 +357,23 @@ mod tests {
             (2, 0, 80, 1)
         );
         assert_eq!(r.key.tos, 46 << 2, "as it left");
+    }
+
+    #[test]
+    fn a_customers_own_tag_inside_the_circuits_is_looked_past() {
+        let (mut h, _, _, web) = with_services(2);
+        let mut inner = vec![0x00, 0x07, 0x08, 0x00];
+        inner.extend_from_slice(&web);
+        let b = on_circuit(&mut h, 0x8100, &inner);
+        let out = h.run_bufs(NodeId::PwEncap, vec![b]);
+        // Labels, control word, then the frame: two tags, its IP header at 26 + 22.
+        let (d, l3) = (out.to["tx 0"][0].data(), 26 + 22);
+        assert_eq!((d[l3 + 1] >> 2, d[l3 + 23]), (46, 80), "re-marked in place");
+        assert!(packet::checksum::ipv4_header_ok(&d[l3..l3 + 20]));
+        assert_eq!(
+            &d[26 + 16..26 + 20],
+            &[0x81, 0x00, 0x00, 0x07],
+            "the inner tag untouched"
+        );
     }
 }

@@ -344,10 +344,9 @@ fn one(ctx: &mut Ctx, t: &Tables, m: &Mpls, mut b: PktBuf, index: u32, disposed:
                 }
                 _ => {}
             }
-            // Where the customer's packet starts, past the circuit's tag if it has one.
-            let l3 = if be16(b.data(), 12) == 0x8100 { 18 } else { 14 };
+            // The Ethernet header's end (the features find the packet past any tags).
             let meta = b.meta_mut();
-            meta.l3_off = l3;
+            meta.l3_off = 14;
             meta.next_hop = pw;
             let bytes = b.len() as u64;
             m.pw_counters(ctx.worker)
