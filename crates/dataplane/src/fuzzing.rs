@@ -127,13 +127,7 @@ fn labelled_features(h: &mut crate::graph::harness::Harness) {
     }
     h.t.features = all.into_boxed_slice();
     h.t.any_features = true;
-    let cache = flow::CacheConfig {
-        capacity: 1024,
-        active_timeout_ns: 0,
-        inactive_timeout_ns: 0,
-    };
-    let shared = Arc::new(crate::feature::FlowShared::new(cache, 1, 1024));
-    h.ctx.flows = Some(crate::feature::output::WorkerFlows::new(shared));
+    h.add_flows();
 }
 
 /// `data` as one rtnetlink datagram: the link monitor's decoder (`RTM_NEWLINK`, `RTM_DELLINK`,

@@ -171,8 +171,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::counters::DropReason;
-    use crate::feature::output::WorkerFlows;
-    use crate::feature::{FlowShared, IfFeatures, Step};
+    use crate::feature::{IfFeatures, Step};
     use crate::graph::harness::{deny_dns, ip4, mark_all, mpls, Harness};
     use crate::graph::NodeId;
     use crate::mpls::Entry;
@@ -205,12 +204,7 @@ mod tests {
         all[ifx] = Some(Arc::new(IfFeatures::new(input, vec![]).unwrap()));
         h.t.features = all.into_boxed_slice();
         h.t.any_features = true;
-        let cache = flow::CacheConfig {
-            capacity: 1024,
-            active_timeout_ns: 0,
-            inactive_timeout_ns: 0,
-        };
-        h.ctx.flows = Some(WorkerFlows::new(Arc::new(FlowShared::new(cache, 1, 1024))));
+        h.add_flows();
         let dns = ip4([10, 0, 0, 2], [10, 1, 0, 5], 64)[14..].to_vec();
         let mut web = dns.clone();
         web[20 + 3] = 80;

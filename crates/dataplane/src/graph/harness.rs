@@ -454,6 +454,18 @@ impl Harness {
         )));
     }
 
+    /// A flow cache for the harness's worker (1,024 flows, no timeouts: records leave only when
+    /// flushed or evicted), as `flow: in` / `flow: out` need.
+    pub fn add_flows(&mut self) {
+        let cache = flow::CacheConfig {
+            capacity: 1024,
+            active_timeout_ns: 0,
+            inactive_timeout_ns: 0,
+        };
+        let shared = Arc::new(crate::feature::FlowShared::new(cache, 1, 1024));
+        self.ctx.flows = Some(crate::feature::output::WorkerFlows::new(shared));
+    }
+
     pub fn buf(&mut self, bytes: &[u8]) -> PktBuf {
         let mut b = self.ctx.cache.alloc().expect("the harness's pool has room");
         b.set_len(bytes.len());
