@@ -574,8 +574,7 @@ pub fn run_acl(
         quiesce(core);
         let c = denied_check(&r, &all, d, load, deny_hits(core, p) - hits0, attempt);
         obs.trial(&label, &r, c.passed);
-        let denied_wrong = !(c.tx > 0 && c.rx == 0 && c.entry_hits == c.tx);
-        let repeat = !c.passed && !denied_wrong && c.others_lost > 0;
+        let repeat = c.flow_denied() && c.others_lost > 0;
         rep.denied = c;
         if !repeat {
             break;
@@ -675,9 +674,15 @@ fn denied_check(
             c.others_lost += sr.lost + sr.duplicated + sr.corrupted;
         }
     }
-    c.passed =
-        c.tx > 0 && c.rx == 0 && c.entry_hits == c.tx && c.others_tx > 0 && c.others_lost == 0;
+    c.passed = c.flow_denied() && c.others_tx > 0 && c.others_lost == 0;
     c
+}
+
+impl DeniedCheck {
+    /// The denied flow was sent, none of it came through, and its entry counted every frame.
+    fn flow_denied(&self) -> bool {
+        self.tx > 0 && self.rx == 0 && self.entry_hits == self.tx
+    }
 }
 
 /// A UDP socket standing for the NetFlow collector: it counts what arrives.

@@ -152,7 +152,7 @@ fn run_interface(
                 .map_or(crate::tables::NO_IF, |p| {
                     super::output::tx_if_of(t, crate::node::resolve(t, p.nh, || 0).0).0
                 });
-            super::output::account(ctx, t, pkts, fate, &|_| tx_if, false);
+            super::output::account(ctx, t, pkts, fate, |_| tx_if, false);
         }
         Side::Disposition => {
             let ac = |p: &PktBuf| {
@@ -160,7 +160,7 @@ fn run_interface(
                     .get(p.meta().next_hop as usize)
                     .map_or(crate::tables::NO_IF, |pw| pw.ac_if)
             };
-            super::output::account(ctx, t, pkts, fate, &ac, false);
+            super::output::account(ctx, t, pkts, fate, ac, false);
         }
         Side::Transit => {}
     }

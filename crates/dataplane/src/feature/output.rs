@@ -204,7 +204,7 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
             t,
             pkts,
             fate,
-            &|_| tx_if,
+            |_| tx_if,
             out.is_some_and(|f| f.flow_out),
         );
     }
@@ -219,7 +219,7 @@ pub(super) fn account(
     t: &Tables,
     pkts: &[PktBuf],
     fate: &[Fate],
-    tx_if: &dyn Fn(&PktBuf) -> u32,
+    tx_if: impl Fn(&PktBuf) -> u32,
     out_flow: bool,
 ) {
     let n = pkts.len();

@@ -100,7 +100,7 @@ impl Node for PwEncap {
             let l3 = b.meta().l3_off as usize;
             let tagged = l3 >= 18 && be16(b.data(), 12) == 0x8100;
             // The class QoS chose (`set exp`), else the frame's 802.1p priority.
-            let pcp = match b.meta().exp {
+            let tc = match b.meta().exp {
                 0 if tagged => b.data()[14] >> 5,
                 0 => 0,
                 e => e - 1,
@@ -129,9 +129,9 @@ impl Node for PwEncap {
             d[..n].copy_from_slice(&rw.bytes[..n]);
             d[n - 2..n].copy_from_slice(&crate::mpls::ETHERTYPE_MPLS.to_be_bytes());
             if let Some(t) = &transport {
-                t.write(&mut d[n..n + outer], pcp, 255, false);
+                t.write(&mut d[n..n + outer], tc, 255, false);
             }
-            p.push.write(&mut d[n + outer..n + labels], pcp, 255, true);
+            p.push.write(&mut d[n + outer..n + labels], tc, 255, true);
             if cw != 0 {
                 // RFC 4385: all zero (flags, length for frames under 64 bytes, sequence 0).
                 d[n + labels..n + labels + 4].copy_from_slice(&[0; 4]);
