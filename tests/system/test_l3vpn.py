@@ -28,6 +28,7 @@ What is checked, as outcomes:
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import time
@@ -273,3 +274,33 @@ def test_l3vpn_config_mistakes_are_refused(linerate_bin, tmp_path):
         out = p.stdout + p.stderr
         assert p.returncode != 0, out
         assert f"{cfg}:" in out and field in out and message in out, (field, out)
+
+
+def test_me6_vpn_routes_over_bgp_through_gobgp(linerate_bin, tmp_path):
+    """ME-6 at CI scale with its VPN routes sent the whole way over BGP (`--through-gobgp`):
+    fed into a far gobgpd, carried over iBGP to the router's own, read by the router's L3VPN
+    service; each route read back from its VRF with its labels, the router's exports at the far
+    speaker, traffic through the result both ways; both daemons gone afterwards."""
+    require_tools("gobgpd")
+    out = tmp_path / "out"
+    p = subprocess.run(
+        [str(linerate_bin), "bench", "scenario", "ME-6", "--scale", "0.01", "--through-gobgp",
+         "--sizes", "68", "--seconds", "0.5", "--resolution", "5", "--quiet", "--out",
+         str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rep = json.loads((out / "me-6.json").read_text())
+    checks = {c["name"]: c for c in rep["checks"]}
+    for name in ("far speaker took every route", "router's speaker received every route",
+                 "exports reached the far speaker", "VPN routes installed",
+                 "each VPN route in its VRFs"):
+        assert checks[name]["pass"] is True, checks[name]
+    assert checks["each VPN route in its VRFs"]["measured"].startswith(
+        "2112 checked, 0 missing or wrong"), checks
+    assert checks["exports reached the far speaker"]["measured"].startswith(
+        "384 exported, 0 errors, 2496 paths"), checks
+    assert rep["verdict"] == "pass"
+    assert rep["rows"][0]["throughput_fps"] > 0
+    assert any("over iBGP to the router's gobgpd" in n for n in rep["notes"]), rep["notes"]
+    left = subprocess.run(["pgrep", "-f", "linerate-gobgp-"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout

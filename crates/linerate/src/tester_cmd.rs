@@ -6,7 +6,7 @@ use clap::Args;
 use tester::procedures::TrialOpts;
 use tester::report::{self, ProgressPrinter};
 use tester::run::{self, RunOpts};
-use tester::scenario::{self, ScenarioOpts};
+use tester::scenario::{self, ScenarioOpts, VpnPlan};
 use tester::streams_file;
 use tester::FrameSizes;
 
@@ -93,6 +93,11 @@ pub struct ScenarioArgs {
     /// GR-1..3 on Ethernet ports at OC-12's bit rate (the stand-in) instead of ATM OC-12.
     #[arg(long)]
     grf_ethernet: bool,
+    /// ME-6, ME-6S: the VPN routes go the whole way over BGP: fed into a far gobgpd, sent over
+    /// iBGP to the router's own gobgpd, read by the router's L3VPN service (both daemons on
+    /// loopback; needs Debian's gobgpd). Without it they are handed to the VPN route source.
+    #[arg(long)]
+    through_gobgp: bool,
     #[command(flatten)]
     trial: TrialArgs,
 }
@@ -361,6 +366,7 @@ fn run_opts(t: &TrialArgs) -> Result<RunOpts, String> {
             Some(_) => return Err("--soak: seconds, above 0 and at most a day".into()),
             None => None,
         },
+        through_gobgp: false,
     })
 }
 
@@ -408,7 +414,8 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
     if a.workers == 0 {
         return Err("--workers: at least 1".into());
     }
-    let ro = run_opts(&a.trial)?;
+    let mut ro = run_opts(&a.trial)?;
+    ro.through_gobgp = a.through_gobgp;
     let so = ScenarioOpts {
         scale: a.scale,
         workers: a.workers,
@@ -482,7 +489,7 @@ pub fn custom(a: RunArgs) -> Result<(), String> {
         seed: vec![],
         notes: vec![],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     };
     let mut obs = ProgressPrinter::new();
     obs.verbose = !a.trial.quiet;
@@ -833,6 +840,7 @@ pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
         max_streams: None,
         counts: vec![],
         grf_ethernet: false,
+        through_gobgp: false,
         trial: TrialArgs {
             seconds,
             warmup: 0.0,

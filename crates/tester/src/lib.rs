@@ -42,6 +42,7 @@ pub mod floor;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ggsn;
+pub mod gobgp;
 pub mod histogram;
 pub mod hotswap;
 pub mod l3vpn;

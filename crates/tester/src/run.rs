@@ -42,6 +42,9 @@ pub struct RunOpts {
     /// After the procedure, one trial of this many seconds at each row's throughput (the seeds'
     /// 300 s trials), with the process's memory before and after: a soak.
     pub soak_s: Option<f64>,
+    /// ME-6: the VPN routes reach the router over BGP, from a far GoBGP to the router's own
+    /// (see [`crate::gobgp`]), rather than handed to its VPN route source.
+    pub through_gobgp: bool,
 }
 
 impl Default for RunOpts {
@@ -59,6 +62,7 @@ impl Default for RunOpts {
             fixed_load: None,
             mgmt_storm: None,
             soak_s: None,
+            through_gobgp: false,
             api_nice: 10,
         }
     }
@@ -215,8 +219,16 @@ pub fn run_with(
     let core = emb.core.clone().ok_or("the router did not start")?;
     let mut notes = s.notes.clone();
     let mut setup_checks = Vec::new();
-    if !s.vpn_routes.is_empty() {
-        let (c, note) = crate::l3vpn::install(&core, &s.vpn_routes)?;
+    // Holds the VPN speakers (and the router's service reading them) for the run.
+    let mut _vpn_speakers = None;
+    if !s.vpn.is_empty() {
+        let (c, note) = if ro.through_gobgp {
+            let (c, note, sp) = crate::gobgp::install(&core, &s.vpn, &ro.workdir)?;
+            _vpn_speakers = Some(sp);
+            (c, note)
+        } else {
+            crate::l3vpn::install(&core, &s.vpn)?
+        };
         setup_checks = c;
         notes.push(note);
         routes = core.lock("tester.routes").router.route_counts();

@@ -280,7 +280,8 @@ fn me6_installs_every_vpn_route_and_forwards_both_ways() {
     )
     .unwrap();
     // 192 VRFs x (11 VPN + 1 CE) routes.
-    assert_eq!(s.vpn_routes.len(), 192 * 11);
+    assert_eq!(s.vpn.routes.len(), 192 * 11);
+    assert_eq!(s.vpn.exports, 192 * 2);
     let mut o = opts(0.2);
     o.sizes = Some(vec![FrameSizes::Fixed(512), FrameSizes::Fixed(9208)]);
     let r = run::run(s, &o, &mut Quiet).unwrap();

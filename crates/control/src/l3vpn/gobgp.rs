@@ -2,7 +2,7 @@
 //! conversions between its paths and [`VpnRoute`]s.
 //!
 //! The messages are written out here with prost's derive rather than generated from GoBGP's
-//! `.proto` files: six calls and a dozen messages, with the field numbers of `api/gobgp.proto`
+//! `.proto` files: eight calls and a dozen messages, with the field numbers of `api/gobgp.proto`
 //! and `api/attribute.proto`; fields not listed are skipped by the decoder. Attributes and NLRI
 //! travel as `google.protobuf.Any`, named by type URL.
 //!
@@ -83,6 +83,36 @@ pub struct DeletePathRequest {
     pub path: Option<Path>,
     #[prost(bytes = "vec", tag = "5")]
     pub uuid: Vec<u8>,
+}
+
+/// Client-streamed: paths added in bulk, as many per message as the sender likes.
+#[derive(Clone, PartialEq, Message)]
+pub struct AddPathStreamRequest {
+    #[prost(int32, tag = "1")]
+    pub table_type: i32,
+    #[prost(string, tag = "2")]
+    pub vrf_id: String,
+    #[prost(message, repeated, tag = "3")]
+    pub paths: Vec<Path>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct GetTableRequest {
+    #[prost(int32, tag = "1")]
+    pub table_type: i32,
+    #[prost(message, optional, tag = "2")]
+    pub family: Option<Family>,
+    #[prost(string, tag = "3")]
+    pub name: String,
+}
+
+/// A table's size: destinations (prefixes with their RD) and paths (all, best or not).
+#[derive(Clone, PartialEq, Message)]
+pub struct GetTableResponse {
+    #[prost(uint64, tag = "1")]
+    pub num_destination: u64,
+    #[prost(uint64, tag = "2")]
+    pub num_path: u64,
 }
 
 /// `google.protobuf.Empty`.

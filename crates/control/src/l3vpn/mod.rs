@@ -17,6 +17,7 @@
 //! - VPN routes are a route source of the core (`mgmt::sources`, origin `Vpn`): a prefix the
 //!   config, the API or FRR holds in a VRF keeps its route there (counted as held).
 
+pub mod client;
 pub mod gobgp;
 pub mod service;
 

@@ -3,8 +3,9 @@
 //!
 //! One thread runs a single-threaded tokio runtime (tonic is async). A session: connect, ask
 //! `GetBgp` (its AS and router id, and proof it answers), watch the best paths (`WatchEvent`,
-//! BEST with the table as it is first), then loop: each event's paths are applied under the
-//! management lock a slice at a time and published; every `TICK` the unresolved imports are
+//! BEST with the table as it is first), then loop: each event's paths, with those of the events
+//! already waiting behind it, are applied under the management lock a slice at a time and
+//! published; every `TICK` the unresolved imports are
 //! tried again and the exports brought in line (`AddPath` / `DeletePath` by the id GoBGP gave).
 //! When the API goes away (gobgpd stopped: its BGP sessions, and so its routes, went with it)
 //! the imported routes are withdrawn, the exports forgotten, and the thread connects again
@@ -15,10 +16,7 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tonic::codegen::http::uri::PathAndQuery;
-use tonic::transport::{Channel, Endpoint};
-use tonic_prost::ProstCodec;
-
+use super::client::Client;
 use super::gobgp::{self, Path};
 use super::{VpnRoutes, VpnUpdate};
 use crate::config::l3vpn::L3vpnCfg;
@@ -29,8 +27,6 @@ use crate::syslog::Severity;
 const TICK: Duration = Duration::from_millis(500);
 /// Updates applied under one hold of the management lock.
 const SLICE: usize = 8192;
-/// GoBGP sends the whole table in the first event: allow it whole (230,400 routes are ~50 MB).
-const MAX_MESSAGE: usize = 1 << 30;
 
 pub struct Service {
     stop: Arc<AtomicBool>,
@@ -117,30 +113,6 @@ async fn run(core: Weak<Core>, cfg: L3vpnCfg, stop: Arc<AtomicBool>) {
     }
 }
 
-fn method(name: &'static str) -> PathAndQuery {
-    PathAndQuery::from_static(name)
-}
-
-async fn unary<Req, Resp>(
-    grpc: &mut tonic::client::Grpc<Channel>,
-    req: Req,
-    path: &'static str,
-) -> Result<Resp, String>
-where
-    Req: prost::Message + Send + Sync + 'static,
-    Resp: prost::Message + Default + Send + Sync + 'static,
-{
-    grpc.ready().await.map_err(|e| e.to_string())?;
-    grpc.unary(
-        tonic::Request::new(req),
-        method(path),
-        ProstCodec::<Req, Resp>::default(),
-    )
-    .await
-    .map(|r| r.into_inner())
-    .map_err(|s| format!("{path}: {}", s.message()))
-}
-
 /// One connection to the API, until it fails (`Err`) or the service stops (`Ok`).
 async fn session(
     core: &Weak<Core>,
@@ -148,34 +120,9 @@ async fn session(
     stop: &AtomicBool,
     was_up: &mut bool,
 ) -> Result<(), String> {
-    let ch = Endpoint::from_shared(format!("http://{}", cfg.api))
-        .map_err(|e| e.to_string())?
-        .connect_timeout(Duration::from_secs(1))
-        .connect()
-        .await
-        .map_err(|e| format!("connecting: {e}"))?;
-    let mut grpc = tonic::client::Grpc::new(ch).max_decoding_message_size(MAX_MESSAGE);
-    let bgp: gobgp::GetBgpResponse =
-        unary(&mut grpc, gobgp::GetBgpRequest {}, "/apipb.GobgpApi/GetBgp").await?;
-    let global = bgp.global.unwrap_or_default();
-    grpc.ready().await.map_err(|e| e.to_string())?;
-    let watch = gobgp::WatchEventRequest {
-        table: Some(gobgp::WatchTable {
-            filters: vec![gobgp::WatchFilter {
-                r#type: 0,
-                init: true,
-            }],
-        }),
-    };
-    let mut events = grpc
-        .server_streaming(
-            tonic::Request::new(watch),
-            method("/apipb.GobgpApi/WatchEvent"),
-            ProstCodec::<gobgp::WatchEventRequest, gobgp::WatchEventResponse>::default(),
-        )
-        .await
-        .map_err(|s| format!("WatchEvent: {}", s.message()))?
-        .into_inner();
+    let mut client = Client::connect(&cfg.api.to_string()).await?;
+    let global = client.global().await?;
+    let mut events = client.watch_best().await?;
     {
         let c = core.upgrade().ok_or("stopping")?;
         c.with_route_source::<VpnRoutes, _>("l3vpn.up", |src, _| {
@@ -201,20 +148,37 @@ async fn session(
     loop {
         tokio::select! {
             ev = events.message() => {
-                let ev = ev.map_err(|s| format!("WatchEvent: {}", s.message()))?
-                    .ok_or("WatchEvent: the stream ended")?;
-                if let Some(t) = ev.table {
-                    apply(core, &t.paths)?;
+                let mut paths = event_paths(ev)?;
+                // GoBGP sends an event per UPDATE it takes in (one prefix each from another
+                // GoBGP): take every event already here, a slice at most, so that a table
+                // arriving costs a publish per slice rather than one per route.
+                while paths.len() < SLICE {
+                    tokio::select! {
+                        biased;
+                        ev = events.message() => paths.extend(event_paths(ev)?),
+                        _ = std::future::ready(()) => break,
+                    }
                 }
+                apply(core, &paths)?;
             }
             _ = tick.tick() => {
                 if stop.load(Ordering::Relaxed) {
                     return Ok(());
                 }
-                export(core, &mut grpc).await?;
+                export(core, &mut client).await?;
             }
         }
     }
+}
+
+/// The paths of a watch event; the stream's end or failure as an error.
+fn event_paths(
+    ev: Result<Option<gobgp::WatchEventResponse>, tonic::Status>,
+) -> Result<Vec<Path>, String> {
+    let ev = ev
+        .map_err(|s| format!("WatchEvent: {}", s.message()))?
+        .ok_or("WatchEvent: the stream ended")?;
+    Ok(ev.table.map(|t| t.paths).unwrap_or_default())
 }
 
 /// The paths of one event into the VRFs, a slice per hold of the lock.
@@ -247,7 +211,7 @@ fn apply(core: &Weak<Core>, paths: &[Path]) -> Result<(), String> {
 
 /// Unresolved imports tried again, installed ones moved where the way to their PE changed;
 /// the exports brought in line with the VRFs.
-async fn export(core: &Weak<Core>, grpc: &mut tonic::client::Grpc<Channel>) -> Result<(), String> {
+async fn export(core: &Weak<Core>, client: &mut Client) -> Result<(), String> {
     let (diff, paths) = {
         let c = core.upgrade().ok_or("stopping")?;
         c.with_route_source::<VpnRoutes, _>("l3vpn.export", |src, w| {
@@ -263,26 +227,15 @@ async fn export(core: &Weak<Core>, grpc: &mut tonic::client::Grpc<Channel>) -> R
     let mut errors = 0;
     let mut first_error = None;
     for (i, p, uuid) in diff.withdraw {
-        let req = gobgp::DeletePathRequest {
-            table_type: gobgp::TABLE_GLOBAL,
-            family: Some(gobgp::family_of(p)),
-            uuid,
-            ..Default::default()
-        };
-        if let Err(e) = unary::<_, gobgp::Empty>(grpc, req, "/apipb.GobgpApi/DeletePath").await {
+        if let Err(e) = client.delete_path(gobgp::family_of(p), uuid).await {
             errors += 1;
             first_error.get_or_insert(format!("withdrawing {p} of VRF entry {i}: {e}"));
         }
     }
     let mut taken = Vec::with_capacity(paths.len());
     for (&(i, p), path) in diff.add.iter().zip(paths) {
-        let req = gobgp::AddPathRequest {
-            table_type: gobgp::TABLE_GLOBAL,
-            vrf_id: String::new(),
-            path: Some(path),
-        };
-        match unary::<_, gobgp::AddPathResponse>(grpc, req, "/apipb.GobgpApi/AddPath").await {
-            Ok(r) => taken.push((i, p, r.uuid)),
+        match client.add_path(path).await {
+            Ok(uuid) => taken.push((i, p, uuid)),
             Err(e) => {
                 errors += 1;
                 first_error.get_or_insert(format!("exporting {p}: {e}"));

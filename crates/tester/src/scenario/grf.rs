@@ -184,7 +184,7 @@ pub(super) fn grf(o: &ScenarioOpts, kind: Grf) -> Scenario {
         seed,
         notes,
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
 

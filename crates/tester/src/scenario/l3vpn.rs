@@ -10,8 +10,9 @@
 //! - its CE's routes 10.1.k.0/24 (5%: static routes towards the CE; the seed's CEs spoke OSPF);
 //! - VPN routes 11.x.y.0/24 (95%), route i from far PE i mod 8 with that PE's RD for the VRF
 //!   (`10.255.0.<u+1>:<v+1>`), route target 65000:<v+1> and VPN label 100,000 + 8v + u. They
-//!   are handed to the router's L3VPN route source as GoBGP's watch hands them, and each is
-//!   checked installed (the system test runs the same source against FRR's bgpd through GoBGP).
+//!   are handed to the router's L3VPN route source as GoBGP's watch hands them, or with
+//!   `--through-gobgp` sent over BGP from a far GoBGP to the router's own ([`crate::gobgp`]);
+//!   either way each is read back from its VRF ([`crate::l3vpn`]).
 //!
 //! Traffic: each CE sends, on each of its port's 8 sub-interfaces, to the VPN routes of every
 //! far PE (out of that PE's uplink with the transport label over the VPN label); each uplink
@@ -22,7 +23,7 @@ use std::sync::Arc;
 
 use control::config::l3vpn::VpnId;
 use control::config::Prefix;
-use control::l3vpn::{VpnRoute, VpnUpdate};
+use control::l3vpn::VpnRoute;
 
 use super::*;
 use crate::load::FrameSizes;
@@ -64,14 +65,14 @@ pub(super) fn l3vpn(o: &ScenarioOpts) -> Scenario {
     for v in 0..vrfs {
         for i in 0..vpn_per_vrf {
             let u = i % UPLINKS;
-            vpn_routes.push(VpnUpdate::Add(VpnRoute {
+            vpn_routes.push(VpnRoute {
                 rd: VpnId::Ip(pe(u), v as u16 + 1),
                 prefix: Prefix::V4(vpn_net(i), 24),
                 label: PE_VPN_LABEL + (v * UPLINKS + u) as u32,
                 next_hop: pe(u).into(),
                 rts: vec![VpnId::As2(65000, v as u32 + 1)],
                 peer: std::net::Ipv4Addr::from(if_v4(ACCESS + u) | 2).into(),
-            }));
+            });
         }
     }
 
@@ -186,13 +187,14 @@ pub(super) fn l3vpn(o: &ScenarioOpts) -> Scenario {
              must fit the uplinks' MTU of 9,198 (the most an interface takes: 9,216-byte frames \
              with a VLAN tag)."
                 .into(),
-            "VPN routes are handed to the router's L3VPN route source directly (the tester \
-             emulates no BGP speaker); GoBGP feeds the same source over its gRPC API in the \
-             system test. CE routes are static (the seed's CEs spoke OSPF)."
-                .into(),
+            "CE routes are static (the seed's CEs spoke OSPF).".into(),
         ],
         flows,
-        vpn_routes,
+        vpn: VpnPlan {
+            routes: vpn_routes,
+            // Each VRF's CE routes and its connected subnet towards the CE.
+            exports: vrfs * (ce_per_vrf + 1),
+        },
     }
 }
 

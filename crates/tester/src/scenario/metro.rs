@@ -185,7 +185,7 @@ pub(super) fn metro(o: &ScenarioOpts, ipv6: bool) -> Scenario {
                 .into(),
         ],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
 

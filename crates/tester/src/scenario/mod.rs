@@ -83,9 +83,23 @@ pub struct Scenario {
     pub notes: Vec<String>,
     /// Flows across all streams.
     pub flows: u64,
-    /// L3VPN routes as the VPN speaker hands them (ME-6): put into the router through its VPN
-    /// route source before the first trial, each checked installed.
-    pub vpn_routes: Vec<control::l3vpn::VpnUpdate>,
+    /// L3VPN routes (ME-6): put into the router before the first trial, each checked installed.
+    pub vpn: VpnPlan,
+}
+
+/// A scenario's L3VPN routes: those the far PEs advertise (each to be installed in every VRF
+/// importing one of its route targets) and how many the router should export for its CEs.
+#[derive(Clone, Debug, Default)]
+pub struct VpnPlan {
+    pub routes: Vec<control::l3vpn::VpnRoute>,
+    /// The VRFs' own routes (CE routes and connected subnets) the router exports.
+    pub exports: usize,
+}
+
+impl VpnPlan {
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty()
+    }
 }
 
 /// Options that scale a scenario down (CI) or change its defaults.

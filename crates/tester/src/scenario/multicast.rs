@@ -273,7 +273,7 @@ pub(super) fn multicast(o: &ScenarioOpts, uplinks: usize) -> Scenario {
         load_scale: vec![1.0; ports.len()],
         ports,
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
         streams,
         sizes: seed.iter().map(|&(b, _)| FrameSizes::Fixed(b)).collect(),
         procedure: Procedure::Multicast(plan),

@@ -217,7 +217,7 @@ pub(super) fn pseudowires(o: &ScenarioOpts, vlan_mode: bool) -> Scenario {
             ),
         ],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
 
@@ -346,7 +346,7 @@ pub(super) fn protected(o: &ScenarioOpts) -> Scenario {
                 .into(),
         ],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
 

@@ -612,7 +612,7 @@ pub(super) fn qos1(o: &ScenarioOpts) -> Scenario {
                 .into(),
         ],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
 

@@ -172,7 +172,7 @@ pub(super) fn switching(o: &ScenarioOpts, learning: Learning) -> Scenario {
             n
         },
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
 
@@ -256,7 +256,7 @@ pub(super) fn flexlink(o: &ScenarioOpts) -> Scenario {
                 .into(),
         ],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
 
@@ -326,6 +326,6 @@ pub(super) fn searches(o: &ScenarioOpts) -> Scenario {
                 .into(),
         ],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }

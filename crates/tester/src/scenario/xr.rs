@@ -167,6 +167,6 @@ pub(super) fn xr(o: &ScenarioOpts, dual: bool) -> Scenario {
                 .into(),
         ],
         flows,
-        vpn_routes: Vec::new(),
+        vpn: VpnPlan::default(),
     }
 }
