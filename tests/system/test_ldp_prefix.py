@@ -4,7 +4,8 @@ does with them.
 
     host (kernel)          pe1 (linerate daemon)                  pe2 (FRR zebra + ldpd)
       eth0 10.0.1.2 ==== edge 10.0.1.1   core 10.0.12.1 ==== core 10.0.12.2, lo 10.255.0.2
-                                                             stub 10.3.0.1 (10.77.0.0/24 behind)
+      eth1 ============= ac (a pseudowire's port)            stub 10.3.0.1 (10.77.0.0/24 and
+                                                               the far PE 10.255.0.3 behind)
 
 Linerate's routes: 10.77.0.0/24 and 10.255.0.2/32 via pe2 (ldpd labels the first, pops the
 second: it is its own address), 10.88.0.0/24 via the host (outside the MPLS domain: Linerate
@@ -19,7 +20,10 @@ What is checked, as outcomes:
   label (a labelled route); Linerate's label for 10.77 is swapped to ldpd's; its label for
   10.88 pops towards the host; its label for 10.255.0.2 pops (ldpd's implicit null);
 - ldpd's route going takes the labels with it: ldpd withdraws, Linerate withdraws its own
-  (ordered control) and packets to 10.77.0.5 leave unlabelled.
+  (ordered control) and packets to 10.77.0.5 leave unlabelled;
+- a pseudowire to the far PE 10.255.0.3 that names no next hop takes the route to it: its
+  frames leave under ldpd's label for 10.255.0.3/32 over the pseudowire's label, and under
+  the pseudowire's label alone once ldpd's label for it is withdrawn.
 """
 
 from __future__ import annotations
@@ -46,17 +50,23 @@ router: {{ workers: 1, idle-sleep-us: 50 }}
 ports:
   - {{ name: edge, driver: af_packet, device: edge }}
   - {{ name: core, driver: af_packet, device: core }}
+  - {{ name: ac, driver: af_packet, device: ac }}
 interfaces:
   - {{ name: edge, port: edge, mac: "{PE1_EDGE_MAC}", ipv4: [10.0.1.1/24] }}
   - {{ name: core, port: core, mac: "{PE1_CORE_MAC}", ipv4: [10.0.12.1/24] }}
+  - {{ name: ac, port: ac, mac: "02:00:00:00:21:03" }}
 routes:
   - {{ prefix: 10.77.0.0/24, via: 10.0.12.2 }}
   - {{ prefix: 10.255.0.2/32, via: 10.0.12.2 }}
+  - {{ prefix: 10.255.0.3/32, via: 10.0.12.2 }}
   - {{ prefix: 10.88.0.0/24, via: 10.0.1.2 }}
 mpls:
   interfaces: [core]
   ldp: {{ router-id: 10.0.12.1, interfaces: [core], link-hello-interval-ms: 1000,
           link-hold-time: 5, keepalive: 15 }}
+  pseudowires:
+    - {{ name: pw-far, interface: ac, peer: 10.255.0.3, vc-id: 7, local-label: 900,
+        remote-label: 901 }}
 control-plane: {{ taps: true }}
 """
 
@@ -120,7 +130,8 @@ def test_prefix_labels_with_frr_ldpd_over_basic_discovery(linerate_bin, testbed,
     host, pe1, pe2 = testbed.netns("ldh"), testbed.netns("ldpe1"), testbed.netns("ldpe2")
     testbed.veth(host, "eth0", pe1, "edge")
     testbed.veth(pe1, "core", pe2, "core")
-    for ns, devs in ((host, ("eth0",)), (pe1, ("edge", "core")), (pe2, ("core",))):
+    testbed.veth(host, "eth1", pe1, "ac")
+    for ns, devs in ((host, ("eth0", "eth1")), (pe1, ("edge", "core", "ac")), (pe2, ("core",))):
         for d in devs:
             ns.sysctl({f"net.ipv6.conf.{d}.disable_ipv6": 1})
             ns.up(d)
@@ -138,6 +149,7 @@ def test_prefix_labels_with_frr_ldpd_over_basic_discovery(linerate_bin, testbed,
     pe2.up("stub", "stubp")
     pe2.addr("stub", "10.3.0.1/24")
     pe2.ip("route", "add", "10.77.0.0/24", "via", "10.3.0.2", "dev", "stub")
+    pe2.ip("route", "add", "10.255.0.3/32", "via", "10.3.0.2", "dev", "stub")
     # zebra made to believe the kernel has MPLS: else its label manager hands ldpd no labels
     # and ldpd maps every route to implicit null (testbed/frr.py, docs/mpls.md).
     frr = testbed.frr(pe2, {"ldpd": LDPD_CONF}, fake_kernel_mpls=True)
@@ -164,7 +176,9 @@ def test_prefix_labels_with_frr_ldpd_over_basic_discovery(linerate_bin, testbed,
 
         def labelled() -> bool:
             m = mine("10.77.0.0/24")
+            far = mine("10.255.0.3/32").get("10.255.0.2", {})
             return ("local" in m and m.get("10.255.0.2", {}).get("in_use")
+                    and far.get("in_use") and far.get("label") not in (None, 0, 3)
                     and m["10.255.0.2"]["label"] not in (0, 3)
                     and mine("10.88.0.0/24").get("local") is not None
                     and mine("10.255.0.2/32").get("10.255.0.2", {}).get("label") == 3)
@@ -197,6 +211,24 @@ def test_prefix_labels_with_frr_ldpd_over_basic_discovery(linerate_bin, testbed,
         send(pe2, "core", core_in + mpls_entry(local77) + ip_packet("10.77.0.6"), 10)
         send(pe2, "core", core_in + mpls_entry(local88) + ip_packet("10.88.0.7"), 10)
         send(pe2, "core", core_in + mpls_entry(local_pe2) + ip_packet("10.255.0.2"), 10)
+        # The pseudowire to 10.255.0.3 rides ldpd's label for it (within a second of the
+        # route being labelled: the router's next publish).
+        far_label = mine("10.255.0.3/32")["10.255.0.2"]["label"]
+
+        def pw_transport() -> str:
+            pws = r.json("show", "l2vpn")["pseudowires"]
+            return next(p["transport"] for p in pws if p["name"] == "pw-far")
+
+        wait_until(lambda: pw_transport() == str(far_label), 5,
+                   what=f"pw-far's transport label {far_label}")
+        pw = next(p for p in r.json("show", "l2vpn")["pseudowires"] if p["name"] == "pw-far")
+        assert pw["state"] == "up" and pw["next_hop"].startswith("10.0.12.2"), pw
+        cust = bytes.fromhex("02000000aa01" "02000000bb02" "0800") + ip_packet("10.200.0.1")
+        send(host, "eth1", cust, 10)
+        time.sleep(1.0)
+        pe2.ip("route", "del", "10.255.0.3/32")
+        wait_until(lambda: pw_transport() == "", 20, what="pw-far's transport label withdrawn")
+        send(host, "eth1", cust, 10)
         time.sleep(1.0)
 
         # ldpd's route goes: it withdraws, Linerate withdraws its own, the route is unlabelled.
@@ -231,7 +263,13 @@ def test_prefix_labels_with_frr_ldpd_over_basic_discovery(linerate_bin, testbed,
     assert {"0x0100", "0x0200", "0x0201", "0x0300", "0x0400", "0x0402"} <= types, types
     hellos = read_fields(core_cap.pcap, ["ip.dst", "ip.ttl"], "ldp.msg.type == 0x0100 && ip.src == 10.0.12.1")
     assert hellos and all(h == ["224.0.0.2", "1"] for h in hellos), hellos
+    # The pseudowire's frames (no control word: decoded as such), the customer's frame whole.
+    pw = ["mpls.label==901,pwethnocw"]
+    pw_frames = read_fields(core_cap.pcap, ["mpls.label", "mpls.bottom", "ip.dst"],
+                            f"{out} && mpls.label == 901", decode_as=pw)
+    assert pw_frames == ([[f"{far_label},901", "0,1", "10.200.0.1"]] * 10
+                         + [["901", "1", "10.200.0.1"]] * 10), pw_frames
     bad = read_fields(core_cap.pcap, ["frame.number", "_ws.expert.message", "_ws.col.Info"],
-                      "_ws.malformed || _ws.expert.severity >= error && ldp")
+                      "_ws.malformed || _ws.expert.severity >= error && ldp", decode_as=pw)
     assert bad == [], bad
     r.stop()

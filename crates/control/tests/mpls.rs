@@ -492,3 +492,95 @@ fn a_configured_label_in_ldps_range_is_refused() {
         "{e:?}"
     );
 }
+
+/// A pseudowire with neither `via` nor `lsp` takes the default VRF's route to its peer: the
+/// route's neighbour, and LDP's label for the peer's /32 as the transport label once LDP gives
+/// one; it follows the route when it moves, and is down (dropping, counted) while there is none.
+#[test]
+fn a_pseudowire_without_via_follows_the_route_to_its_peer_and_ldps_label() {
+    use control::config::{Prefix, Target};
+    use control::ldp::engine::fec::FecBinding;
+    let text = CONFIG
+        .replace(
+            "  - { name: p2, port: p2, mac: \"02:00:00:00:02:01\" }",
+            "  - { name: p2, port: p2, mac: \"02:00:00:00:02:01\" }\n  - { name: p0.300, port: p0, vlan: 300, mac: \"02:00:00:00:00:01\" }",
+        )
+        .replace(
+            "  - { prefix: 10.50.0.0/16, vrf: cust, via: 203.0.113.2 }",
+            "  - { prefix: 10.50.0.0/16, vrf: cust, via: 203.0.113.2 }\n  - { prefix: 10.255.0.3/32, via: 198.51.100.2 }",
+        )
+        .replace(
+            "mpls:\n  interfaces: [p1]",
+            "mpls:\n  interfaces: [p1]\n  ldp: { router-id: 192.0.2.1, interfaces: [p1] }",
+        )
+        .replace(
+            "  pseudowires:\n",
+            "  pseudowires:\n    - { name: pw-route, interface: p0.300, peer: 10.255.0.3, vc-id: 300, local-label: 1002,\n        remote-label: 2002 }\n",
+        );
+    let mut bed = Bed::from_text(&text);
+    let mut cust = vec![
+        2, 0, 0, 0, 0xaa, 1, 2, 0, 0, 0, 0xbb, 2, 0x81, 0, 1, 44, 0x08, 0x00,
+    ];
+    cust.extend_from_slice(&ip4([10, 1, 1, 1], 64));
+    let labels_out = |f: &[u8]| {
+        assert_eq!(&f[12..14], &[0x88, 0x47]);
+        let mut out = Vec::new();
+        let mut at = 14;
+        loop {
+            let e = Entry::parse(&f[at..]);
+            out.push(e.label);
+            at += 4;
+            if e.bottom {
+                return out;
+            }
+        }
+    };
+    // The route is unlabelled: the pseudowire's own label alone, to the route's neighbour.
+    let out = bed.send(0, std::slice::from_ref(&cust));
+    assert_eq!(out[1].len(), 1);
+    assert_eq!(&out[1][0][..6], &CORE_PEER);
+    assert_eq!(labels_out(&out[1][0]), [2002]);
+    // LDP's label for the peer's /32 from that neighbour: the transport label.
+    let core: std::net::Ipv4Addr = "198.51.100.2".parse().unwrap();
+    let binding = FecBinding {
+        prefix: "10.255.0.3".parse().unwrap(),
+        len: 32,
+        local: Some(16_000),
+        out: vec![(core, Some(600))],
+    };
+    assert!(bed.router.set_ldp(vec![binding]).unwrap());
+    bed.router.publish().unwrap();
+    let out = bed.send(0, std::slice::from_ref(&cust));
+    assert_eq!(labels_out(&out[1][0]), [600, 2002]);
+    assert_eq!(
+        &out[1][0][22..],
+        &cust[..],
+        "the frame whole behind the labels"
+    );
+    // The route goes: the pseudowire is down and drops what its circuit sends.
+    let peer = Prefix::V4(u32::from(std::net::Ipv4Addr::new(10, 255, 0, 3)), 32);
+    assert!(bed.router.remove_route(0, peer));
+    bed.router.publish().unwrap();
+    let out = bed.send(0, std::slice::from_ref(&cust));
+    assert!(out.iter().all(|p| p.is_empty()), "{out:?}");
+    assert!(!bed.router.mpls.as_ref().unwrap().pws[0].up);
+    assert_eq!(bed.snapshot().drops[DropReason::PwDown as usize], 1);
+    // Back through the other neighbour: the pseudowire follows it (no LDP label from it).
+    bed.router
+        .add_route(0, peer, &Target::Via(vec!["192.0.2.2".parse().unwrap()]))
+        .unwrap();
+    bed.router.publish().unwrap();
+    let out = bed.send(0, std::slice::from_ref(&cust));
+    assert_eq!(out[0].len(), 1);
+    assert_eq!(&out[0][0][..6], &[2, 0, 0, 0, 0, 2]);
+    assert_eq!(labels_out(&out[0][0]), [2002]);
+    // A pseudowire that names transport labels names its next hop too.
+    let e = errors(&text.replace(
+        "remote-label: 2002 }",
+        "remote-label: 2002, transport: [5000] }",
+    ));
+    assert_eq!(
+        e,
+        ["r.yaml:32:7: mpls.pseudowires[0].transport: `transport` goes with `via` (without both, the way to the peer is the route to it)"]
+    );
+}

@@ -109,6 +109,16 @@ fn run(id: &str, scale: f64) {
             let got = (p.tx_packets - b.0, p.rx_packets - b.1);
             assert_eq!(got, want[&p.name], "{id} {size}: {}", p.name);
             assert_eq!(p.state, "up", "{}", p.name);
+            // The way to PE 172.16.u.1 is the route to it: uplink u's P router, its label
+            // 200 + u as the transport label.
+            let u: u32 = p.peer.split('.').nth(2).unwrap().parse().unwrap();
+            assert_eq!(p.transport, (200 + u).to_string(), "{}", p.name);
+            assert!(
+                p.next_hop.ends_with(&format!("on u{u}")),
+                "{}: {}",
+                p.name,
+                p.next_hop
+            );
         }
     }
     emb.stop();

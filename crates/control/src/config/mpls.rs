@@ -22,7 +22,10 @@
 //!       local-label: 1000          # the peer sends the pseudowire's frames with this label
 //!       remote-label: 2000         # ...and takes them with this one
 //!       transport: [300]           # labels to reach the peer (none: it is the next hop)
-//!       via: 10.0.0.2              # the next hop towards the peer
+//!       via: 10.0.0.2              # the next hop towards the peer (without `via` and
+//!                                  # `transport`: the route to the peer, an LDP-labelled
+//!                                  # one's label as the transport label, followed as it
+//!                                  # changes)
 //!       control-word: true         # RFC 4385 (default false)
 //!     - { name: pw-200, interface: ac0.200, peer: 10.9.0.2, vc-id: 200, via: 10.0.0.2 }
 //!                                  # signalled by LDP: the local label allocated (16 up,
@@ -153,8 +156,10 @@ pub struct PseudowireCfg {
     /// None: signalled by LDP.
     pub remote_label: Option<u32>,
     pub transport: Vec<u32>,
-    /// The next hop towards the peer (over an LSP: its primary's).
-    pub via: IpAddr,
+    /// The next hop towards the peer (over an LSP: its primary's). None: the way is the
+    /// default VRF's route to the peer, followed as it changes (an LDP-labelled route's label
+    /// is the transport label).
+    pub via: Option<IpAddr>,
     /// Carried by this LSP (`mpls.lsps`) instead of `via` and `transport`.
     pub lsp: Option<String>,
     pub control_word: bool,
@@ -368,10 +373,10 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
                     }
                 }
             }
-            None if pf.node("via").is_none() => e.at(
+            None if pf.node("via").is_none() && !transport.is_empty() => e.at(
                 pn,
-                &format!("{path}.via"),
-                "`via` is required (the next hop towards the peer), or `lsp`",
+                &format!("{path}.transport"),
+                "`transport` goes with `via` (without both, the way to the peer is the route to it)",
             ),
             None => {}
         }
@@ -379,14 +384,8 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs) -> Option<MplsCfg> {
             .parse::<bool>("control-word", "true or false", e)
             .unwrap_or(false);
         pf.finish(e);
-        if let (
-            Some(name),
-            Some(interface),
-            Some(peer),
-            Some(vc_id),
-            Some(local_label),
-            Some(via),
-        ) = (name, interface, peer, vc_id, local_label, via)
+        if let (Some(name), Some(interface), Some(peer), Some(vc_id), Some(local_label)) =
+            (name, interface, peer, vc_id, local_label)
         {
             pseudowires.push(PseudowireCfg {
                 name,
@@ -729,7 +728,9 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
                 ),
             );
         }
-        check_via(cfg, p.via, &p.origin, e);
+        if let Some(via) = p.via {
+            check_via(cfg, via, &p.origin, e);
+        }
         let Some(i) = ifc(&p.interface) else {
             e.origin(
                 &p.origin,

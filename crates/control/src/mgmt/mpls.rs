@@ -262,6 +262,13 @@ impl super::Core {
                 format!("{} on {ifname}", way.via),
             ))
         };
+        // A pseudowire following the route to its peer, which has none.
+        let unrouted = |i: usize| {
+            r.pw_routes
+                .ways
+                .iter()
+                .any(|&(j, way)| j == i && way.is_none())
+        };
         let pseudowires = m
             .pws
             .iter()
@@ -296,6 +303,7 @@ impl super::Core {
                     .into(),
                     reason: match (up, why.get(&c.name)) {
                         (true, _) => String::new(),
+                        (false, _) if unrouted(i) => "no route to the peer".into(),
                         (false, Some(w)) if !w.is_empty() => w.clone(),
                         (false, _) if c.remote_label.is_none() => "not signalled".into(),
                         (false, _)
@@ -307,9 +315,16 @@ impl super::Core {
                         }
                         (false, _) => "attachment circuit down".into(),
                     },
-                    transport: dataplane::mpls::LabelStack::new(
-                        lsp.as_ref().map_or(&c.transport, |x| &x.2),
-                    )
+                    // Without an LSP: what is pushed above the pseudowire's own label (the
+                    // configured transport, or the route's to the peer).
+                    transport: match &lsp {
+                        Some(x) => dataplane::mpls::LabelStack::new(&x.2),
+                        None => p
+                            .push
+                            .labels()
+                            .split_last()
+                            .and_then(|(_, t)| dataplane::mpls::LabelStack::new(t)),
+                    }
                     .filter(|t| !t.is_empty())
                     .map_or(String::new(), |t| t.to_string()),
                     next_hop: match &lsp {

@@ -99,6 +99,9 @@ pub struct Router {
     pub signalled: HashMap<String, mpls::SignalledPw>,
     /// Each configured LSP's path object (`mpls.lsps`): its pseudowires point at it.
     pub lsp_paths: HashMap<String, u32>,
+    /// The pseudowires that follow the route to their peer: the way each took when last built
+    /// (None: no route), and the route change count then (see [`Router::follow_pw_routes`]).
+    pub pw_routes: mpls::PwRoutes,
     /// LDP's prefix labels: its bindings (carried across commits) and the routes it labelled.
     pub ldp: LdpTables,
 }
@@ -367,6 +370,7 @@ impl Router {
             mpls: None,
             signalled: HashMap::new(),
             lsp_paths: HashMap::new(),
+            pw_routes: Default::default(),
             ldp: LdpTables::default(),
         };
         r.atm_maps = r.build_atm_maps();
@@ -1153,6 +1157,8 @@ impl Router {
 
     /// Publishes route changes made to the live FIBs, and a new version of the small tables.
     pub fn publish(&mut self) -> Result<(), BuildError> {
+        // A pseudowire whose route to its peer changed takes the new way in the same tables.
+        self.follow_pw_routes()?;
         // Next hops first, so no route can point at an id the workers do not know yet.
         self.paths.publishes += 1;
         self.shared.store(Arc::new(self.tables()));

@@ -13,6 +13,15 @@ use super::{BuildError, NhKey, Router};
 use crate::config::mpls::LabelOp;
 use crate::config::{Config, Origin};
 
+/// The pseudowires without `via` or `lsp`, which take the route to their peer: by index into
+/// `mpls.pseudowires`, the way each took when last built (None: no route to the peer), and the
+/// route change count they were resolved at.
+#[derive(Clone, Debug, Default)]
+pub struct PwRoutes {
+    pub ways: Vec<(usize, Option<(u32, LabelStack)>)>,
+    pub seen: u64,
+}
+
 /// The name of the interface packets popped into VRF `vrf` arrive on.
 pub fn lookup_interface(vrf: &str) -> String {
     format!("mpls-{vrf}")
@@ -89,14 +98,11 @@ impl Router {
             .map(|i| i as u32)
     }
 
-    /// The next hop of an L3VPN route: its BGP next hop (the far PE) resolved in the default
-    /// VRF, with the VPN label pushed under whatever labels the way to the PE takes (a labelled
-    /// route's, none to a PE on a connected subnet). None where the PE is unreachable, is this
-    /// router, or the stack would be deeper than the data plane pushes.
-    pub fn vpn_next_hop(&mut self, pe: IpAddr, vpn_label: u32) -> Option<u32> {
+    /// The next hop of the default VRF's longest match for `a`.
+    fn route_to(&self, a: IpAddr) -> Option<u32> {
         use fib::Key;
         let fib = self.fibs.first()?;
-        let id = match pe {
+        match a {
             IpAddr::V4(a) => {
                 let a = u32::from(a);
                 (0..=32u8).rev().find_map(|l| fib.v4.get(a.masked(l), l))
@@ -105,9 +111,72 @@ impl Router {
                 let a = u128::from(a);
                 (0..=128u8).rev().find_map(|l| fib.v6.get(a.masked(l), l))
             }
-        }?;
+        }
+    }
+
+    /// The next hop of an L3VPN route: its BGP next hop (the far PE) resolved in the default
+    /// VRF, with the VPN label pushed under whatever labels the way to the PE takes (a labelled
+    /// route's, none to a PE on a connected subnet). None where the PE is unreachable, is this
+    /// router, or the stack would be deeper than the data plane pushes.
+    pub fn vpn_next_hop(&mut self, pe: IpAddr, vpn_label: u32) -> Option<u32> {
+        let id = self.route_to(pe)?;
         let vpn = LabelStack::new(&[vpn_label])?;
         self.vpn_member(id, pe, vpn)
+    }
+
+    /// The way to a pseudowire's peer by the default VRF's route to it: the neighbour's next
+    /// hop and the transport labels (a labelled route's: LDP's label for the peer's /32; none
+    /// to a peer on a connected subnet or behind an unlabelled route). Over ECMP the first
+    /// member: a pseudowire's frames keep one way (nothing in them to spread by without a flow
+    /// label). None where the peer is unreachable or is this router.
+    fn way_to(&mut self, peer: IpAddr) -> Option<(u32, LabelStack)> {
+        let mut id = self.route_to(peer)?;
+        loop {
+            match self.next_hops.get(id as usize)?.clone() {
+                NextHop::Glean {
+                    tx_if,
+                    neighbor: None,
+                } => return Some((self.nh_via(tx_if, Some(peer)), LabelStack::default())),
+                NextHop::Forward { .. } | NextHop::Glean { .. } => {
+                    return Some((id, LabelStack::default()))
+                }
+                NextHop::Labelled { via, labels } => return Some((via, labels)),
+                NextHop::Ecmp(members) => id = *members.first()?,
+                _ => return None,
+            }
+        }
+    }
+
+    /// Builds the pseudowires again where the route to a route-following one's peer changed
+    /// (a route added, replaced, labelled by LDP or withdrawn): cheap when no route changed
+    /// since the last look, one lookup per such pseudowire when one did.
+    pub(super) fn follow_pw_routes(&mut self) -> Result<(), BuildError> {
+        let now = super::route_changes();
+        if self.pw_routes.ways.is_empty() || self.pw_routes.seen == now {
+            return Ok(());
+        }
+        self.pw_routes.seen = now;
+        let Some(m) = self.cfg.mpls.clone() else {
+            return Ok(());
+        };
+        // Many pseudowires share a peer (ME-3: 384 each): one lookup per peer.
+        let mut now_by_peer = std::collections::HashMap::new();
+        let mut moved = false;
+        for (i, was) in self.pw_routes.ways.clone() {
+            let peer = m.pseudowires[i].peer;
+            let way = match now_by_peer.get(&peer) {
+                Some(&w) => w,
+                None => *now_by_peer.entry(peer).or_insert(self.way_to(peer)),
+            };
+            if way != was {
+                moved = true;
+                break;
+            }
+        }
+        if moved {
+            self.build_mpls()?;
+        }
+        Ok(())
     }
 
     fn vpn_member(&mut self, id: u32, pe: IpAddr, vpn: LabelStack) -> Option<u32> {
@@ -279,6 +348,8 @@ impl Router {
         entries.extend(self.ldp_label_entries());
         let lsps = self.build_lsps(&m.lsps)?;
         let mut pws = Vec::new();
+        let mut ways = Vec::new();
+        let mut by_peer = std::collections::HashMap::new();
         for (i, p) in m.pseudowires.iter().enumerate() {
             let ac = self
                 .ifx(&p.interface)
@@ -299,20 +370,43 @@ impl Router {
                     None => (dataplane::mpls::IMPLICIT_NULL, p.control_word, false),
                 },
             };
-            // Over an LSP the transport labels are the path's (whichever way it takes); else
-            // they are the pseudowire's own.
-            let (nh, mut labels) = match &p.lsp {
-                Some(l) => (
+            // Over an LSP the transport labels are the path's (whichever way it takes); with
+            // `via` they are the pseudowire's own; else the route's to the peer.
+            let mut routed = true;
+            let (nh, mut labels) = match (&p.lsp, p.via) {
+                (Some(l), _) => (
                     lsps.get(l.as_str())
                         .copied()
                         .ok_or_else(|| self.at(&p.origin, format!("no LSP `{l}`")))?,
                     Vec::new(),
                 ),
-                None => (self.via(&[p.via], &p.origin)?, p.transport.clone()),
+                (None, Some(via)) => (self.via(&[via], &p.origin)?, p.transport.clone()),
+                (None, None) => {
+                    let way = match by_peer.get(&p.peer) {
+                        Some(&w) => w,
+                        None => *by_peer.entry(p.peer).or_insert(self.way_to(p.peer)),
+                    };
+                    ways.push((i, way));
+                    match way {
+                        Some((nh, t)) => (nh, t.labels().to_vec()),
+                        None => {
+                            routed = false;
+                            (0, Vec::new())
+                        }
+                    }
+                }
             };
             labels.push(remote);
-            let push = LabelStack::new(&labels)
-                .ok_or_else(|| self.at(&p.origin, "too many labels to push"))?;
+            let push = match LabelStack::new(&labels) {
+                Some(push) => push,
+                // A route's labels with the pseudowire's own too deep to push: no way (the
+                // config's own are checked to fit).
+                None if p.lsp.is_none() && p.via.is_none() => {
+                    routed = false;
+                    LabelStack::new(&[remote]).unwrap_or_default()
+                }
+                None => return Err(self.at(&p.origin, "too many labels to push")),
+            };
             entries.push((p.local_label, LabelAction::Pseudowire { pw: i as u32 }));
             pws.push(Pseudowire {
                 name: p.name.clone(),
@@ -325,8 +419,9 @@ impl Router {
                 push,
                 nh,
                 mtu,
-                // Static: up while its attachment circuit is; signalled: and while LDP says.
-                up: ac_up && signalled_up,
+                // Static: up while its attachment circuit is; signalled: and while LDP says;
+                // following a route: and while there is one to the peer.
+                up: ac_up && signalled_up && routed,
             });
         }
         // A port that is a whole attachment circuit takes every frame, tagged or not.
@@ -337,6 +432,10 @@ impl Router {
                 }
             }
         }
+        self.pw_routes = PwRoutes {
+            ways,
+            seen: super::route_changes(),
+        };
         let enabled: Vec<u32> = m
             .interfaces
             .iter()

@@ -6,9 +6,10 @@
 //! uplinks u0..u7 face the emulated P router (the tester's host on each uplink), behind which sit
 //! eight emulated PEs, 172.16.u.1, one per uplink. Pseudowire k (access port a, VLAN index j) goes
 //! to the PE of uplink j mod 8, so each uplink carries 384 of ME-3's pseudowires (3 of ME-4's).
-//! Labels are static here: local label 1000 + k, the PE's label 100000 + k, and the P router's
-//! label for its PE (transport) 200 + u. LDP signals the same pseudowires against FRR's ldpd in
-//! the system tests; the tester has no LDP speaker to emulate 8 PEs with.
+//! Labels are static here: local label 1000 + k, the PE's label 100000 + k; the pseudowires name
+//! no next hop and take the route to their PE, labelled with the P router's label for it
+//! (transport) 200 + u, as LDP labels such a route. LDP signals pseudowires and labels routes
+//! against FRR's ldpd in the system tests; the tester has no LDP speaker to emulate 8 PEs with.
 //!
 //! Traffic is the backbone pattern of ME-1, both ways: each CE sends its pseudowires' frames
 //! (tagged for type 4) into its access port, and each uplink sends frames from the PEs, labelled
@@ -390,12 +391,14 @@ fn config_text(
             MacAddr(host_mac(i))
         );
     }
-    // Each PE is reached through its uplink's P router.
+    // Each PE is reached through its uplink's P router, under the P router's label for it (a
+    // labelled route, as LDP makes one): the pseudowires take their way from it.
     y += "routes:\n";
     for u in 0..UPLINKS {
         y += &format!(
-            "  - {{ prefix: 172.16.{u}.0/24, via: {} }}\n",
-            std::net::Ipv4Addr::from(if_v4(ACCESS + u) | 2)
+            "  - {{ prefix: 172.16.{u}.0/24, via: {}, labels: [{}] }}\n",
+            std::net::Ipv4Addr::from(if_v4(ACCESS + u) | 2),
+            TRANSPORT_LABEL + u as u32
         );
     }
     y += "mpls:\n  interfaces: [";
@@ -411,13 +414,11 @@ fn config_text(
         };
         y += &format!(
             "    - {{ name: pw{k}, interface: {ifname}, peer: {}, vc-id: {}, local-label: {}, \
-             remote-label: {}, transport: [{}], via: {}, control-word: true }}\n",
+             remote-label: {}, control-word: true }}\n",
             pe(u),
             k + 1,
             LOCAL_LABEL + k as u32,
             REMOTE_LABEL + k as u32,
-            TRANSPORT_LABEL + u as u32,
-            std::net::Ipv4Addr::from(if_v4(ACCESS + u) | 2)
         );
     }
     y
@@ -432,8 +433,9 @@ mod tests {
         let me3 = pseudowires(&ScenarioOpts::default(), true);
         assert_eq!(me3.config_yaml.matches("local-label:").count(), 3072);
         assert_eq!(me3.config_yaml.matches(", vlan: ").count(), 3072);
-        // 384 pseudowires per uplink: the transport label names the uplink's PE.
-        assert_eq!(me3.config_yaml.matches("transport: [200]").count(), 384);
+        // 384 pseudowires per uplink's PE, which the route labelled 200 reaches.
+        assert_eq!(me3.config_yaml.matches("peer: 172.16.0.1,").count(), 384);
+        assert_eq!(me3.config_yaml.matches("labels: [200] }").count(), 1);
         assert_eq!(me3.flows, 2 * 3072);
         let me4 = pseudowires(&ScenarioOpts::default(), false);
         assert_eq!(me4.config_yaml.matches("local-label:").count(), 24);
