@@ -201,8 +201,11 @@ def test_prefix_labels_with_frr_ldpd_over_basic_discovery(linerate_bin, testbed,
 
         wait_until(lambda: ldpd_has("10.77.0.0/24", local77) and ldpd_has("10.88.0.0/24", local88),
                    15, what="ldpd holding Linerate's labels")
+        # The speaker hands its labels to the router at most every 250 ms.
+        wait_until(lambda: str(local77) in r.cli("show", "mpls", "forwarding-table"), 5,
+                   what=f"label {local77} in the forwarding table")
         fwd = r.cli("show", "mpls", "forwarding-table")
-        assert str(local77) in fwd and "swap" in fwd, fwd
+        assert "swap" in fwd, fwd
 
         # The data plane: an IP packet to 10.77.0.5 (labelled route), Linerate's labels for
         # 10.77 (swap), 10.88 (pop to the host) and 10.255.0.2 (pop: ldpd's implicit null).

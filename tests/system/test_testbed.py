@@ -185,7 +185,8 @@ def test_veth_ping_capture_and_cleanup(tmp_path: Path, testbed_session: None) ->
             assert (A6, B6) in v6 and (B6, A6) in v6
 
             sleeper = a.popen(["sleep", "300"], name="sleeper")
-            assert sleeper.pid in a.pids()
+            # `ip netns exec` enters the namespace after the process exists: a moment later.
+            wait_until(lambda: sleeper.pid in a.pids(), 5, what="the sleeper in the namespace")
             # A child that is not the test bed's own Popen: killed by `ip netns pids` anyway.
             a.run("sleep 300 >/dev/null 2>&1 &")
             assert len(a.pids()) == 2
