@@ -49,8 +49,8 @@ impl Drop for Gobgpd {
 /// that order, so the service stops before its speaker goes).
 pub struct Speakers {
     _service: Service,
-    _router: Gobgpd,
-    _far: Gobgpd,
+    router: Gobgpd,
+    far: Gobgpd,
     dir: PathBuf,
 }
 
@@ -102,8 +102,8 @@ pub fn install(
     let service = Service::start(core, cfg)?;
     let speakers = Speakers {
         _service: service,
-        _router: router,
-        _far: far,
+        router,
+        far,
         dir,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -203,8 +203,8 @@ async fn feed_and_wait(
     e: u64,
     deadline: Instant,
 ) -> Result<Measured, String> {
-    let mut router = Client::connect(&speakers._router.api).await?;
-    let mut far = Client::connect(&speakers._far.api).await?;
+    let mut router = Client::connect(&speakers.router.api).await?;
+    let mut far = Client::connect(&speakers.far.api).await?;
     // The service reads its speaker before anything arrives, as a router in service would.
     while !core.vrf_view().status.connected {
         if Instant::now() > deadline {
