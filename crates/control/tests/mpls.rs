@@ -552,6 +552,8 @@ fn a_pseudowire_without_via_follows_the_route_to_its_peer_and_ldps_label() {
     bed.router.publish().unwrap();
     let out = bed.send(0, std::slice::from_ref(&cust));
     assert_eq!(labels_out(&out[1][0]), [600, 2002]);
+    // Rebuilt twice since (LDP's bindings, the route moved): the pseudowire kept its count.
+    assert_eq!(bed.router.mpls.as_ref().unwrap().read_pw(0)[0], 2);
     assert_eq!(
         &out[1][0][22..],
         &cust[..],

@@ -14,6 +14,7 @@
 //! and TTL (8), RFC 3032.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The most labels a next hop pushes, and the deepest stack mpls-input looks into.
 pub const MAX_LABELS: usize = 4;
@@ -335,7 +336,9 @@ pub struct Mpls {
     /// Per interface: the pseudowire its frames go to (u32::MAX: none).
     pub xconnect: Box<[u32]>,
     pub ttl: TtlMode,
-    pw_counters: Box<[crate::gtp::Counters]>,
+    /// Per worker; shared with the tables this one replaced where the pseudowires are the same
+    /// ones ([`Mpls::keep_counters`]), so a rebuild does not start them again.
+    pw_counters: Arc<[crate::gtp::Counters]>,
 }
 
 impl Mpls {
@@ -370,6 +373,23 @@ impl Mpls {
             ttl,
             pw_counters,
         }
+    }
+
+    /// Takes `old`'s pseudowire counters where it has the same pseudowires (by name, in order)
+    /// for as many workers: a rebuild (LDP signalling one, a route moving one) keeps counting
+    /// where the last left off, the workers still on `old` counting into the same rows.
+    pub fn keep_counters(mut self, old: &Mpls) -> Mpls {
+        let same = self.pws.len() == old.pws.len()
+            && self
+                .pws
+                .iter()
+                .zip(old.pws.iter())
+                .all(|(a, b)| a.name == b.name)
+            && self.pw_counters.len() == old.pw_counters.len();
+        if same {
+            self.pw_counters = old.pw_counters.clone();
+        }
+        self
     }
 
     /// Whether interface `ifx` takes labelled frames.

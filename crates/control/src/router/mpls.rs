@@ -442,14 +442,20 @@ impl Router {
             .filter_map(|(name, _)| self.ifx(name))
             .collect();
         let workers = self.cfg.workers;
-        self.mpls = Some(Arc::new(Mpls::new(
+        let mut mpls = Mpls::new(
             LabelTable::new(entries, workers),
             pws,
             self.ifs.len(),
             &enabled,
             m.ttl,
             workers,
-        )));
+        );
+        // Rebuilt in place (LDP signalled, a route moved a pseudowire): the pseudowires keep
+        // their counts. A commit's new router starts them again, as it does the labels'.
+        if let Some(old) = &self.mpls {
+            mpls = mpls.keep_counters(old);
+        }
+        self.mpls = Some(Arc::new(mpls));
         Ok(())
     }
 }
