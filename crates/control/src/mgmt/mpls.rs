@@ -262,13 +262,14 @@ impl super::Core {
                 format!("{} on {ifname}", way.via),
             ))
         };
-        // A pseudowire following the route to its peer, which has none.
-        let unrouted = |i: usize| {
-            r.pw_routes
-                .ways
-                .iter()
-                .any(|&(j, way)| j == i && way.is_none())
-        };
+        // The pseudowires following the route to their peer, which has none.
+        let unrouted: std::collections::HashSet<usize> = r
+            .pw_routes
+            .ways
+            .iter()
+            .filter(|(_, way)| way.is_none())
+            .map(|&(i, _)| i)
+            .collect();
         let pseudowires = m
             .pws
             .iter()
@@ -303,7 +304,7 @@ impl super::Core {
                     .into(),
                     reason: match (up, why.get(&c.name)) {
                         (true, _) => String::new(),
-                        (false, _) if unrouted(i) => "no route to the peer".into(),
+                        (false, _) if unrouted.contains(&i) => "no route to the peer".into(),
                         (false, Some(w)) if !w.is_empty() => w.clone(),
                         (false, _) if c.remote_label.is_none() => "not signalled".into(),
                         (false, _)

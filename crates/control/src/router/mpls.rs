@@ -164,10 +164,7 @@ impl Router {
         let mut moved = false;
         for (i, was) in self.pw_routes.ways.clone() {
             let peer = m.pseudowires[i].peer;
-            let way = match now_by_peer.get(&peer) {
-                Some(&w) => w,
-                None => *now_by_peer.entry(peer).or_insert(self.way_to(peer)),
-            };
+            let way = *now_by_peer.entry(peer).or_insert_with(|| self.way_to(peer));
             if way != was {
                 moved = true;
                 break;
@@ -382,10 +379,7 @@ impl Router {
                 ),
                 (None, Some(via)) => (self.via(&[via], &p.origin)?, p.transport.clone()),
                 (None, None) => {
-                    let way = match by_peer.get(&p.peer) {
-                        Some(&w) => w,
-                        None => *by_peer.entry(p.peer).or_insert(self.way_to(p.peer)),
-                    };
+                    let way = *by_peer.entry(p.peer).or_insert_with(|| self.way_to(p.peer));
                     ways.push((i, way));
                     match way {
                         Some((nh, t)) => (nh, t.labels().to_vec()),
