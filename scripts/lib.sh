@@ -31,13 +31,13 @@ ensure_rust() {
     done
   fi
   if ! command -v cargo >/dev/null 2>&1; then
-    echo "cargo not found: Linerate needs Rust 1.85 or newer (rustup)." >&2
+    echo "cargo not found: Linerate needs Rust 1.89 or newer (rustup)." >&2
     exit 1
   fi
   local v
   v=$(rustc --version | awk '{print $2}')
-  if [ "$(printf '%s\n1.85.0\n' "$v" | sort -V | head -n1)" != "1.85.0" ]; then
-    echo "rustc $v is too old: Linerate needs 1.85 or newer." >&2
+  if [ "$(printf '%s\n1.89.0\n' "$v" | sort -V | head -n1)" != "1.89.0" ]; then
+    echo "rustc $v is too old: Linerate needs 1.89 or newer." >&2
     exit 1
   fi
 }

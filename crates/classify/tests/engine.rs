@@ -51,7 +51,7 @@ fn rule(w: &[u32; 12]) -> Rule {
                 1 => r.eth_dst(mac),
                 _ => r.eth_src(mac).eth_dst(MACS[(w[3] % 3) as usize]),
             };
-            if w[4] % 2 == 0 {
+            if w[4].is_multiple_of(2) {
                 r = r.exact(
                     Dim::EtherType,
                     [0x88cc, 0x0806, ETHERTYPE_IPV4][(w[4] / 2 % 3) as usize],
@@ -80,7 +80,7 @@ fn rule(w: &[u32; 12]) -> Rule {
     r = r.src_ports(lo, hi);
     let (lo, hi) = ports(w[7]);
     r = r.dst_ports(lo, hi);
-    if w[8] % 5 == 0 {
+    if w[8].is_multiple_of(5) {
         r = r.tcp_flags(w[8] as u8, (w[8] >> 8) as u8);
     }
     match w[9] % 12 {
@@ -103,7 +103,7 @@ fn rule(w: &[u32; 12]) -> Rule {
         }
         _ => {}
     }
-    if w[11] % 30 == 0 {
+    if w[11].is_multiple_of(30) {
         r = Rule::any();
     }
     r

@@ -388,7 +388,7 @@ pub fn ldp_session(data: &[u8]) {
         peer,
         pw_id: i,
         pw_type: 5,
-        control_word: i % 2 == 0,
+        control_word: i.is_multiple_of(2),
         mtu: 1500,
         local_label: 16 + i,
         ac_up: true,

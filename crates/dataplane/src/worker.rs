@@ -150,7 +150,7 @@ impl Worker {
         loop {
             // Checked busy or idle: a worker whose ports never run dry must still stop.
             polls = polls.wrapping_add(1);
-            if polls % 1024 == 0 && stop.load(Ordering::Relaxed) {
+            if polls.is_multiple_of(1024) && stop.load(Ordering::Relaxed) {
                 break;
             }
             if mailbox.pending.load(Ordering::Acquire) {
@@ -266,7 +266,8 @@ impl Worker {
             }
             idle = idle.saturating_add(1);
             // Flows time out and logged counts fall due on an idle router too.
-            if idle % 4096 == 0 && (t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some())
+            if idle.is_multiple_of(4096)
+                && (t.flow.is_some() || ctx.flows.is_some() || t.acl_log.is_some())
             {
                 ctx.now_ns = start.elapsed().as_nanos() as u64;
                 ctx.clock_ns = clock0 + ctx.now_ns;
@@ -277,7 +278,7 @@ impl Worker {
                     q.flush();
                 }
             }
-            if exit_when_drained && idle % 1024 == 0 {
+            if exit_when_drained && idle.is_multiple_of(1024) {
                 let drained = rx.iter().all(|s| s.q.is_exhausted());
                 if drained && !rx.is_empty() {
                     break;

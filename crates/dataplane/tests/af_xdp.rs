@@ -81,7 +81,7 @@ fn ipv4_frame(seq: u32, payload: usize) -> Vec<u8> {
 
 /// Frame `seq` of a mixed test stream: every third one IPv4, the rest not IP, lengths varied.
 fn test_frame(seq: u32) -> Vec<u8> {
-    if seq % 3 == 0 {
+    if seq.is_multiple_of(3) {
         ipv4_frame(seq, 18 + (seq as usize * 37) % 1400)
     } else {
         raw_frame(seq, 60 + (seq as usize * 53) % 1455)

@@ -32,7 +32,7 @@ fn key(i: u32) -> FlowKey {
         tos: 0,
         v6,
         in_if: i % 4,
-        direction: if i % 2 == 0 {
+        direction: if i.is_multiple_of(2) {
             Direction::Ingress
         } else {
             Direction::Egress

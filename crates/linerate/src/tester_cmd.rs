@@ -601,7 +601,7 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
 fn gtp(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), String> {
     let g = &a.gtp;
     let n = a.ports.len() / 2;
-    if a.ports.len() % 2 != 0 || !(1..=2).contains(&n) {
+    if !a.ports.len().is_multiple_of(2) || !(1..=2).contains(&n) {
         return Err(
             "--gtp: two --port per GGSN, Gn first, then Gi (four for GG-2: A's, then B's)".into(),
         );

@@ -83,7 +83,7 @@ fn put_oid(out: &mut Vec<u8>, oid: &[u32], include: bool) {
 fn put_octets(out: &mut Vec<u8>, b: &[u8]) {
     put_u32(out, b.len() as u32);
     out.extend_from_slice(b);
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
 }
@@ -196,7 +196,7 @@ pub fn parse_header(b: &[u8], max: u32) -> Result<Header, &'static str> {
         packet: word(12),
         payload_len: word(16),
     };
-    if h.payload_len % 4 != 0 {
+    if !h.payload_len.is_multiple_of(4) {
         return Err("payload length not a multiple of 4");
     }
     if h.payload_len > max {

@@ -223,7 +223,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
     /// Sets IHL from a length in bytes, which must be a multiple of 4 between 20 and 60.
     pub fn set_header_len(&mut self, len: usize) {
-        debug_assert!(len % 4 == 0 && (HEADER_LEN..=60).contains(&len));
+        debug_assert!(len.is_multiple_of(4) && (HEADER_LEN..=60).contains(&len));
         let b = &mut self.buffer.as_mut()[field::VER_IHL];
         *b = (*b & 0xF0) | ((len / 4) as u8 & 0x0F);
     }
@@ -262,7 +262,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
     /// Sets the fragment offset from a byte count, which must be a multiple of 8.
     pub fn set_frag_offset(&mut self, bytes: u16) {
-        debug_assert!(bytes % 8 == 0);
+        debug_assert!(bytes.is_multiple_of(8));
         let v = (self.flags_offset() & !OFFSET_MASK) | ((bytes >> 3) & OFFSET_MASK);
         self.set_flags_offset(v);
     }

@@ -231,7 +231,7 @@ impl<R: Read> Reader<R> {
 
     /// Checks a block's total length and returns its body's length.
     fn body_len(&self, total: u32, min_body: u32) -> Result<u32, Error> {
-        if total % 4 != 0 || total < BLOCK_OVERHEAD + min_body {
+        if !total.is_multiple_of(4) || total < BLOCK_OVERHEAD + min_body {
             return Err(Error::Malformed(
                 "pcapng block length too short or not a multiple of 4",
             ));

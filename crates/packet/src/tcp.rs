@@ -149,7 +149,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the data offset from a length in bytes, a multiple of 4 between 20 and 60. The low
     /// nibble of the byte (reserved bits) is kept.
     pub fn set_header_len(&mut self, len: usize) {
-        debug_assert!(len % 4 == 0 && (HEADER_LEN..=60).contains(&len));
+        debug_assert!(len.is_multiple_of(4) && (HEADER_LEN..=60).contains(&len));
         let b = &mut self.buffer.as_mut()[field::DATA_OFF];
         *b = (*b & 0x0F) | (((len / 4) as u8) << 4);
     }

@@ -203,7 +203,7 @@ struct Device {
 }
 
 fn every(n: u64, k: u64) -> bool {
-    k != 0 && n % k == 0
+    k != 0 && n.is_multiple_of(k)
 }
 
 impl Device {

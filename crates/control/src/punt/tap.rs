@@ -247,7 +247,7 @@ fn address(nl: &OwnedFd, op: Op, ifindex: u32, family: u8, addr: &[u8], len: u8)
         m.extend_from_slice(&((4 + data.len()) as u16).to_ne_bytes());
         m.extend_from_slice(&ty.to_ne_bytes());
         m.extend_from_slice(data);
-        while m.len() % 4 != 0 {
+        while !m.len().is_multiple_of(4) {
             m.push(0);
         }
     };

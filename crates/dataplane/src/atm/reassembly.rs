@@ -72,7 +72,7 @@ impl Reassembler {
         out: &mut impl Extend<PktBuf>,
         oam: &mut Vec<[u8; CELL]>,
     ) -> usize {
-        if train.len() % CELL != 0 {
+        if !train.len().is_multiple_of(CELL) {
             self.port.bad_trains.fetch_add(1, Relaxed);
         }
         let mut n = 0;

@@ -83,7 +83,7 @@ impl Runtime {
     #[inline(always)]
     pub fn begin_vector(&mut self) {
         self.vectors = self.vectors.wrapping_add(1);
-        self.timed = self.vectors % TIMED_EVERY == 0;
+        self.timed = self.vectors.is_multiple_of(TIMED_EVERY);
     }
 
     /// The start of a node call: the clock if this vector is timed, else 0 (no clock read).

@@ -489,14 +489,14 @@ impl<T: Copy> Ring<T> {
         let bad = || io::Error::other("ring offsets outside the mapping");
         let field = |o: u64| -> io::Result<NonNull<AtomicU32>> {
             let o = o as usize;
-            if o % 4 != 0 || o + 4 > map.len {
+            if !o.is_multiple_of(4) || o + 4 > map.len {
                 return Err(bad());
             }
             // SAFETY: o + 4 <= len, so the pointer stays inside the mapping.
             Ok(unsafe { map.ptr.add(o) }.cast())
         };
         let d = off.desc as usize;
-        if d % std::mem::align_of::<T>() != 0
+        if !d.is_multiple_of(std::mem::align_of::<T>())
             || d + size as usize * std::mem::size_of::<T>() > map.len
         {
             return Err(bad());

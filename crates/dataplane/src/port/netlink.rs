@@ -170,7 +170,7 @@ impl NlRequest {
         self.0.extend_from_slice(&(len as u16).to_ne_bytes());
         self.0.extend_from_slice(&ty.to_ne_bytes());
         self.0.extend_from_slice(payload);
-        while self.0.len() % 4 != 0 {
+        while !self.0.len().is_multiple_of(4) {
             self.0.push(0);
         }
     }

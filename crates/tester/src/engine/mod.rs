@@ -615,7 +615,7 @@ impl Tester {
                 std::hint::spin_loop();
             }
             spins = spins.wrapping_add(1);
-            if spins % 16 == 0 && self.kick_unsent() {
+            if spins.is_multiple_of(16) && self.kick_unsent() {
                 quiet_since = Instant::now();
             }
         }
@@ -946,7 +946,7 @@ mod tests {
     impl TxQueue for PushBack {
         fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize {
             self.calls += 1;
-            if self.calls % self.refuse_every == 0 {
+            if self.calls.is_multiple_of(self.refuse_every) {
                 return 0;
             }
             let n = pkts.len();

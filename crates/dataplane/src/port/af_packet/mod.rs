@@ -227,7 +227,7 @@ impl AfPacketPort {
                 cfg.queues
             ));
         }
-        if bs < page || bs % page != 0 || cfg.block_count == 0 {
+        if bs < page || !bs.is_multiple_of(page) || cfg.block_count == 0 {
             return Err(format!(
                 "af_packet {dev}: ring block size {bs} must be a multiple of the page size \
                  ({page}), and the block count ({}) at least 1",
@@ -411,7 +411,7 @@ impl AfPacketPort {
         let frame = match self.cfg.tx_frame_size {
             Some(f) => {
                 let f = f as usize;
-                if f % 16 != 0 || f < TX_DATA_OFF + 64 {
+                if !f.is_multiple_of(16) || f < TX_DATA_OFF + 64 {
                     return Err(format!(
                         "af_packet {dev}: transmit slot size {f} must be a multiple of 16 and \
                          at least {}",
@@ -1060,7 +1060,7 @@ impl Mmap {
 
     /// The 32-bit word at `off`, shared with the kernel (a status word).
     fn atomic_u32(&self, off: usize) -> &AtomicU32 {
-        assert!(off % 4 == 0 && off + 4 <= self.len);
+        assert!(off.is_multiple_of(4) && off + 4 <= self.len);
         // SAFETY: in bounds and 4-byte aligned (checked; the mapping is page-aligned), valid
         // for as long as &self. The kernel reads and writes status words only with single
         // aligned 32-bit accesses paired with barriers, which is what an atomic expects.
