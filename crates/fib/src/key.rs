@@ -18,11 +18,21 @@ pub trait Key: Copy + Eq + Ord + Hash + Debug + Send + Sync + 'static {
 
     /// The key with bits `off .. off+n` replaced by `v` (used by generators and tests).
     fn with_bits(self, off: u32, n: u32, v: u32) -> Self;
+
+    /// The keys as IPv4 addresses, if they are (the vector lookup path is IPv4's).
+    fn as_u32s(keys: &[Self]) -> Option<&[u32]> {
+        let _ = keys;
+        None
+    }
 }
 
 impl Key for u32 {
     const BITS: u32 = 32;
     const ZERO: Self = 0;
+
+    fn as_u32s(keys: &[Self]) -> Option<&[u32]> {
+        Some(keys)
+    }
 
     #[inline(always)]
     fn bits(self, off: u32, n: u32) -> u32 {
