@@ -422,6 +422,24 @@ pub struct Route<K> {
     pub next_hop: u32,
 }
 
+/// What the writer keeps of one direct slot with routes longer than the direct stride: the routes,
+/// and the block built from them (if published). One map entry holds both, so that a slot's
+/// rebuild finds everything with one probe (at a million routes each probe is a cache miss).
+#[derive(Debug)]
+struct Slot<K> {
+    routes: Vec<Route<K>>,
+    block: Option<Block>,
+}
+
+impl<K> Default for Slot<K> {
+    fn default() -> Self {
+        Self {
+            routes: Vec::new(),
+            block: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Block {
     /// The block's first line (its root node) and how many lines it spans.
@@ -509,11 +527,13 @@ pub struct LpmWriter<K: Key> {
     epoch: Arc<EpochDomain>,
     /// Routes no longer than the direct stride, per length: they set slot defaults.
     short: Vec<HashMap<K, u32>>,
-    /// Routes longer than the direct stride, per direct slot. Slot-keyed maps use a fast integer
-    /// hash: a slot number is not something a peer can choose to collide (the prefix-keyed maps
-    /// above keep the standard, randomised hash).
-    long: FxHashMap<u32, Vec<Route<K>>>,
-    blocks: FxHashMap<u32, Block>,
+    /// Routes longer than the direct stride and the block built from them, per direct slot (an
+    /// entry stays while either is there). Slot-keyed maps use a fast integer hash: a slot number
+    /// is not something a peer can choose to collide (the prefix-keyed maps above keep the
+    /// standard, randomised hash).
+    long: FxHashMap<u32, Slot<K>>,
+    /// Slots holding a block.
+    subtrees: usize,
     routes: usize,
     /// The table's arena, in lines.
     lines: Arena,
@@ -527,8 +547,6 @@ pub struct LpmWriter<K: Key> {
     /// lines until the block is placed).
     scratch_words: Vec<u64>,
     scratch_children: Vec<usize>,
-    /// Where a node being built changes value (see `build_node`).
-    scratch_cuts: Vec<u16>,
     scratch_routes: Vec<Route<K>>,
 }
 
@@ -545,7 +563,7 @@ impl<K: Key> LpmWriter<K> {
             epoch,
             short: (0..=cfg.direct_bits).map(|_| HashMap::new()).collect(),
             long: FxHashMap::default(),
-            blocks: FxHashMap::default(),
+            subtrees: 0,
             routes: 0,
             lines: Arena::new(line_cap),
             limbo: Vec::new(),
@@ -554,7 +572,6 @@ impl<K: Key> LpmWriter<K> {
             new_defaults: FxHashMap::default(),
             scratch_words: Vec::new(),
             scratch_children: Vec::new(),
-            scratch_cuts: Vec::new(),
             scratch_routes: Vec::new(),
         }
     }
@@ -610,18 +627,22 @@ impl<K: Key> LpmWriter<K> {
             // One probe of the slot's list and one scan of it: at a million routes the probe
             // is a cache miss, and this is most of a route replacement's cost.
             let slot = self.slot_of(prefix);
-            let v = self.long.entry(slot).or_default();
-            let old = match v.iter_mut().find(|r| r.prefix == prefix && r.len == len) {
+            let st = self.long.entry(slot).or_default();
+            let old = match st
+                .routes
+                .iter_mut()
+                .find(|r| r.prefix == prefix && r.len == len)
+            {
                 Some(r) if r.next_hop == next_hop => return Ok(Some(next_hop)),
                 Some(r) => Some(std::mem::replace(&mut r.next_hop, next_hop)),
                 None if full => {
-                    if v.is_empty() {
+                    if st.routes.is_empty() && st.block.is_none() {
                         self.long.remove(&slot);
                     }
                     return Err(table_full);
                 }
                 None => {
-                    v.push(Route {
+                    st.routes.push(Route {
                         prefix,
                         len,
                         next_hop,
@@ -655,8 +676,8 @@ impl<K: Key> LpmWriter<K> {
     #[inline]
     pub fn prefetch(&self, prefix: K, len: u8) {
         if len as u32 > self.cfg.direct_bits {
-            if let Some(v) = self.long.get(&self.slot_of(prefix)) {
-                prefetch(v.as_ptr());
+            if let Some(st) = self.long.get(&self.slot_of(prefix)) {
+                prefetch(st.routes.as_ptr());
             }
         }
     }
@@ -675,10 +696,15 @@ impl<K: Key> LpmWriter<K> {
             old
         } else {
             let slot = self.slot_of(prefix);
-            let v = self.long.get_mut(&slot)?;
-            let i = v.iter().position(|r| r.prefix == prefix && r.len == len)?;
-            let old = v.swap_remove(i).next_hop;
-            if v.is_empty() {
+            let st = self.long.get_mut(&slot)?;
+            let i = st
+                .routes
+                .iter()
+                .position(|r| r.prefix == prefix && r.len == len)?;
+            let old = st.routes.swap_remove(i).next_hop;
+            // A slot whose last long route went keeps its entry until the rebuild retires its
+            // block.
+            if st.routes.is_empty() && st.block.is_none() {
                 self.long.remove(&slot);
             }
             self.dirty.push(slot);
@@ -701,6 +727,7 @@ impl<K: Key> LpmWriter<K> {
         } else {
             self.long
                 .get(&self.slot_of(prefix))?
+                .routes
                 .iter()
                 .find(|r| r.prefix == prefix && r.len == len)
                 .map(|r| r.next_hop)
@@ -716,7 +743,7 @@ impl<K: Key> LpmWriter<K> {
                 next_hop,
             })
         });
-        short.chain(self.long.values().flatten().copied())
+        short.chain(self.long.values().flat_map(|st| st.routes.iter().copied()))
     }
 
     fn mark_short(&mut self, prefix: K, len: u8) {
@@ -767,10 +794,11 @@ impl<K: Key> LpmWriter<K> {
             let stop = owned.peek().map_or(end, |&(f, _)| f.min(end));
             for sl in slot..stop {
                 let sl = sl as u32;
-                if let Some(b) = self.blocks.get_mut(&sl) {
-                    b.default = default;
+                let st = self.long.get_mut(&sl);
+                if let Some(b) = st.as_ref().and_then(|st| st.block) {
+                    st.expect("the slot's entry").block = Some(Block { default, ..b });
                     self.dirty.push(sl);
-                } else if self.long.contains_key(&sl) {
+                } else if st.is_some() {
                     // Its first subtree is built on this publish, right after; until then its
                     // direct entry must keep the old default (readers would see the new one
                     // without the routes below it).
@@ -784,21 +812,11 @@ impl<K: Key> LpmWriter<K> {
         }
     }
 
-    /// The best route of length <= S covering a direct slot. Short routes are applied to the
-    /// slots first at publish, so this is current when subtrees are rebuilt; it used to be
-    /// found by a hash lookup per short length, which was most of a full rebuild's cost.
+    /// The slot's default as a rebuild finds it (see the free function `slot_default`).
+    #[cfg(test)]
     fn slot_default(&self, slot: u32) -> u32 {
-        if let Some(&d) = self.new_defaults.get(&slot) {
-            return d;
-        }
-        match self.blocks.get(&slot) {
-            Some(b) => b.default,
-            None => {
-                let e = self.table.direct[slot as usize].load(Ordering::Relaxed);
-                debug_assert_eq!(e & 1, 0, "a slot without a block holds a leaf");
-                e >> 1
-            }
-        }
+        let block = self.long.get(&slot).and_then(|st| st.block);
+        slot_default(&self.new_defaults, &self.table, slot, block)
     }
 
     /// The same, the slow way: from the short routes themselves (for tests).
@@ -873,35 +891,34 @@ impl<K: Key> LpmWriter<K> {
         });
     }
 
-    /// Rebuilds one slot; returns the block it replaced, to be retired.
+    /// Rebuilds one slot; returns the block it replaced, to be retired. One probe of the slot
+    /// map finds the routes and the old block, and takes the new block.
     fn rebuild_slot(
         &mut self,
         slot: u32,
         stats: &mut PublishStats,
     ) -> Result<Option<Block>, FibError> {
-        let default = self.slot_default(slot);
-        let old = self.blocks.get(&slot).copied();
+        let st = self.long.get_mut(&slot);
+        let old = st.as_ref().and_then(|st| st.block);
+        let default = slot_default(&self.new_defaults, &self.table, slot, old);
         let entry;
         let mut new_block = None;
-        match self.long.get(&slot) {
+        match st.as_ref().filter(|st| !st.routes.is_empty()) {
             None => {
                 entry = default << 1;
             }
-            Some(routes) => {
+            Some(st) => {
                 self.scratch_routes.clear();
-                self.scratch_routes.extend_from_slice(routes);
+                self.scratch_routes.extend_from_slice(&st.routes);
                 self.scratch_words.clear();
                 self.scratch_children.clear();
-                let mut routes = std::mem::take(&mut self.scratch_routes);
                 let root = build_node(
-                    &mut routes,
+                    &mut self.scratch_routes,
                     self.cfg.direct_bits,
                     default,
                     &mut self.scratch_words,
                     &mut self.scratch_children,
-                    &mut self.scratch_cuts,
                 );
-                self.scratch_routes = routes;
                 let n = (self.scratch_words.len() / LINE) as u32;
                 let line = self.lines.alloc(n).ok_or(FibError::ArenaFull)?;
                 // Child entries hold lines relative to the block: place them.
@@ -927,15 +944,18 @@ impl<K: Key> LpmWriter<K> {
         }
         // The release store orders the subtree writes above before any reader can reach them.
         self.table.direct[slot as usize].store(entry, Ordering::Release);
-        self.new_defaults.remove(&slot);
         stats.slots_rebuilt += 1;
-        match new_block {
-            Some(b) => {
-                self.blocks.insert(slot, b);
+        self.subtrees = self.subtrees + new_block.is_some() as usize - old.is_some() as usize;
+        match st {
+            Some(st) if new_block.is_some() => st.block = new_block,
+            // No routes left below the slot: its entry goes with its block.
+            Some(_) => {
+                self.long.remove(&slot);
             }
-            None => {
-                self.blocks.remove(&slot);
-            }
+            None => {}
+        }
+        if !self.new_defaults.is_empty() {
+            self.new_defaults.remove(&slot);
         }
         Ok(old)
     }
@@ -949,7 +969,30 @@ impl<K: Key> LpmWriter<K> {
             node_bytes_peak: self.lines.top * LINE * 8,
             // Hash maps hold roughly 1.15 slots per entry plus a control byte.
             store_bytes: self.routes * (route_size + route_size / 8 + 2),
-            subtrees: self.blocks.len(),
+            subtrees: self.subtrees,
+        }
+    }
+}
+
+/// The best route of length <= S covering a direct slot whose block (if any) is `block`. Short
+/// routes are applied to the slots first at publish, so this is current when subtrees are
+/// rebuilt; it used to be found by a hash lookup per short length, which was most of a full
+/// rebuild's cost. A free function so that a rebuild can call it while it holds the slot.
+fn slot_default<K: Key>(
+    new_defaults: &FxHashMap<u32, u32>,
+    table: &LpmTable<K>,
+    slot: u32,
+    block: Option<Block>,
+) -> u32 {
+    if let Some(&d) = new_defaults.get(&slot) {
+        return d;
+    }
+    match block {
+        Some(b) => b.default,
+        None => {
+            let e = table.direct[slot as usize].load(Ordering::Relaxed);
+            debug_assert_eq!(e & 1, 0, "a slot without a block holds a leaf");
+            e >> 1
         }
     }
 }
@@ -965,7 +1008,6 @@ fn build_node<K: Key>(
     default: u32,
     words: &mut Vec<u64>,
     children: &mut Vec<usize>,
-    cuts: &mut Vec<u16>,
 ) -> u32 {
     let end = off + STRIDE;
     // Routes that end in this node paint positions; longer ones hang below a child node.
@@ -991,24 +1033,29 @@ fn build_node<K: Key>(
     // Values change only where an ending route starts or ends, and around children: visit those
     // boundaries, not all 256 positions (most of a rebuild's time when scanned). A node that
     // ends no route (most interior nodes of an IPv6 chain) has only its children's.
-    // `cuts` is scratch shared down the recursion: this node is done with it before its children
-    // are built.
-    cuts.clear();
+    // The boundaries are a bitmap of positions (one past the end is not kept: the walk stops
+    // there), visited in order by their set bits: no sort (a sort was a fifth of a rebuild).
+    let mut cuts = [0u64; 4];
+    let mut cut = |c: usize| {
+        if c < 256 {
+            cuts[c >> 6] |= 1u64 << (c & 63);
+        }
+    };
     for r in ending.iter() {
-        let start = r.prefix.bits(off, STRIDE) as u16;
-        cuts.extend([start, start + (1u16 << (end - r.len as u32))]);
+        let start = r.prefix.bits(off, STRIDE) as usize;
+        cut(start);
+        cut(start + (1usize << (end - r.len as u32)));
     }
     for (w, &c) in child.iter().enumerate() {
         let mut m = c;
         while m != 0 {
-            let p = (w * 64) as u16 + m.trailing_zeros() as u16;
+            let p = w * 64 + m.trailing_zeros() as usize;
             m &= m - 1;
-            cuts.extend([p, p + 1]);
+            cut(p);
+            cut(p + 1);
         }
     }
-    cuts.sort_unstable();
     let mut prev = u64::MAX;
-    let mut at_cut = 0;
     let mut p = 0usize;
     while p < 256 {
         let is_child = child[p >> 6] >> (p & 63) & 1 != 0;
@@ -1019,10 +1066,7 @@ fn build_node<K: Key>(
             prev = if is_child { u64::MAX } else { vals[p] as u64 };
         }
         // Jump to the next boundary after p: the value holds until there.
-        while at_cut < cuts.len() && cuts[at_cut] as usize <= p {
-            at_cut += 1;
-        }
-        p = cuts.get(at_cut).map_or(256, |&c| c as usize);
+        p = next_after(&cuts, p);
     }
     let at = words.len();
     debug_assert_eq!(at % LINE, 0);
@@ -1054,7 +1098,7 @@ fn build_node<K: Key>(
             .take_while(|r| r.prefix.bits(off, STRIDE) == p)
             .count();
         let (group, tail) = rest.split_at_mut(n);
-        let c = build_node(group, end, vals[p as usize], words, children, cuts);
+        let c = build_node(group, end, vals[p as usize], words, children);
         // The child's run: the runs starting at or before p.
         let w = p as usize >> 6;
         let j = (before[w] + (starts[w] & upto(p & 63)).count_ones()) as usize;
@@ -1064,6 +1108,23 @@ fn build_node<K: Key>(
         rest = tail;
     }
     entry
+}
+
+/// The first set bit of a 256-bit map after position `p`, or 256.
+fn next_after(bits: &[u64; 4], p: usize) -> usize {
+    let mut w = p >> 6;
+    // `!1 << b` keeps the bits above b (none for b = 63).
+    let mut m = bits[w] & (!1u64 << (p & 63));
+    loop {
+        if m != 0 {
+            return w * 64 + m.trailing_zeros() as usize;
+        }
+        w += 1;
+        if w == 4 {
+            return 256;
+        }
+        m = bits[w];
+    }
 }
 
 /// Moves the elements for which `pred` holds to the front; returns how many there are.
