@@ -853,6 +853,11 @@ impl<K: Key> LpmWriter<K> {
         let mut result = Ok(());
         let mut retired = Vec::new();
         for (i, &slot) in dirty.iter().enumerate() {
+            // Start the misses of a slot a few rebuilds ahead (its map entry, its routes), so
+            // that they overlap this one's work instead of stalling the next.
+            if let Some(st) = dirty.get(i + 8).and_then(|s| self.long.get(s)) {
+                prefetch(st.routes.as_ptr());
+            }
             match self.rebuild_slot(slot, &mut stats) {
                 Ok(Some(old)) => retired.push(old),
                 Ok(None) => {}
