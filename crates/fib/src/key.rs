@@ -19,7 +19,10 @@ pub trait Key: Copy + Eq + Ord + Hash + Debug + Send + Sync + 'static {
     /// The key with bits `off .. off+n` replaced by `v` (used by generators and tests).
     fn with_bits(self, off: u32, n: u32, v: u32) -> Self;
 
-    /// The keys as IPv4 addresses, if they are (the vector lookup path is IPv4's).
+    /// Bits `32 * i .. 32 * i + 32` (`i < BITS / 32`), most significant first.
+    fn word(self, i: u32) -> u32;
+
+    /// The keys as IPv4 addresses, if they are (the vector lookup reads them in place).
     fn as_u32s(keys: &[Self]) -> Option<&[u32]> {
         let _ = keys;
         None
@@ -32,6 +35,12 @@ impl Key for u32 {
 
     fn as_u32s(keys: &[Self]) -> Option<&[u32]> {
         Some(keys)
+    }
+
+    #[inline(always)]
+    fn word(self, i: u32) -> u32 {
+        debug_assert_eq!(i, 0);
+        self
     }
 
     #[inline(always)]
@@ -59,6 +68,11 @@ impl Key for u32 {
 impl Key for u128 {
     const BITS: u32 = 128;
     const ZERO: Self = 0;
+
+    #[inline(always)]
+    fn word(self, i: u32) -> u32 {
+        (self >> (96 - 32 * i)) as u32
+    }
 
     #[inline(always)]
     fn bits(self, off: u32, n: u32) -> u32 {

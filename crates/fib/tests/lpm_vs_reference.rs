@@ -276,9 +276,9 @@ fn lookups_during_publishing_see_old_or_new_never_torn() {
     );
 }
 
-/// The seed-shaped tables (Internet-like and XR-6's /19 /24 /29 mix) at both IPv4 direct widths:
-/// the batch answers as the single lookup does for random addresses and addresses inside the
-/// routes. Their nodes span up to several lines, which the small random tables above rarely
+/// The seed-shaped tables (Internet-like and XR-6's /19 /24 /29 mix at both IPv4 direct widths,
+/// an Internet-like IPv6 table at two): the batch answers as the single lookup does for random
+/// addresses and addresses inside the routes. Their nodes span up to several lines, which the small random tables above rarely
 /// build. Where the CPU has AVX-512 the batch is the vector walk, and the test says so.
 #[test]
 fn seed_tables_batch_matches_single_lookups() {
@@ -337,6 +337,44 @@ fn seed_tables_batch_matches_single_lookups() {
             }
             assert!(hits > probes.len() / 2, "{profile:?}: {hits} hits");
         }
+    }
+    // IPv6: an Internet-shaped table at the production direct width (24) and at 16; both end on
+    // a byte, which the vector walk needs.
+    let routes = gen::v6(&Spec {
+        profile: Profile::Internet,
+        seed: 3,
+        scale: 0.1,
+    });
+    for direct_bits in [16, 24] {
+        let cfg = LpmConfig {
+            direct_bits,
+            max_routes: routes.len(),
+        };
+        let mut w = LpmWriter::<u128>::new(cfg, EpochDomain::new());
+        for (i, &(p, l)) in routes.iter().enumerate() {
+            w.insert(p, l, 1 + (i as u32 * 7919) % 40_000).unwrap();
+        }
+        w.publish().unwrap();
+        assert_eq!(w.table().vector_lookups(), vector_cpu);
+        let probes: Vec<u128> = (0..100_003)
+            .map(|i| {
+                let r = (rnd() as u128) << 64 | rnd() as u128;
+                if i % 2 == 0 {
+                    r >> 3 | 1 << 125
+                } else {
+                    let (p, l) = routes[(r >> 64) as usize % routes.len()];
+                    p | r.checked_shr(l as u32).unwrap_or(0)
+                }
+            })
+            .collect();
+        let mut batch = vec![0u32; probes.len()];
+        w.table().lookup_batch(&probes, &mut batch);
+        let mut hits = 0;
+        for (&a, &got) in probes.iter().zip(&batch) {
+            assert_eq!(got, w.table().lookup(a), "IPv6 /{direct_bits} {a:#x}");
+            hits += (got != NO_ROUTE) as usize;
+        }
+        assert!(hits > probes.len() / 3, "IPv6: {hits} hits");
     }
     eprintln!("vector walk tested: {vector_cpu}");
 }

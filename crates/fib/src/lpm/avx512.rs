@@ -21,7 +21,8 @@
 use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use super::{COUNTS, STRIDE};
+use super::{prefetch, COUNTS, STRIDE};
+use crate::key::Key;
 
 /// Addresses walked together: four vectors of sixteen.
 const GROUP: usize = 64;
@@ -47,46 +48,72 @@ pub(super) struct View<'a> {
     pub direct_bits: u32,
 }
 
-/// Looks up every key into `out` (at least as long). The caller has checked [`usable`].
-pub(super) fn lookup_batch(v: &View<'_>, keys: &[u32], out: &mut [u32]) {
+/// Looks up every key into `out` (at least as long). The caller has checked [`usable`], and for
+/// IPv6 that the direct stage ends on a byte (every node position is then one byte of the key).
+pub(super) fn lookup_batch<K: Key>(v: &View<'_>, keys: &[K], out: &mut [u32]) {
     assert!(out.len() >= keys.len());
     assert!(usable(v.arena.len()) && (8..=24).contains(&v.direct_bits));
     assert_eq!(v.direct.len(), 1 << v.direct_bits);
-    let full = keys.len() / GROUP * GROUP;
-    for at in (0..full).step_by(GROUP) {
-        let k: &[u32; GROUP] = keys[at..at + GROUP].try_into().expect("a group");
-        let o: &mut [u32; GROUP] = (&mut out[at..at + GROUP]).try_into().expect("a group");
-        // SAFETY: `usable` checked above that this CPU has AVX-512 F and VPOPCNTDQ, the only
-        // features `walk` is compiled for.
-        unsafe { walk::<VECS>(v, k, o) };
+    if let Some(k4) = K::as_u32s(keys) {
+        return batch::<1>(v, k4, out);
     }
-    let rest = keys.len() - full;
+    assert!(K::BITS == 128 && v.direct_bits % 8 == 0);
+    // IPv6: each address as four 32-bit words, most significant first, a group at a time.
+    for (ks, os) in keys.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
+        let mut words = [0u32; GROUP * 4];
+        for (w, k) in words.chunks_exact_mut(4).zip(ks) {
+            for (i, x) in w.iter_mut().enumerate() {
+                *x = k.word(i as u32);
+            }
+        }
+        batch::<4>(v, &words[..ks.len() * 4], os);
+    }
+}
+
+/// The walk over addresses of `W` words each (1: IPv4, 4: IPv6), a group at a time.
+fn batch<const W: usize>(v: &View<'_>, words: &[u32], out: &mut [u32]) {
+    let n = words.len() / W;
+    let full = n / GROUP * GROUP;
+    for at in (0..full).step_by(GROUP) {
+        let o: &mut [u32; GROUP] = (&mut out[at..at + GROUP]).try_into().expect("a group");
+        // SAFETY: `usable` (checked by the caller) says this CPU has AVX-512 F and VPOPCNTDQ,
+        // the only features `walk` is compiled for; the words hold a whole group.
+        unsafe { walk::<VECS, W>(v, &words[at * W..(at + GROUP) * W], o) };
+    }
+    let rest = n - full;
     if rest > 0 {
         // The tail walks as few vectors as hold it, padded with address 0 (a valid key; its
         // answers are dropped): a forwarding vector of a few packets costs one vector, not four.
-        let mut k = [0u32; GROUP];
+        let mut k = [0u32; GROUP * 4];
         let mut o = [0u32; GROUP];
-        k[..rest].copy_from_slice(&keys[full..]);
+        k[..rest * W].copy_from_slice(&words[full * W..]);
+        let k = &k[..GROUP * W];
         // SAFETY: as above.
         unsafe {
             match rest.div_ceil(LANES) {
-                1 => walk::<1>(v, &k, &mut o),
-                2 => walk::<2>(v, &k, &mut o),
-                3 => walk::<3>(v, &k, &mut o),
-                _ => walk::<VECS>(v, &k, &mut o),
+                1 => walk::<1, W>(v, k, &mut o),
+                2 => walk::<2, W>(v, k, &mut o),
+                3 => walk::<3, W>(v, k, &mut o),
+                _ => walk::<VECS, W>(v, k, &mut o),
             }
         }
-        out[full..keys.len()].copy_from_slice(&o[..rest]);
+        out[full..n].copy_from_slice(&o[..rest]);
     }
 }
 
 /// The walk of the first `V` vectors of a group: the direct entries, then rounds of one step for
-/// every lane still on a node (a lane's mask bit), every vector per round.
+/// every lane still on a node (a lane's mask bit), every vector per round. `words` holds the
+/// group's addresses, `W` words each, most significant first.
 ///
 /// # Safety
-/// The CPU must have AVX-512 F and VPOPCNTDQ.
+/// The CPU must have AVX-512 F and VPOPCNTDQ; `words` must hold `GROUP * W` words.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-unsafe fn walk<const V: usize>(v: &View<'_>, keys: &[u32; GROUP], out: &mut [u32; GROUP]) {
+unsafe fn walk<const V: usize, const W: usize>(
+    v: &View<'_>,
+    words: &[u32],
+    out: &mut [u32; GROUP],
+) {
+    assert_eq!(words.len(), GROUP * W);
     let direct = v.direct.as_ptr() as *const i32;
     let halves = v.arena.as_ptr() as *const i32;
     let one = _mm512_set1_epi32(1);
@@ -98,16 +125,24 @@ unsafe fn walk<const V: usize>(v: &View<'_>, keys: &[u32; GROUP], out: &mut [u32
     let skew2 = _mm512_set1_epi32(2 * v.skew as i32);
     let c31 = _mm512_set1_epi32(31);
     let c63 = _mm512_set1_epi32(63);
+    let three = _mm512_set1_epi32(3);
+    let counts_word = _mm512_set1_epi32(COUNTS as i32);
     let db = v.direct_bits;
 
+    // IPv4: each vector's sixteen addresses. IPv6: where each lane's address starts in `words`.
     let mut k = [_mm512_setzero_si512(); V];
     let mut e = [_mm512_setzero_si512(); V];
     let mut m = [0u16; V];
     let shift = _mm512_set1_epi32(32 - db as i32);
+    let lane_words = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60);
     for j in 0..V {
-        // SAFETY: `keys` holds GROUP u32s, so the 16 at 16 * j are inside it (unaligned load).
-        k[j] = unsafe { _mm512_loadu_si512(keys.as_ptr().add(LANES * j) as *const _) };
-        let idx = _mm512_srlv_epi32(k[j], shift);
+        k[j] = if W == 1 {
+            // SAFETY: `words` holds GROUP u32s, so the 16 at 16 * j are inside it (unaligned).
+            unsafe { _mm512_loadu_si512(words.as_ptr().add(LANES * j) as *const _) }
+        } else {
+            _mm512_add_epi32(lane_words, _mm512_set1_epi32((64 * j) as i32))
+        };
+        let idx = _mm512_srlv_epi32(word_of::<W>(words, k[j], 0), shift);
         // SAFETY: each index is the key's top `db` bits, below 2^db = direct.len() (asserted by
         // the caller); AtomicU32 has u32's layout. The direct entries are atomics that the
         // writer stores to while we read: each gathered element is an aligned 4-byte load, which
@@ -119,16 +154,54 @@ unsafe fn walk<const V: usize>(v: &View<'_>, keys: &[u32; GROUP], out: &mut [u32
     }
     // A walk is at most as deep as the key has strides below the direct stage.
     let mut off = db;
-    while off < 32 && m.iter().any(|&x| x != 0) {
+    while off < 32 * W as u32 && m.iter().any(|&x| x != 0) {
         let offv = _mm512_set1_epi32(off as i32);
+        // IPv6 positions are whole bytes (the caller checked that the direct stage ends on one):
+        // byte off / 8 of the address, inside word off / 32.
+        let byte_shift = _mm512_set1_epi32(24 - (off % 32) as i32);
         for j in 0..V {
             if m[j] == 0 {
                 continue;
             }
             // Position in the node: bits off .. off+8 of the key (zero past its end).
-            let p = _mm512_srli_epi32::<{ 32 - STRIDE }>(_mm512_sllv_epi32(k[j], offv));
+            let p = if W == 1 {
+                _mm512_srli_epi32::<{ 32 - STRIDE }>(_mm512_sllv_epi32(k[j], offv))
+            } else {
+                _mm512_and_si512(
+                    _mm512_srlv_epi32(word_of::<W>(words, k[j], off / 32), byte_shift),
+                    byte,
+                )
+            };
             let base =
                 _mm512_add_epi32(_mm512_slli_epi32::<4>(_mm512_srli_epi32::<3>(e[j])), skew2);
+            // A node of several lines: start loading the line p's entry most likely sits in
+            // (runs spread evenly over the positions; the entry says how many lines the node
+            // spans) beside the bitmap's, as the portable batch does (`prefetch_node`), so that
+            // a right guess saves the entry gather a dependent miss.
+            let lines =
+                _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<1>(e[j]), three), one);
+            let multi = m[j] & _mm512_cmpgt_epu32_mask(lines, one);
+            if multi != 0 {
+                let span = _mm512_sub_epi32(_mm512_slli_epi32::<3>(lines), counts_word);
+                let word = _mm512_add_epi32(
+                    counts_word,
+                    _mm512_srli_epi32::<{ STRIDE }>(_mm512_mullo_epi32(span, p)),
+                );
+                let mut at = [0u32; LANES];
+                // SAFETY: `at` holds 16 u32s (unaligned store).
+                unsafe {
+                    _mm512_storeu_si512(
+                        at.as_mut_ptr() as *mut _,
+                        _mm512_add_epi32(base, _mm512_slli_epi32::<1>(word)),
+                    )
+                };
+                let mut lanes = multi;
+                while lanes != 0 {
+                    let i = lanes.trailing_zeros() as usize;
+                    lanes &= lanes - 1;
+                    prefetch(halves.wrapping_add(at[i] as usize));
+                }
+            }
             let w2 = _mm512_slli_epi32::<1>(_mm512_srli_epi32::<6>(p));
             let lo_at = _mm512_min_epu32(_mm512_add_epi32(base, w2), last);
             let hi_at = _mm512_min_epu32(_mm512_add_epi32(lo_at, one), last);
@@ -177,4 +250,24 @@ unsafe fn walk<const V: usize>(v: &View<'_>, keys: &[u32; GROUP], out: &mut [u32
         // SAFETY: `out` holds GROUP u32s; the 16 at 16 * j are inside it (unaligned store).
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(LANES * j) as *mut _, nh) };
     }
+}
+
+/// Word `i` (most significant first) of every lane's address: for IPv4 (`W` = 1) the lanes' keys
+/// themselves; for IPv6 `k` holds where each lane's address starts in `words`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn word_of<const W: usize>(words: &[u32], k: __m512i, i: u32) -> __m512i {
+    if W == 1 {
+        return k;
+    }
+    // Lane starts are below 64 * VECS and i < W, so every index is below GROUP * W: inside
+    // `words` (the walk asserted its length).
+    debug_assert!(i < W as u32 && words.len() == GROUP * W);
+    let at = _mm512_min_epu32(
+        _mm512_add_epi32(k, _mm512_set1_epi32(i as i32)),
+        _mm512_set1_epi32((words.len() - 1) as i32),
+    );
+    // SAFETY: every index is clamped to the slice's last word; a gather of u32s from a live
+    // slice.
+    unsafe { _mm512_i32gather_epi32::<4>(at, words.as_ptr() as *const i32) }
 }
