@@ -172,7 +172,7 @@ impl<K: Key> LpmTable<K> {
         let arena = zeroed_u64(lines * LINE + LINE);
         let skew = (arena.as_ptr() as usize).wrapping_neg() % 64 / 8;
         #[cfg(target_arch = "x86_64")]
-        let vector = (K::BITS == 32 || direct_bits % 8 == 0)
+        let vector = (K::BITS == 32 || direct_bits.is_multiple_of(8))
             && VECTOR.load(Ordering::Relaxed)
             && avx512::usable(arena.len());
         #[cfg(not(target_arch = "x86_64"))]

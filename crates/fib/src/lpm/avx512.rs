@@ -57,7 +57,7 @@ pub(super) fn lookup_batch<K: Key>(v: &View<'_>, keys: &[K], out: &mut [u32]) {
     if let Some(k4) = K::as_u32s(keys) {
         return batch::<1>(v, k4, out);
     }
-    assert!(K::BITS == 128 && v.direct_bits % 8 == 0);
+    assert!(K::BITS == 128 && v.direct_bits.is_multiple_of(8));
     // IPv6: each address as four 32-bit words, most significant first, a group at a time.
     for (ks, os) in keys.chunks(GROUP).zip(out.chunks_mut(GROUP)) {
         let mut words = [0u32; GROUP * 4];
