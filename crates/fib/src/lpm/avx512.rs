@@ -21,7 +21,7 @@
 use std::arch::x86_64::*;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use super::{prefetch, COUNTS, STRIDE};
+use super::{COUNTS, STRIDE};
 use crate::key::Key;
 
 /// Addresses walked together: four vectors of sixteen.
@@ -125,8 +125,6 @@ unsafe fn walk<const V: usize, const W: usize>(
     let skew2 = _mm512_set1_epi32(2 * v.skew as i32);
     let c31 = _mm512_set1_epi32(31);
     let c63 = _mm512_set1_epi32(63);
-    let three = _mm512_set1_epi32(3);
-    let counts_word = _mm512_set1_epi32(COUNTS as i32);
     let db = v.direct_bits;
 
     // IPv4: each vector's sixteen addresses. IPv6: where each lane's address starts in `words`.
@@ -174,34 +172,8 @@ unsafe fn walk<const V: usize, const W: usize>(
             };
             let base =
                 _mm512_add_epi32(_mm512_slli_epi32::<4>(_mm512_srli_epi32::<3>(e[j])), skew2);
-            // A node of several lines: start loading the line p's entry most likely sits in
-            // (runs spread evenly over the positions; the entry says how many lines the node
-            // spans) beside the bitmap's, as the portable batch does (`prefetch_node`), so that
-            // a right guess saves the entry gather a dependent miss.
-            let lines =
-                _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32::<1>(e[j]), three), one);
-            let multi = m[j] & _mm512_cmpgt_epu32_mask(lines, one);
-            if multi != 0 {
-                let span = _mm512_sub_epi32(_mm512_slli_epi32::<3>(lines), counts_word);
-                let word = _mm512_add_epi32(
-                    counts_word,
-                    _mm512_srli_epi32::<{ STRIDE }>(_mm512_mullo_epi32(span, p)),
-                );
-                let mut at = [0u32; LANES];
-                // SAFETY: `at` holds 16 u32s (unaligned store).
-                unsafe {
-                    _mm512_storeu_si512(
-                        at.as_mut_ptr() as *mut _,
-                        _mm512_add_epi32(base, _mm512_slli_epi32::<1>(word)),
-                    )
-                };
-                let mut lanes = multi;
-                while lanes != 0 {
-                    let i = lanes.trailing_zeros() as usize;
-                    lanes &= lanes - 1;
-                    prefetch(halves.wrapping_add(at[i] as usize));
-                }
-            }
+            // No guessed-line prefetch here (the portable batch has one): tried in 00f3598, it
+            // gained XR-6 3M 3-38% but cost Internet 300k 10-30% (four alternated pairs).
             let w2 = _mm512_slli_epi32::<1>(_mm512_srli_epi32::<6>(p));
             let lo_at = _mm512_min_epu32(_mm512_add_epi32(base, w2), last);
             let hi_at = _mm512_min_epu32(_mm512_add_epi32(lo_at, one), last);
