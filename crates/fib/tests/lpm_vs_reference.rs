@@ -302,15 +302,7 @@ fn seed_tables_batch_matches_single_lookups() {
             scale,
         });
         for direct_bits in [16, 18] {
-            let cfg = LpmConfig {
-                direct_bits,
-                max_routes: routes.len(),
-            };
-            let mut w = LpmWriter::<u32>::new(cfg, EpochDomain::new());
-            for (i, &(p, l)) in routes.iter().enumerate() {
-                w.insert(p, l, 1 + (i as u32 * 7919) % 40_000).unwrap();
-            }
-            w.publish().unwrap();
+            let w = table_of(&routes, direct_bits);
             assert_eq!(w.table().vector_lookups(), vector_cpu);
             // Odd lengths leave a tail shorter than a vector group.
             let probes: Vec<u32> = (0..200_003)
@@ -346,15 +338,7 @@ fn seed_tables_batch_matches_single_lookups() {
         scale: 0.1,
     });
     for direct_bits in [16, 24] {
-        let cfg = LpmConfig {
-            direct_bits,
-            max_routes: routes.len(),
-        };
-        let mut w = LpmWriter::<u128>::new(cfg, EpochDomain::new());
-        for (i, &(p, l)) in routes.iter().enumerate() {
-            w.insert(p, l, 1 + (i as u32 * 7919) % 40_000).unwrap();
-        }
-        w.publish().unwrap();
+        let w = table_of(&routes, direct_bits);
         assert_eq!(w.table().vector_lookups(), vector_cpu);
         let probes: Vec<u128> = (0..100_003)
             .map(|i| {
@@ -377,4 +361,18 @@ fn seed_tables_batch_matches_single_lookups() {
         assert!(hits > probes.len() / 3, "IPv6: {hits} hits");
     }
     eprintln!("vector walk tested: {vector_cpu}");
+}
+
+/// A published table of `routes` (next hops spread over 40,000 ids) at a direct width.
+fn table_of<K: Key>(routes: &[(K, u8)], direct_bits: u32) -> LpmWriter<K> {
+    let cfg = LpmConfig {
+        direct_bits,
+        max_routes: routes.len(),
+    };
+    let mut w = LpmWriter::<K>::new(cfg, EpochDomain::new());
+    for (i, &(p, l)) in routes.iter().enumerate() {
+        w.insert(p, l, 1 + (i as u32 * 7919) % 40_000).unwrap();
+    }
+    w.publish().unwrap();
+    w
 }
