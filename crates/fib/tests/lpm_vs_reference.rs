@@ -164,13 +164,7 @@ proptest! {
 fn lookups_during_publishing_see_old_or_new_never_torn() {
     let epoch = EpochDomain::new();
     let mut w = LpmWriter::<u32>::new(LpmConfig::v4(100_000), epoch.clone());
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rnd = xorshift(0x9E37_79B9_7F4A_7C15);
     // Set A and set B: the same prefixes with different next hops, plus prefixes only in one set.
     let mut common = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -288,13 +282,7 @@ fn seed_tables_batch_matches_single_lookups() {
         is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vpopcntdq");
     #[cfg(not(target_arch = "x86_64"))]
     let vector_cpu = false;
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut rnd = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rnd = xorshift(0x2545_F491_4F6C_DD1D);
     for (profile, scale) in [(Profile::Internet, 0.1), (Profile::Xr6, 0.2)] {
         let routes = gen::v4(&Spec {
             profile,
@@ -375,4 +363,14 @@ fn table_of<K: Key>(routes: &[(K, u8)], direct_bits: u32) -> LpmWriter<K> {
     }
     w.publish().unwrap();
     w
+}
+
+/// A small deterministic generator (xorshift64) for the tests' addresses.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
 }
