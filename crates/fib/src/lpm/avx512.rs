@@ -1,7 +1,9 @@
-//! IPv4 lookups sixteen at a time: the same walk as [`LpmTable::lookup`](super::LpmTable::lookup)
+//! Lookups sixteen at a time: the same walk as [`LpmTable::lookup`](super::LpmTable::lookup)
 //! done by AVX-512 gathers, one lane per address, for CPUs that have AVX-512 F and VPOPCNTDQ
-//! (Intel from Ice Lake, AMD from Zen 4). The portable batch stays for every other CPU and for
-//! IPv6.
+//! (Intel from Ice Lake, AMD from Zen 4). IPv4 reads the addresses in place; IPv6 copies each
+//! group into 32-bit words and gathers a node's position as one byte of them, so its direct
+//! stage must end on a byte (the production 24 bits do). The portable batch stays for every
+//! other CPU.
 //!
 //! Reads the table's direct stage and arena (nothing else); writes only `out`.
 //!
