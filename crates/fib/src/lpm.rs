@@ -18,9 +18,9 @@
 //! their own) a lookup that ends one node down reads two lines, not three dependent ones, and
 //! the batch steps only the lookups still walking; see [`LpmTable::lookup_batch`].
 //!
-//! Batches. Where the CPU has AVX-512 (F and VPOPCNTDQ), an IPv4 batch walks sixteen addresses
-//! per vector with gathers (module `avx512`): the same steps, 3-4x the portable batch's rate on a
-//! CPU whose caches hold the table (the portable batch is bound by its instructions there).
+//! Batches. Where the CPU has AVX-512 (F and VPOPCNTDQ), a batch walks sixteen addresses per
+//! vector with gathers (module `avx512`): the same steps; for IPv4 2-4x the portable batch's rate
+//! on a CPU whose caches hold the table (the portable batch is bound by its instructions there).
 //!
 //! Updates. The control plane owns an [`LpmWriter`]: it keeps the routes, and on `publish` rebuilds
 //! the block of every direct slot the changes touched into a freshly allocated range of the arena,
@@ -142,7 +142,7 @@ pub struct LpmTable<K: Key> {
     /// Words from the arena's start to its first 64-byte boundary: line `l` starts at word
     /// `skew + l * LINE`. (The allocator aligns to 16 bytes; a node must not straddle lines.)
     skew: usize,
-    /// Whether `lookup_batch` walks sixteen IPv4 addresses at a time (module `avx512`).
+    /// Whether `lookup_batch` walks sixteen addresses at a time (module `avx512`).
     vector: bool,
     _key: std::marker::PhantomData<K>,
 }
@@ -172,9 +172,8 @@ impl<K: Key> LpmTable<K> {
         let arena = zeroed_u64(lines * LINE + LINE);
         let skew = (arena.as_ptr() as usize).wrapping_neg() % 64 / 8;
         #[cfg(target_arch = "x86_64")]
-        let vector = (K::BITS == 32 || direct_bits.is_multiple_of(8))
-            && VECTOR.load(Ordering::Relaxed)
-            && avx512::usable(arena.len());
+        let vector =
+            (K::BITS == 32 || direct_bits.is_multiple_of(8)) && avx512::usable(arena.len());
         #[cfg(not(target_arch = "x86_64"))]
         let vector = false;
         Self {
@@ -251,9 +250,10 @@ impl<K: Key> LpmTable<K> {
     /// two groups ahead), 93-98; a per-address software pipeline, 81-88. Prefetching only a
     /// node's first line instead of two cost 10-20%.
     ///
-    /// On a CPU with AVX-512 (F and VPOPCNTDQ) an IPv4 table walks sixteen addresses per vector
-    /// instead ([`avx512`]); the answers are the same (the property tests compare both paths
-    /// with the reference engine wherever the CPU has it).
+    /// On a CPU with AVX-512 (F and VPOPCNTDQ) the table walks sixteen addresses per vector
+    /// instead (module `avx512`; IPv6 tables whose direct stage ends on a byte); the answers are
+    /// the same (the property tests compare both paths with the reference engine wherever the
+    /// CPU has it).
     pub fn lookup_batch(&self, keys: &[K], out: &mut [u32]) {
         #[cfg(target_arch = "x86_64")]
         if self.vector {
@@ -268,7 +268,8 @@ impl<K: Key> LpmTable<K> {
         self.lookup_batch_scalar(keys, out)
     }
 
-    /// The portable batch (what `lookup_batch` does without AVX-512, and for IPv6).
+    /// The portable batch (what `lookup_batch` does without AVX-512; benchmarks measure it beside
+    /// the vector walk).
     pub fn lookup_batch_scalar(&self, keys: &[K], out: &mut [u32]) {
         const GROUP: usize = 32;
         assert!(out.len() >= keys.len());
@@ -325,14 +326,6 @@ impl<K: Key> LpmTable<K> {
     pub fn vector_lookups(&self) -> bool {
         self.vector
     }
-}
-
-static VECTOR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-/// Whether IPv4 tables created from now on take the AVX-512 walk where the CPU has it (on by
-/// default). Benchmarks turn it off to measure the portable path alone.
-pub fn set_vector_lookups(on: bool) {
-    VECTOR.store(on, Ordering::Relaxed);
 }
 
 /// An entry pointing to the arena's line 0: what the batch prefetches, instead of branching, for
