@@ -348,7 +348,8 @@ fn bench_family<K: Key>(
     Ok(rows)
 }
 
-/// Replaces next hops of existing routes (a BGP churn pattern), in batches of 10,000 with a
+/// Replaces next hops of existing routes (a BGP churn pattern), in batches of 9,984 (312 runs of
+/// 32) with a
 /// publish after each, for `seconds`; returns updates per second. A reader is registered and
 /// quiescent between batches, as a worker would be, so reclamation runs as in service. Inserts
 /// go in runs of 32, each run's misses started first, as the router's FPM path applies zebra's
