@@ -40,7 +40,7 @@ pub struct Row {
     pub bytes: usize,
     pub build_s: f64,
     pub hits: u64,
-    /// Route replacements per second into the live table, published in batches of 10,000
+    /// Route replacements per second into the live table, published in batches of 9,984
     /// (Linerate only).
     pub updates_per_s: f64,
 }
@@ -349,8 +349,7 @@ fn bench_family<K: Key>(
 }
 
 /// Replaces next hops of existing routes (a BGP churn pattern), in batches of 9,984 (312 runs of
-/// 32) with a
-/// publish after each, for `seconds`; returns updates per second. A reader is registered and
+/// 32) with a publish after each, for `seconds`; returns updates per second. A reader is registered and
 /// quiescent between batches, as a worker would be, so reclamation runs as in service. Inserts
 /// go in runs of 32, each run's misses started first, as the router's FPM path applies zebra's
 /// changes.
