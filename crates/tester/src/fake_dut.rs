@@ -90,7 +90,22 @@ pub struct DutStats {
     pub dropped: u64,
     pub flooded: u64,
     pub learned: usize,
+    /// Frames held back to be reordered (`Faults::reorder_every`).
+    pub held: u64,
+    /// Held frames that went out alone because nothing followed them within a millisecond (the
+    /// last frame of a trial, or the tester stalled): these arrive in order.
+    pub held_sent_alone: u64,
+    /// Times the device's thread lost its core (a loop gap over `STALL_NS`) while frames were
+    /// waiting, the longest such gap and their sum: timing measured across a long one is the
+    /// host's, not the device's.
+    pub stalls: u64,
+    pub longest_stall_ns: u64,
+    pub stalled_ns: u64,
 }
+
+/// A gap between two turns of the device's loop longer than this is a stall: a turn takes
+/// microseconds, and this VM's host takes a core away for 1-3 ms several times a second.
+pub const STALL_NS: u64 = 1_000_000;
 
 pub struct FakeDut {
     stop: Arc<AtomicBool>,
@@ -210,7 +225,11 @@ impl Device {
     fn run(mut self, stop: &AtomicBool) -> DutStats {
         let mut v = Vec::with_capacity(256);
         let mut idle_since = self.control.now_ns();
+        let mut last_turn = idle_since;
         while !stop.load(Ordering::Relaxed) {
+            let turn = self.control.now_ns();
+            let gap = turn - last_turn;
+            last_turn = turn;
             let mut got = 0;
             for p in 0..self.rx.len() {
                 v.clear();
@@ -219,6 +238,11 @@ impl Device {
                     self.frame(p, b);
                 }
             }
+            if gap > STALL_NS && got > 0 {
+                self.stats.stalls += 1;
+                self.stats.longest_stall_ns = self.stats.longest_stall_ns.max(gap);
+                self.stats.stalled_ns += gap;
+            }
             let now = self.control.now_ns();
             self.release(now);
             if got == 0 {
@@ -226,12 +250,15 @@ impl Device {
                     // Nothing came for a millisecond: a held (reordered) frame goes out alone.
                     for p in 0..self.held.len() {
                         if let Some(b) = self.held[p].take() {
+                            self.stats.held_sent_alone += 1;
                             self.queue(p, b, now);
                         }
                     }
                     self.release(now);
                 }
-                std::hint::spin_loop();
+                // Between frames the core goes to whoever else wants it: the tester's thread
+                // and the kernel share two cores with this one on the machines it runs on.
+                std::thread::yield_now();
             } else {
                 idle_since = now;
             }
@@ -363,6 +390,7 @@ impl Device {
             }
         }
         if reorder && self.held[last].is_none() {
+            self.stats.held += 1;
             self.held[last] = Some(b);
             return;
         }
