@@ -31,9 +31,9 @@ pub struct Opts {
     /// Each worker replays frames to itself instead of a tester thread feeding mem rings: for
     /// measuring how workers scale when there is no spare core for a generator.
     pub replay: bool,
-    /// The ME 6524 services on both ports: a 10,000-line ACL in, a 500-line QoS policy that
-    /// re-marks every packet, flow accounting in and out (see [`services_config`]).
-    pub services: bool,
+    /// Which of the ME 6524 services are on, on both ports: a 10,000-line ACL in, a 500-line
+    /// QoS policy that re-marks every packet, flow accounting in (see [`services_config`]).
+    pub services: Services,
     /// Distinct flows (5-tuples) in the traffic; a flow cache sized for them with `services`.
     pub flows: usize,
     /// Switch instead of routing (0: route): p0 and p1 are the members of one bridge domain
@@ -184,6 +184,61 @@ pub(crate) fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
     f
 }
 
+/// Which services a run binds (each alone, for where the cost goes, or all three as the ME 6524
+/// ran them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Services {
+    pub acl: bool,
+    pub qos: bool,
+    pub flow: bool,
+}
+
+impl Services {
+    pub const ALL: Services = Services {
+        acl: true,
+        qos: true,
+        flow: true,
+    };
+
+    pub fn any(self) -> bool {
+        self.acl || self.qos || self.flow
+    }
+
+    /// `all`, or a comma-separated list of `acl`, `qos` and `flow` (or `netflow`).
+    pub fn parse(s: &str) -> std::result::Result<Services, String> {
+        let mut v = Services::default();
+        for w in s.split(',').map(str::trim) {
+            match w {
+                "all" => v = Services::ALL,
+                "acl" => v.acl = true,
+                "qos" => v.qos = true,
+                "flow" | "netflow" => v.flow = true,
+                other => {
+                    return Err(format!(
+                        "unknown service '{other}' (all, or a list of acl, qos, flow)"
+                    ))
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// How a report names the selection.
+    pub fn describe(self) -> String {
+        let mut parts = Vec::new();
+        if self.acl {
+            parts.push("10,000-line ACL");
+        }
+        if self.qos {
+            parts.push("500-line QoS");
+        }
+        if self.flow {
+            parts.push("NetFlow on every packet");
+        }
+        parts.join(", ")
+    }
+}
+
 /// The services of the ME 6524 report's runs, against this benchmark's traffic (UDP from
 /// 192.0.2.2, source ports 1024..5119, destination port 5000, destinations in the table):
 /// - a 10,000-line ACL of L2, L3 and L4 entries that the traffic never matches, some near misses
@@ -192,6 +247,8 @@ pub(crate) fn frame(dst: u32, size: usize, flow: u16) -> Vec<u8> {
 /// - a 500-line QoS policy whose last line is the one the traffic matches, re-marking DSCP;
 /// - flow accounting on every packet (ingress on both ports: each packet is one record's), exported
 ///   as NetFlow v9 to the discard port.
+///
+/// Returns the config's services section; [`services_binding`] gives the interfaces' part.
 pub fn services_config(dir: &std::path::Path, flows: usize) -> std::io::Result<String> {
     let mut rng = SmallRng::seed_from_u64(11);
     let mut acl = std::io::BufWriter::new(std::fs::File::create(dir.join("services.acl"))?);
@@ -266,6 +323,21 @@ flow-export: {{ version: 9, collectors: ["127.0.0.1:9"], cache-size: {cache} }}
 "#,
         cache = (flows + flows / 10).max(1 << 16)
     ))
+}
+
+/// The end of an interface's line in the benchmark's config binding `which` services.
+pub fn services_binding(which: Services) -> String {
+    let mut s = String::new();
+    if which.acl {
+        s.push_str(", acl-in: SERVICES");
+    }
+    if which.qos {
+        s.push_str(", qos-in: remark");
+    }
+    if which.flow {
+        s.push_str(", flow: in");
+    }
+    s + " }"
 }
 
 /// The switching run (`bridge_macs` > 0): known unicast to a table of that many hosts,
@@ -473,12 +545,18 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
     let mut text = CONFIG
         .replace("WORKERS", &o.workers.to_string())
         .replace("CORES", &cores.join(", "));
-    if o.services {
-        text = text.replace(
-            " SERVICES }",
-            ", acl-in: SERVICES, qos-in: remark, flow: in }",
-        );
-        text.push_str(&services_config(dir, o.flows).map_err(|e| e.to_string())?);
+    if o.services.any() {
+        text = text.replace(" SERVICES }", &services_binding(o.services));
+        let mut extra = services_config(dir, o.flows).map_err(|e| e.to_string())?;
+        if !o.services.flow {
+            // No exporter either: a flow cache nobody feeds would still be built and swept.
+            extra = extra
+                .lines()
+                .filter(|l| !l.starts_with("flow-export:"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
+        text.push_str(&extra);
     } else {
         text = text.replace(" SERVICES }", " }");
     }

@@ -54,6 +54,9 @@ pub struct Meta {
     /// The traffic class QoS chose for labels pushed on this packet, plus one; 0: the labels
     /// carry the IP precedence. Set by a QoS class's `set exp`, read where labels are pushed.
     pub exp: u8,
+    /// Set where the packet was accounted to the flow cache on the way in (or its turn passed
+    /// by sampling), so that no later stage accounts it in again; see `feature::output::needed`.
+    pub flowed: bool,
     /// For a packet a VPN label popped into a VRF (it then arrives on the VRF's MPLS
     /// interface): the interface the labelled frame came in by, plus one, whose input features
     /// it takes and whose flows it is accounted to; 0 for every other packet. See
@@ -152,6 +155,7 @@ impl PktBuf {
         m.hop_done = false;
         m.l2_group = false;
         m.exp = 0;
+        m.flowed = false;
         m.labelled_on = 0;
         m.rx_ns = 0;
     }

@@ -398,9 +398,10 @@ enum BenchCmd {
         #[arg(long)]
         replay: bool,
         /// The ME 6524 services on both ports: a 10,000-line ACL, a 500-line re-marking QoS
-        /// policy, NetFlow in and out.
-        #[arg(long)]
-        services: bool,
+        /// policy and NetFlow in (--services alone: all three), or some of them: a list of
+        /// acl, qos, flow.
+        #[arg(long, num_args = 0..=1, default_missing_value = "all", value_name = "LIST")]
+        services: Option<String>,
         /// Distinct flows (5-tuples) in the traffic.
         #[arg(long, default_value_t = 4096)]
         flows: usize,
@@ -472,7 +473,7 @@ fn bench_mpls(
             seconds,
             churn: false,
             replay: true,
-            services: false,
+            services: Default::default(),
             flows: 4096,
             bridge_macs: 0,
             multicast_receivers: 0,
@@ -1304,6 +1305,11 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
             runtime,
             json,
         } => {
+            let services = match services.as_deref().map(bench::forward::Services::parse) {
+                None => bench::forward::Services::default(),
+                Some(Ok(s)) => s,
+                Some(Err(e)) => return Err(e),
+            };
             if gtp > 0 {
                 outln!(
                     "GGSN with each worker replaying frames to itself: {gtp} PDP contexts, uplink G-PDUs (decapsulated, routed) and downlink packets (encapsulated, routed) in turn, Gn and Gi on two VLANs of one port, {workers} worker(s); frame sizes are the Gi side's"
@@ -1324,20 +1330,21 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 );
             } else {
                 outln!(
-                "Forwarding {}: {} table x{scale}, {workers} worker(s){}",
-                if replay {
-                    "with each worker replaying frames to itself (the path's cost; frames arrive warm)"
-                } else {
-                    "through mem ports from a tester thread"
-                },
-                profile.name(),
-                match (churn, services) {
-                    (true, true) => ", with route churn and services (10,000-line ACL, 500-line QoS, NetFlow on every packet)",
-                    (false, true) => ", with services (10,000-line ACL, 500-line QoS, NetFlow on every packet)",
-                    (true, false) => ", with route churn",
-                    (false, false) => "",
-                }
-            );
+                    "Forwarding {}: {} table x{scale}, {workers} worker(s){}",
+                    if replay {
+                        "with each worker replaying frames to itself (the path's cost; frames arrive warm)"
+                    } else {
+                        "through mem ports from a tester thread"
+                    },
+                    profile.name(),
+                    match (churn, services.any()) {
+                        (true, true) =>
+                            format!(", with route churn and services ({})", services.describe()),
+                        (false, true) => format!(", with services ({})", services.describe()),
+                        (true, false) => ", with route churn".into(),
+                        (false, false) => String::new(),
+                    }
+                );
             }
             outln!(
                 "{:>6} {:>9} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>6}",
@@ -1387,7 +1394,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                 for (name, n) in &r.drops {
                     outln!("       router drops: {name} {n}");
                 }
-                if services {
+                if services.flow {
                     outln!(
                         "       flow cache: {} flows held, {} evicted early ({} flows offered)",
                         r.flows_in_cache,
@@ -1432,7 +1439,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                         serde_json::json!({"bench": "forward", "name": format!("{size}b-{workers}t{workers}c-ip4{}x{scale}-mem", profile.name()),
                             "frame": size, "workers": workers, "routes": r.routes, "mpps": r.mpps, "sent": r.sent, "received": r.received,
                             "lost": r.lost, "busy_ns_per_packet": r.busy_ns_per_packet, "cycles_per_packet": r.cycles_per_packet,
-                            "updates": r.updates, "updates_per_s": r.updates_per_s, "services": services,
+                            "updates": r.updates, "updates_per_s": r.updates_per_s, "services": services.describe(),
                             "flows": flows, "flows_in_cache": r.flows_in_cache, "flows_evicted": r.flows_evicted,
                             "nodes": nodes})
                     );

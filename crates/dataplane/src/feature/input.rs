@@ -6,7 +6,9 @@
 //! Work is done per run of packets from one interface (a vector usually is one run): the keys of
 //! the run are extracted once and each classifier is asked for the whole run in one batch.
 //! Ingress flow accounting waits for the forwarding decision (a record carries its output
-//! interface), so it happens in [`super::output`].
+//! interface): the keys stay in `Ctx::fkeys` at their packets' places in the vector, and the
+//! forward node accounts the flows right after its route lookup ([`super::output::account`]),
+//! so a packet is parsed once for the ACL, QoS and its flow.
 
 use classify::{Key, NO_MATCH};
 
@@ -27,10 +29,21 @@ pub(crate) enum Fate {
 }
 
 /// Runs the input features over `good` (with `keys`, its route lookup keys, kept in step) and
-/// removes the packets they drop. `v6` says which family the vector is.
-pub fn run<K: Copy>(ctx: &mut Ctx, t: &Tables, good: &mut Vec<PktBuf>, keys: &mut [K], v6: bool) {
+/// removes the packets they drop. `v6` says which family the vector is. True if some packet's
+/// arrival interface accounts flows in: then the classification keys of those packets are in
+/// `ctx.fkeys` at their places in `good`, for the forward node to account them after its lookup.
+pub fn run<K: Copy>(
+    ctx: &mut Ctx,
+    t: &Tables,
+    good: &mut Vec<PktBuf>,
+    keys: &mut [K],
+    v6: bool,
+) -> bool {
     let n = good.len();
     let mut fate = [Fate::Pass; VECTOR];
+    let mut fkeys = std::mem::take(&mut ctx.fkeys);
+    let flows_on = ctx.flows.is_some();
+    let mut flows = false;
     let mut a = 0;
     while a < n {
         // The arrival interface's arc; for a packet popped into a VRF, the core interface's.
@@ -40,12 +53,16 @@ pub fn run<K: Copy>(ctx: &mut Ctx, t: &Tables, good: &mut Vec<PktBuf>, keys: &mu
             b += 1;
         }
         if let Some(f) = t.features.get(rx_if as usize).and_then(|f| f.as_deref()) {
-            run_interface(ctx, t, f, &mut good[a..b], &mut fate[a..b], rx_if, v6);
+            let flow = f.flow_in && flows_on;
+            let run = (&mut good[a..b], &mut fate[a..b], &mut fkeys[a..b]);
+            run_interface(ctx, t, f, run, rx_if, v6, flow);
+            flows |= flow;
         }
         a = b;
     }
     if fate[..n].iter().all(|f| *f == Fate::Pass) {
-        return;
+        ctx.fkeys = fkeys;
+        return flows;
     }
     // Compact the survivors and their lookup keys in place (in order), the dropped to the end;
     // no allocation.
@@ -55,6 +72,9 @@ pub fn run<K: Copy>(ctx: &mut Ctx, t: &Tables, good: &mut Vec<PktBuf>, keys: &mu
             good.swap(kept, i);
             fate.swap(kept, i);
             keys[kept] = keys[i];
+            if flows {
+                fkeys[kept] = fkeys[i];
+            }
             kept += 1;
         }
     }
@@ -63,40 +83,48 @@ pub fn run<K: Copy>(ctx: &mut Ctx, t: &Tables, good: &mut Vec<PktBuf>, keys: &mu
             ctx.drop(p, why);
         }
     }
+    ctx.fkeys = fkeys;
+    flows
 }
 
+/// One interface's input arc over a run of its packets (`pkts`, their fates and their
+/// classification keys, in step). `flow`: the interface accounts flows in, so the keys are
+/// wanted after the run even if no classifier asks for them.
 fn run_interface(
     ctx: &mut Ctx,
     t: &Tables,
     f: &IfFeatures,
-    pkts: &mut [PktBuf],
-    fate: &mut [Fate],
+    (pkts, fate, keys): (&mut [PktBuf], &mut [Fate], &mut [Key]),
     rx_if: u32,
     v6: bool,
+    flow: bool,
 ) {
     let mut keyed = false;
     for step in f.input.iter() {
         match step {
             Step::Acl(acl) => {
-                extract_keys(ctx, pkts, &mut keyed);
-                apply_acl(ctx, acl, pkts, fate, rx_if, true);
+                extract_keys(keys, pkts, &mut keyed);
+                apply_acl(ctx, acl, pkts, keys, fate, rx_if, true);
             }
             Step::Qos(q) => {
-                extract_keys(ctx, pkts, &mut keyed);
-                apply_qos(ctx, q, pkts, fate);
+                extract_keys(keys, pkts, &mut keyed);
+                apply_qos(ctx, q, pkts, keys, fate);
             }
             Step::Urpf(mode) => urpf(t, *mode, pkts, fate, rx_if, v6),
-            // Accounted in output-features, where the output interface is known.
+            // Accounted by the forward node after its lookup (see the module's comment).
             Step::Flow => {}
         }
     }
+    if flow {
+        extract_keys(keys, pkts, &mut keyed);
+    }
 }
 
-/// The classification keys of `pkts`, into `ctx.fkeys`, once per run.
+/// The classification keys of `pkts`, into `keys`, once per run.
 #[inline]
-pub(super) fn extract_keys(ctx: &mut Ctx, pkts: &[PktBuf], done: &mut bool) {
+pub(super) fn extract_keys(keys: &mut [Key], pkts: &[PktBuf], done: &mut bool) {
     if !*done {
-        for (k, p) in ctx.fkeys.iter_mut().zip(pkts.iter()) {
+        for (k, p) in keys.iter_mut().zip(pkts.iter()) {
             *k = classify::extract(p.data());
         }
         *done = true;
@@ -160,20 +188,20 @@ pub fn urpf_ok(t: &Tables, nh: u32, rx_if: u32, mode: Urpf) -> bool {
     }
 }
 
-/// Classifies `pkts` (keys in `ctx.fkeys`) against `acl`, counts hits, logs what asks to be
+/// Classifies `pkts` (their keys in `keys`) against `acl`, counts hits, logs what asks to be
 /// logged and marks denied packets. Shared by both directions.
 pub(super) fn apply_acl(
     ctx: &mut Ctx,
     acl: &Acl,
     pkts: &[PktBuf],
+    keys: &[Key],
     fate: &mut [Fate],
     ifx: u32,
     ingress: bool,
 ) {
     let n = pkts.len();
     let mut res = [0u32; VECTOR];
-    acl.classifier
-        .classify_batch(&ctx.fkeys[..n], &mut res[..n]);
+    acl.classifier.classify_batch(&keys[..n], &mut res[..n]);
     // Hits are bumped once per run of equal results: a vector is usually one flow or a few.
     let mut run = (u32::MAX, 0u64);
     for i in 0..n {
@@ -202,7 +230,7 @@ pub(super) fn apply_acl(
                 &acl.lists[e.list as usize],
                 seq,
                 e.permit,
-                &ctx.fkeys[i],
+                &keys[i],
                 ifx,
                 ingress,
                 ctx.now_ns,
@@ -226,12 +254,18 @@ fn flush_hits(acl: &Acl, (r, count): (u32, u64)) {
 }
 
 /// Classifies `pkts` against the policy, counts each class, re-marks and polices. Shared by both
-/// directions; keys are in `ctx.fkeys` and are updated with the new DSCP (flow records show the
+/// directions; `keys` are the packets' and are updated with the new DSCP (flow records show the
 /// marking the packet leaves with).
-pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut [Fate]) {
+pub(super) fn apply_qos(
+    ctx: &mut Ctx,
+    q: &Qos,
+    pkts: &mut [PktBuf],
+    keys: &mut [Key],
+    fate: &mut [Fate],
+) {
     let n = pkts.len();
     let mut res = [0u32; VECTOR];
-    q.classifier.classify_batch(&ctx.fkeys[..n], &mut res[..n]);
+    q.classifier.classify_batch(&keys[..n], &mut res[..n]);
     let now = ctx.clock_ns;
     // Class counters are shared by the workers serving the interface: bumped once per run.
     let mut run = (u16::MAX, 0u64, 0u64);
@@ -258,7 +292,7 @@ pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut 
         run.1 += 1;
         run.2 += bytes as u64;
         if let Some(d) = c.set_dscp {
-            set_dscp(p, l3, d, &mut ctx.fkeys[i]);
+            set_dscp(p, l3, d, &mut keys[i]);
         }
         if let Some(cos) = c.set_cos {
             mark::set_pcp(p.data_mut(), cos);
@@ -268,7 +302,7 @@ pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut 
             p.meta_mut().exp = exp + 1;
         }
         if let Some(pol) = &c.policer {
-            let pre = dscp_color(ctx.fkeys[i].get(classify::Dim::Dscp) as u8);
+            let pre = dscp_color(keys[i].get(classify::Dim::Dscp) as u8);
             // One lock per run of packets of one class, not one per packet.
             if guard.as_ref().is_none_or(|g| g.0 != class) {
                 guard = Some((class, pol.lock()));
@@ -277,7 +311,7 @@ pub(super) fn apply_qos(ctx: &mut Ctx, q: &Qos, pkts: &mut [PktBuf], fate: &mut 
             let (_, verdict) = g.police(now, bytes as u32, pre);
             match verdict {
                 Verdict::Transmit => {}
-                Verdict::SetDscpTransmit(d) => set_dscp(p, l3, d, &mut ctx.fkeys[i]),
+                Verdict::SetDscpTransmit(d) => set_dscp(p, l3, d, &mut keys[i]),
                 Verdict::SetPcpTransmit(cos) => {
                     mark::set_pcp(p.data_mut(), cos);
                 }

@@ -118,9 +118,10 @@ fn run_interface(
         return;
     }
     let mut keyed = false;
-    extract_keys(ctx, pkts, &mut keyed);
+    let mut keys = std::mem::take(&mut ctx.fkeys);
+    extract_keys(&mut keys, pkts, &mut keyed);
     if side != Side::Transit {
-        for ((k, fate), p) in ctx.fkeys.iter().zip(fate.iter_mut()).zip(pkts.iter_mut()) {
+        for ((k, fate), p) in keys.iter().zip(fate.iter_mut()).zip(pkts.iter_mut()) {
             let et = k.get(classify::Dim::EtherType);
             if et != classify::rule::ETHERTYPE_IPV4 && et != classify::rule::ETHERTYPE_IPV6 {
                 *fate = Fate::Bypass;
@@ -134,15 +135,33 @@ fn run_interface(
     }
     for step in f.input.iter() {
         match step {
-            Step::Acl(acl) if side != Side::Transit => apply_acl(ctx, acl, pkts, fate, rx_if, true),
-            Step::Qos(q) => apply_qos(ctx, q, pkts, fate),
+            Step::Acl(acl) if side != Side::Transit => {
+                apply_acl(ctx, acl, pkts, &keys, fate, rx_if, true)
+            }
+            Step::Qos(q) => apply_qos(ctx, q, pkts, &mut keys, fate),
             // See the module's comment.
             Step::Acl(_) | Step::Urpf(_) | Step::Flow => {}
         }
     }
-    if !(f.flow_in && ctx.flows.is_some()) {
-        return;
+    if f.flow_in && ctx.flows.is_some() {
+        account_in(ctx, t, m, side, pkts, &keys, fate, rx_if);
     }
+    ctx.fkeys = keys;
+}
+
+/// Ingress flow accounting of a run from `rx_if` (an attachment circuit's frames going onto
+/// their pseudowire, or a pseudowire's handed to their circuit).
+#[allow(clippy::too_many_arguments)]
+fn account_in(
+    ctx: &mut Ctx,
+    t: &Tables,
+    m: &Mpls,
+    side: Side,
+    pkts: &mut [PktBuf],
+    keys: &[classify::Key],
+    fate: &[Fate],
+    rx_if: u32,
+) {
     match side {
         Side::Imposition => {
             // One circuit, one pseudowire: one output interface for the run.
@@ -152,7 +171,7 @@ fn run_interface(
                 .map_or(crate::tables::NO_IF, |p| {
                     super::output::tx_if_of(t, crate::node::resolve(t, p.nh, || 0).0).0
                 });
-            super::output::account(ctx, t, pkts, fate, |_| tx_if, false);
+            super::output::account(ctx, t, pkts, keys, fate, |_| tx_if, false);
         }
         Side::Disposition => {
             let ac = |p: &PktBuf| {
@@ -160,7 +179,7 @@ fn run_interface(
                     .get(p.meta().next_hop as usize)
                     .map_or(crate::tables::NO_IF, |pw| pw.ac_if)
             };
-            super::output::account(ctx, t, pkts, fate, ac, false);
+            super::output::account(ctx, t, pkts, keys, fate, ac, false);
         }
         Side::Transit => {}
     }

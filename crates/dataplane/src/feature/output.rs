@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use classify::{Dim, Key};
 use flow::{Direction, FlowCache, FlowKey, FlowRecord};
 
-use super::input::{apply_acl, apply_qos, Fate};
+use super::input::{apply_acl, apply_qos, extract_keys, Fate};
 use super::{FlowShared, Step};
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
@@ -112,11 +112,15 @@ impl WorkerFlows {
     }
 }
 
-/// Does a packet from `rx_if` to `tx_if` need the output stage?
+/// Does packet `b` leaving by `tx_if` need the output stage? It does if that interface has
+/// output features, or if the one it came in by (`Meta::arc_if`) accounts flows in and the
+/// packet was not accounted yet (`Meta::flowed`).
 #[inline(always)]
-pub fn needed(t: &Tables, rx_if: u32, tx_if: u32) -> bool {
+pub fn needed(t: &Tables, b: &PktBuf, tx_if: u32) -> bool {
     let f = |i: u32| t.features.get(i as usize).and_then(|f| f.as_deref());
-    f(tx_if).is_some_and(|f| f.has_output()) || f(rx_if).is_some_and(|f| f.flow_in)
+    let m = b.meta();
+    f(tx_if).is_some_and(|f| f.has_output())
+        || !m.flowed && f(m.arc_if()).is_some_and(|f| f.flow_in)
 }
 
 /// Runs the output features over `pkts`, draining it.
@@ -180,16 +184,17 @@ pub(super) fn tx_if_of(t: &Tables, nh: u32) -> (u32, u16) {
 fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fate], tx_if: u32) {
     let n = pkts.len();
     let mut keyed = false;
+    let mut keys = std::mem::take(&mut ctx.fkeys);
     let out = t.features.get(tx_if as usize).and_then(|f| f.as_deref());
     for step in out.map_or(&[][..], |f| &f.output[..]) {
         match step {
             Step::Acl(acl) => {
-                super::input::extract_keys(ctx, pkts, &mut keyed);
-                apply_acl(ctx, acl, pkts, &mut fate[..n], tx_if, false);
+                extract_keys(&mut keys, pkts, &mut keyed);
+                apply_acl(ctx, acl, pkts, &keys, &mut fate[..n], tx_if, false);
             }
             Step::Qos(q) => {
-                super::input::extract_keys(ctx, pkts, &mut keyed);
-                apply_qos(ctx, q, pkts, &mut fate[..n]);
+                extract_keys(&mut keys, pkts, &mut keyed);
+                apply_qos(ctx, q, pkts, &mut keys, &mut fate[..n]);
             }
             // Never on an output arc (refused when the arc is built).
             Step::Urpf(_) => {}
@@ -198,26 +203,23 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
         }
     }
     if ctx.flows.is_some() {
-        super::input::extract_keys(ctx, pkts, &mut keyed);
-        account(
-            ctx,
-            t,
-            pkts,
-            fate,
-            |_| tx_if,
-            out.is_some_and(|f| f.flow_out),
-        );
+        extract_keys(&mut keys, pkts, &mut keyed);
+        let out_flow = out.is_some_and(|f| f.flow_out);
+        account(ctx, t, pkts, &keys, fate, |_| tx_if, out_flow);
     }
+    ctx.fkeys = keys;
 }
 
 /// Accounts the packets of `pkts` that passed (`fate`) to the flow caches: ingress where their
-/// arrival interface (`Meta::arc_if`) has `flow: in`, egress where `out_flow` (the output
-/// interface has `flow: out`). `tx_if` gives a packet's output interface (the record's). Keys
-/// are in `ctx.fkeys`.
-pub(super) fn account(
+/// arrival interface (`Meta::arc_if`) has `flow: in` and they were not accounted in yet
+/// (`Meta::flowed`; the forward nodes account most packets right after their lookup, and
+/// mark them), egress where `out_flow` (the output interface has `flow: out`). `tx_if` gives a
+/// packet's output interface (the record's); `keys` are the packets' classification keys.
+pub(crate) fn account(
     ctx: &mut Ctx,
     t: &Tables,
-    pkts: &[PktBuf],
+    pkts: &mut [PktBuf],
+    keys: &[Key],
     fate: &[Fate],
     tx_if: impl Fn(&PktBuf) -> u32,
     out_flow: bool,
@@ -232,21 +234,23 @@ pub(super) fn account(
             if fate[i] != Fate::Pass {
                 continue;
             }
-            let p = &pkts[i];
+            let p = &mut pkts[i];
             // The arrival interface's `flow: in` decides (the core interface's for a packet a
             // VPN label popped into a VRF); the record names the interface the packet entered
             // its table by: for such a packet the VRF's MPLS interface, one per VRF, so that
             // VPNs reusing addresses keep their flows apart (a record has no VRF field).
             let arc_if = p.meta().arc_if();
             let rx_if = p.meta().rx_if;
-            let in_flow = t
-                .features
-                .get(arc_if as usize)
-                .and_then(|f| f.as_deref())
-                .is_some_and(|f| f.flow_in);
+            let in_flow = !p.meta().flowed
+                && t.features
+                    .get(arc_if as usize)
+                    .and_then(|f| f.as_deref())
+                    .is_some_and(|f| f.flow_in);
             if !in_flow && !out_flow {
                 continue;
             }
+            // Sampled or not, the packet has had its turn in: no later stage accounts it in.
+            p.meta_mut().flowed |= in_flow;
             if fl.skip > 0 {
                 fl.skip -= 1;
                 continue;
@@ -254,7 +258,7 @@ pub(super) fn account(
             fl.skip = fl.shared.sampling.saturating_sub(1);
             let l3 = p.meta().l3_off as usize;
             let bytes = l3_len(&p.data()[l3..]);
-            let k = &ctx.fkeys[i];
+            let k = &keys[i];
             let tcp_flags = k.get(Dim::TcpFlags) as u8;
             let out_if = tx_if(p);
             for (on, dir) in [(in_flow, Direction::Ingress), (out_flow, Direction::Egress)] {
@@ -292,6 +296,44 @@ pub(super) fn account(
         batch.clear();
         fl.batch = batch;
     }
+}
+
+/// Ingress flow accounting in the forward nodes, right after the route lookup: `nhs` are the
+/// packets' next hops, resolved here to an ECMP group's member (by `hash`, as forwarding would
+/// pick it; the forward node then finds it resolved). A packet that leaves by an interface
+/// (directly or over an LSP) is accounted with it as output interface and marked, so the output
+/// stage neither accounts it again nor needs to see it for that; any other (for the router, held
+/// for a neighbour, tunnelled) is left to whoever sends it on. Keys are in `ctx.fkeys`, in step
+/// with `pkts` (see [`super::input::run`]).
+pub(crate) fn account_routed(
+    ctx: &mut Ctx,
+    t: &Tables,
+    pkts: &mut [PktBuf],
+    nhs: &mut [u32],
+    hash: fn(&PktBuf) -> u32,
+) {
+    let n = pkts.len();
+    let mut fate = [Fate::Pass; VECTOR];
+    for i in 0..n {
+        let nh = crate::node::ecmp_member(t, nhs[i], || hash(&pkts[i]));
+        nhs[i] = nh;
+        if tx_if_of(t, nh).0 == crate::tables::NO_IF {
+            fate[i] = Fate::Bypass;
+        } else {
+            pkts[i].meta_mut().next_hop = nh;
+        }
+    }
+    let keys = std::mem::take(&mut ctx.fkeys);
+    account(
+        ctx,
+        t,
+        pkts,
+        &keys[..n],
+        &fate[..n],
+        |p| tx_if_of(t, p.meta().next_hop).0,
+        false,
+    );
+    ctx.fkeys = keys;
 }
 
 /// The IP length of the packet (what NetFlow counts as bytes).
@@ -414,6 +456,70 @@ mod tests {
     };
     use crate::graph::{NodeId, To};
     use crate::mpls::Entry;
+
+    /// Flow records flushed from the harness's cache.
+    fn flushed(h: &mut Harness) -> Vec<flow::FlowRecord> {
+        let mut recs = Vec::new();
+        let fl = h.ctx.flows.as_mut().unwrap();
+        fl.cache.flush(1, &mut |r| recs.push(r));
+        recs.sort_by_key(|r| r.key.dst_port);
+        recs
+    }
+
+    #[test]
+    fn ingress_flows_are_accounted_once_after_the_lookup_and_need_no_output_stage() {
+        let mut h = Harness::new();
+        h.add_flows();
+        // eth0 accounts flows in; eth1, by which 10.1.0.0/24 leaves, has no output features.
+        let in_only = crate::feature::IfFeatures::new(vec![Step::Flow], vec![]).unwrap();
+        let mut all: Vec<_> = (0..h.t.ifs.len()).map(|_| None).collect();
+        all[0] = Some(Arc::new(in_only));
+        h.t.features = all.into_boxed_slice();
+        h.t.any_features = true;
+        let dns = ip4([10, 0, 0, 2], [10, 1, 0, 5], 64);
+        let mut web = dns.clone();
+        web[14 + 20 + 3] = 80;
+        let out = h.push(NodeId::Ip4Forward, 0, &[dns.clone(), web.clone()]);
+        assert_eq!(out.count("tx 1"), 2, "straight to the port");
+        assert!(!out.to.contains_key("output-features"));
+        let recs = flushed(&mut h);
+        let seen: Vec<_> = recs
+            .iter()
+            .map(|r| {
+                (
+                    r.key.dst_port,
+                    r.key.in_if,
+                    r.out_if,
+                    r.packets,
+                    r.key.direction,
+                )
+            })
+            .collect();
+        let ingress = flow::Direction::Ingress;
+        assert_eq!(seen, [(53, 0, 1, 1, ingress), (80, 0, 1, 1, ingress)]);
+
+        // With an output ACL on eth1 both go through the output stage, which must not account
+        // them in again; the denied one was accounted in already (ingress accounting comes
+        // before the egress arc, as on the routers NetFlow comes from).
+        let counters = deny_dns_out(&mut h.t, 1);
+        let mut feats = h.t.features.to_vec();
+        feats[0] = Some(Arc::new(
+            crate::feature::IfFeatures::new(vec![Step::Flow], vec![]).unwrap(),
+        ));
+        h.t.features = feats.into_boxed_slice();
+        let mut out = h.push(NodeId::Ip4Forward, 0, &[dns, web]);
+        let v = out.to.remove("output-features").expect("both to the arc");
+        let out = h.run_bufs(NodeId::OutputFeatures, v);
+        assert_eq!(out.count("tx 1"), 1);
+        assert_eq!(out.dropped(DropReason::AclDenied), 1);
+        assert_eq!(counters.get(0), 1);
+        let recs = flushed(&mut h);
+        let seen: Vec<_> = recs
+            .iter()
+            .map(|r| (r.key.dst_port, r.out_if, r.packets))
+            .collect();
+        assert_eq!(seen, [(53, 1, 1), (80, 1, 1)], "once each");
+    }
 
     #[test]
     fn a_packet_leaving_over_an_lsp_passes_the_output_arc_before_its_labels_go_on() {

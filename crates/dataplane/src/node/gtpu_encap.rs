@@ -153,6 +153,7 @@ impl Node for GtpuEncap {
                 Some(g.gn_vrf),
                 |v| &v.v4,
                 |ctx, t, b, nh, _| super::ip4::forward(ctx, t, b, nh, false),
+                None,
             );
         }
         ctx.tmp = good;

@@ -115,12 +115,14 @@ fn ip4_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         keys[good.len()] = dst;
         good.push(b);
     }
+    let mut flows_in = false;
     if t.any_features && !good.is_empty() {
-        crate::feature::input::run(ctx, t, &mut good, &mut keys, false);
+        flows_in = crate::feature::input::run(ctx, t, &mut good, &mut keys, false);
     }
     if !good.is_empty() {
         let vrf = (!mixed).then_some(vrf);
-        lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v4, forward);
+        let hash = flows_in.then_some(flow_hash as fn(&PktBuf) -> u32);
+        lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v4, forward, hash);
     }
     ctx.tmp = good;
 }

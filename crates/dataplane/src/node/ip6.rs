@@ -107,12 +107,14 @@ fn ip6_forward(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         keys[good.len()] = dst;
         good.push(b);
     }
+    let mut flows_in = false;
     if t.any_features && !good.is_empty() {
-        crate::feature::input::run(ctx, t, &mut good, &mut keys, true);
+        flows_in = crate::feature::input::run(ctx, t, &mut good, &mut keys, true);
     }
     if !good.is_empty() {
         let vrf = (!mixed).then_some(vrf);
-        lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v6, forward);
+        let hash = flows_in.then_some(flow_hash as fn(&PktBuf) -> u32);
+        lookup_and_forward(ctx, t, &mut good, &keys, vrf, |v| &v.v6, forward, hash);
     }
     ctx.tmp = good;
 }

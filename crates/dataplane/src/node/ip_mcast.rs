@@ -324,7 +324,7 @@ fn send(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, nh: u32, len: usize, gmac: &[u
     }
     b.data_mut()[..6].copy_from_slice(gmac);
     b.meta_mut().next_hop = nh;
-    if t.any_features && crate::feature::output::needed(t, b.meta().arc_if(), *tx_if) {
+    if t.any_features && crate::feature::output::needed(t, &b, *tx_if) {
         return ctx.to(Next::OutputFeatures, b);
     }
     if *port == crate::tables::BVI_PORT {

@@ -354,14 +354,8 @@ pub enum Action<'t> {
 /// Resolves next hop `nh` (an ECMP group to one member, by `hash`, computed only for groups);
 /// returns the next hop used and what to do.
 #[inline(always)]
-pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Action<'_>) {
-    if let NextHop::Ecmp(members) = &t.next_hops[nh as usize] {
-        // A path object of one member (FPM's single next hops) needs no flow hash.
-        nh = match members.len() {
-            1 => members[0],
-            n => members[pick(hash(), n)],
-        };
-    }
+pub fn resolve(t: &Tables, nh: u32, hash: impl FnOnce() -> u32) -> (u32, Action<'_>) {
+    let nh = ecmp_member(t, nh, hash);
     let a = match &t.next_hops[nh as usize] {
         NextHop::Forward {
             port, mtu, rewrite, ..
@@ -403,9 +397,26 @@ pub fn resolve(t: &Tables, mut nh: u32, hash: impl FnOnce() -> u32) -> (u32, Act
     (nh, a)
 }
 
+/// Next hop `nh`, or if it is an ECMP group the member the packet's flow `hash` picks.
+#[inline(always)]
+pub fn ecmp_member(t: &Tables, nh: u32, hash: impl FnOnce() -> u32) -> u32 {
+    match &t.next_hops[nh as usize] {
+        // A path object of one member (FPM's single next hops) needs no flow hash.
+        NextHop::Ecmp(members) => match members.len() {
+            1 => members[0],
+            n => members[pick(hash(), n)],
+        },
+        _ => nh,
+    }
+}
+
 /// The second half of both forwarding nodes: looks `keys` up in each packet's VRF (as one batch
 /// when the whole vector shares a VRF, the usual case) and hands each packet to `forward`.
+/// `flows_in`: the input features left flow keys for packets whose interface accounts flows
+/// in; they are accounted between the lookup and forwarding (the family's ECMP flow hash
+/// given, to name the member the packet will leave by).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn lookup_and_forward<K: fib::Key>(
     ctx: &mut Ctx,
     t: &Tables,
@@ -414,6 +425,7 @@ pub(crate) fn lookup_and_forward<K: fib::Key>(
     vrf: Option<u32>,
     fib: impl Fn(&crate::tables::Vrf) -> &fib::LpmTable<K>,
     forward: fn(&mut Ctx, &Tables, PktBuf, u32, bool),
+    flows_in: Option<fn(&PktBuf) -> u32>,
 ) {
     let n = good.len();
     let mut nhs = [0u32; VECTOR];
@@ -426,6 +438,9 @@ pub(crate) fn lookup_and_forward<K: fib::Key>(
             }
         }
     }
+    if let Some(hash) = flows_in {
+        crate::feature::output::account_routed(ctx, t, good, &mut nhs[..n], hash);
+    }
     for (i, b) in good.drain(..).enumerate() {
         forward(ctx, t, b, nhs[i], true);
     }
@@ -437,7 +452,7 @@ pub(crate) fn lookup_and_forward<K: fib::Key>(
 pub(crate) fn enqueue(ctx: &mut Ctx, t: &Tables, b: PktBuf, port: u16) {
     if t.any_features {
         if let NextHop::Forward { tx_if, .. } = &t.next_hops[b.meta().next_hop as usize] {
-            if crate::feature::output::needed(t, b.meta().arc_if(), *tx_if) {
+            if crate::feature::output::needed(t, &b, *tx_if) {
                 return ctx.to(IpNext::OutputFeatures, b);
             }
         }
@@ -450,7 +465,7 @@ pub(crate) fn enqueue(ctx: &mut Ctx, t: &Tables, b: PktBuf, port: u16) {
 /// labels when it passes ([`impose`]).
 #[inline(always)]
 pub(crate) fn labelled_needs_features(t: &Tables, b: &PktBuf, tx_if: u32) -> bool {
-    t.any_features && crate::feature::output::needed(t, b.meta().arc_if(), tx_if)
+    t.any_features && crate::feature::output::needed(t, b, tx_if)
 }
 
 /// Hands an IP packet leaving over an LSP to the output features, its L2 header written for
