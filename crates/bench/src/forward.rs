@@ -223,19 +223,21 @@ impl Services {
         Ok(v)
     }
 
+    /// Each service selected: how a report names it and how an interface's line binds it.
+    fn selected(self) -> impl Iterator<Item = (&'static str, &'static str)> {
+        [
+            (self.acl, "10,000-line ACL", "acl-in: SERVICES"),
+            (self.qos, "500-line QoS", "qos-in: remark"),
+            (self.flow, "NetFlow on every packet", "flow: in"),
+        ]
+        .into_iter()
+        .filter(|s| s.0)
+        .map(|s| (s.1, s.2))
+    }
+
     /// How a report names the selection.
     pub fn describe(self) -> String {
-        let mut parts = Vec::new();
-        if self.acl {
-            parts.push("10,000-line ACL");
-        }
-        if self.qos {
-            parts.push("500-line QoS");
-        }
-        if self.flow {
-            parts.push("NetFlow on every packet");
-        }
-        parts.join(", ")
+        self.selected().map(|s| s.0).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -327,17 +329,11 @@ flow-export: {{ version: 9, collectors: ["127.0.0.1:9"], cache-size: {cache} }}
 
 /// The end of an interface's line in the benchmark's config binding `which` services.
 pub fn services_binding(which: Services) -> String {
-    let mut s = String::new();
-    if which.acl {
-        s.push_str(", acl-in: SERVICES");
-    }
-    if which.qos {
-        s.push_str(", qos-in: remark");
-    }
-    if which.flow {
-        s.push_str(", flow: in");
-    }
-    s + " }"
+    which
+        .selected()
+        .map(|s| format!(", {}", s.1))
+        .collect::<String>()
+        + " }"
 }
 
 /// The switching run (`bridge_macs` > 0): known unicast to a table of that many hosts,
@@ -810,4 +806,21 @@ pub(crate) fn replay(
         flows_evicted,
         nodes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{services_binding, Services};
+
+    #[test]
+    fn a_services_list_binds_what_it_names_and_refuses_the_rest() {
+        let s = Services::parse("acl,netflow").unwrap();
+        assert_eq!((s.acl, s.qos, s.flow), (true, false, true));
+        assert_eq!(services_binding(s), ", acl-in: SERVICES, flow: in }");
+        assert_eq!(s.describe(), "10,000-line ACL, NetFlow on every packet");
+        assert_eq!(Services::parse("all").unwrap(), Services::ALL);
+        assert_eq!(services_binding(Services::default()), " }");
+        assert!(Services::parse("acl,nat").unwrap_err().contains("'nat'"));
+        assert!(Services::parse("").is_err());
+    }
 }
