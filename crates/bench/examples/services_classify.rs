@@ -7,7 +7,7 @@ use std::time::Instant;
 fn main() {
     let dir = std::env::temp_dir().join("svcprobe");
     std::fs::create_dir_all(&dir).unwrap();
-    let extra = bench::forward::services_config(&dir, 4096).unwrap();
+    let extra = bench::forward::services_config(&dir, Some(4096)).unwrap();
     let text = format!("ports:\n  - {{ name: p0, driver: mem }}\ninterfaces:\n  - {{ name: p0, port: p0, mac: \"02:00:00:00:00:01\", ipv4: [192.0.2.1/24], acl-in: SERVICES, qos-in: remark }}\n{extra}");
     let cfg = control::config::parse(&text, &dir.join("r.yaml")).unwrap();
     let st = control::services::ServicesState::build(&cfg, None);

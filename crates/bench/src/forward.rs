@@ -248,10 +248,11 @@ impl Services {
 ///   goes through the whole list;
 /// - a 500-line QoS policy whose last line is the one the traffic matches, re-marking DSCP;
 /// - flow accounting on every packet (ingress on both ports: each packet is one record's), exported
-///   as NetFlow v9 to the discard port.
+///   as NetFlow v9 to the discard port, its cache sized for `flows` (None: no exporter, so no
+///   cache is built and swept when the run binds no flow accounting).
 ///
 /// Returns the config's services section; [`services_binding`] gives the interfaces' part.
-pub fn services_config(dir: &std::path::Path, flows: usize) -> std::io::Result<String> {
+pub fn services_config(dir: &std::path::Path, flows: Option<usize>) -> std::io::Result<String> {
     let mut rng = SmallRng::seed_from_u64(11);
     let mut acl = std::io::BufWriter::new(std::fs::File::create(dir.join("services.acl"))?);
     for i in 0..9_999u32 {
@@ -321,9 +322,11 @@ qos:
       classes:
         - {{ class: other, set: {{ dscp: 46 }} }}
         - {{ class: bulk, set: {{ dscp: 10 }} }}
-flow-export: {{ version: 9, collectors: ["127.0.0.1:9"], cache-size: {cache} }}
-"#,
-        cache = (flows + flows / 10).max(1 << 16)
+{export}"#,
+        export = flows.map_or(String::new(), |f| format!(
+            "flow-export: {{ version: 9, collectors: [\"127.0.0.1:9\"], cache-size: {} }}\n",
+            (f + f / 10).max(1 << 16)
+        ))
     ))
 }
 
@@ -543,16 +546,8 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
         .replace("CORES", &cores.join(", "));
     if o.services.any() {
         text = text.replace(" SERVICES }", &services_binding(o.services));
-        let mut extra = services_config(dir, o.flows).map_err(|e| e.to_string())?;
-        if !o.services.flow {
-            // No exporter either: a flow cache nobody feeds would still be built and swept.
-            extra = extra
-                .lines()
-                .filter(|l| !l.starts_with("flow-export:"))
-                .map(|l| format!("{l}\n"))
-                .collect();
-        }
-        text.push_str(&extra);
+        let flows = o.services.flow.then_some(o.flows);
+        text.push_str(&services_config(dir, flows).map_err(|e| e.to_string())?);
     } else {
         text = text.replace(" SERVICES }", " }");
     }
