@@ -2,7 +2,7 @@
 //! 500-line QoS policy of the ME 6524 services, asked for the benchmark's traffic (which matches
 //! only the final permit, and the QoS policy's last line). Prints ns per key and bytes.
 //!
-//! `cargo run --release -p bench --example services_classify`
+//! `cargo run --release -p bench --example services_classify [acl|qos]` (both when not named)
 use std::time::Instant;
 fn main() {
     let dir = std::env::temp_dir().join("svcprobe");
@@ -37,7 +37,11 @@ fn main() {
         k.set(EthSrcLo, 2);
         keys.push(k);
     }
+    let only = std::env::args().nth(1);
     for (name, c) in [("acl", &acl.classifier), ("qos", &*qos.classifier)] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         let mut out = vec![0u32; 256];
         let t = Instant::now();
         let mut n = 0;

@@ -159,15 +159,20 @@ fn key(rules: &[Rule], pick: usize, seed: u64) -> Key {
 fn check(rules: &[Rule], keys: &[Key]) -> Result<(), TestCaseError> {
     let c = Classifier::compile(rules);
     prop_assert_eq!(c.len(), rules.len());
-    let mut out = vec![0; keys.len()];
-    for chunk in (0..keys.len()).step_by(256) {
-        let end = (chunk + 256).min(keys.len());
-        c.classify_batch(&keys[chunk..end], &mut out[chunk..end]);
+    // Batches of every shape the vector walk has: whole groups of 64, partial vectors, one key.
+    let (mut out, mut portable) = (vec![0; keys.len()], vec![0; keys.len()]);
+    let (mut at, mut sizes) = (0, [256, 1, 17, 63, 64, 100, 16].iter().cycle());
+    while at < keys.len() {
+        let end = (at + sizes.next().unwrap()).min(keys.len());
+        c.classify_batch(&keys[at..end], &mut out[at..end]);
+        c.classify_batch_portable(&keys[at..end], &mut portable[at..end]);
+        at = end;
     }
-    for (k, &o) in keys.iter().zip(&out) {
+    for ((k, &o), &p) in keys.iter().zip(&out).zip(&portable) {
         let want = linear(rules, k).unwrap_or(NO_MATCH);
         prop_assert_eq!(c.classify(k), want, "key {:?}", k);
         prop_assert_eq!(o, want, "batch, key {:?}", k);
+        prop_assert_eq!(p, want, "portable batch, key {:?}", k);
     }
     Ok(())
 }

@@ -15,12 +15,14 @@ fn v4(src: u32, dst: u32, proto: u32, sport: u32, dport: u32) -> Key {
 /// Checks `classify` and `classify_batch` against the reference on `keys`.
 fn agree(rules: &[Rule], keys: &[Key]) {
     let c = Classifier::compile(rules);
-    let mut out = vec![0; keys.len()];
+    let (mut out, mut portable) = (vec![0; keys.len()], vec![0; keys.len()]);
     c.classify_batch(keys, &mut out);
-    for (k, &o) in keys.iter().zip(&out) {
+    c.classify_batch_portable(keys, &mut portable);
+    for ((k, &o), &p) in keys.iter().zip(&out).zip(&portable) {
         let want = linear(rules, k).unwrap_or(NO_MATCH);
         assert_eq!(c.classify(k), want, "{k:?}");
         assert_eq!(o, want, "batch {k:?}");
+        assert_eq!(p, want, "portable batch {k:?}");
     }
 }
 
