@@ -16,6 +16,7 @@
 
 pub mod cache;
 pub mod export;
+mod huge;
 pub mod wire;
 
 #[cfg(any(test, feature = "fuzzing"))]
