@@ -833,7 +833,7 @@ fn switching(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Resul
 /// The README's demo: ME-1 at seed scale with short trials.
 pub fn demo(seconds: f64, out: PathBuf) -> Result<(), String> {
     scenario(ScenarioArgs {
-        id: Some("ME-1".into()),
+        id: Some("ME-1S".into()),
         list: false,
         scale: 1.0,
         workers: 1,
