@@ -8,9 +8,46 @@ use crate::rule::{Dim, Frag, Key};
 /// Reads the key of an Ethernet frame.
 #[inline]
 pub fn extract(f: &[u8]) -> Key {
+    let (mut k, l3) = l2(f);
+    l3_fields(&mut k, f, l3);
+    k
+}
+
+/// Reads the key of an Ethernet frame whose IP packet starts at `l3_off`: the frame's own when
+/// `l3_off` is where its Ethernet header ends (then as [`extract`]), or a packet the frame's own
+/// IP packet carries when `l3_off` lies past that (a G-PDU the GGSN decapsulated in place: the
+/// key is the UE's packet, its EtherType from the IP version, with the frame's MACs and VLAN).
+/// A frame that is not IP (labelled, ARP) reads as [`extract`] whatever `l3_off` says.
+#[inline]
+pub fn extract_at(f: &[u8], l3_off: usize) -> Key {
+    let (mut k, l3) = l2(f);
+    let ip = matches!(k.get(Dim::EtherType), 0x0800 | 0x86dd);
+    if !ip || l3_off <= l3 || l3_off >= f.len() {
+        l3_fields(&mut k, f, l3);
+        return k;
+    }
+    match f[l3_off] >> 4 {
+        4 => {
+            k.set(Dim::EtherType, 0x0800);
+            ipv4(&mut k, &f[l3_off..]);
+        }
+        6 => {
+            k.set(Dim::EtherType, 0x86dd);
+            ipv6(&mut k, &f[l3_off..]);
+        }
+        // Not an IP packet where one was said to be: only the frame's L2 fields.
+        _ => k.set(Dim::EtherType, 0),
+    }
+    k
+}
+
+/// The L2 fields of a frame, and where its EtherType says the next header starts (0 for a
+/// frame too short to have one).
+#[inline(always)]
+fn l2(f: &[u8]) -> (Key, usize) {
     let mut k = Key::default();
     if f.len() < 14 {
-        return k;
+        return (k, 0);
     }
     k.set(Dim::EthDstHi, u16be(f, 0) as u32);
     k.set(Dim::EthDstLo, u32be(f, 2));
@@ -30,15 +67,22 @@ pub fn extract(f: &[u8]) -> Key {
         ethertype = u16be(f, off);
     }
     k.set(Dim::EtherType, ethertype as u32);
-    let l3 = off + 2;
-    match ethertype {
-        0x0800 => ipv4(&mut k, &f[l3..]),
-        0x86dd => ipv6(&mut k, &f[l3..]),
+    (k, off + 2)
+}
+
+/// The fields after the L2 header at `l3` (0: none), by the key's EtherType.
+#[inline(always)]
+fn l3_fields(k: &mut Key, f: &[u8], l3: usize) {
+    if l3 == 0 {
+        return;
+    }
+    match k.get(Dim::EtherType) {
+        0x0800 => ipv4(k, &f[l3..]),
+        0x86dd => ipv6(k, &f[l3..]),
         // MPLS unicast and multicast: the top entry's traffic class (a transit LSR's QoS).
         0x8847 | 0x8848 if f.len() >= l3 + 4 => k.set(Dim::Exp, (f[l3 + 2] >> 1 & 7) as u32),
         _ => {}
     }
-    k
 }
 
 fn ipv4(k: &mut Key, h: &[u8]) {
@@ -187,6 +231,43 @@ mod tests {
         assert_eq!(k.get(Dim::Dst3), 0xfe80_0000);
     }
 
+    /// A G-PDU decapsulated in place: the key is the UE's packet at `l3_off` (IPv6 inside an
+    /// IPv4 tunnel here), the MACs and VLAN the frame's; the frame's own L3 offset, or one that
+    /// does not lie past it, reads as `extract`.
+    #[test]
+    fn a_tunnelled_packet_is_read_where_l3_off_says() {
+        let mut f = eth(0x0800, Some(0x2064));
+        f.extend_from_slice(&[0x45, 0, 0, 88, 0, 0, 0, 0, 64, 17, 0, 0]);
+        f.extend_from_slice(&[10, 1, 0, 9, 10, 1, 0, 1]);
+        f.extend_from_slice(&[0x08, 0x68, 0x08, 0x68, 0, 68, 0, 0]);
+        f.extend_from_slice(&[0x30, 255, 0, 60, 0, 0, 0, 1]);
+        let inner = f.len();
+        let mut h = vec![0x60, 0, 0, 0, 0, 20, 6, 64];
+        h.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb8].repeat(4));
+        h.extend_from_slice(&[0x20, 0x01, 0x0d, 0xb9].repeat(4));
+        h.extend_from_slice(&[0x9c, 0x40, 0, 80, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x02]);
+        f.extend_from_slice(&h);
+        let k = extract_at(&f, inner);
+        assert_eq!(k.get(Dim::EtherType), ETHERTYPE_IPV6);
+        assert_eq!((k.get(Dim::Proto), k.get(Dim::DstPort)), (6, 80));
+        assert_eq!(
+            (k.get(Dim::Src0), k.get(Dim::Dst3)),
+            (0x2001_0db8, 0x2001_0db9)
+        );
+        assert_eq!(k.get(Dim::TcpFlags), 0x02);
+        assert_eq!((k.get(Dim::Vlan), k.get(Dim::EthSrcLo)), (100, 2));
+        let outer = extract(&f);
+        assert_eq!((outer.get(Dim::Proto), outer.get(Dim::DstPort)), (17, 2152));
+        for own in [0, 10, 18] {
+            assert_eq!(extract_at(&f, own), outer, "l3_off {own}");
+        }
+        // Past the frame's end, or not IP: nothing is read there.
+        assert_eq!(extract_at(&f, f.len()), outer);
+        f[inner] = 0x00;
+        let k = extract_at(&f, inner);
+        assert_eq!((k.get(Dim::EtherType), k.get(Dim::Proto)), (0, 0));
+    }
+
     #[test]
     fn every_truncation_is_safe() {
         let mut f = eth(0x86dd, Some(5));
@@ -195,6 +276,9 @@ mod tests {
         f.extend_from_slice(&[17, 0, 0, 1, 0, 0, 0, 1, 0, 53, 0, 53]);
         for n in 0..=f.len() {
             let _ = extract(&f[..n]);
+            for at in 0..=n + 1 {
+                let _ = extract_at(&f[..n], at);
+            }
         }
         let k = extract(&f);
         assert_eq!(k.get(Dim::Proto), 17);

@@ -198,3 +198,63 @@ fn ipv6_downlink_is_found_by_its_64() {
     assert_eq!(d[36] >> 4, 6);
     assert_eq!(d[36 + 7], 63, "hop limit decremented");
 }
+
+/// The APN's interface applies its services to the UE's packets, not to the tunnel that brought
+/// them: an ACL in denying DNS drops the UE's DNS query and passes its web packet, QoS in
+/// re-marks the UE's packet, and `flow: in` accounts the UE's flow (its address and port, not
+/// the SGSN's and 2152).
+#[test]
+fn services_on_the_apn_interface_see_the_ue_packet_not_the_tunnel() {
+    use crate::feature::Step;
+    use crate::graph::harness::{bind, deny_dns, mark_all};
+    use std::sync::Arc;
+    let (mut h, table) = Harness::with_gtp();
+    h.add_flows();
+    let teid = context(&table);
+    let (acl, hits) = deny_dns();
+    let remark = mark_all(Some(46), None);
+    bind(
+        &mut h.t,
+        APN_IF as usize,
+        vec![
+            Step::Acl(Arc::new(acl)),
+            Step::Qos(Arc::new(remark)),
+            Step::Flow,
+        ],
+        vec![],
+    );
+    let dns = inner4(UE);
+    let mut web = inner4(UE);
+    web[20 + 3] = 80;
+    let out = h.push(
+        NodeId::GtpuInput,
+        0,
+        &[
+            to_ggsn(2152, &gpdu(teid, &[], &dns)),
+            to_ggsn(2152, &gpdu(teid, &[], &web)),
+        ],
+    );
+    let up: Vec<_> = out.to.into_values().flatten().collect();
+    assert_eq!(up.len(), 2);
+    let fwd = h.run_bufs(NodeId::Ip4Forward, up);
+    assert_eq!(fwd.dropped(DropReason::AclDenied), 1);
+    assert_eq!(hits.get(0), 1, "the deny entry counted the UE's DNS query");
+    let sent = &fwd.to["tx 1"];
+    assert_eq!(sent.len(), 1);
+    let d = sent[0].data();
+    assert_eq!(u16::from_be_bytes([d[14 + 22], d[14 + 23]]), 80);
+    assert_eq!(d[14 + 1] >> 2, 46, "the UE's packet re-marked");
+    assert_eq!(
+        checksum::fold(checksum::sum(&d[14..34])),
+        0,
+        "its header checksum kept right"
+    );
+    let mut recs = Vec::new();
+    let fl = h.ctx.flows.as_mut().unwrap();
+    fl.cache.flush(1, &mut |r| recs.push(r));
+    let seen: Vec<_> = recs
+        .iter()
+        .map(|r| (r.key.src, r.key.dst_port, r.key.in_if, r.packets))
+        .collect();
+    assert_eq!(seen, [(UE as u128, 80, APN_IF, 1)]);
+}
