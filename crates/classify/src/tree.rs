@@ -218,16 +218,15 @@ impl Classifier {
                 .zip(out.chunks_mut(avx512::GROUP))
             {
                 let oc = &mut oc[..kc.len()];
-                let mut best = [NO_MATCH; avx512::GROUP];
-                let mut refs = [REF_NONE; avx512::GROUP];
+                let mut lanes = avx512::Lanes::new();
                 for &tree in &self.roots {
-                    if best[..kc.len()].iter().all(|&o| o < tree.0) {
+                    if lanes.best[..kc.len()].iter().all(|&o| o < tree.0) {
                         break;
                     }
-                    let at_leaf = avx512::walk(&self.nodes, kc, tree, &mut refs, &mut best);
-                    avx512::finish_leaves(&self.leaves, kc, &refs, at_leaf, &mut best);
+                    avx512::walk(&self.nodes, kc, tree, &mut lanes);
+                    avx512::finish_leaves(&self.leaves, kc, &mut lanes);
                 }
-                oc.copy_from_slice(&best[..kc.len()]);
+                oc.copy_from_slice(&lanes.best[..kc.len()]);
                 let mut outside = avx512::outside_domain(kc, &DOMAIN_MAX);
                 while outside != 0 {
                     let i = outside.trailing_zeros() as usize;

@@ -341,27 +341,11 @@ pub fn set_huge_pages(on: bool) {
     HUGE_PAGES.store(on, Ordering::Relaxed);
 }
 
-/// Asks the kernel to back a large table with transparent huge pages: random lookups over tens
-/// of megabytes otherwise miss the TLB on nearly every access. Only a hint; harmless if refused.
+/// Asks the kernel to back a large table with transparent huge pages (see the `hugepages`
+/// crate), unless benchmarks turned it off.
 fn huge_pages<T>(s: &[T]) {
-    let len = std::mem::size_of_val(s);
-    if len < 4 << 20 || !HUGE_PAGES.load(Ordering::Relaxed) {
-        return;
-    }
-    // madvise wants a page-aligned start: advise the aligned part inside the slice.
-    let start = s.as_ptr() as usize;
-    let aligned = (start + 4095) & !4095;
-    let end = (start + len) & !4095;
-    if end > aligned {
-        // SAFETY: the range lies inside a live allocation we own; MADV_HUGEPAGE changes how the
-        // kernel backs it, never its contents or validity.
-        unsafe {
-            libc::madvise(
-                aligned as *mut libc::c_void,
-                end - aligned,
-                libc::MADV_HUGEPAGE,
-            );
-        }
+    if HUGE_PAGES.load(Ordering::Relaxed) {
+        hugepages::advise(s);
     }
 }
 

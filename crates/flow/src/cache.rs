@@ -231,7 +231,7 @@ pub struct FlowCache {
 
 impl FlowCache {
     /// Allocates and touches the whole table, on transparent huge pages where the kernel gives
-    /// them (see `huge`). The table has `capacity * 17 / 16` slots, rounded
+    /// them (see the `hugepages` crate). The table has `capacity * 17 / 16` slots, rounded
     /// up to whole buckets: with two bucket choices that is enough to hold `capacity` random
     /// flows with practically no evictions (2M flows in a 2M-capacity cache: see the tests).
     pub fn new(cfg: CacheConfig) -> FlowCache {
@@ -239,14 +239,14 @@ impl FlowCache {
         let nbuckets = want.div_ceil(WAYS).max(2);
         let slots = nbuckets * WAYS;
         FlowCache {
-            buckets: crate::huge::filled(
+            buckets: hugepages::filled(
                 nbuckets,
                 Bucket {
                     sig: [0; WAYS],
                     last: [0; WAYS],
                 },
             ),
-            entries: crate::huge::filled(slots, Entry::default()),
+            entries: hugepages::filled(slots, Entry::default()),
             active_ms: timeout_ms(cfg.active_timeout_ns),
             capacity: cfg.capacity as u64,
             inactive_ms: timeout_ms(cfg.inactive_timeout_ns),

@@ -16,7 +16,6 @@
 
 pub mod cache;
 pub mod export;
-mod huge;
 pub mod wire;
 
 #[cfg(any(test, feature = "fuzzing"))]

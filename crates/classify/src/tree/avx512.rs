@@ -40,28 +40,41 @@ pub(super) fn available() -> bool {
     is_x86_feature_detected!("avx512f")
 }
 
-/// Walks the tree from `root` for each key of `keys` (at most [`GROUP`]) whose answer so far
-/// (`best[i]`) is not before the tree's first rule `first`, down to a reference that is not an
-/// inner node (other keys take no part, and keep `refs[i]` a final answer). Where that is a final answer, `best[i]` (key `i`'s answer so far)
-/// becomes the smaller of the two; where it is a leaf, bit `i` of the result is set and `refs[i]`
-/// holds it for the caller to check. `nodes` must not be empty.
-pub(super) fn walk(
-    nodes: &[Node],
-    keys: &[Key],
-    (first, root): (u32, Ref),
-    refs: &mut [Ref; GROUP],
-    best: &mut [u32; GROUP],
-) -> u64 {
+/// A group's keys' state across the trees: lane `i` is key `i`.
+pub(super) struct Lanes {
+    /// The key's answer so far (the smallest rule index any tree gave it).
+    pub best: [u32; GROUP],
+    /// Where the last walk left the key: a leaf (bit `i` of `at_leaf`) or a final answer.
+    pub refs: [Ref; GROUP],
+    pub at_leaf: u64,
+}
+
+impl Lanes {
+    pub fn new() -> Lanes {
+        Lanes {
+            best: [crate::NO_MATCH; GROUP],
+            refs: [REF_NONE; GROUP],
+            at_leaf: 0,
+        }
+    }
+}
+
+/// Walks the tree `(first, root)` (its first rule, its root) for each key of `keys` (at most
+/// [`GROUP`]) whose answer so far is not before `first`, down to a reference that is not an inner
+/// node (other keys take no part, and keep a final answer). Where that is a final answer, the
+/// key's `best` becomes the smaller of the two; where it is a leaf, it is left in `refs` and
+/// marked in `at_leaf` for [`finish_leaves`]. `nodes` must not be empty.
+pub(super) fn walk(nodes: &[Node], keys: &[Key], tree: (u32, Ref), lanes: &mut Lanes) {
     assert!(keys.len() <= GROUP && !nodes.is_empty() && available());
     // SAFETY: `available` says this CPU has AVX-512 F, the only feature `walk_vectors` is
     // compiled for; the assertions above are the rest of what it needs.
     unsafe {
-        match keys.len().div_ceil(LANES) {
+        lanes.at_leaf = match keys.len().div_ceil(LANES) {
             0 => 0,
-            1 => walk_vectors::<1>(nodes, keys, (first, root), refs, best),
-            2 => walk_vectors::<2>(nodes, keys, (first, root), refs, best),
-            3 => walk_vectors::<3>(nodes, keys, (first, root), refs, best),
-            _ => walk_vectors::<VECS>(nodes, keys, (first, root), refs, best),
+            1 => walk_vectors::<1>(nodes, keys, tree, lanes),
+            2 => walk_vectors::<2>(nodes, keys, tree, lanes),
+            3 => walk_vectors::<3>(nodes, keys, tree, lanes),
+            _ => walk_vectors::<VECS>(nodes, keys, tree, lanes),
         }
     }
 }
@@ -77,10 +90,10 @@ unsafe fn walk_vectors<const V: usize>(
     nodes: &[Node],
     keys: &[Key],
     (first, root): (u32, Ref),
-    refs: &mut [Ref; GROUP],
-    best: &mut [u32; GROUP],
+    lanes: &mut Lanes,
 ) -> u64 {
     assert!(keys.len() <= V * LANES && !nodes.is_empty());
+    let Lanes { best, refs, .. } = lanes;
     let key_words = keys.as_ptr() as *const i32;
     let node_words = nodes.as_ptr() as *const i32;
     let last_node = _mm512_set1_epi32((nodes.len() - 1) as i32);
@@ -235,16 +248,15 @@ unsafe fn outside_domain_vectors(keys: &[Key], max: &[u32; DIMS]) -> u64 {
 /// Checks the leaf each lane of `at_leaf` stopped at (`refs[i]`, an offset into `leaves` under
 /// [`TAG_LEAF`]) for key `i`, and makes `best[i]` the smaller of its answer and what it was.
 /// The leaf layout is [`Classifier`](super::Classifier)'s `leaves`.
-pub(super) fn finish_leaves(
-    leaves: &[u32],
-    keys: &[Key],
-    refs: &[Ref; GROUP],
-    at_leaf: u64,
-    best: &mut [u32; GROUP],
-) {
+pub(super) fn finish_leaves(leaves: &[u32], keys: &[Key], lanes: &mut Lanes) {
     assert!(keys.len() <= GROUP && available());
+    let Lanes {
+        best,
+        refs,
+        at_leaf,
+    } = lanes;
     // SAFETY: `available` says this CPU has AVX-512 F, the only feature used.
-    unsafe { finish_leaves_vectors(leaves, keys, refs, at_leaf, best) }
+    unsafe { finish_leaves_vectors(leaves, keys, refs, *at_leaf, best) }
 }
 
 /// # Safety

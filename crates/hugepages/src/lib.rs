@@ -1,36 +1,42 @@
-//! Tables on transparent huge pages: a flow cache of millions of flows is reached at random, and
-//! on 4 KiB pages nearly every update would miss the TLB as well as the cache (a page walk
-//! before the miss even starts, and a software prefetch waits for it). Asked for before the
-//! first touch, so that the pages fault in huge where the kernel allows it
-//! (`/sys/kernel/mm/transparent_hugepage/enabled` at `madvise` or `always`). Only a hint:
-//! where it is refused the table works the same on small pages.
-
-use std::mem::MaybeUninit;
+//! Large tables on transparent huge pages: the FIB's arrays and a flow cache of millions of
+//! flows are reached at random, and on 4 KiB pages nearly every access would miss the TLB as
+//! well as the cache (a page walk before the miss even starts, and a software prefetch waits for
+//! it). Asked for before the first touch, so that the pages fault in huge where the kernel
+//! allows it (`/sys/kernel/mm/transparent_hugepage/enabled` at `madvise` or `always`). Only a
+//! hint: where it is refused a table works the same on small pages.
 
 /// Tables smaller than this stay on small pages: a huge page would mostly hold nothing.
-const MIN_BYTES: usize = 4 << 20;
+pub const MIN_BYTES: usize = 4 << 20;
 
 /// `n` copies of `value`, in memory advised for huge pages before it is written.
-pub(crate) fn filled<T: Clone>(n: usize, value: T) -> Vec<T> {
+pub fn filled<T: Clone>(n: usize, value: T) -> Vec<T> {
     let mut v = Vec::with_capacity(n);
-    advise(v.spare_capacity_mut());
+    advise_range(
+        v.spare_capacity_mut().as_ptr() as usize,
+        n * std::mem::size_of::<T>(),
+    );
     v.resize(n, value);
     v
 }
 
-/// Asks the kernel to back the page-aligned part of `s` with huge pages.
-fn advise<T>(s: &mut [MaybeUninit<T>]) {
-    let len = std::mem::size_of_val(s);
+/// Asks the kernel to back `s` with huge pages from now on: for memory not yet touched (a
+/// zeroed allocation the allocator mapped lazily), or to have it collapsed later.
+pub fn advise<T>(s: &[T]) {
+    advise_range(s.as_ptr() as usize, std::mem::size_of_val(s));
+}
+
+/// Advises the page-aligned part of `len` bytes at `start`, which must lie inside one live
+/// allocation of the caller's (both callers above pass a slice or a vector's capacity).
+fn advise_range(start: usize, len: usize) {
     if len < MIN_BYTES {
         return;
     }
-    let start = s.as_mut_ptr() as usize;
     let aligned = (start + 4095) & !4095;
     let end = (start + len) & !4095;
     if end > aligned {
-        // SAFETY: the range lies inside a live allocation we own (the vector's capacity);
-        // MADV_HUGEPAGE changes how the kernel backs it, never its contents or validity, and
-        // nothing has been written there yet. A refusal is returned, not raised: ignored.
+        // SAFETY: the range lies inside a live allocation the caller owns (a slice, or a
+        // vector's capacity); MADV_HUGEPAGE changes how the kernel backs it, never its contents
+        // or validity. A refusal is returned, not raised: ignored.
         unsafe {
             libc::madvise(
                 aligned as *mut libc::c_void,
