@@ -88,10 +88,14 @@ def streams(attack: tuple[list[str], str, str] | None) -> str:
     return "\n".join(out) + "\n"
 
 
-def attack_addresses(rng: random.Random) -> tuple[list[str], str, str]:
+def attack_addresses(rng: random.Random, used: set[int]) -> tuple[list[str], str, str]:
     """Infected hosts on p0's subnet (outside the background's .10-.49), a spoofed source base
-    no route points back to p0, and a worm target base: all new each call."""
-    infected = sorted(f"198.18.0.{h}" for h in rng.sample(range(60, 250), 3))
+    no route points back to p0, and a worm target base: all new each call. A host infected in
+    an earlier round (in `used`, which this adds to) is never drawn again: its class from that
+    round polices it still, so it would neither make flows nor be named anew."""
+    hosts = rng.sample([h for h in range(60, 250) if h not in used], 3)
+    used.update(hosts)
+    infected = sorted(f"198.18.0.{h}" for h in hosts)
     spoof = ipaddress.IPv4Address(rng.randrange(0x0B000000, 0x6F000000) & 0xFFFFF000)
     dst = ipaddress.IPv4Address(rng.randrange(0x0A000000, 0x0AFF0000) & 0xFFFFF000)
     return infected, str(spoof), str(dst)
@@ -145,8 +149,9 @@ def me18(bin_: Path, tb: Testbed, workdir: Path, seed: int | None = None, second
         bg = {"streams": stream_counts(result()),
               "fired": {n: x["fired"] for n, x in quiet.items()},
               "flows_peak": quiet["flow-count"].get("flows", {}).get("peak")}
+        used: set[int] = set()
         for k in range(rounds):
-            infected, spoof, dst = attack_addresses(rng)
+            infected, spoof, dst = attack_addresses(rng, used)
             fired0 = {n: x["fired"] for n, x in quiet.items()}
             logs0 = r.cli_json("show", "logging", "-n", "1")
             seq0 = logs0[0]["seq"] if logs0 else 0
