@@ -211,8 +211,9 @@ pub(super) fn apply_acl(
         }
         let r = res[i];
         if r == NO_MATCH {
-            // Every compiled list ends in its implicit deny; nothing should get here.
-            fate[i] = Fate::Drop(DropReason::AclDenied);
+            // Of a family none of the bound lists is for (every list ends in its family's
+            // implicit deny): an IPv4 list leaves IPv6 alone, as `ip access-group` does, and
+            // IP lists leave a bridged frame that is not IP (ARP) alone.
             continue;
         }
         if r == run.0 {
@@ -353,6 +354,44 @@ mod tests {
     use crate::feature::{Step, Urpf};
     use crate::graph::harness::{bind, deny_dns, ip4, mpls, Harness};
     use crate::graph::NodeId;
+
+    /// An IPv4 list filters IPv4 only (as `ip access-group` does): an IPv6 packet matches no
+    /// entry of it, not even its implicit deny, and is forwarded.
+    #[test]
+    fn an_ipv4_list_leaves_ipv6_alone() {
+        use crate::feature::{Acl, AclCounters, AclEntry};
+        use crate::graph::harness::ip6;
+        let mut h = Harness::new();
+        let mut dns = classify::Rule::any().ipv4();
+        dns.ranges[classify::Dim::DstPort as usize] = (53, 53);
+        let hits = Arc::new(AclCounters::new("V4", 1));
+        let entry = |permit, index| AclEntry {
+            permit,
+            log: false,
+            list: 0,
+            index,
+        };
+        let acl = Acl {
+            classifier: classify::Classifier::compile(&[dns, classify::Rule::any().ipv4()]),
+            entries: vec![entry(false, 0), entry(false, 1)].into_boxed_slice(),
+            lists: vec![hits.clone()].into_boxed_slice(),
+            seqs: vec![vec![10u32].into_boxed_slice()].into_boxed_slice(),
+        };
+        bind(&mut h.t, 0, vec![Step::Acl(Arc::new(acl))], vec![]);
+        let v4 = h.push(
+            NodeId::Ip4Forward,
+            0,
+            &[ip4([10, 0, 0, 2], [10, 1, 0, 5], 64)],
+        );
+        assert_eq!(v4.dropped(DropReason::AclDenied), 1);
+        let v6 = ip6(0x2001_0db8 << 96 | 2, 0x2001_0db8_0001 << 80 | 5, 64);
+        let out = h.push(NodeId::Ip6Forward, 0, &[v6]);
+        assert_eq!(
+            (out.dropped(DropReason::AclDenied), out.count("tx 1")),
+            (0, 1)
+        );
+        assert_eq!((hits.get(0), hits.get(1)), (1, 0));
+    }
 
     #[test]
     fn a_packet_popped_into_a_vrf_takes_the_core_interfaces_input_arc() {
