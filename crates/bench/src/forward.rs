@@ -76,6 +76,9 @@ pub struct Result {
     /// With services: flows in the flow caches at the end, and flows evicted early (cache full).
     pub flows_in_cache: u64,
     pub flows_evicted: u64,
+    /// Distinct flows in the offered traffic (`--flows`; in a switching run, the host pairs
+    /// its frames were drawn from).
+    pub flows_offered: usize,
     /// `show runtime` over the measured interval, summed over the workers: each graph node's
     /// name and counts.
     pub nodes: Vec<(&'static str, NodeSnapshot)>,
@@ -340,17 +343,27 @@ pub fn services_binding(which: Services) -> String {
 }
 
 /// The switching run (`bridge_macs` > 0): known unicast to a table of that many hosts,
-/// replayed by each worker to itself.
+/// replayed by each worker to itself; with `services`, the ME 6524's lists on both members
+/// (one flow per host pair).
 fn switch(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String> {
     if !o.replay {
         return Err("switching is measured with --replay (each worker feeds itself)".into());
     }
     let n = o.bridge_macs;
     let cores: Vec<String> = (0..o.workers).map(|i| i.to_string()).collect();
-    let text = BRIDGE_CONFIG
+    let mut text = BRIDGE_CONFIG
         .replace("WORKERS", &o.workers.to_string())
         .replace("CORES", &cores.join(", "))
         .replace("MACS", &(n * 2 + 1024).to_string());
+    if o.services.any() {
+        // The same lists on both members: bridged frames take the members' arcs.
+        text = text.replace(
+            " mtu: 9198 }",
+            &format!(" mtu: 9198{}", services_binding(o.services)),
+        );
+        let flows = o.services.flow.then_some(n);
+        text.push_str(&services_config(dir, flows).map_err(|e| e.to_string())?);
+    }
     let cfg_path = dir.join("bench.yaml");
     std::fs::write(&cfg_path, &text).map_err(|e| e.to_string())?;
     let cfg = control::config::load(&cfg_path).map_err(|e| e.to_string())?;
@@ -388,8 +401,15 @@ fn switch(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             f
         })
         .collect();
+    let offered = templates
+        .iter()
+        .map(|f| &f[..12])
+        .collect::<std::collections::HashSet<_>>()
+        .len();
     let pool = Pool::new(65536);
-    replay(o, router, pool, templates, n, build_s, false)
+    let mut r = replay(o, router, pool, templates, n, build_s, false)?;
+    r.flows_offered = offered;
+    Ok(r)
 }
 
 /// The replication run (`multicast_receivers` > 0): sources x groups (S,G) (ME-11's 20,000 by
@@ -735,6 +755,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             .collect(),
         flows_in_cache,
         flows_evicted,
+        flows_offered: o.flows,
         nodes,
     })
 }
@@ -799,6 +820,7 @@ pub(crate) fn replay(
             .collect(),
         flows_in_cache,
         flows_evicted,
+        flows_offered: o.flows,
         nodes,
     })
 }

@@ -408,7 +408,8 @@ enum BenchCmd {
         #[arg(long, default_value_t = 4096)]
         flows: usize,
         /// Switch instead of route: two ports in a bridge domain, N hosts learned behind the
-        /// far one (and N senders behind the near one), frames to each in turn (with --replay).
+        /// far one (and N senders behind the near one), frames to each in turn (with --replay;
+        /// --services binds the lists to both members).
         #[arg(long, default_value_t = 0)]
         bridge: usize,
         /// Replicate instead: a bridge snooping IGMP with p0 the source and N receiver ports,
@@ -1401,7 +1402,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                         "       flow cache: {} flows held, {} evicted early ({} flows offered)",
                         r.flows_in_cache,
                         r.flows_evicted,
-                        flows
+                        r.flows_offered
                     );
                 }
                 if runtime {
@@ -1442,7 +1443,7 @@ fn bench(cmd: BenchCmd) -> Result<(), String> {
                             "frame": size, "workers": workers, "routes": r.routes, "mpps": r.mpps, "sent": r.sent, "received": r.received,
                             "lost": r.lost, "busy_ns_per_packet": r.busy_ns_per_packet, "cycles_per_packet": r.cycles_per_packet,
                             "updates": r.updates, "updates_per_s": r.updates_per_s, "services": services.describe(),
-                            "flows": flows, "flows_in_cache": r.flows_in_cache, "flows_evicted": r.flows_evicted,
+                            "flows": r.flows_offered, "flows_in_cache": r.flows_in_cache, "flows_evicted": r.flows_evicted,
                             "nodes": nodes})
                     );
                 }
