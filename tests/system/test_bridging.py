@@ -16,6 +16,7 @@ kernels speak ARP and ICMP across the bridge. What is checked:
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 
 import pytest
@@ -209,3 +210,75 @@ bridges:
                for row in rows), rows[:5]
     assert not cap.fields(["frame.number"],
                           "eth.type == 0x8035 && (_ws.malformed || _ws.expert.severity >= warning)")
+
+
+def test_member_services_filter_remark_and_account_bridged_traffic(linerate_bin, testbed,
+                                                                     tmp_path):
+    """Services on bridge members, as a metro switch's port ACLs, port QoS and bridged NetFlow:
+    p2's IPv4 list denies ICMP to h3 and leaves ARP alone (h2 still reaches h1); p3.100 re-marks
+    every IP packet leaving by it to DSCP 46 (tshark reads it on h3's wire, tagged 100); p1
+    accounts what it switches, and nfcapd (in the router's namespace) reads the records back,
+    each naming the member it left by."""
+    from test_services import nfcapd_bin
+
+    dut, hosts, cfg = topology(testbed, tmp_path)
+    nfdir = tmp_path / "nfcapd"
+    nfdir.mkdir()
+    nfcapd = dut.popen([nfcapd_bin(), "-w", str(nfdir), "-b", "127.0.0.1", "-p", "2055",
+                        "-t", "3600"], log=tmp_path / "nfcapd.log", name="nfcapd")
+    cfg = (cfg
+           .replace('mac: "02:00:00:00:0c:01" }', 'mac: "02:00:00:00:0c:01", flow: in }')
+           .replace('mac: "02:00:00:00:0c:02" }', 'mac: "02:00:00:00:0c:02", acl-in: NO-H3 }')
+           .replace('mac: "02:00:00:00:0c:03" }', 'mac: "02:00:00:00:0c:03", qos-out: EF }'))
+    cfg += """\
+acls:
+  - { name: NO-H3, entries: ["deny icmp dst host 192.0.2.13", "permit ip"] }
+qos:
+  classes: [{ name: ip, match: ["ip"] }]
+  policies: [{ name: EF, classes: [{ class: ip, set: { dscp: 46 } }] }]
+flow-export: { version: 9, collectors: ["127.0.0.1:2055"], active-timeout: 60 }
+"""
+    cap = testbed.capture(hosts["h3"], "eth0", "member-services-h3.pcap")
+    r = Router(linerate_bin, dut, tmp_path / "dut", cfg)
+    try:
+        assert hosts["h1"].ping(HOSTS["h2"], count=3, timeout=3), r.log.read_text()
+        assert hosts["h1"].ping(HOSTS["h3"], count=3, timeout=3)
+        # h2's echoes to h3 are denied on the way in; its ARP and its pings to h1 are not.
+        assert not hosts["h2"].ping(HOSTS["h3"], count=3, timeout=2)
+        assert hosts["h2"].ping(HOSTS["h1"], count=2, timeout=3)
+        (acl,) = r.json("show", "acl", "NO-H3")
+        # (ping sends on until its deadline when nothing answers: at least 3 were denied.)
+        denied = acl["entries"][0]["hits"]
+        assert denied >= 3 and r.drops().get("AclDenied", 0) == denied, (acl, r.drops())
+        assert acl["entries"][1]["hits"] >= 2 and acl["implicit_deny"] == 0, acl
+        assert acl["bound"] == ["p2 in"], acl
+        (ef,) = r.json("show", "qos")
+        # h1's echo requests to h3 (84 bytes of IP each) are what left by p3.100.
+        c = ef["classes"][0]
+        assert ef["interface"] == "p3.100" and c["packets"] >= 3, ef
+        assert c["bytes"] == 84 * c["packets"], ef
+        flows = r.json("show", "flows")
+        assert flows["interfaces"] == ["p1 in"] and flows["created"] >= 2, flows
+    finally:
+        r.stop()
+    cap.stop()
+    # The router flushed its caches to the exporter as it stopped; nfcapd writes on SIGTERM.
+    time.sleep(1.0)
+    nfcapd.stop(timeout=20)
+    # What p3.100 sent h3: tagged 100, every IP packet DSCP 46.
+    out = cap.fields(["vlan.id", "ip.dsfield.dscp"],
+                     "ip && eth.dst == " + mac_of(hosts["h3"], "v100"))
+    assert len(out) >= 3 and all(row == ["100", "46"] for row in out), out
+    # p1's records (ifIndex: p1 1, p2 2, p3.100 3): what h1 sent h2 left by p2, h3's by p3.100;
+    # nothing else came in by p1 (ARP is not a flow).
+    p = subprocess.run(["nfdump", "-R", str(nfdir), "-q", "-o", "fmt:%sa,%da,%pr,%in,%out,%pkt"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = [[x.strip() for x in line.split(",")] for line in p.stdout.splitlines() if "," in line]
+    got: dict[tuple, int] = {}
+    for sa, da, pr, i, o, n in rows:
+        got[(sa, da, pr, i, o)] = got.get((sa, da, pr, i, o), 0) + int(n)
+    # h1 -> h2: its 3 echo requests and its 2 replies to h2's pings.
+    assert got.get(("192.0.2.11", "192.0.2.12", "ICMP", "1", "2"), 0) == 5, rows
+    assert got.get(("192.0.2.11", "192.0.2.13", "ICMP", "1", "3"), 0) == 3, rows
+    assert len(got) == 2, rows

@@ -638,6 +638,20 @@ pub(super) fn cross_check(cfg: &super::Config, e: &mut Errs) {
                 }
             }
         }
+        let member = cfg
+            .bridges
+            .iter()
+            .flat_map(|br| &br.members)
+            .any(|m| m.interface == ifc.name || m.backup.as_deref() == Some(&ifc.name));
+        if b.urpf.is_some() && member {
+            e.origin(
+                &ifc.origin,
+                format!(
+                    "interface `{}`: urpf: a bridge member has no routes to check a source against; bind it on the bridge's routed interface",
+                    ifc.name
+                ),
+            );
+        }
         if (b.flow_in || b.flow_out) && s.flow_export.is_none() {
             e.origin(
                 &ifc.origin,
@@ -781,6 +795,40 @@ logging: { acl-interval: 30 }
             "{e:?}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_bridge_member_takes_acls_qos_and_flows_but_not_urpf() {
+        let text = |bind: &str| {
+            format!(
+                "\
+ports:
+  - {{ name: p0, driver: mem }}
+  - {{ name: p1, driver: mem }}
+interfaces:
+  - {{ name: p0, port: p0, mac: \"02:00:00:00:00:01\"{bind} }}
+  - {{ name: p1, port: p1, mac: \"02:00:00:00:00:02\" }}
+bridges:
+  - {{ name: lan, members: [p0, p1] }}
+acls:
+  - {{ name: M, family: any, entries: [\"deny src-mac 02:00:00:00:0a:01\", \"permit\"] }}
+flow-export: {{ collectors: [\"192.0.2.9:2055\"] }}
+"
+            )
+        };
+        let ok = parse(
+            &text(", acl-in: M, acl-out: M, flow: both"),
+            Path::new("/tmp/m.yaml"),
+        );
+        assert!(ok.is_ok(), "{:?}", ok.err());
+        let e = parse(&text(", acl-in: M, urpf: loose"), Path::new("/tmp/m.yaml"))
+            .unwrap_err()
+            .0;
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].message.contains("`p0`: urpf: a bridge member") && e[0].line == 5,
+            "{e:?}"
+        );
     }
 
     #[test]

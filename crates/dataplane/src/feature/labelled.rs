@@ -26,7 +26,7 @@
 //! that is not routed.
 
 use super::input::{apply_acl, apply_qos, extract_keys, Fate};
-use super::Step;
+use super::{past_tags, Step};
 use crate::buffer::PktBuf;
 use crate::mpls::Mpls;
 use crate::node::{Ctx, VECTOR};
@@ -90,17 +90,6 @@ pub(crate) fn judge(
         a = b;
     }
     fate.iter().any(|f| matches!(f, Fate::Drop(_)))
-}
-
-/// Where an Ethernet frame's payload starts, past its 802.1Q and 802.1ad tags (as
-/// [`classify::extract`] reads it).
-fn past_tags(d: &[u8]) -> u16 {
-    let mut l3 = 14;
-    while d.len() >= l3 + 4 && matches!(u16::from_be_bytes([d[l3 - 2], d[l3 - 1]]), 0x8100 | 0x88a8)
-    {
-        l3 += 4;
-    }
-    l3 as u16
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -17,6 +17,7 @@
 
 pub mod acl_log;
 pub mod arc;
+pub mod bridged;
 pub mod input;
 pub mod labelled;
 pub mod mark;
@@ -105,6 +106,18 @@ pub enum Urpf {
 }
 
 pub use arc::{Direction, Step, StepKind};
+
+/// Where an Ethernet frame's payload starts, past its 802.1Q and 802.1ad tags (as
+/// [`classify::extract`] reads it).
+#[inline]
+pub(crate) fn past_tags(d: &[u8]) -> u16 {
+    let mut l3 = 14;
+    while d.len() >= l3 + 4 && matches!(u16::from_be_bytes([d[l3 - 2], d[l3 - 1]]), 0x8100 | 0x88a8)
+    {
+        l3 += 4;
+    }
+    l3 as u16
+}
 
 /// Everything bound to one interface: its two feature arcs, each in [`arc::RUNS_BEFORE`] order.
 pub struct IfFeatures {

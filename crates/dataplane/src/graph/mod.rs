@@ -157,6 +157,7 @@ graph! {
     GtpuEncap => crate::node::gtpu_encap::GtpuEncap;
     OutputFeatures => crate::feature::output::OutputFeatures;
     BviOutput => crate::node::bvi_output::BviOutput;
+    L2Output => crate::node::l2_output::L2Output;
 }
 
 pub const NODE_COUNT: usize = NodeId::ALL.len();

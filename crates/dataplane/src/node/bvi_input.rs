@@ -3,7 +3,8 @@
 //!
 //! Reads: `meta.rx_if` (the member the frame came in on: its bridge, and that bridge's BVI),
 //! `meta.l3_off` (past the member's tags), the EtherType in front of it. Sets: `meta.rx_if` to
-//! the BVI (the L3 path's ingress interface: its VRF, features, TAP twin). `meta.l2_group` stays
+//! the BVI (the L3 path's ingress interface: its VRF, features, TAP twin), and clears
+//! `meta.flowed` (the BVI's `flow: in` accounts the packet whatever its member did). `meta.l2_group` stays
 //! as ethernet-input set it, so a unicast IP destination in a flooded broadcast is never
 //! forwarded (RFC 1812 5.3.4). Next: ip4-forward, ip6-forward, the punt path (ARP, with the BVI
 //! as its interface). Dropped: other EtherTypes (an L3 interface speaks IP and ARP), frames of a
@@ -38,7 +39,11 @@ impl Node for BviInput {
                 ctx.drop(b, DropReason::InterfaceDown);
                 continue;
             }
-            b.meta_mut().rx_if = bvi;
+            // A new packet for the BVI's arcs: what its member's `flow: in` accounted, the
+            // BVI's own accounts again (under the BVI, as its record's input interface).
+            let m = b.meta_mut();
+            m.rx_if = bvi;
+            m.flowed = false;
             let l3 = b.meta().l3_off as usize;
             match be16(b.data(), l3 - 2) {
                 0x0800 => ctx.to(Next::Ip4, b),

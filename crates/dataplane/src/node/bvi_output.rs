@@ -15,16 +15,33 @@
 use super::Ctx;
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
-use crate::graph::{NoEdges, Node, To};
+use crate::graph::{Node, To};
 use crate::l2::bridge::VectorCounts;
 use crate::l2::MacKey;
 use crate::tables::{NextHop, Tables, NO_IF};
 
 pub struct BviOutput;
 
+/// Frames leave by their members' ports, or through l2-output where a member has output
+/// features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Output,
+}
+
+impl crate::graph::Edge for Next {
+    const ALL: &'static [Self] = &[Next::Output];
+    #[inline(always)]
+    fn node(self) -> crate::graph::NodeId {
+        match self {
+            Next::Output => crate::graph::NodeId::L2Output,
+        }
+    }
+}
+
 impl Node for BviOutput {
     const NAME: &'static str = "bvi-output";
-    type Next = NoEdges;
+    type Next = Next;
     const TRANSMITS: bool = true;
     const DROPS: &'static [DropReason] = &[];
     const CONSUMED: &'static str = "";
@@ -85,15 +102,17 @@ fn switch(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, c: &mut VectorCount
     };
     match found {
         Some(ifx) if ifx == rx_if => ctx.drop(b, DropReason::L2SameInterface),
-        Some(ifx) if ifx != NO_IF => super::l2_input::to_member(ctx, &t.ifs[ifx as usize], b, c),
+        Some(ifx) if ifx != NO_IF => super::l2_input::to_member(ctx, t, ifx, b, c, Next::Output),
         _ if !group && !br.flood_unknown => ctx.drop(b, DropReason::L2UnknownUnicast),
         // Multicast into a snooping bridge goes to the members that joined.
-        _ if group && br.snoop.is_some() => super::l2_mcast::from_bvi(ctx, t, bridge, b, c),
+        _ if group && br.snoop.is_some() => {
+            super::l2_mcast::from_bvi(ctx, t, bridge, b, c, Next::Output)
+        }
         _ => {
             if !group {
                 c.unknown_unicast += 1;
             }
-            super::l2_flood::flood(ctx, t, b, bridge, c);
+            super::l2_flood::flood(ctx, t, b, bridge, c, Next::Output);
         }
     }
 }

@@ -22,14 +22,17 @@ pub struct L2Flood;
 pub enum Next {
     /// The copy for the domain's routed interface.
     Bvi,
+    /// A copy for a member with output features.
+    Output,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Bvi];
+    const ALL: &'static [Self] = &[Next::Bvi, Next::Output];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
             Next::Bvi => NodeId::BviInput,
+            Next::Output => NodeId::L2Output,
         }
     }
 }
@@ -52,7 +55,7 @@ impl Node for L2Flood {
                 flush(t, &mut run);
                 run.0 = l2.bridge;
             }
-            flood(ctx, t, b, l2.bridge, &mut run.1);
+            flood(ctx, t, b, l2.bridge, &mut run.1, Next::Output);
         }
         flush(t, &mut run);
     }
@@ -82,7 +85,15 @@ fn flush(t: &Tables, run: &mut (u16, VectorCounts)) {
 
 /// Floods `b` in bridge `bridge` (an index into `Tables::bridges`): to every member but the one
 /// it came in on (`meta.rx_if`), and to the bridge's BVI if it is a group frame from a member.
-pub(crate) fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut VectorCounts) {
+/// Copies for members with output features go along `e` (the calling node's edge to l2-output).
+pub(crate) fn flood<E: Edge>(
+    ctx: &mut Ctx,
+    t: &Tables,
+    b: PktBuf,
+    bridge: u16,
+    v: &mut VectorCounts,
+    e: E,
+) {
     let rx_if = b.meta().rx_if;
     let bridge = &t.bridges[bridge as usize];
     let to_bvi = bridge.bvi != NO_IF && bridge.bvi != rx_if && b.data()[0] & 1 != 0;
@@ -108,10 +119,10 @@ pub(crate) fn flood(ctx: &mut Ctx, t: &Tables, b: PktBuf, bridge: u16, v: &mut V
             break;
         }
         if let Some(c) = copy(ctx, &b) {
-            send(ctx, t, c, ifx, v);
+            send(ctx, t, c, ifx, v, e);
         }
     }
-    send(ctx, t, b, last, v);
+    send(ctx, t, b, last, v, e);
 }
 
 /// A copy of `b` with the metadata its path set (the buffer's identity, pool and index, is its
@@ -128,11 +139,13 @@ pub(crate) fn copy(ctx: &mut Ctx, b: &PktBuf) -> Option<PktBuf> {
     cm.rx_if = m.rx_if;
     cm.rx_port = m.rx_port;
     cm.l2_group = m.l2_group;
+    // Accounted in already (a member's `flow: in`): a copy is not a new packet for it.
+    cm.flowed = m.flowed;
     Some(c)
 }
 
 #[inline(always)]
-fn send(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, ifx: u32, v: &mut VectorCounts) {
+fn send<E: Edge>(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, ifx: u32, v: &mut VectorCounts, e: E) {
     let out = &t.ifs[ifx as usize];
     if retag(&mut b, out.s_vlan, out.vlan) {
         if out.l2.is_some_and(|l2| l2.l2pt != 0) && b.data()[..6] == l2pt::MAC {
@@ -144,7 +157,7 @@ fn send(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, ifx: u32, v: &mut VectorCounts
             }
         }
         v.flood_copies += 1;
-        ctx.tx(out.port, b);
+        super::l2_output::leave(ctx, t, b, ifx, out, e);
     } else {
         ctx.drop(b, DropReason::NoBuffer);
     }

@@ -36,10 +36,18 @@ pub enum Next {
     Control,
     /// To the domain's routed interface (its MAC): routed.
     Bvi,
+    /// To a member with output features.
+    Output,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Flood, Next::Mcast, Next::Control, Next::Bvi];
+    const ALL: &'static [Self] = &[
+        Next::Flood,
+        Next::Mcast,
+        Next::Control,
+        Next::Bvi,
+        Next::Output,
+    ];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
@@ -47,6 +55,7 @@ impl Edge for Next {
             Next::Mcast => NodeId::L2Mcast,
             Next::Control => NodeId::L2Control,
             Next::Bvi => NodeId::BviInput,
+            Next::Output => NodeId::L2Output,
         }
     }
 }
@@ -96,22 +105,26 @@ impl Node for L2Input {
     }
 }
 
-/// Sends a switched frame to member `out`, tagged for it: dropped if the member is down, or if
-/// the tag needs room the buffer lacks.
+/// Sends a switched frame to member `ifx`, tagged for it (through l2-output, by edge `e`, where
+/// the member has output features): dropped if the member is down, or if the tag needs room
+/// the buffer lacks.
 #[inline(always)]
-pub(crate) fn to_member(
+pub(crate) fn to_member<E: Edge>(
     ctx: &mut Ctx,
-    out: &crate::tables::Interface,
+    t: &Tables,
+    ifx: u32,
     mut b: PktBuf,
     c: &mut VectorCounts,
+    e: E,
 ) {
+    let out = &t.ifs[ifx as usize];
     if !out.up {
         ctx.drop(b, DropReason::InterfaceDown);
     } else if !retag(&mut b, out.s_vlan, out.vlan) {
         ctx.drop(b, DropReason::NoBuffer);
     } else {
         c.forwarded += 1;
-        ctx.tx(out.port, b);
+        super::l2_output::leave(ctx, t, b, ifx, out, e);
     }
 }
 
@@ -164,6 +177,9 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         }
         return;
     };
+    // The members' input features, before anything is learned: a frame their ACL denies
+    // teaches the table nothing.
+    let flows = t.any_features && crate::feature::bridged::input(ctx, t, pkts);
     let n = pkts.len();
     let now = (ctx.clock_ns / 1_000_000_000) as u32;
     let mut dst = [MacKey::new(0, [0; 6]); VECTOR];
@@ -199,6 +215,20 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
         }
         run.1 = VectorCounts::default();
     };
+    if flows {
+        // Ingress flow records name where each frame goes: the member its destination was
+        // learned on (the BVI's member for the routed interface), else none (flooded, or
+        // dropped by what follows: NetFlow accounts what entered).
+        let mut out_if = [NO_IF; VECTOR];
+        for (i, (o, b)) in out_if.iter_mut().zip(pkts.iter()).enumerate() {
+            let member = |m: u32| t.l2_members.get(m as usize).copied().unwrap_or(NO_IF);
+            let to = found[i].map_or(NO_IF, member);
+            if b.data()[0] & 1 == 0 && to != b.meta().rx_if {
+                *o = to;
+            }
+        }
+        crate::feature::bridged::account_in(ctx, t, pkts, &out_if[..n]);
+    }
     let mut li = 0;
     for (i, mut b) in pkts.drain(..).enumerate() {
         let rx_if = b.meta().rx_if;
@@ -262,7 +292,7 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
                     c.forwarded += 1;
                     ctx.to(Next::Bvi, b);
                 } else {
-                    to_member(ctx, out, b, c);
+                    to_member(ctx, t, ifx, b, c, Next::Output);
                 }
             }
             Verdict::Flood => {
@@ -291,4 +321,4 @@ fn l2_input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -39,15 +39,18 @@ pub enum Next {
     Flood,
     /// A copy of a report or leave for the domain's routed interface.
     Bvi,
+    /// A copy for a member with output features.
+    Output,
 }
 
 impl Edge for Next {
-    const ALL: &'static [Self] = &[Next::Flood, Next::Bvi];
+    const ALL: &'static [Self] = &[Next::Flood, Next::Bvi, Next::Output];
     #[inline(always)]
     fn node(self) -> NodeId {
         match self {
             Next::Flood => NodeId::L2Flood,
             Next::Bvi => NodeId::BviInput,
+            Next::Output => NodeId::L2Output,
         }
     }
 }
@@ -250,7 +253,7 @@ fn one(
                     return ctx.drop(b, DropReason::McastNoListener);
                 }
             }
-            replicate(ctx, t, b, o, c);
+            replicate(ctx, t, b, o, c, Next::Output);
         }
         Kind::Membership => {
             // A join flood is policed under the igmp-mld punt class (per worker), like the
@@ -308,7 +311,7 @@ fn one(
                         ctx.cache.free(b);
                         return;
                     }
-                    replicate(ctx, t, b, o, c);
+                    replicate(ctx, t, b, o, c, Next::Output);
                 }
             }
         }
@@ -341,16 +344,24 @@ fn one(
 /// members, as data a member sent would; a group nobody joined is flooded or dropped as the
 /// bridge's settings say; anything else (the router's own queries and PIM) is flooded. `b`'s
 /// `rx_if` is the BVI, which is never among the outputs.
-pub(crate) fn from_bvi(ctx: &mut Ctx, t: &Tables, bridge: u16, b: PktBuf, c: &mut VectorCounts) {
+/// Copies for members with output features go along `e` (bvi-output's edge to l2-output).
+pub(crate) fn from_bvi<E: Edge>(
+    ctx: &mut Ctx,
+    t: &Tables,
+    bridge: u16,
+    b: PktBuf,
+    c: &mut VectorCounts,
+    e: E,
+) {
     let br = &t.bridges[bridge as usize];
     let (Some(s), Some(table)) = (br.snoop.as_deref(), t.snoop.as_deref()) else {
-        return super::l2_flood::flood(ctx, t, b, bridge, c);
+        return super::l2_flood::flood(ctx, t, b, bridge, c, e);
     };
     let d = b.data();
     let l3 = b.meta().l3_off as usize;
     let (kind, v6) = classify(d, l3);
     let Kind::Data { group, source } = kind else {
-        return super::l2_flood::flood(ctx, t, b, bridge, c);
+        return super::l2_flood::flood(ctx, t, b, bridge, c, e);
     };
     let mut o = Outs {
         ifx: [0; MAX_OUT],
@@ -377,7 +388,7 @@ pub(crate) fn from_bvi(ctx: &mut Ctx, t: &Tables, bridge: u16, b: PktBuf, c: &mu
         if !registered {
             c.mcast_unregistered += 1;
         }
-        return super::l2_flood::flood(ctx, t, b, bridge, c);
+        return super::l2_flood::flood(ctx, t, b, bridge, c, e);
     }
     if registered {
         c.mcast_forwarded += 1;
@@ -387,29 +398,29 @@ pub(crate) fn from_bvi(ctx: &mut Ctx, t: &Tables, bridge: u16, b: PktBuf, c: &mu
             return ctx.drop(b, DropReason::McastNoListener);
         }
     }
-    replicate(ctx, t, b, &o, c);
+    replicate(ctx, t, b, &o, c, e);
 }
 
 /// Sends `b` to every interface of `o` (copies to all but the last), tagged for each.
 #[inline(always)]
-fn replicate(ctx: &mut Ctx, t: &Tables, b: PktBuf, o: &Outs, c: &mut VectorCounts) {
+fn replicate<E: Edge>(ctx: &mut Ctx, t: &Tables, b: PktBuf, o: &Outs, c: &mut VectorCounts, e: E) {
     let Some((&last, rest)) = o.ifx[..o.n].split_last() else {
         return ctx.drop(b, DropReason::L2NoFloodMember);
     };
     for &ifx in rest {
         if let Some(cp) = copy(ctx, &b) {
-            send(ctx, t, cp, ifx, c);
+            send(ctx, t, cp, ifx, c, e);
         }
     }
-    send(ctx, t, b, last, c);
+    send(ctx, t, b, last, c, e);
 }
 
 #[inline(always)]
-fn send(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, ifx: u32, c: &mut VectorCounts) {
+fn send<E: Edge>(ctx: &mut Ctx, t: &Tables, mut b: PktBuf, ifx: u32, c: &mut VectorCounts, e: E) {
     let out = &t.ifs[ifx as usize];
     if retag(&mut b, out.s_vlan, out.vlan) {
         c.mcast_copies += 1;
-        ctx.tx(out.port, b);
+        super::l2_output::leave(ctx, t, b, ifx, out, e);
     } else {
         ctx.drop(b, DropReason::NoBuffer);
     }

@@ -17,6 +17,7 @@ pub mod l2_control;
 pub mod l2_flood;
 pub mod l2_input;
 pub mod l2_mcast;
+pub mod l2_output;
 pub mod mpls_input;
 pub mod pw_encap;
 pub mod slow;

@@ -258,3 +258,77 @@ fn services_on_the_apn_interface_see_the_ue_packet_not_the_tunnel() {
         .collect();
     assert_eq!(seen, [(UE as u128, 80, APN_IF, 1)]);
 }
+
+/// Downlink: the Gi interface's input arc sees the packet for the UE before it is tunnelled
+/// (its ACL denies the UE's DNS answer), and the interface the G-PDU leaves by applies its output
+/// arc to the tunnel, the router's own packet to the SGSN (QoS out re-marks the outer header and
+/// leaves the UE's packet alone; `flow: out` accounts GGSN -> SGSN, UDP 2152).
+#[test]
+fn downlink_services_see_the_ue_packet_in_and_the_tunnel_out() {
+    use crate::feature::Step;
+    use crate::graph::harness::{deny_dns, mark_all};
+    use std::sync::Arc;
+    let (mut h, table) = Harness::with_gtp();
+    h.add_flows();
+    context(&table);
+    let (acl, hits) = deny_dns();
+    // eth1 is both the servers' side (Gi) and the SGSN's (Gn) in the harness.
+    let f = crate::feature::IfFeatures::new(
+        vec![Step::Acl(Arc::new(acl))],
+        vec![Step::Qos(Arc::new(mark_all(Some(10), None))), Step::Flow],
+    )
+    .unwrap();
+    let mut all: Vec<_> = (0..h.t.ifs.len()).map(|_| None).collect();
+    all[1] = Some(Arc::new(f));
+    h.t.features = all.into_boxed_slice();
+    h.t.any_features = true;
+    // Two packets for the UE: to UDP port 53 (which the list denies) and to 80.
+    let mut dns = ip4([10, 1, 0, 5], UE.to_be_bytes(), 64);
+    let mut web = dns.clone();
+    web[14 + 22..14 + 24].copy_from_slice(&80u16.to_be_bytes());
+    dns[14 + 22..14 + 24].copy_from_slice(&53u16.to_be_bytes());
+    let out = h.push(NodeId::Ip4Forward, 1, &[dns, web]);
+    assert_eq!(
+        out.dropped(DropReason::AclDenied),
+        1,
+        "the Gi list saw the UE's packet"
+    );
+    assert_eq!(hits.get(0), 1);
+    let v = out.to.into_values().flatten().collect();
+    let mut enc = h.run_bufs(NodeId::GtpuEncap, v);
+    let v = enc
+        .to
+        .remove("output-features")
+        .expect("eth1 has output features");
+    let sent = h.run_bufs(NodeId::OutputFeatures, v);
+    let d = &sent.to["tx 1"][0].data()[14..];
+    assert_eq!(&d[16..20], &SGSN);
+    assert_eq!(d[1] >> 2, 10, "the outer header re-marked");
+    assert!(checksum::ipv4_header_ok(&d[..20]));
+    assert_eq!(d[36 + 1], 0, "the UE's packet untouched");
+    let mut recs = Vec::new();
+    let fl = h.ctx.flows.as_mut().unwrap();
+    fl.cache.flush(1, &mut |r| recs.push(r));
+    let seen: Vec<_> = recs
+        .iter()
+        .map(|r| {
+            (
+                r.key.src,
+                r.key.dst,
+                r.key.dst_port,
+                r.key.direction,
+                r.out_if,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [(
+            GTPU_ADDR as u128,
+            u32::from_be_bytes(SGSN) as u128,
+            2152,
+            flow::Direction::Egress,
+            1
+        )]
+    );
+}

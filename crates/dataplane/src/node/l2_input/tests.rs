@@ -13,11 +13,11 @@ use crate::l2::{L2Port, MacKey, MacTable};
 use crate::node::Ctx;
 use crate::tables::{Interface, PortMap, Tables, NO_IF};
 
-const A: [u8; 6] = [2, 0, 0, 0, 0xa, 1];
-const B: [u8; 6] = [2, 0, 0, 0, 0xb, 1];
-const C: [u8; 6] = [2, 0, 0, 0, 0xc, 1];
+pub(crate) const A: [u8; 6] = [2, 0, 0, 0, 0xa, 1];
+pub(crate) const B: [u8; 6] = [2, 0, 0, 0, 0xb, 1];
+pub(crate) const C: [u8; 6] = [2, 0, 0, 0, 0xc, 1];
 const BROADCAST: [u8; 6] = [0xff; 6];
-const BRIDGE_ID: u16 = 10;
+pub(crate) const BRIDGE_ID: u16 = 10;
 
 fn member(name: &str, port: u16, vlan: Option<u16>, member: u32, learn: bool) -> Interface {
     Interface {
@@ -43,7 +43,7 @@ fn member(name: &str, port: u16, vlan: Option<u16>, member: u32, learn: bool) ->
     }
 }
 
-fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
+pub(crate) fn bridged(flood_unknown: bool, bpdu: Bpdu) -> Harness {
     let mut h = Harness::new();
     let mut vlans = vec![NO_IF; 4096];
     vlans[100] = 2;
@@ -131,7 +131,7 @@ fn switch(h: &mut Harness, port: u16, frames: &[Vec<u8>]) -> (Out, Out) {
     (l2, flood)
 }
 
-fn tx(out: &Out, port: u16) -> Vec<Vec<u8>> {
+pub(crate) fn tx(out: &Out, port: u16) -> Vec<Vec<u8>> {
     out.to
         .get(&format!("tx {port}"))
         .map(|v| v.iter().map(|b| b.data().to_vec()).collect())
