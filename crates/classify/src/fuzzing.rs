@@ -14,6 +14,10 @@ pub fn classify_key(data: &[u8]) {
     for k in [crate::extract(data), crate::extract_at(data, at)] {
         check(&k);
     }
+    // Written in place over whatever a batch's slot held before: the same key.
+    let mut slot = crate::Key([u32::MAX; crate::rule::DIMS]);
+    crate::extract_at_into(&mut slot, data, at);
+    assert_eq!(slot, crate::extract_at(data, at));
 }
 
 fn check(k: &crate::Key) {

@@ -10,7 +10,7 @@ pub mod key;
 pub mod rule;
 mod tree;
 
-pub use key::{extract, extract_at};
+pub use key::{extract, extract_at, extract_at_into};
 pub use rule::{linear, Dim, Key, Rule, DIMS};
 pub use tree::Classifier;
 

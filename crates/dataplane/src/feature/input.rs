@@ -126,7 +126,7 @@ pub(super) fn extract_keys(keys: &mut [Key], pkts: &[PktBuf], done: &mut bool) {
     if !*done {
         for (k, p) in keys.iter_mut().zip(pkts.iter()) {
             // At `l3_off`: a decapsulated G-PDU is classified as the UE's packet it carries.
-            *k = classify::extract_at(p.data(), p.meta().l3_off as usize);
+            classify::extract_at_into(k, p.data(), p.meta().l3_off as usize);
         }
         *done = true;
     }
