@@ -336,11 +336,19 @@ fn flush_class(q: &Qos, (class, packets, bytes): (u16, u64, u64)) {
 }
 
 /// Re-marks by the packet's own family (a run of one interface may hold both); a labelled
-/// frame in transit has no IP header to re-mark.
+/// frame in transit has no IP header to re-mark. A routed packet's header was checked by its
+/// forwarding node; a bridged frame's was not, so one too short for its header, or of another
+/// IP version than its EtherType says, is left as it is.
 fn set_dscp(p: &mut PktBuf, l3: usize, d: u8, k: &mut Key) {
+    let f = p.data();
+    let version = f.get(l3).map_or(0, |b| b >> 4);
     match k.get(classify::Dim::EtherType) {
-        classify::rule::ETHERTYPE_IPV6 => mark::set_dscp_v6(p.data_mut(), l3, d),
-        classify::rule::ETHERTYPE_IPV4 => mark::set_dscp_v4(p.data_mut(), l3, d),
+        classify::rule::ETHERTYPE_IPV6 if version == 6 && f.len() >= l3 + 40 => {
+            mark::set_dscp_v6(p.data_mut(), l3, d)
+        }
+        classify::rule::ETHERTYPE_IPV4 if version == 4 && f.len() >= l3 + 20 => {
+            mark::set_dscp_v4(p.data_mut(), l3, d)
+        }
         _ => return,
     }
     k.set(classify::Dim::Dscp, d as u32);
