@@ -175,6 +175,8 @@ enum PortDriver {
     /// A Linux device through AF_XDP: a transmit queue per worker, bound to the device's
     /// queues in turn (the device's queue count caps the workers that can send on it).
     AfXdp(dataplane::port::af_xdp::AfXdpPort),
+    /// Rings in a shared-memory file: a sending ring per worker while the file has one free.
+    Shm(dataplane::port::shm::ShmPort),
 }
 
 struct PortRt {
@@ -445,6 +447,45 @@ impl Runtime {
                 }
                 PortDriver::AfXdp(port)
             }
+            Driver::Shm {
+                path,
+                server,
+                queues: want,
+                slots,
+                max_frame,
+            } => {
+                use dataplane::port::shm::{Layout, ShmPort};
+                let port = if *server {
+                    let layout = Layout {
+                        queues: if *want == 0 {
+                            queues.max(1) as u32
+                        } else {
+                            *want as u32
+                        },
+                        slots: *slots,
+                        slot_bytes: *max_frame,
+                    };
+                    ShmPort::serve(path, layout)
+                } else {
+                    ShmPort::connect(path)
+                }
+                .map_err(|e| {
+                    let hint = if *server { "" } else { " (is its server up?)" };
+                    BuildError(format!(
+                        "port {}: shm file {}: {e}{hint}",
+                        pc.name,
+                        path.display()
+                    ))
+                })?;
+                for q in 0..port.layout().queues {
+                    rx.push(RxSlot {
+                        port: idx,
+                        queue: q as u16,
+                        q: Box::new(port.rx_queue(q)),
+                    });
+                }
+                PortDriver::Shm(port)
+            }
         };
         let port = PortRt {
             name: pc.name.clone(),
@@ -492,6 +533,17 @@ impl Runtime {
                 Ok(q) => Some(q),
                 Err(e) => {
                     eprintln!("linerate: port {}: no transmit queue: {e}", p.name());
+                    None
+                }
+            },
+            PortDriver::Shm(s) => match s.take_tx() {
+                Some(q) => Some(Box::new(q)),
+                None => {
+                    eprintln!(
+                        "linerate: port {}: every queue of {} has its sender (more workers than queues)",
+                        p.name,
+                        s.path().display()
+                    );
                     None
                 }
             },

@@ -12,7 +12,8 @@
 /// a GGSN at 10.0.0.10 with two PDP contexts: 10.64.0.5 / 2001:db8:100:3::/64 at TEID 0x403,
 /// peer TEID 0xabcd0001 at 10.1.0.9, and 10.64.0.6 at TEID 0x404; MPLS on eth0 and eth1 with
 /// the harness's labels, labelled route and pseudowire, `Harness::add_mpls`, with input
-/// features where labelled traffic takes them: [`labelled_features`]).
+/// features where labelled traffic takes them: [`labelled_features`]; services on bridge
+/// members: [`bridged_features`]).
 /// Asserted: nothing panics, and every buffer taken comes back to the pool once what was
 /// transmitted is freed (no frame is lost or freed twice).
 pub fn graph(data: &[u8]) {
@@ -70,6 +71,7 @@ pub fn graph(data: &[u8]) {
             }
             h.add_mpls();
             labelled_features(&mut h);
+            bridged_features(&mut h);
             h
         });
         if let Some(f) = h.ctx.flows.as_mut() {
@@ -128,6 +130,89 @@ fn labelled_features(h: &mut crate::graph::harness::Harness) {
     h.t.features = all.into_boxed_slice();
     h.t.any_features = true;
     h.add_flows();
+}
+
+/// Services on members of bridge `lab`: on eth1.200 and on eth1.11 (whose frames carry their
+/// customers' tags inside its S-tag) an ACL denying DNS, a QoS class setting DSCP 46 and CoS 5,
+/// and `flow: in`; on eth1.300 the same as its output arc (so flooded copies and switched frames
+/// go through l2-output).
+fn bridged_features(h: &mut crate::graph::harness::Harness) {
+    use crate::feature::{IfFeatures, Step};
+    use crate::graph::harness::{deny_dns, mark_all};
+    use std::sync::Arc;
+    let steps = || {
+        let mut q = mark_all(Some(46), None);
+        q.classes[0].set_cos = Some(5);
+        vec![
+            Step::Acl(Arc::new(deny_dns().0)),
+            Step::Qos(Arc::new(q)),
+            Step::Flow,
+        ]
+    };
+    let mut all = h.t.features.to_vec();
+    for ifx in [3, 6] {
+        all[ifx] = Some(Arc::new(IfFeatures::new(steps(), vec![]).expect("valid")));
+    }
+    all[4] = Some(Arc::new(IfFeatures::new(vec![], steps()).expect("valid")));
+    h.t.features = all.into_boxed_slice();
+}
+
+/// `data` as what a broken or hostile server left in an shm port's file: its first three bytes
+/// choose a layout (1 or 2 queues, 2..=16 slots, 64..=319 bytes a slot), the header is made
+/// right, and the rest of the file (every ring's indices, lengths and frames) is `data`'s
+/// remaining bytes, repeated. A client maps it, reads every queue twice and sends on each.
+/// Asserted: no panic, no frame longer than a slot, every buffer back in the pool.
+#[cfg(target_os = "linux")]
+pub fn shm_region(data: &[u8]) {
+    use crate::buffer::{BufCache, Pool};
+    use crate::port::shm::{Layout, ShmPort};
+    use crate::port::{RxQueue, TxQueue};
+    let [a, b, c, rest @ ..] = data else {
+        return;
+    };
+    let layout = Layout {
+        queues: 1 + u32::from(a & 1),
+        slots: 2 << (b % 4),
+        slot_bytes: 64 + u32::from(*c),
+    };
+    let path = std::env::temp_dir().join(format!("lr-fuzz-shm-{}", std::process::id()));
+    let server = ShmPort::serve(&path, layout).expect("a file in the temporary directory");
+    if !rest.is_empty() {
+        let mut f = std::fs::read(&path).expect("its own file");
+        for (i, x) in f[4096..].iter_mut().enumerate() {
+            *x = rest[i % rest.len()];
+        }
+        // Written through the file, not the mapping: the server's view is the same memory.
+        std::fs::write(&path, &f).expect("its own file");
+    }
+    let client = ShmPort::connect(&path).expect("the layout is good");
+    thread_local! {
+        // A pool is never freed (its buffers' memory lives as long as the process): one for
+        // every input.
+        static POOL: std::sync::Arc<Pool> = Pool::new(256);
+    }
+    let pool = POOL.with(|p| p.clone());
+    let mut cache = BufCache::new(pool.clone());
+    let before = pool.available();
+    for q in 0..layout.queues {
+        let mut rx = client.rx_queue(q);
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            rx.rx_burst(&mut cache, &mut got, 64);
+            rx.take_rx_errors();
+        }
+        assert!(got.iter().all(|b| b.len() <= layout.slot_bytes as usize));
+        cache.free_all(&mut got);
+        let mut tx = client.tx_queue(q);
+        let mut v = vec![cache.alloc().expect("room")];
+        v[0].fill(&[0xa5; 60]);
+        tx.tx_burst(&mut v, &mut cache);
+        cache.free_all(&mut v);
+    }
+    drop(client);
+    drop(server);
+    cache.flush();
+    assert_eq!(pool.available(), before, "buffers leaked");
 }
 
 /// `data` as one rtnetlink datagram: the link monitor's decoder (`RTM_NEWLINK`, `RTM_DELLINK`,
@@ -295,6 +380,27 @@ mod tests {
     }
 
     #[test]
+    fn an_shm_client_survives_any_ring_contents() {
+        let cases: [&[u8]; 6] = [
+            &[],
+            &[0, 0, 0],
+            &[1, 3, 255, 0xff],
+            &[0, 1, 0, 7, 0, 0, 0, 0, 0, 0, 0],
+            &[
+                1, 2, 9, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3,
+            ],
+            &[0, 0, 200, 40, 0, 0, 0],
+        ];
+        for c in cases {
+            shm_region(c);
+        }
+        for (name, c) in packet::fuzz_inputs::saved("shm_region") {
+            eprintln!("{name}");
+            shm_region(&c);
+        }
+    }
+
+    #[test]
     fn the_graph_survives_odd_frames_and_loses_no_buffer() {
         let h = crate::graph::harness::ip4([10, 0, 0, 2], [10, 1, 0, 5], 64);
         let ttl1 = crate::graph::harness::ip4([10, 0, 0, 2], [10, 1, 0, 5], 1);
@@ -315,6 +421,27 @@ mod tests {
         {
             let mut c = vec![0, (f.len() >> 8) as u8, f.len() as u8];
             c.extend_from_slice(f);
+            cases.push(c);
+        }
+        // Bridged on port 1 through members with services: VLAN 200 (broadcast, then to the
+        // learned sender), and S-tag 11 with a customer's C-tag inside.
+        let tag = |f: &[u8], tags: &[[u8; 4]]| {
+            let mut t = vec![0xff; 6];
+            t.extend_from_slice(&[2, 0, 0, 0, 0x20, 1]);
+            for x in tags {
+                t.extend_from_slice(x);
+            }
+            t.extend_from_slice(&f[12..]);
+            t
+        };
+        let v200 = tag(&h, &[[0x81, 0x00, 0x00, 200]]);
+        let mut back = tag(&h, &[[0x81, 0x00, 0x00, 200]]);
+        back[..6].copy_from_slice(&[2, 0, 0, 0, 0x20, 1]);
+        back[6..12].copy_from_slice(&[2, 0, 0, 0, 0x20, 2]);
+        let qinq = tag(&h, &[[0x88, 0xa8, 0x00, 11], [0x81, 0x00, 0x00, 7]]);
+        for f in [v200, back, qinq] {
+            let mut c = vec![1, (f.len() >> 8) as u8, f.len() as u8];
+            c.extend_from_slice(&f);
             cases.push(c);
         }
         for c in &cases {

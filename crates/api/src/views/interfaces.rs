@@ -89,6 +89,8 @@ pub enum PortDriver {
     Pcap,
     AfPacket,
     AfXdp,
+    /// Rings in a shared-memory file (a tester or another logical router at the far end).
+    Shm,
 }
 
 impl PortDriver {
@@ -98,6 +100,7 @@ impl PortDriver {
             PortDriver::Pcap => "pcap",
             PortDriver::AfPacket => "af_packet",
             PortDriver::AfXdp => "af_xdp",
+            PortDriver::Shm => "shm",
         }
     }
 }

@@ -8,7 +8,7 @@ use super::fields::{mac, seq, Errs, Fields};
 use super::{services, Config, Driver, InterfaceCfg, PortCfg};
 use crate::yaml::Node;
 
-/// `ports`: each a name and a driver (pcap files, mem rings, AF_PACKET, AF_XDP).
+/// `ports`: each a name and a driver (pcap files, mem rings, AF_PACKET, AF_XDP, shared memory).
 pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cfg: &mut Config) {
     for (n, path) in seq(top, "ports", e) {
         let Some(mut f) = Fields::new(path.clone(), n, e) else {
@@ -50,6 +50,27 @@ pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cf
                 "queues must be 1..=64 (or 0: automatic)",
             );
         }
+        // Shared-memory ports: the file, which end, ring slots, the longest frame.
+        let shm_path = f.str("path", e).map(|p| dir.join(p));
+        let role = f.str("role", e);
+        let slots: Option<u32> = f.parse("slots", "a slot count", e);
+        let max_frame: Option<u32> = f.parse("max-frame", "a frame size in bytes", e);
+        if driver.as_deref() != Some("shm") {
+            for (k, given) in [
+                ("path", shm_path.is_some()),
+                ("role", role.is_some()),
+                ("slots", slots.is_some()),
+                ("max-frame", max_frame.is_some()),
+            ] {
+                if given {
+                    e.at(
+                        f.node(k).unwrap_or(n),
+                        &format!("{path}.{k}"),
+                        format!("only an shm port takes `{k}`"),
+                    );
+                }
+            }
+        }
         let kernel_dev = |e: &mut Errs| {
             if device.is_none() {
                 e.at(
@@ -77,11 +98,55 @@ pub(super) fn parse_ports<'a>(top: &mut Fields<'a>, dir: &Path, e: &mut Errs, cf
                 device: kernel_dev(e),
                 queues,
             }),
+            Some("shm") => {
+                let server = match role.as_deref() {
+                    None | Some("client") => false,
+                    Some("server") => true,
+                    Some(x) => {
+                        e.at(
+                            f.node("role").unwrap_or(n),
+                            &format!("{path}.role"),
+                            format!("`{x}`: server (makes the file) or client (maps it)"),
+                        );
+                        false
+                    }
+                };
+                let slots = slots.unwrap_or(1024);
+                if !slots.is_power_of_two() || !(2..=65_536).contains(&slots) {
+                    e.at(
+                        f.node("slots").unwrap_or(n),
+                        &format!("{path}.slots"),
+                        format!("{slots}: a power of two, 2..=65536"),
+                    );
+                }
+                let max_frame = max_frame.unwrap_or(9216);
+                if !(64..=9216).contains(&max_frame) {
+                    e.at(
+                        f.node("max-frame").unwrap_or(n),
+                        &format!("{path}.max-frame"),
+                        format!("{max_frame}: 64..=9216 bytes"),
+                    );
+                }
+                if shm_path.is_none() {
+                    e.at(
+                        n,
+                        &path,
+                        "an shm port needs `path` (its shared-memory file)",
+                    );
+                }
+                Some(Driver::Shm {
+                    path: shm_path.unwrap_or_default(),
+                    server,
+                    queues,
+                    slots,
+                    max_frame,
+                })
+            }
             Some(d) => {
                 e.at(
                     n,
                     &format!("{path}.driver"),
-                    format!("unknown driver `{d}` (pcap, mem, af_packet, af_xdp)"),
+                    format!("unknown driver `{d}` (pcap, mem, af_packet, af_xdp, shm)"),
                 );
                 None
             }

@@ -224,6 +224,16 @@ pub enum Driver {
     /// A Linux network device through AF_XDP (copy mode where the driver has no zero-copy);
     /// `queues` 0 means every receive queue the device has.
     AfXdp { device: String, queues: u16 },
+    /// Rings in a shared-memory file (`dataplane::port::shm`): a tester or another logical
+    /// router at the far end. The `server` makes the file; a client maps it. `queues` 0 means
+    /// one per worker (the server's count is the file's).
+    Shm {
+        path: PathBuf,
+        server: bool,
+        queues: u16,
+        slots: u32,
+        max_frame: u32,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

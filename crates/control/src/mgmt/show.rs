@@ -186,6 +186,7 @@ impl Core {
                     Some(Driver::Pcap { .. }) => PortDriver::Pcap,
                     Some(Driver::AfPacket { .. }) => PortDriver::AfPacket,
                     Some(Driver::AfXdp { .. }) => PortDriver::AfXdp,
+                    Some(Driver::Shm { .. }) => PortDriver::Shm,
                     // A port in the runtime is one of the config's.
                     Some(Driver::Mem) | None => PortDriver::Mem,
                 };

@@ -6,6 +6,8 @@
 //! - [`mem`]: in-process rings, zero-copy, for the embedded tester and benchmarks.
 //! - [`pcap`]: a capture file as input, a capture file as output, for tests and replays.
 //! - [`replay`]: frames replayed by the worker itself and a counting sink, for benchmarks.
+//! - [`shm`] (Linux): rings in a file two processes map (in the manner of VPP's memif), for a
+//!   tester or another logical router at the far end of a port.
 //! - [`af_packet`] (Linux): a kernel network device through packet sockets with mmap'd rings,
 //!   several receive queues in a fanout group; works on any device, one copy each way.
 //! - [`af_xdp`] (Linux): a device's queues through AF_XDP sockets and a small XDP program
@@ -26,6 +28,8 @@ pub mod mem;
 pub mod netlink;
 pub mod pcap;
 pub mod replay;
+#[cfg(target_os = "linux")]
+pub mod shm;
 pub mod sockopt;
 
 use crate::buffer::{BufCache, PktBuf};
