@@ -348,3 +348,41 @@ fn the_old_punt_rate_names_its_replacement() {
     assert_eq!(e[0].field, "control-plane.punt-rate");
     assert!(e[0].message.contains("is now `punt`"), "{}", e[0]);
 }
+
+#[test]
+fn an_shm_port_takes_its_file_role_and_rings_and_nothing_else_may() {
+    let ok = "ports:\n  - { name: p0, driver: shm, path: /dev/shm/lr-link, role: server, slots: 256, max-frame: 2048 }\n  - { name: p1, driver: shm, path: link2 }\n";
+    let cfg = config::parse(ok, Path::new("/etc/lr/r.yaml")).unwrap();
+    assert_eq!(
+        cfg.ports[0].driver,
+        config::Driver::Shm {
+            path: "/dev/shm/lr-link".into(),
+            server: true,
+            queues: 0,
+            slots: 256,
+            max_frame: 2048,
+        }
+    );
+    assert!(matches!(
+        &cfg.ports[1].driver,
+        config::Driver::Shm { path, server: false, slots: 1024, max_frame: 9216, .. }
+            if path == Path::new("/etc/lr/link2")
+    ));
+    let bad = "ports:\n  - { name: p0, driver: shm, role: master, slots: 100, max-frame: 10000 }\n  - { name: p1, driver: mem, role: server }\n";
+    let e = config::parse(bad, Path::new("r.yaml")).unwrap_err().0;
+    let got: Vec<(usize, &str)> = e.iter().map(|x| (x.line, x.field.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (2, "ports[0]"),
+            (2, "ports[0].role"),
+            (2, "ports[0].slots"),
+            (2, "ports[0].max-frame"),
+            (3, "ports[1].role"),
+        ],
+        "{e:#?}"
+    );
+    assert!(e[0].message.contains("needs `path`"));
+    assert!(e[1].message.contains("server (makes the file) or client"));
+    assert!(e[4].message.contains("only an shm port takes `role`"));
+}
