@@ -25,8 +25,8 @@
 use classify::rule::{ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use classify::{Dim, Key};
 
-use super::input::{apply_acl, apply_qos, extract_keys, Fate};
-use super::{past_tags, IfFeatures, Step};
+use super::input::{classify_step, extract_keys, remove_dropped, Fate};
+use super::{past_tags, IfFeatures};
 use crate::buffer::PktBuf;
 use crate::node::{Ctx, VECTOR};
 use crate::tables::Tables;
@@ -52,22 +52,7 @@ pub(crate) fn input(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>) -> bool {
         }
         a = b;
     }
-    if fate[..n].iter().any(|f| matches!(f, Fate::Drop(_))) {
-        let mut kept = 0;
-        for i in 0..n {
-            if !matches!(fate[i], Fate::Drop(_)) {
-                pkts.swap(kept, i);
-                fate.swap(kept, i);
-                keys[kept] = keys[i];
-                kept += 1;
-            }
-        }
-        for (j, p) in pkts.drain(kept..n).enumerate() {
-            if let Fate::Drop(why) = fate[kept + j] {
-                ctx.drop(p, why);
-            }
-        }
-    }
+    remove_dropped(ctx, pkts, &mut fate[..n], |to, from| keys[to] = keys[from]);
     ctx.fkeys = keys;
     flows
 }
@@ -83,20 +68,17 @@ fn member_input(
     let flow = f.flow_in && ctx.flows.is_some();
     let mut keyed = false;
     let saved = at_ip(pkts);
+    // uRPF is refused on a member by the config (no route table to ask); flows are accounted
+    // once the destination is known (`account_in`).
     for step in f.input.iter() {
-        match step {
-            Step::Acl(acl) => {
-                extract_keys(keys, pkts, &mut keyed);
-                apply_acl(ctx, acl, pkts, keys, fate, rx_if, true);
-            }
-            Step::Qos(q) => {
-                extract_keys(keys, pkts, &mut keyed);
-                apply_qos(ctx, q, pkts, keys, fate);
-            }
-            // Refused on a member by the config (no route table to ask); accounted once the
-            // destination is known (`account_in`).
-            Step::Urpf(_) | Step::Flow => {}
-        }
+        classify_step(
+            ctx,
+            step,
+            (&mut *pkts, &mut *fate, &mut *keys),
+            rx_if,
+            true,
+            &mut keyed,
+        );
     }
     if flow {
         extract_keys(keys, pkts, &mut keyed);
@@ -144,18 +126,10 @@ pub(crate) fn output(
     let mut keys = std::mem::take(&mut ctx.fkeys);
     let mut keyed = false;
     let saved = at_ip(pkts);
+    let n = pkts.len();
     for step in f.output.iter() {
-        match step {
-            Step::Acl(acl) => {
-                extract_keys(&mut keys, pkts, &mut keyed);
-                apply_acl(ctx, acl, pkts, &keys, fate, tx_if, false);
-            }
-            Step::Qos(q) => {
-                extract_keys(&mut keys, pkts, &mut keyed);
-                apply_qos(ctx, q, pkts, &mut keys, fate);
-            }
-            Step::Urpf(_) | Step::Flow => {}
-        }
+        let run = (&mut *pkts, &mut *fate, &mut keys[..n]);
+        classify_step(ctx, step, run, tx_if, false, &mut keyed);
     }
     if f.flow_out && ctx.flows.is_some() {
         extract_keys(&mut keys, pkts, &mut keyed);

@@ -60,31 +60,43 @@ pub fn run<K: Copy>(
         }
         a = b;
     }
-    if fate[..n].iter().all(|f| *f == Fate::Pass) {
-        ctx.fkeys = fkeys;
-        return flows;
+    remove_dropped(ctx, good, &mut fate[..n], |to, from| {
+        keys[to] = keys[from];
+        if flows {
+            fkeys[to] = fkeys[from];
+        }
+    });
+    ctx.fkeys = fkeys;
+    flows
+}
+
+/// Takes the packets whose fate is `Drop` out of the first `fate.len()` of `pkts` and drops
+/// them (counted by reason), keeping the others in order at the front; `also(to, from)` moves
+/// the caller's arrays kept in step with the packets (keys) the same way. No allocation.
+pub(crate) fn remove_dropped(
+    ctx: &mut Ctx,
+    pkts: &mut Vec<PktBuf>,
+    fate: &mut [Fate],
+    mut also: impl FnMut(usize, usize),
+) {
+    let n = fate.len();
+    if !fate.iter().any(|f| matches!(f, Fate::Drop(_))) {
+        return;
     }
-    // Compact the survivors and their lookup keys in place (in order), the dropped to the end;
-    // no allocation.
     let mut kept = 0;
     for i in 0..n {
-        if fate[i] == Fate::Pass {
-            good.swap(kept, i);
+        if !matches!(fate[i], Fate::Drop(_)) {
+            pkts.swap(kept, i);
             fate.swap(kept, i);
-            keys[kept] = keys[i];
-            if flows {
-                fkeys[kept] = fkeys[i];
-            }
+            also(kept, i);
             kept += 1;
         }
     }
-    for (j, p) in good.drain(kept..).enumerate() {
+    for (j, p) in pkts.drain(kept..n).enumerate() {
         if let Fate::Drop(why) = fate[kept + j] {
             ctx.drop(p, why);
         }
     }
-    ctx.fkeys = fkeys;
-    flows
 }
 
 /// One interface's input arc over a run of its packets (`pkts`, their fates and their
@@ -102,21 +114,39 @@ fn run_interface(
     let mut keyed = false;
     for step in f.input.iter() {
         match step {
-            Step::Acl(acl) => {
-                extract_keys(keys, pkts, &mut keyed);
-                apply_acl(ctx, acl, pkts, keys, fate, rx_if, true);
-            }
-            Step::Qos(q) => {
-                extract_keys(keys, pkts, &mut keyed);
-                apply_qos(ctx, q, pkts, keys, fate);
-            }
             Step::Urpf(mode) => urpf(t, *mode, pkts, fate, rx_if, v6),
             // Accounted by the forward node after its lookup (see the module's comment).
             Step::Flow => {}
+            _ => classify_step(ctx, step, (pkts, fate, keys), rx_if, true, &mut keyed),
         }
     }
     if flow {
         extract_keys(keys, pkts, &mut keyed);
+    }
+}
+
+/// An ACL or QoS step of an arc over a run of packets, of interface `ifx` in the direction
+/// `ingress` says (the keys extracted the first time a step asks: `keyed`). uRPF and flow
+/// accounting are each caller's to place; this does nothing for them.
+#[inline]
+pub(super) fn classify_step(
+    ctx: &mut Ctx,
+    step: &Step,
+    (pkts, fate, keys): (&mut [PktBuf], &mut [Fate], &mut [Key]),
+    ifx: u32,
+    ingress: bool,
+    keyed: &mut bool,
+) {
+    match step {
+        Step::Acl(acl) => {
+            extract_keys(keys, pkts, keyed);
+            apply_acl(ctx, acl, pkts, keys, fate, ifx, ingress);
+        }
+        Step::Qos(q) => {
+            extract_keys(keys, pkts, keyed);
+            apply_qos(ctx, q, pkts, keys, fate);
+        }
+        Step::Urpf(_) | Step::Flow => {}
     }
 }
 
@@ -367,24 +397,11 @@ mod tests {
     /// entry of it, not even its implicit deny, and is forwarded.
     #[test]
     fn an_ipv4_list_leaves_ipv6_alone() {
-        use crate::feature::{Acl, AclCounters, AclEntry};
-        use crate::graph::harness::ip6;
+        use crate::graph::harness::{acl, ip6};
         let mut h = Harness::new();
         let mut dns = classify::Rule::any().ipv4();
         dns.ranges[classify::Dim::DstPort as usize] = (53, 53);
-        let hits = Arc::new(AclCounters::new("V4", 1));
-        let entry = |permit, index| AclEntry {
-            permit,
-            log: false,
-            list: 0,
-            index,
-        };
-        let acl = Acl {
-            classifier: classify::Classifier::compile(&[dns, classify::Rule::any().ipv4()]),
-            entries: vec![entry(false, 0), entry(false, 1)].into_boxed_slice(),
-            lists: vec![hits.clone()].into_boxed_slice(),
-            seqs: vec![vec![10u32].into_boxed_slice()].into_boxed_slice(),
-        };
+        let (acl, hits) = acl("V4", &[(dns, false)], classify::Rule::any().ipv4());
         bind(&mut h.t, 0, vec![Step::Acl(Arc::new(acl))], vec![]);
         let v4 = h.push(
             NodeId::Ip4Forward,

@@ -25,7 +25,7 @@
 //! frames leave labelled, where an IP list does not look, and disposed ones leave by a circuit
 //! that is not routed.
 
-use super::input::{apply_acl, apply_qos, extract_keys, Fate};
+use super::input::{apply_acl, apply_qos, extract_keys, remove_dropped, Fate};
 use super::{past_tags, Step};
 use crate::buffer::PktBuf;
 use crate::mpls::Mpls;
@@ -48,21 +48,8 @@ pub enum Side {
 pub fn run(ctx: &mut Ctx, t: &Tables, m: &Mpls, side: Side, pkts: &mut Vec<PktBuf>) {
     let n = pkts.len().min(VECTOR);
     let mut fate = [Fate::Pass; VECTOR];
-    if !judge(ctx, t, m, side, &mut pkts[..n], &mut fate[..n]) {
-        return;
-    }
-    let mut kept = 0;
-    for i in 0..n {
-        if !matches!(fate[i], Fate::Drop(_)) {
-            pkts.swap(kept, i);
-            fate.swap(kept, i);
-            kept += 1;
-        }
-    }
-    for (j, p) in pkts.drain(kept..n).enumerate() {
-        if let Fate::Drop(why) = fate[kept + j] {
-            ctx.drop(p, why);
-        }
+    if judge(ctx, t, m, side, &mut pkts[..n], &mut fate[..n]) {
+        remove_dropped(ctx, pkts, &mut fate[..n], |_, _| {});
     }
 }
 

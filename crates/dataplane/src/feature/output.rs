@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use classify::{Dim, Key};
 use flow::{Direction, FlowCache, FlowKey, FlowRecord};
 
-use super::input::{apply_acl, apply_qos, extract_keys, Fate};
-use super::{FlowShared, Step};
+use super::input::{classify_step, extract_keys, Fate};
+use super::FlowShared;
 use crate::buffer::PktBuf;
 use crate::counters::DropReason;
 use crate::graph::{Node, To};
@@ -55,22 +55,26 @@ impl Node for OutputFeatures {
     }
 
     fn trace(t: &Tables, b: &PktBuf, _to: To) -> String {
-        let (ifx, _) = tx_if(t, b);
-        let name = t.ifs.get(ifx as usize).map_or("?", |i| i.name.as_str());
-        let steps = t
-            .features
-            .get(ifx as usize)
-            .and_then(|f| f.as_deref())
-            .map(|f| {
-                f.output
-                    .iter()
-                    .map(|s| s.kind().name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default();
-        format!("passed output features of {name} [{steps}]")
+        passed(t, tx_if(t, b).0)
     }
+}
+
+/// The trace line of a packet that passed interface `ifx`'s output arc: its name and steps.
+pub(crate) fn passed(t: &Tables, ifx: u32) -> String {
+    let name = t.ifs.get(ifx as usize).map_or("?", |i| i.name.as_str());
+    let steps = t
+        .features
+        .get(ifx as usize)
+        .and_then(|f| f.as_deref())
+        .map(|f| {
+            f.output
+                .iter()
+                .map(|s| s.kind().name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    format!("passed output features of {name} [{steps}]")
 }
 
 /// A worker's flow cache and what goes with it.
@@ -186,21 +190,11 @@ fn run_interface(ctx: &mut Ctx, t: &Tables, pkts: &mut [PktBuf], fate: &mut [Fat
     let mut keyed = false;
     let mut keys = std::mem::take(&mut ctx.fkeys);
     let out = t.features.get(tx_if as usize).and_then(|f| f.as_deref());
+    // (uRPF is never on an output arc; both directions' flows are accounted below, once the
+    // survivors are known.)
     for step in out.map_or(&[][..], |f| &f.output[..]) {
-        match step {
-            Step::Acl(acl) => {
-                extract_keys(&mut keys, pkts, &mut keyed);
-                apply_acl(ctx, acl, pkts, &keys, &mut fate[..n], tx_if, false);
-            }
-            Step::Qos(q) => {
-                extract_keys(&mut keys, pkts, &mut keyed);
-                apply_qos(ctx, q, pkts, &mut keys, &mut fate[..n]);
-            }
-            // Never on an output arc (refused when the arc is built).
-            Step::Urpf(_) => {}
-            // Both directions are accounted below, once the survivors are known.
-            Step::Flow => {}
-        }
+        let run = (&mut *pkts, &mut fate[..n], &mut keys[..n]);
+        classify_step(ctx, step, run, tx_if, false, &mut keyed);
     }
     if ctx.flows.is_some() {
         extract_keys(&mut keys, pkts, &mut keyed);

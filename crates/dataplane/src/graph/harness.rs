@@ -595,23 +595,45 @@ pub fn deny_dns_out(t: &mut Tables, ifx: usize) -> Arc<crate::feature::AclCounte
 
 /// An access list that denies UDP to port 53 and permits the rest, and its counters.
 pub fn deny_dns() -> (crate::feature::Acl, Arc<crate::feature::AclCounters>) {
-    use crate::feature::{Acl, AclCounters, AclEntry};
     let mut deny = classify::Rule::any();
     deny.ranges[classify::Dim::DstPort as usize] = (53, 53);
-    let counters = Arc::new(AclCounters::new("NO-DNS", 1));
-    let entry = |permit, index| AclEntry {
-        permit,
-        log: false,
-        list: 0,
-        index,
-    };
-    let acl = Acl {
-        classifier: classify::Classifier::compile(&[deny, classify::Rule::any()]),
-        entries: vec![entry(false, 0), entry(true, 1)].into_boxed_slice(),
+    let (mut a, _) = acl("NO-DNS", &[(deny, false)], classify::Rule::any());
+    // Its last entry permits (a list whose own end is `permit`), counted as entry 1.
+    a.entries[1].permit = true;
+    let counters = a.lists[0].clone();
+    (a, counters)
+}
+
+/// A compiled list `name` of `entries` (rule, permit), ending in `implicit` (its family's deny,
+/// as the control plane compiles a list), and its counters; entries numbered 10, 20, ...
+pub fn acl(
+    name: &str,
+    entries: &[(classify::Rule, bool)],
+    implicit: classify::Rule,
+) -> (crate::feature::Acl, Arc<crate::feature::AclCounters>) {
+    use crate::feature::{Acl, AclCounters, AclEntry};
+    let counters = Arc::new(AclCounters::new(name, entries.len()));
+    let mut rules: Vec<classify::Rule> = entries.iter().map(|e| e.0).collect();
+    rules.push(implicit);
+    let meaning = entries
+        .iter()
+        .map(|e| e.1)
+        .chain([false])
+        .enumerate()
+        .map(|(i, permit)| AclEntry {
+            permit,
+            log: false,
+            list: 0,
+            index: i as u32,
+        })
+        .collect();
+    let a = Acl {
+        classifier: classify::Classifier::compile(&rules),
+        entries: meaning,
         lists: vec![counters.clone()].into_boxed_slice(),
-        seqs: vec![vec![10u32].into_boxed_slice()].into_boxed_slice(),
+        seqs: vec![(1..=entries.len() as u32).map(|s| s * 10).collect()].into_boxed_slice(),
     };
-    (acl, counters)
+    (a, counters)
 }
 
 /// A QoS policy of one class matching everything, which sets DSCP `dscp` and MPLS EXP `exp`.

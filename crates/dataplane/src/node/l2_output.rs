@@ -30,7 +30,7 @@ impl Node for L2Output {
     }
 
     fn trace(t: &Tables, b: &PktBuf, _to: To) -> String {
-        trace(t, b)
+        crate::feature::output::passed(t, b.meta().next_hop)
     }
 }
 
@@ -57,24 +57,6 @@ fn run_vector(ctx: &mut Ctx, t: &Tables, pkts: &mut Vec<PktBuf>, n: usize) {
             }
         }
     }
-}
-
-fn trace(t: &Tables, b: &PktBuf) -> String {
-    let ifx = b.meta().next_hop;
-    let name = t.ifs.get(ifx as usize).map_or("?", |i| i.name.as_str());
-    let steps = t
-        .features
-        .get(ifx as usize)
-        .and_then(|f| f.as_deref())
-        .map(|f| {
-            f.output
-                .iter()
-                .map(|s| s.kind().name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default();
-    format!("passed output features of {name} [{steps}]")
 }
 
 /// Sends bridged frame `b`, tagged for member `ifx` (`out`), on its way out: along edge `e` to

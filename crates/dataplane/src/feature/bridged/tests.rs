@@ -6,8 +6,8 @@ use std::sync::Arc;
 use classify::{Dim, Rule};
 
 use crate::counters::DropReason;
-use crate::feature::{Acl, AclCounters, AclEntry, IfFeatures, Qos, QosClass, Step};
-use crate::graph::harness::{Harness, Out};
+use crate::feature::{IfFeatures, Qos, QosClass, Step};
+use crate::graph::harness::{acl, Harness, Out};
 use crate::graph::NodeId;
 use crate::l2::bridge::Bpdu;
 use crate::l2::MacKey;
@@ -55,36 +55,6 @@ fn mac_hi_lo(m: [u8; 6]) -> (u32, u32) {
         u32::from(u16::from_be_bytes([m[0], m[1]])),
         u32::from_be_bytes([m[2], m[3], m[4], m[5]]),
     )
-}
-
-/// A compiled list of `entries` (rule, permit) ending in `implicit` (its family's deny).
-fn acl(name: &str, entries: &[(Rule, bool)], implicit: Rule) -> (Acl, Arc<AclCounters>) {
-    let counters = Arc::new(AclCounters::new(name, entries.len()));
-    let mut rules: Vec<Rule> = entries.iter().map(|e| e.0).collect();
-    rules.push(implicit);
-    let mut meaning: Vec<AclEntry> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| AclEntry {
-            permit: e.1,
-            log: false,
-            list: 0,
-            index: i as u32,
-        })
-        .collect();
-    meaning.push(AclEntry {
-        permit: false,
-        log: false,
-        list: 0,
-        index: entries.len() as u32,
-    });
-    let a = Acl {
-        classifier: classify::Classifier::compile(&rules),
-        entries: meaning.into_boxed_slice(),
-        lists: vec![counters.clone()].into_boxed_slice(),
-        seqs: vec![(1..=entries.len() as u32).map(|s| s * 10).collect()].into_boxed_slice(),
-    };
-    (a, counters)
 }
 
 /// Puts arcs on member `ifx`, leaving the other members' as they are.
