@@ -336,7 +336,8 @@ def test_show_runtime_under_traffic_counts_each_node_and_clears(bench):
     assert set(rows) == {"ethernet-input", "atm-input", "l2-input", "l2-mcast", "l2-flood",
                          "bvi-input", "ip4-forward", "ip-mcast", "gtpu-input", "gtpu-encap",
                          "ip6-forward", "l2-control", "slow-path", "output-features",
-                         "bvi-output", "interface-output", "mpls-input", "pw-encap"}, rows
+                         "bvi-output", "l2-output", "interface-output", "mpls-input",
+                         "pw-encap"}, rows
     # Unicast routed traffic on Ethernet only: the ATM, bridge, multicast, GTP and MPLS nodes
     # have rows and nothing in them.
     for node in ("atm-input", "l2-input", "l2-mcast", "l2-flood", "bvi-input", "bvi-output",
