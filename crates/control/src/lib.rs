@@ -15,6 +15,7 @@ pub mod gtp;
 pub mod l3vpn;
 pub mod ldp;
 pub mod link;
+pub mod lr;
 pub mod mcast;
 pub mod metrics;
 pub mod mgmt;
