@@ -12,5 +12,7 @@ pub mod accounting;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod server;
+pub mod supervisor;
 
 pub use server::{lower_priority, serve, ServeOptions, Server};
+pub use supervisor::serve_supervisor;

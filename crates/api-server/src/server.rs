@@ -50,6 +50,18 @@ pub struct Server {
 }
 
 impl Server {
+    pub(crate) fn new(
+        stop: oneshot::Sender<()>,
+        thread: JoinHandle<()>,
+        socket: PathBuf,
+    ) -> Server {
+        Server {
+            stop: Some(stop),
+            thread: Some(thread),
+            socket,
+        }
+    }
+
     pub fn stop(mut self) {
         self.shutdown();
     }

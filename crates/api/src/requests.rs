@@ -388,6 +388,12 @@ pub struct WorkerRequest {
     pub core: Option<usize>,
 }
 
+/// `POST /v1/logical-routers/NAME/upgrade` (the supervisor's API): run the LR on this binary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpgradeRequest {
+    pub binary: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

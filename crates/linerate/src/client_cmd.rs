@@ -36,6 +36,12 @@ pub struct ApiArgs {
     /// line as the router's token file has it.
     #[arg(long, global = true)]
     pub token_file: Option<PathBuf>,
+    /// Talk to this logical router (its socket is asked of the supervisor).
+    #[arg(short = 'l', long = "lr", global = true)]
+    pub lr: Option<String>,
+    /// The supervisor's API socket (logical routers).
+    #[arg(long, global = true, env = "LINERATE_SUPERVISOR", default_value = control::config::lr::DEFAULT_SOCKET)]
+    pub supervisor: PathBuf,
     /// Headers every request carries: the command line as typed and the terminal, which the
     /// router logs with the user (accounting).
     #[arg(skip)]
@@ -74,7 +80,10 @@ impl ApiArgs {
                     std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
                 Endpoint::Tcp(addr.clone(), client_secret(&text, f)?)
             }
-            None => Endpoint::Unix(self.socket.clone()),
+            None => match &self.lr {
+                Some(name) => Endpoint::Unix(crate::lr_cmd::lr_socket(&self.supervisor, name)?),
+                None => Endpoint::Unix(self.socket.clone()),
+            },
         };
         let mut c = Client::new(ep)?;
         for (k, v) in &self.context {
@@ -90,6 +99,9 @@ pub enum ShowCmd {
     Interfaces,
     /// Ports: driver, service state, queues and the workers polling them, counters.
     Ports,
+    /// Logical routers (from the supervisor): state, PID, namespace, CPUs, memory, CPU use,
+    /// uptime, restarts.
+    LogicalRouters,
     /// `show link PORT`: the link under a port (kernel device state, carrier changes, speed,
     /// the driver's error counters) beside the router's counters for it.
     Link { port: String },
@@ -593,6 +605,7 @@ pub fn show(a: &ApiArgs, json_out: bool, what: ShowCmd) -> Result<(), String> {
     match what {
         ShowCmd::Interfaces => print_view::<Vec<InterfaceView>>(c, "/v1/interfaces", json_out),
         ShowCmd::Ports => print_view::<Vec<PortView>>(c, "/v1/ports", json_out),
+        ShowCmd::LogicalRouters => crate::lr_cmd::show(&a.supervisor, json_out),
         ShowCmd::Ip { what } => show_ip(c, what, Family::Ipv4, json_out),
         ShowCmd::Ipv6 { what } => show_ip(c, what, Family::Ipv6, json_out),
         ShowCmd::Neighbors => print_view::<Vec<NeighborView>>(c, "/v1/neighbors", json_out),

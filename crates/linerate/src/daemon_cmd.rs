@@ -287,7 +287,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn wait_for_signal() -> Result<(), String> {
+pub fn wait_for_signal() -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -4,6 +4,7 @@
 mod out;
 mod client_cmd;
 mod daemon_cmd;
+mod lr_cmd;
 mod shell;
 mod tester_cmd;
 
@@ -43,6 +44,24 @@ enum Cmd {
     },
     /// Run the router as a service with its runtime API (until SIGTERM).
     Daemon(daemon_cmd::DaemonArgs),
+    /// Run logical routers, one router process each in its own namespace with its own CPUs
+    /// and memory limit, restarting any that exits (until SIGTERM).
+    Supervisor(lr_cmd::SupervisorArgs),
+    /// Start, stop, restart or upgrade one logical router (through the supervisor).
+    Lr {
+        #[command(subcommand)]
+        cmd: lr_cmd::LrCmd,
+    },
+    /// The step between the supervisor and an LR's router process.
+    #[command(hide = true)]
+    LrExec {
+        #[arg(long)]
+        group: String,
+        #[arg(long)]
+        netns: String,
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
     /// The interactive CLI: prompt, completion and `?` help, history, `| include`, and a
     /// configure mode that edits and commits a candidate config.
     Cli,
@@ -566,6 +585,8 @@ pub fn run_line(line: &str, socket: &std::path::Path, user: &str) -> Result<Stri
         socket: socket.to_path_buf(),
         api: None,
         token_file: None,
+        lr: None,
+        supervisor: control::config::lr::DEFAULT_SOCKET.into(),
         context: vec![("x-linerate-on-behalf".into(), user.to_string())],
     };
     run_words(&Cli::command(), &api, words, line)
@@ -599,7 +620,7 @@ pub fn run_words(
 /// The command as typed, without the options that only say where the router is (`--socket`,
 /// `--api`, `--token-file`): what accounting logs.
 fn command_words(args: impl Iterator<Item = String>) -> Vec<String> {
-    const WHERE: [&str; 3] = ["--socket", "--api", "--token-file"];
+    const WHERE: [&str; 5] = ["--socket", "--api", "--token-file", "--supervisor", "--lr"];
     let mut out = Vec::new();
     let mut skip = false;
     for a in args {
@@ -626,6 +647,9 @@ fn main() -> ExitCode {
     }
     let res = match cli.cmd {
         Cmd::Daemon(a) => daemon_cmd::daemon(api.socket, a),
+        Cmd::Supervisor(a) => lr_cmd::supervisor(a),
+        Cmd::LrExec { group, netns, cmd } => lr_cmd::lr_exec(&group, &netns, &cmd),
+        Cmd::Lr { cmd } => lr_cmd::lr(&api.supervisor, cmd),
         Cmd::Cli => shell::run(api),
         other => match client(&api, other) {
             Ok(r) => r,

@@ -17,6 +17,7 @@ pub mod gtp;
 pub mod interfaces;
 pub mod l3vpn;
 pub mod ldp;
+pub mod lr;
 pub mod mpls;
 pub mod mroute;
 pub mod routes;
@@ -47,6 +48,7 @@ pub use ldp::{
     LdpAdjacency, LdpBindingView, LdpDiscoveryView, LdpNeighbor, LdpNeighborView, LdpPrefixBinding,
     LdpPwBinding,
 };
+pub use lr::{LogicalRouterView, LogicalRoutersView};
 pub use mpls::{L2vpnView, MplsLabelView, MplsView, PseudowireView};
 pub use mroute::{MrouteEntryView, MrouteView};
 pub use routes::{NextHopKind, RouteOrigin, RouteView, RoutesView};

@@ -72,6 +72,7 @@ pub mod ggsn;
 mod interfaces;
 pub mod l3vpn;
 mod logging;
+pub mod lr;
 pub mod mcast_routing;
 pub mod mpls;
 mod router;

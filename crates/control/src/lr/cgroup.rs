@@ -261,6 +261,15 @@ impl Group {
         Ok(g)
     }
 
+    /// The group `name` that [`Group::create`] made earlier (perhaps in another process: the
+    /// supervisor makes it, the LR's process joins it before it becomes the router).
+    pub fn existing(h: &Hierarchy, name: &str) -> Group {
+        Group {
+            name: name.to_string(),
+            h: h.clone(),
+        }
+    }
+
     /// Moves process `pid` (and the threads it starts from then on) into the group.
     pub fn add(&self, pid: u32) -> io::Result<()> {
         for d in self.dirs() {

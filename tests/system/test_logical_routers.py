@@ -1,0 +1,222 @@
+"""Logical routers as processes: `linerate supervisor` runs two LRs, each a `linerate daemon` in
+its own namespace and control group, with the same addresses on both (their address plans are
+their own).
+
+h1 -- [a1] LR A [a2] -- h2        h3 -- [b1] LR B [b2] -- h4
+
+The ports' devices start in the host's namespace; the supervisor moves each into its LR's. The
+test sees each LR in its group (cpuset, memory) and namespace, pings through both, sends traffic
+through A and sees none of it on B's ports, kills B's process under A's traffic (A loses no
+ping; the supervisor restarts B), upgrades B to another binary, stops and starts A, and stops
+the supervisor: devices back in the host's namespace, namespaces and groups gone. A file that
+gives one device to two LRs is refused, naming the field, with nothing started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed.netns import list_netns, wait_until
+
+pytestmark = pytest.mark.usefixtures("testbed_session")
+
+TAG = f"{os.getpid() % 100000}"
+
+
+def lr_config(p1: str, p2: str, mac: int) -> str:
+    return f"""\
+router: {{ workers: 1, idle-sleep-us: 50 }}
+ports:
+  - {{ name: p1, driver: af_packet, device: {p1} }}
+  - {{ name: p2, driver: af_packet, device: {p2} }}
+interfaces:
+  - {{ name: p1, port: p1, mac: "02:00:00:00:{mac:02x}:01", ipv4: [192.0.2.1/24] }}
+  - {{ name: p2, port: p2, mac: "02:00:00:00:{mac:02x}:02", ipv4: [198.51.100.1/24] }}
+neighbors:
+  - {{ interface: p1, ip: 192.0.2.2, mac: "02:00:00:00:{mac:02x}:a1" }}
+  - {{ interface: p2, ip: 198.51.100.2, mac: "02:00:00:00:{mac:02x}:a2" }}
+"""
+
+
+class Supervisor:
+    def __init__(self, bin_: Path, d: Path, lrs: str) -> None:
+        self.bin, self.dir = bin_, d
+        self.file = d / "lrs.yaml"
+        self.file.write_text(lrs)
+        self.sock = d / "run" / "supervisor.sock"
+        self.log = d / "supervisor.log"
+        self.proc = subprocess.Popen([str(bin_), "supervisor", "--config", str(self.file)],
+                                     stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        r = subprocess.run([str(self.bin), "--supervisor", str(self.sock), *args],
+                           capture_output=True, text=True, timeout=60)
+        if check:
+            assert r.returncode == 0, f"{args}: {r.stdout}{r.stderr}\n{self.log.read_text()}"
+        return r
+
+    def lrs(self) -> dict[str, dict]:
+        out = self.cli("show", "logical-routers", "--json").stdout
+        return {r["name"]: r for r in json.loads(out)["routers"]}
+
+    def lr_json(self, name: str, *args: str):
+        return json.loads(self.cli("-l", name, *args, "--json").stdout)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def rx_packets(sup: Supervisor, lr: str) -> int:
+    return sum(p["rx_packets"] for p in sup.lr_json(lr, "show", "ports"))
+
+
+def test_two_lrs_run_apart_restart_alone_and_leave_nothing_behind(linerate_bin, testbed):
+    a, b = f"lra{TAG}", f"lrb{TAG}"
+    hosts = [testbed.netns(f"h{i}") for i in (1, 2, 3, 4)]
+    devs = [f"a1x{TAG}", f"a2x{TAG}", f"b1x{TAG}", f"b2x{TAG}"]
+    # Neighbours are static both ways: a host sends nothing unless the test makes it, so a
+    # port's receive count is exactly the test's traffic.
+    for h, dev, (mac, side) in zip(hosts, devs, ((0x0a, 1), (0x0a, 2), (0x0b, 1), (0x0b, 2))):
+        testbed.veth(h, "eth0", None, dev)
+        h.sysctl({"net.ipv6.conf.eth0.disable_ipv6": 1})
+        h.ip("link", "set", "eth0", "address", f"02:00:00:00:{mac:02x}:a{side}")
+        mine, gw = ("192.0.2.2/24", "192.0.2.1") if side == 1 else ("198.51.100.2/24",
+                                                                    "198.51.100.1")
+        h.addr("eth0", mine)
+        h.route("default", "via", gw)
+        h.ip("neigh", "replace", gw, "lladdr", f"02:00:00:00:{mac:02x}:0{side}", "dev", "eth0",
+             "nud", "permanent")
+    d = testbed.dir("lrs")
+    (d / "a.yaml").write_text(lr_config(devs[0], devs[1], 0x0a))
+    (d / "b.yaml").write_text(lr_config(devs[2], devs[3], 0x0b))
+    cpus = os.sched_getaffinity(0)
+    cpu_a, cpu_b = min(cpus), max(cpus)
+    sup = Supervisor(linerate_bin, d, f"""\
+supervisor: {{ share-cores: true, socket: run/supervisor.sock, run-dir: run, state-dir: state }}
+logical-routers:
+  - {{ name: {a}, config: a.yaml, cpus: {cpu_a}, memory: 512M }}
+  - {{ name: {b}, config: b.yaml, cpus: {cpu_b}, memory: 512M }}
+""")
+    try:
+        wait_until(lambda: sup.sock.exists() and all(
+            r["state"] == "running" for r in sup.lrs().values()), 30,
+            what="both LRs running")
+        lrs = sup.lrs()
+        print({n: (r["start_ms"], r["memory_used"]) for n, r in lrs.items()})
+        nets = {os.readlink("/proc/self/ns/net")}
+        for name, cpu, mydevs in ((a, cpu_a, devs[:2]), (b, cpu_b, devs[2:])):
+            r = lrs[name]
+            pid = r["pid"]
+            groups = Path(f"/proc/{pid}/cgroup").read_text()
+            assert f"/linerate/{name}\n" in groups, groups
+            status = Path(f"/proc/{pid}/status").read_text()
+            assert f"Cpus_allowed_list:\t{cpu}\n" in status, status
+            assert 0 < r["memory_used"] < r["memory_limit"] == 512 << 20, r
+            assert r["start_ms"] is not None and r["restarts"] == 0, r
+            nets.add(os.readlink(f"/proc/{pid}/ns/net"))
+            # Its devices are in its namespace, no longer in the host's.
+            assert r["devices"] == mydevs, r
+            for dev in mydevs:
+                assert not Path(f"/sys/class/net/{dev}").exists()
+                subprocess.run(["ip", "-n", r["namespace"], "link", "show", dev], check=True,
+                               capture_output=True)
+        assert len(nets) == 3, nets
+        macs = {i["name"]: i["mac"] for i in sup.lr_json(a, "show", "interfaces")}
+        assert macs == {"p1": "02:00:00:00:0a:01", "p2": "02:00:00:00:0a:02"}, macs
+
+        # The same addresses through each LR.
+        assert hosts[0].ping("198.51.100.2", count=3, timeout=5), (d / "run" / f"{a}.log").read_text()
+        assert hosts[2].ping("198.51.100.2", count=3, timeout=5), (d / "run" / f"{b}.log").read_text()
+        # Traffic through A reaches none of B's ports.
+        before_a, before_b = rx_packets(sup, a), rx_packets(sup, b)
+        assert hosts[0].ping("198.51.100.2", count=50, timeout=10)
+        assert rx_packets(sup, a) - before_a == 100
+        assert rx_packets(sup, b) == before_b
+
+        # B's process dies under A's traffic: A answers every ping; B comes back.
+        pid_a, pid_b = lrs[a]["pid"], lrs[b]["pid"]
+        flood: dict = {}
+
+        def ping_a() -> None:
+            flood["r"] = hosts[0].run(["ping", "-n", "-q", "-i", "0.01", "-c", "300", "-W", "1",
+                                       "198.51.100.2"], check=False, timeout=60)
+
+        t = threading.Thread(target=ping_a)
+        t.start()
+        time.sleep(0.5)
+        os.kill(pid_b, signal.SIGKILL)
+        t.join()
+        assert " 0% packet loss" in flood["r"].stdout, flood["r"].stdout
+        wait_until(lambda: sup.lrs()[b]["state"] == "running", 30, what="B restarted")
+        rb = sup.lrs()[b]
+        assert rb["pid"] != pid_b and rb["restarts"] == 1, rb
+        assert rb["last_exit"] == "killed by signal 9", rb
+        assert sup.lrs()[a]["pid"] == pid_a
+        assert hosts[2].ping("198.51.100.2", count=3, timeout=5)
+        assert f"{b}: exited (killed by signal 9)" in sup.log.read_text()
+
+        # Upgrade B to another binary (a copy stands for a new build).
+        new = d / "linerate-new"
+        shutil.copy2(linerate_bin, new)
+        sup.cli("lr", "upgrade", b, "--binary", str(new))
+        rb = sup.lrs()[b]
+        assert rb["binary"] == str(new) and rb["state"] == "running", rb
+        assert os.readlink(f"/proc/{rb['pid']}/exe") == str(new)
+        assert hosts[2].ping("198.51.100.2", count=3, timeout=5)
+
+        # A stopped stays stopped; started, it forwards again.
+        out = sup.cli("lr", "stop", a).stdout
+        assert "stopped" in out, out
+        time.sleep(1.5)
+        assert sup.lrs()[a]["state"] == "stopped" and sup.lrs()[a]["pid"] is None
+        assert not hosts[0].ping("198.51.100.2", count=1, timeout=1)
+        sup.cli("lr", "start", a)
+        assert hosts[0].ping("198.51.100.2", count=3, timeout=5)
+        # An LR that does not exist is named in the answer.
+        r = sup.cli("lr", "stop", "nosuch", check=False)
+        assert r.returncode != 0 and "no logical router `nosuch`" in r.stderr, r
+    finally:
+        rc = sup.stop()
+    assert rc == 0, sup.log.read_text()
+    assert a not in list_netns() and b not in list_netns()
+    for dev in devs:
+        assert Path(f"/sys/class/net/{dev}").exists(), dev
+    for ctl in ("cpuset", "memory"):
+        for name in (a, b):
+            assert not Path(f"/sys/fs/cgroup/{ctl}/linerate/{name}").exists()
+
+
+def test_a_device_given_to_two_lrs_is_refused_and_nothing_starts(linerate_bin, testbed):
+    d = testbed.dir("lrs-bad")
+    (d / "a.yaml").write_text(lr_config("eth-one", "eth-two", 0x0a))
+    (d / "b.yaml").write_text(lr_config("eth-two", "eth-three", 0x0b))
+    a, b = f"lrc{TAG}", f"lrd{TAG}"
+    sup = Supervisor(linerate_bin, d, f"""\
+supervisor: {{ share-cores: true, socket: run/supervisor.sock, run-dir: run }}
+logical-routers:
+  - {{ name: {a}, config: a.yaml }}
+  - {{ name: {b}, config: b.yaml }}
+""")
+    assert sup.proc.wait(timeout=30) != 0
+    out = sup.log.read_text()
+    assert f"{d}/lrs.yaml:4:" in out and "logical-routers[1].config" in out, out
+    assert "port p1 (device eth-two) is already" in out, out
+    assert "nothing was applied" in out, out
+    assert a not in list_netns() and b not in list_netns()
+    assert not sup.sock.exists()
