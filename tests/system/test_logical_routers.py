@@ -220,3 +220,33 @@ logical-routers:
     assert "nothing was applied" in out, out
     assert a not in list_netns() and b not in list_netns()
     assert not sup.sock.exists()
+
+
+def test_xr1_two_lr_processes_keep_their_traffic_apart(linerate_bin, tmp_path):
+    """XR-1 at CI scale: the supervisor runs LR1 and LR2 as processes, the tester drives their
+    four shared-memory ports full mesh (IPv4 64 B, IPv6 78 B): the search finds a rate for the
+    streams inside the LRs, then with every stream on, those lose nothing and the 16 streams
+    across LRs bring 0 frames. Nothing is left behind (namespaces, shared-memory files)."""
+    out = tmp_path / "out"
+    r = subprocess.run([str(linerate_bin), "bench", "scenario", "XR-1", "--scale", "0.01",
+                        "--seconds", "0.5", "--resolution", "5", "--quiet", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads((out / "xr-1.json").read_text())
+    assert rep["scenario"] == "XR-1" and rep["verdict"] == "pass", rep["checks"]
+    checks = {c["name"]: c for c in rep["checks"]}
+    inside = checks["64: streams inside a logical router lose nothing"]
+    across = checks["64: streams across logical routers are blocked"]
+    assert inside["pass"] and inside["measured"].startswith("0 of "), inside
+    assert across["pass"] and across["measured"].startswith("0 of "), across
+    lines = [n for n in rep["notes"] if n.startswith("64 separation: ")]
+    assert len(lines) == 24, lines
+    assert sum("(across LRs)" in n for n in lines) == 16
+    for n in lines:
+        sent = int(n.split("sent ")[1].split(",")[0])
+        got = int(n.split("received ")[1].split(",")[0])
+        assert sent > 0, n
+        assert got == (0 if "(across LRs)" in n else sent), n
+    assert any(n.startswith("lr1: pid ") and "0 restart(s)" in n for n in rep["notes"])
+    assert not [n for n in list_netns() if n.startswith("xr1lr")]
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith("linerate-xr1-")]

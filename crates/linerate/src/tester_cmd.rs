@@ -137,7 +137,9 @@ pub struct ExternalArgs {
     #[arg(long)]
     dut: PathBuf,
     /// DUT_PORT=DEVICE: the device's port (a port name in DUT.yaml) is cabled to the tester's
-    /// Linux interface DEVICE. Repeat for every port; the order is the tester's port order.
+    /// Linux interface DEVICE, or (`shm:PATH`) is a Linerate shared-memory port whose server
+    /// made PATH: the tester maps it as the client. Repeat for every port; the order is the
+    /// tester's port order.
     #[arg(long = "port", value_name = "DUT_PORT=DEVICE", required = true)]
     ports: Vec<tester::external::PortMap>,
     /// Streams file (YAML; `from`/`to` name DUT ports). Without it, --pattern makes the streams.
@@ -402,6 +404,10 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
                 "linerate bench dlsw, tests/system/test_dlsw.py, docs/dlsw.md",
             ),
             (
+                "XR-1",
+                "linerate bench scenario XR-1: the LRs as processes under a supervisor, docs/logical-routers.md",
+            ),
+            (
                 "ME-16..19",
                 "benches/eem/run.py, tests/system/test_event_manager.py, docs/event-manager.md",
             ),
@@ -416,6 +422,19 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
     }
     let mut ro = run_opts(&a.trial)?;
     ro.through_gobgp = a.through_gobgp;
+    if id.eq_ignore_ascii_case("XR-1") {
+        // Logical routers as processes: not the embedded router.
+        let x = tester::logical_routers::Xr1 {
+            out: a.trial.out.clone(),
+            binary: std::env::current_exe().map_err(|e| format!("this binary: {e}"))?,
+            workers: a.workers,
+            flows: ((1000.0 * a.scale).round() as u32).max(1),
+        };
+        let mut obs = ProgressPrinter::new();
+        obs.verbose = !a.trial.quiet;
+        let r = tester::logical_routers::xr1(&x, &ro, &mut obs)?;
+        return finish(&r, &a.trial.out);
+    }
     let so = ScenarioOpts {
         scale: a.scale,
         workers: a.workers,
@@ -590,6 +609,7 @@ pub fn external(a: ExternalArgs) -> Result<(), String> {
             dut_api: a.dut_api.clone(),
             resolve_timeout: std::time::Duration::from_secs_f64(a.resolve_timeout),
             subsets: Vec::new(),
+            blocked: Vec::new(),
         },
         &ro,
         &mut obs,
@@ -709,6 +729,7 @@ fn gtp(a: ExternalArgs, dut: tester::external::Dut, ro: &RunOpts) -> Result<(), 
                 dut_api: a.dut_api.clone(),
                 resolve_timeout: std::time::Duration::from_secs_f64(a.resolve_timeout),
                 subsets: Vec::new(),
+                blocked: Vec::new(),
             },
             instances,
             alone: g.alone,

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use control::config::{Config, ConfigError, ConfigErrors};
 use control::yaml::{self, Value};
 use dataplane::port::af_packet::{AfPacketConfig, AfPacketPort, FanoutMode, RxRing};
+use dataplane::port::shm::{ShmPort, ShmTx};
 use dataplane::port::{RxQueue, TxQueue};
 use dataplane::{BufCache, PktBuf, Pool};
 use packet::ethernet::MacAddr;
@@ -145,7 +146,8 @@ pub fn parse_dut(text: &str, path: &Path) -> Result<Dut, String> {
     }
 }
 
-/// `--port P=DEV`: the device's port `P` is cabled to the tester's Linux device `DEV`.
+/// `--port P=DEV`: the device's port `P` is cabled to the tester's Linux device `DEV` (or, as
+/// `shm:PATH`, is a shared-memory port the tester maps as its client).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortMap {
     pub dut_port: String,
@@ -544,10 +546,47 @@ impl RxQueue for Responder {
 pub struct ExternalPort {
     pub map: PortMap,
     pub info: PortInfo,
-    pub port: Arc<AfPacketPort>,
+    pub port: Link,
     pub stats: Arc<ControlStats>,
     /// The device's MAC on this link came from ARP/ND, not from DUT.yaml.
     pub resolved: bool,
+}
+
+/// The tester's end of a link: a Linux device through AF_PACKET, or (`--port P=shm:PATH`) the
+/// client end of a shared-memory port a Linerate process serves (a logical router's port).
+#[derive(Clone)]
+pub enum Link {
+    AfPacket(Arc<AfPacketPort>),
+    Shm(Arc<ShmPort>),
+}
+
+impl Link {
+    /// Frames the tester's receive side dropped (a full kernel ring, or a frame too long for a
+    /// buffer): the tester's loss, not the device's. A shared-memory ring never drops: a full
+    /// one makes the far end's transmit refuse (its own count).
+    fn rx_drops(&self) -> (u64, u64) {
+        match self {
+            Link::AfPacket(p) => {
+                let s = p.stats().rx_total();
+                (s.kernel_drops, s.oversize)
+            }
+            Link::Shm(_) => (0, 0),
+        }
+    }
+}
+
+/// One sending ring of a shared-memory port, shared by the streams and the responders that
+/// answer on it (a ring has one producer: they take turns; the tester is one thread, so the
+/// lock is never contended).
+struct SharedShmTx(Arc<Mutex<ShmTx>>);
+
+impl TxQueue for SharedShmTx {
+    fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tx_burst(pkts, cache)
+    }
 }
 
 /// Frames the receive ring of each tester port holds: 32,768 slots of 2 KiB (64 MiB on a
@@ -661,24 +700,54 @@ pub fn open_ports(
                 m.dut_port
             ));
         }
-        let port = Arc::new(AfPacketPort::open(&m.device, &af_config())?);
-        let rx = port.take_rx_queues();
         let stats = Arc::new(ControlStats::default());
-        let rx: Vec<Box<dyn RxQueue>> = rx
-            .into_iter()
-            .map(|q| {
-                Ok(Box::new(Responder::new(
-                    q,
-                    port.tx_queue()?,
-                    emulated.clone(),
-                    stats.clone(),
-                )) as Box<dyn RxQueue>)
-            })
-            .collect::<Result<_, String>>()?;
+        let (port, rx, tx) = match m.device.strip_prefix("shm:") {
+            Some(path) => {
+                let port = Arc::new(ShmPort::connect(Path::new(path)).map_err(|e| {
+                    format!("--port {}: {path}: {e} (is its server up?)", m.dut_port)
+                })?);
+                // Every queue's rings: the far end's workers each send on their own.
+                let rings: Vec<Arc<Mutex<ShmTx>>> = (0..port.layout().queues)
+                    .map(|q| Arc::new(Mutex::new(port.tx_queue(q))))
+                    .collect();
+                let rx: Vec<Box<dyn RxQueue>> = (0..port.layout().queues)
+                    .map(|q| {
+                        Box::new(Responder::new(
+                            Box::new(port.rx_queue(q)),
+                            Box::new(SharedShmTx(rings[q as usize].clone())),
+                            emulated.clone(),
+                            stats.clone(),
+                        )) as Box<dyn RxQueue>
+                    })
+                    .collect();
+                let tx: Vec<Box<dyn TxQueue>> = rings
+                    .iter()
+                    .map(|r| Box::new(SharedShmTx(r.clone())) as Box<dyn TxQueue>)
+                    .collect();
+                (Link::Shm(port), rx, tx)
+            }
+            None => {
+                let port = Arc::new(AfPacketPort::open(&m.device, &af_config())?);
+                let rx = port
+                    .take_rx_queues()
+                    .into_iter()
+                    .map(|q| {
+                        Ok(Box::new(Responder::new(
+                            q,
+                            port.tx_queue()?,
+                            emulated.clone(),
+                            stats.clone(),
+                        )) as Box<dyn RxQueue>)
+                    })
+                    .collect::<Result<_, String>>()?;
+                let tx = vec![port.tx_queue()?];
+                (Link::AfPacket(port), rx, tx)
+            }
+        };
         tports.push(TesterPort {
             name: m.dut_port.clone(),
             speed_bps: speeds.get(k).copied().unwrap_or(10e9),
-            tx: vec![port.tx_queue()?],
+            tx,
             rx,
             load_scale: 1.0,
             wire: crate::atm::Wire::Ethernet,
@@ -854,7 +923,7 @@ pub fn apply_macs(streams: &mut [StreamSpec], eports: &[ExternalPort]) {
 /// Measures each trial: the CPU it cost, the device's own busy time when its API is given, and
 /// the tester's own receive drops.
 pub struct ExternalMeter {
-    pub ports: Vec<Arc<AfPacketPort>>,
+    pub ports: Vec<Link>,
     pub api: Option<DutApi>,
     /// The tester thread's core, when pinned: the other CPUs' time is the device's.
     pub tester_core: Option<usize>,
@@ -866,11 +935,7 @@ pub struct ExternalMeter {
 }
 
 impl ExternalMeter {
-    pub fn new(
-        ports: Vec<Arc<AfPacketPort>>,
-        api: Option<DutApi>,
-        tester_core: Option<usize>,
-    ) -> Self {
+    pub fn new(ports: Vec<Link>, api: Option<DutApi>, tester_core: Option<usize>) -> Self {
         ExternalMeter {
             ports,
             api,
@@ -886,8 +951,8 @@ impl ExternalMeter {
         self.ports
             .iter()
             .map(|p| {
-                let s = p.stats().rx_total();
-                s.kernel_drops + s.oversize
+                let (kernel, oversize) = p.rx_drops();
+                kernel + oversize
             })
             .sum()
     }
@@ -1056,7 +1121,7 @@ pub fn port_reports(dut: &Dut, eports: &[ExternalPort]) -> Vec<ExternalPortRepor
                 })
                 .collect(),
             control: e.stats.counts(),
-            rx_kernel_drops: e.port.stats().rx_total().kernel_drops,
+            rx_kernel_drops: e.port.rx_drops().0,
         })
         .collect()
 }
@@ -1071,6 +1136,7 @@ pub fn prime(
     fps: f64,
     seconds: f64,
     tries: usize,
+    active: Option<Vec<usize>>,
 ) -> Vec<(u64, u64)> {
     let slowest = t
         .ports
@@ -1082,6 +1148,7 @@ pub fn prime(
     for _ in 0..tries {
         let mut spec = TrialSpec::new(load, sizes.clone(), seconds);
         spec.drain_quiet = Duration::from_millis(100);
+        spec.active = active.clone();
         let r = t.trial(&mut spec, &mut |_| {});
         out.push((r.tx, r.lost));
         if r.lost == 0 && r.tx > 0 {
@@ -1111,6 +1178,72 @@ pub struct ExternalRun {
     /// Named subsets of the streams, each searched on its own per frame size (row key "SIZE
     /// NAME"): GG-2 runs each GGSN alone, then both. Empty: one row per size, every stream.
     pub subsets: Vec<(String, Vec<usize>)>,
+    /// Streams that must never arrive (XR-1's streams across logical routers). With some, the
+    /// search runs on the others alone (row "SIZE inside"), then one trial runs every stream at
+    /// the load found: the inside streams must lose nothing and these must bring 0 frames.
+    pub blocked: Vec<usize>,
+}
+
+/// XR-1's separation trial at `load`, every stream on: the checks that the streams inside
+/// lose nothing and the `blocked` ones bring nothing, and a line per stream.
+fn separation_trial(
+    tester: &mut Tester,
+    sz: &FrameSizes,
+    trial: &crate::procedures::TrialOpts,
+    load: f64,
+    blocked: &[usize],
+    obs: &mut dyn crate::procedures::Observer,
+) -> (Vec<crate::report::Check>, Vec<String>) {
+    let mut spec = trial.spec(load, sz);
+    spec.active = None;
+    let label = format!("{sz} separation, every stream at {:.2}%", load * 100.0);
+    let r = tester.trial(&mut spec, &mut |p| obs.progress(&label, p));
+    let blocked_names: Vec<&str> = blocked
+        .iter()
+        .map(|&i| tester.streams[i].name.as_str())
+        .collect();
+    let (mut in_tx, mut in_bad, mut across_tx, mut across_rx) = (0u64, 0u64, 0u64, 0u64);
+    let mut lines = Vec::new();
+    for st in &r.streams {
+        let across = blocked_names.contains(&st.name.as_str());
+        if across {
+            across_tx += st.tx;
+            across_rx += st.rx + st.misdelivered;
+        } else {
+            in_tx += st.tx;
+            in_bad += st.lost + st.duplicated + st.misdelivered + st.corrupted;
+        }
+        lines.push(format!(
+            "{sz} separation: {} ({}): sent {}, received {}{}",
+            st.name,
+            if across { "across LRs" } else { "inside an LR" },
+            st.tx,
+            st.rx,
+            if st.misdelivered > 0 {
+                format!(", {} at another port", st.misdelivered)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let ok_in = in_tx > 0 && in_bad == 0;
+    let ok_across = across_tx > 0 && across_rx == 0;
+    obs.trial(&label, &r, ok_in && ok_across);
+    let checks = vec![
+        crate::report::Check {
+            name: format!("{sz}: streams inside a logical router lose nothing"),
+            expected: "0 frames lost (every stream on)".into(),
+            measured: format!("{in_bad} of {in_tx} lost at {:.2}% load", load * 100.0),
+            pass: ok_in,
+        },
+        crate::report::Check {
+            name: format!("{sz}: streams across logical routers are blocked"),
+            expected: "0 frames received".into(),
+            measured: format!("{across_rx} of {across_tx} received"),
+            pass: ok_across,
+        },
+    ];
+    (checks, lines)
 }
 
 /// The tester's view of each `--port` (MACs and addresses from DUT.yaml), in order.
@@ -1162,7 +1295,10 @@ pub fn run(
         tester_core,
     )));
     const PRIME_FPS: f64 = 1000.0;
-    let priming = prime(&mut tester, &x.sizes[0], PRIME_FPS, 0.5, 5);
+    // Streams that must not arrive would read as loss: priming leaves them out.
+    let primed =
+        (!x.blocked.is_empty()).then(|| (0..nstreams).filter(|i| !x.blocked.contains(i)).collect());
+    let priming = prime(&mut tester, &x.sizes[0], PRIME_FPS, 0.5, 5, primed);
     let tolerance = ro.tolerance.unwrap_or(0.0);
     // The resolution is relative to the first estimate: a device's nominal rate means nothing on
     // a veth, and a router doing a fraction of a percent of 10G still gets a tight answer.
@@ -1173,7 +1309,14 @@ pub fn run(
         ..Default::default()
     };
     let all: Vec<usize> = (0..nstreams).collect();
-    let subsets: Vec<(String, Option<Vec<usize>>)> = if x.subsets.is_empty() {
+    let subsets: Vec<(String, Option<Vec<usize>>)> = if !x.blocked.is_empty() {
+        let inside: Vec<usize> = all
+            .iter()
+            .copied()
+            .filter(|i| !x.blocked.contains(i))
+            .collect();
+        vec![(" inside".into(), Some(inside))]
+    } else if x.subsets.is_empty() {
         vec![(String::new(), None)]
     } else {
         x.subsets
@@ -1214,6 +1357,26 @@ pub fn run(
                 seed: None,
                 search: r,
             });
+        }
+    }
+    let mut setup_checks = Vec::new();
+    let mut notes = vec![
+        "No DUT probe: an external device's drops are unknown, so loss is frames sent minus \
+         frames received, whatever the cause (the device, its queues, the link)."
+            .into(),
+    ];
+    if !x.blocked.is_empty() {
+        for (sz, row) in x.sizes.iter().zip(rows.iter()) {
+            // The inside streams' throughput as the load of every port: each logical router
+            // takes as many frames as at its throughput, most of them to be dropped.
+            let load = if row.search.load > 0.0 {
+                row.search.load
+            } else {
+                0.001
+            };
+            let (c, lines) = separation_trial(&mut tester, sz, &ro.trial, load, &x.blocked, obs);
+            setup_checks.extend(c);
+            notes.extend(lines);
         }
     }
     let mut loss = Vec::new();
@@ -1271,15 +1434,11 @@ pub fn run(
         failover: None,
         switching: None,
         multicast: None,
-        notes: vec![
-            "No DUT probe: an external device's drops are unknown, so loss is frames sent minus \
-             frames received, whatever the cause (the device, its queues, the link)."
-                .into(),
-        ],
+        notes,
         external: Some(info),
         gtp: Vec::new(),
         soak: Vec::new(),
-        setup_checks: Vec::new(),
+        setup_checks,
     })
 }
 

@@ -47,6 +47,7 @@ pub mod histogram;
 pub mod hotswap;
 pub mod l3vpn;
 pub mod load;
+pub mod logical_routers;
 pub mod multicast;
 pub mod procedures;
 pub mod report;

@@ -546,7 +546,9 @@ pub fn run_external(
         tester.validate(sz)?;
     }
     tester.meter = Some(Box::new(crate::external::ExternalMeter::new(
-        afs,
+        afs.into_iter()
+            .map(crate::external::Link::AfPacket)
+            .collect(),
         None,
         tester_core,
     )));

@@ -397,9 +397,20 @@ fn external_table(r: &ScenarioReport, x: &crate::external::ExternalInfo) -> Stri
             .collect::<Vec<_>>()
             .join("; ")
     );
+    let shm = x.ports.iter().all(|p| p.device.starts_with("shm:"));
     s += &format!(
-        "Tester: AF_PACKET on each device (a receive ring of {} one-frame slots, each frame stamped with the kernel's receive time; frames stamped just before the transmit ring takes them); {}\n",
-        thousands(crate::external::RX_RING_FRAMES as f64),
+        "Tester: {}; {}\n",
+        if shm {
+            "the client end of each shared-memory port (the device's rings, read and written by \
+             the tester's thread: frames stamped as it reads them, and just before a ring takes \
+             them)"
+                .to_string()
+        } else {
+            format!(
+                "AF_PACKET on each device (a receive ring of {} one-frame slots, each frame stamped with the kernel's receive time; frames stamped just before the transmit ring takes them)",
+                thousands(crate::external::RX_RING_FRAMES as f64)
+            )
+        },
         match x.tester_core {
             Some(c) => format!("thread pinned to core {c}"),
             None => "thread not pinned".into(),

@@ -431,7 +431,13 @@ pub fn run(
     drop(cache);
     let mut tester = Tester::new(tports, unicast_streams(nports), pool);
     tester.validate(&x.size)?;
-    tester.meter = Some(Box::new(ExternalMeter::new(afs, None, tester_core)));
+    tester.meter = Some(Box::new(ExternalMeter::new(
+        afs.into_iter()
+            .map(crate::external::Link::AfPacket)
+            .collect(),
+        None,
+        tester_core,
+    )));
     let line = line_rate_fps(x.speed, x.size.mean());
     let mut rep = SwitchingReport {
         dut: x.dut_path.display().to_string(),
@@ -646,7 +652,7 @@ pub fn run_procedures(
                 tester.set_streams(unicast_streams(nports));
                 // The device learns every host from the priming trials' frames (the first
                 // ones are flooded).
-                external::prime(tester, &x.size, 1000.0, 0.5, 5);
+                external::prime(tester, &x.size, 1000.0, 0.5, 5, None);
                 let search = SearchOpts {
                     resolution: ro.resolution,
                     loss_tolerance: 0.0,
