@@ -404,8 +404,8 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
                 "linerate bench dlsw, tests/system/test_dlsw.py, docs/dlsw.md",
             ),
             (
-                "XR-1",
-                "linerate bench scenario XR-1: the LRs as processes under a supervisor, docs/logical-routers.md",
+                "XR-1, XR-2B",
+                "linerate bench scenario XR-1 (XR-2B): the LRs as processes under a supervisor, docs/logical-routers.md",
             ),
             (
                 "ME-16..19",
@@ -422,7 +422,7 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
     }
     let mut ro = run_opts(&a.trial)?;
     ro.through_gobgp = a.through_gobgp;
-    if id.eq_ignore_ascii_case("XR-1") {
+    if id.eq_ignore_ascii_case("XR-1") || id.eq_ignore_ascii_case("XR-2B") {
         // Logical routers as processes: not the embedded router.
         let x = tester::logical_routers::Xr1 {
             out: a.trial.out.clone(),
@@ -432,7 +432,11 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
         };
         let mut obs = ProgressPrinter::new();
         obs.verbose = !a.trial.quiet;
-        let r = tester::logical_routers::xr1(&x, &ro, &mut obs)?;
+        let r = if id.eq_ignore_ascii_case("XR-1") {
+            tester::logical_routers::xr1(&x, &ro, &mut obs)?
+        } else {
+            tester::logical_routers::xr2b(&x, &ro, &mut obs)?
+        };
         return finish(&r, &a.trial.out);
     }
     let so = ScenarioOpts {

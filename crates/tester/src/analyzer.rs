@@ -159,6 +159,13 @@ impl Analyzer {
             pr.foreign += 1;
             return false;
         };
+        // An ICMP error quoting a test frame ends with that frame's signature, which its own
+        // length fails to check (a corrupted frame) but for one in 65,536 (a misdelivered one):
+        // it is the device's, not the stream's.
+        if signature::is_icmp_error(frame, l3, v) {
+            pr.foreign += 1;
+            return false;
+        }
         let ip_len = (end - l3) as u16;
         let sig = &frame[end - signature::LEN..end];
         let sig = match signature::read(sig, self.trial, ip_len) {
@@ -296,6 +303,40 @@ mod tests {
         assert_eq!(s.lat_min, 5000 - 1005);
         assert_eq!(s.lat_max, 5000 - 1000);
         assert_eq!(a.hist[0].count(), 5);
+    }
+
+    /// An ICMP unreachable for a test frame, as a router sends it back: Ethernet, IPv4, ICMP
+    /// type 3, then the frame's whole IP packet (signature included).
+    fn unreachable_for(f: &[u8]) -> Vec<u8> {
+        let quoted = &f[14..];
+        let mut out = f[..14].to_vec();
+        let tl = (20 + 8 + quoted.len()) as u16;
+        let mut ip = vec![
+            0x45, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2,
+        ];
+        ip[2..4].copy_from_slice(&tl.to_be_bytes());
+        let c = packet::checksum::fold(packet::checksum::sum(&ip));
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        out.extend(ip);
+        out.extend([3, 1, 0, 0, 0, 0, 0, 0]);
+        out.extend_from_slice(quoted);
+        out
+    }
+
+    #[test]
+    fn an_icmp_error_quoting_a_test_frame_is_foreign_not_the_streams() {
+        let f = frames(2, 64);
+        let mut a = Analyzer::new(&[1], 2);
+        a.reset(1);
+        let icmp = unreachable_for(&f[0]);
+        assert!(signature::locate(&icmp).is_some());
+        assert!(!a.frame(0, &icmp, 0));
+        let s = &a.streams[0];
+        assert_eq!((s.received, s.misdelivered, s.corrupted), (0, 0, 0));
+        assert_eq!(a.ports[0].foreign, 1);
+        // The frame itself still counts.
+        assert!(a.frame(1, &f[1], 0));
+        assert_eq!(a.streams[0].received, 1);
     }
 
     #[test]

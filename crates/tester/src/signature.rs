@@ -105,6 +105,20 @@ pub fn read(sig: &[u8], trial: u8, ip_len: u16) -> Parsed {
     Parsed::Ok(Signature { stream, seq, tx_ns })
 }
 
+/// The IP packet at `l3` (version `v`) is an ICMP or ICMPv6 error message (destination
+/// unreachable, time exceeded, parameter problem, ...): the device's own answer, which quotes the
+/// packet that caused it, a test frame's signature and all. Never a test frame (those are UDP
+/// or IPv4 protocol 253 / IPv6 next header 59).
+#[inline(always)]
+pub fn is_icmp_error(frame: &[u8], l3: usize, v: u8) -> bool {
+    if v == 4 {
+        let ihl = (frame.get(l3).copied().unwrap_or(0) & 0x0f) as usize * 4;
+        frame.get(l3 + 9) == Some(&1) && matches!(frame.get(l3 + ihl), Some(3 | 4 | 5 | 11 | 12))
+    } else {
+        frame.get(l3 + 6) == Some(&58) && frame.get(l3 + 40).is_some_and(|&t| t < 128)
+    }
+}
+
 /// Where the IP packet of an Ethernet frame ends, through up to two VLAN tags. `(l3 offset, end,
 /// version)`, or None for a frame that carries no whole IP packet long enough for a signature.
 /// A GTP-U G-PDU (IPv4, UDP to port 2152, message type 255) is stepped into: the test packet is
