@@ -253,14 +253,15 @@ def test_xr1_two_lr_processes_keep_their_traffic_apart(linerate_bin, tmp_path):
 
 
 def test_xr2b_lr1_carries_on_while_lr2_goes_and_comes_back(linerate_bin, tmp_path):
-    """XR-2B at CI scale: LR1's streams at half their throughput, quiet and then while LR2's
+    """XR-2B at CI scale: LR1's streams at a fixed 2% of two 10 GbE ports (no search: the full
+    run searches and takes half the throughput), quiet and then while LR2's
     process is stopped and started, its port p3, a worker and both its ports are taken out and
     put back: LR1 loses nothing and every action on LR2 was done inside the trial. (The p99
     latency check is reported, not asserted here: on a 2-vCPU machine the tester shares a CPU
     with LR2's restart.)"""
     out = tmp_path / "out"
     r = subprocess.run([str(linerate_bin), "bench", "scenario", "XR-2B", "--scale", "0.01",
-                        "--seconds", "5", "--resolution", "10", "--quiet", "--out", str(out)],
+                        "--seconds", "5", "--load", "2", "--quiet", "--out", str(out)],
                        capture_output=True, text=True, timeout=900)
     rep = json.loads((out / "xr-2b.json").read_text())
     assert rep["scenario"] == "XR-2B", r.stderr
@@ -273,6 +274,6 @@ def test_xr2b_lr1_carries_on_while_lr2_goes_and_comes_back(linerate_bin, tmp_pat
         assert checks[name]["pass"], checks[name]
     assert "LR1's p99 latency unchanged while LR2 is disturbed" in checks
     keys = [row["key"] for row in rep["rows"]]
-    assert keys[-2:] == ["64 quiet", "64 LR2 disturbed"], keys
+    assert keys == ["64 quiet", "64 LR2 disturbed"], keys
     assert any(n.startswith("lr2: ") and "0 restart(s)" in n for n in rep["notes"]), rep["notes"]
     assert not [n for n in list_netns() if n.startswith("xr1lr")]

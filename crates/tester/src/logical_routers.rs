@@ -454,12 +454,19 @@ pub fn xr2b(
                 obs,
             )
         };
-        let mut r = run(ro, obs)?;
-        let ndr = r.rows.first().map_or(0.0, |row| row.search.load);
-        if ndr <= 0.0 {
-            return Err("XR-2B: LR1's streams found no loss-free rate".into());
-        }
-        let load = ndr * 0.5;
+        // With --load, LR1's streams run at that load (no search: CI's short run); otherwise at
+        // half the throughput the search finds for them.
+        let (searched, load) = match ro.fixed_load {
+            Some(l) => (None, l),
+            None => {
+                let r = run(ro, obs)?;
+                let ndr = r.rows.first().map_or(0.0, |row| row.search.load);
+                if ndr <= 0.0 {
+                    return Err("XR-2B: LR1's streams found no loss-free rate".into());
+                }
+                (Some(r), ndr * 0.5)
+            }
+        };
         let mut fixed = ro.clone();
         fixed.fixed_load = Some(load);
         fixed.loss_vs_load = false;
@@ -488,6 +495,14 @@ pub fn xr2b(
                 .map(|t| t.2.clone())
         };
         let (q, d) = (trial_of(&quiet), trial_of(&disturbed));
+        let mut r = match searched {
+            Some(r) => r,
+            None => {
+                let mut base = quiet.clone();
+                base.rows.clear();
+                base
+            }
+        };
         for (rep, key) in [(quiet, "quiet"), (disturbed, "LR2 disturbed")] {
             for mut row in rep.rows {
                 row.key = format!("{} {key}", row.key);
@@ -537,8 +552,13 @@ pub fn xr2b(
         let after = sup.list();
         r.id = "XR-2B".into();
         r.title = format!(
-            "XR-2B module exchange: LR1's streams at {:.2}% (half their throughput) while LR2's process, a port, a worker and all its ports go and come back",
-            load * 100.0
+            "XR-2B module exchange: LR1's streams at {:.2}% ({}) while LR2's process, a port, a worker and all its ports go and come back",
+            load * 100.0,
+            if ro.fixed_load.is_some() {
+                "the load given"
+            } else {
+                "half their throughput"
+            }
         );
         r.seed_title = "Cisco XR 12000, XR-2B: active and standby RP of a non-owner LR stopped, an unused port, a line card and all ports of an LR removed and re-added: no loss or latency change on the other LRs".into();
         r.workers = x.workers * 2;
