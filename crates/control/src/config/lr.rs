@@ -24,7 +24,6 @@ use std::path::{Path, PathBuf};
 use super::fields::{seq, Errs, Fields};
 use super::{ConfigError, ConfigErrors, Driver, Origin};
 use crate::lr::cgroup::parse_cpus;
-use crate::yaml;
 
 /// The supervisor's file, read and checked.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,15 +108,7 @@ pub fn parse_set(text: &str, path: &Path) -> Result<LrSet, ConfigErrors> {
         Some(d) => std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf()),
         None => std::env::current_dir().unwrap_or_default(),
     };
-    let root = yaml::parse(text).map_err(|s| {
-        ConfigErrors(vec![ConfigError {
-            file: file.clone(),
-            line: s.line,
-            col: s.col,
-            field: s.field.into(),
-            message: s.message,
-        }])
-    })?;
+    let root = super::parse_yaml(text, &file)?;
     let mut e = Errs {
         file: &file,
         text,

@@ -445,13 +445,11 @@ pub fn excerpt_quoted(message: &str) -> String {
     fields::shorten_quoted(message)
 }
 
-/// Checks config text as if read from `path`.
-pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
-    let file = path.display().to_string();
-    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let root = yaml::parse(text).map_err(|s| {
+/// The YAML tree of `text` (read from `file`), or its syntax error as a config error.
+pub(crate) fn parse_yaml(text: &str, file: &str) -> Result<yaml::Node, ConfigErrors> {
+    yaml::parse(text).map_err(|s| {
         ConfigErrors(vec![ConfigError {
-            file: file.clone(),
+            file: file.to_string(),
             line: s.line,
             col: s.col,
             field: s.field.into(),
@@ -461,7 +459,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
                 s.message
             },
         }])
-    })?;
+    })
+}
+
+/// Checks config text as if read from `path`.
+pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
+    let file = path.display().to_string();
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let root = parse_yaml(text, &file)?;
     let mut e = Errs {
         file: &file,
         text,

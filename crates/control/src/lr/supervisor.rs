@@ -125,19 +125,47 @@ impl Supervisor {
             .map_err(|e| format!("{}: {e}", set.run_dir.display()))?;
         let mut made = Vec::new();
         let mut slots = Vec::new();
-        for lr in &set.lrs {
-            if !namespace_exists(&lr.namespace) {
-                ip(&["netns", "add", &lr.namespace]).map_err(|e| format!("{}: {e}", lr.name))?;
-                made.push(lr.namespace.clone());
+        // What was made for the LRs before one failed is undone: nothing is left half started.
+        let undo = |made: &[String], slots: Vec<Slot>| {
+            for s in slots {
+                let _ = s.group.remove();
             }
-            ip(&["-n", &lr.namespace, "link", "set", "lo", "up"])
-                .map_err(|e| format!("{}: {e}", lr.name))?;
-            let limits = Limits {
-                cpus: lr.cpus.clone(),
-                memory: lr.memory,
+            for ns in made {
+                let _ = ip(&["netns", "del", ns]);
+            }
+        };
+        for lr in &set.lrs {
+            let placed = (|| -> Result<Group, String> {
+                if !namespace_exists(&lr.namespace) {
+                    ip(&["netns", "add", &lr.namespace])
+                        .map_err(|e| format!("{}: {e}", lr.name))?;
+                    made.push(lr.namespace.clone());
+                }
+                ip(&["-n", &lr.namespace, "link", "set", "lo", "up"])
+                    .map_err(|e| format!("{}: {e}", lr.name))?;
+                let limits = Limits {
+                    cpus: lr.cpus.clone(),
+                    memory: lr.memory,
+                };
+                let group = Group::create(&h, &lr.name, &limits)
+                    .map_err(|e| format!("{}: cgroup: {e}", lr.name))?;
+                // Processes in it are an earlier supervisor's LR, still running: two routers
+                // on the same ports and socket would fight.
+                match group.pids() {
+                    Ok(p) if !p.is_empty() => Err(format!(
+                        "{}: its control group already holds processes {p:?} (an LR of an earlier supervisor?): stop them first",
+                        lr.name
+                    )),
+                    _ => Ok(group),
+                }
+            })();
+            let group = match placed {
+                Ok(g) => g,
+                Err(e) => {
+                    undo(&made, slots);
+                    return Err(e);
+                }
             };
-            let group = Group::create(&h, &lr.name, &limits)
-                .map_err(|e| format!("{}: cgroup: {e}", lr.name))?;
             let cpu = group.usage().map(|u| u.cpu_ns).unwrap_or(0);
             slots.push(Slot {
                 cfg: lr.clone(),
