@@ -94,6 +94,24 @@ pub fn lower_priority(nice: i32) {
     }
 }
 
+/// Makes `socket`'s folder and takes the place of a socket file left by a process that is gone;
+/// refuses one that answers (another `who` is listening there).
+pub fn prepare_socket(socket: &std::path::Path, who: &str) -> Result<(), String> {
+    if let Some(dir) = socket.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    if socket.exists() {
+        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            return Err(format!(
+                "{}: another {who} is listening there",
+                socket.display()
+            ));
+        }
+        let _ = std::fs::remove_file(socket);
+    }
+    Ok(())
+}
+
 /// Starts the server on its own threads; returns once every listener is bound.
 pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
     let nice = opts.nice;
@@ -105,19 +123,7 @@ pub fn serve(core: Arc<Core>, opts: ServeOptions) -> Result<Server, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("API runtime: {e}"))?;
-    if let Some(dir) = opts.socket.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    // A socket file left by a process that is gone is removed; one that answers is in use.
-    if opts.socket.exists() {
-        if std::os::unix::net::UnixStream::connect(&opts.socket).is_ok() {
-            return Err(format!(
-                "{}: another linerate is listening there",
-                opts.socket.display()
-            ));
-        }
-        let _ = std::fs::remove_file(&opts.socket);
-    }
+    prepare_socket(&opts.socket, "linerate")?;
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let o = opts.clone();

@@ -57,18 +57,7 @@ pub fn serve_supervisor(sup: Arc<Supervisor>, socket: PathBuf) -> Result<Server,
         .enable_all()
         .build()
         .map_err(|e| format!("API runtime: {e}"))?;
-    if let Some(dir) = socket.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    if socket.exists() {
-        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-            return Err(format!(
-                "{}: another supervisor is listening there",
-                socket.display()
-            ));
-        }
-        let _ = std::fs::remove_file(&socket);
-    }
+    crate::server::prepare_socket(&socket, "supervisor")?;
     let l = {
         let _g = rt.enter();
         tokio::net::UnixListener::bind(&socket).map_err(|e| format!("{}: {e}", socket.display()))?

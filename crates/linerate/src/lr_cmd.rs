@@ -117,12 +117,7 @@ pub fn supervisor(a: SupervisorArgs) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("this binary: {e}"))?;
     let socket = set.socket.clone();
     // Refused before any LR starts: one supervisor per socket.
-    if socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        return Err(format!(
-            "{}: another supervisor is listening there",
-            socket.display()
-        ));
-    }
+    api_server::server::prepare_socket(&socket, "supervisor")?;
     let sup = control::lr::supervisor::Supervisor::start(set, exe)?;
     let server = match api_server::serve_supervisor(sup.clone(), socket.clone()) {
         Ok(s) => s,

@@ -424,7 +424,7 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
     ro.through_gobgp = a.through_gobgp;
     if id.eq_ignore_ascii_case("XR-1") || id.eq_ignore_ascii_case("XR-2B") {
         // Logical routers as processes: not the embedded router.
-        let x = tester::logical_routers::Xr1 {
+        let x = tester::logical_routers::LrScenario {
             out: a.trial.out.clone(),
             binary: std::env::current_exe().map_err(|e| format!("this binary: {e}"))?,
             workers: a.workers,

@@ -24,7 +24,8 @@ use crate::load::FrameSizes;
 use crate::run::{RunOpts, ScenarioReport};
 use crate::streams_file::{self, Pattern};
 
-pub struct Xr1 {
+/// What XR-1 and XR-2B run with: their logical routers and streams.
+pub struct LrScenario {
     /// The reports' folder; the work folder goes inside it.
     pub out: PathBuf,
     /// The binary the LRs run (and whose `lr-exec` puts them in place): this one.
@@ -105,7 +106,7 @@ fn write(p: &Path, text: &str) -> Result<(), String> {
 /// Writes the LRs' files in `<out>/<dir>`, starts them under a supervisor, waits until both
 /// answer, runs `f`, then stops them and removes their files whatever the outcome.
 fn with_lrs<T>(
-    x: &Xr1,
+    x: &LrScenario,
     dir: &str,
     f: impl FnOnce(&Arc<Supervisor>, &Path, &[String; 2]) -> Result<T, String>,
 ) -> Result<T, String> {
@@ -253,7 +254,7 @@ fn lr_notes(started: &LogicalRoutersView, after: &LogicalRoutersView) -> Vec<Str
 
 /// Runs XR-1; the LRs are stopped and their files removed whatever the outcome.
 pub fn xr1(
-    x: &Xr1,
+    x: &LrScenario,
     ro: &RunOpts,
     obs: &mut dyn crate::procedures::Observer,
 ) -> Result<ScenarioReport, String> {
@@ -264,7 +265,7 @@ pub fn xr1(
 
 fn run_with(
     sup: &Supervisor,
-    x: &Xr1,
+    x: &LrScenario,
     ro: &RunOpts,
     obs: &mut dyn crate::procedures::Observer,
     work: &Path,
@@ -407,7 +408,7 @@ fn disturb(sup: Arc<Supervisor>, started: Arc<AtomicBool>) -> Vec<Action> {
 /// once while LR2 (the non-owner) has its process stopped and started, a port, a worker and
 /// all its ports taken out and put back: LR1 must lose nothing and keep its latency.
 pub fn xr2b(
-    x: &Xr1,
+    x: &LrScenario,
     ro: &RunOpts,
     obs: &mut dyn crate::procedures::Observer,
 ) -> Result<ScenarioReport, String> {

@@ -217,10 +217,6 @@ impl Supervisor {
         Ok(sup)
     }
 
-    pub fn socket(&self) -> &Path {
-        &self.set.socket
-    }
-
     fn lr_socket(&self, lr: &LrCfg) -> PathBuf {
         self.set.run_dir.join(format!("{}.sock", lr.name))
     }
