@@ -1,6 +1,7 @@
 //! How fast zebra's route stream is absorbed: decode only, decode + RIB apply (and a replay with
 //! its sweep), and end to end through the TCP server on loopback to a consumer applying every
-//! batch to a RIB.
+//! batch to a RIB; and the RIB's dump for a hitless restart (`Rib::write_messages`), written and
+//! applied to a fresh RIB.
 //!
 //! `cargo run --release -p fpm --example fpm_bench -- [ROUTES]` (default 1,000,000): 80% IPv4
 //! (/24, /19, /29), 20% IPv6 (/48, /64, /96), each route through a next-hop object as zebra sends
@@ -259,6 +260,24 @@ fn apply_stream(rib: &mut Rib, stream: &[u8]) -> usize {
     n + changes.len()
 }
 
+/// Decode a flat buffer of netlink messages (a RIB dump), apply in batches of 8192.
+fn apply_messages(rib: &mut Rib, buf: &[u8]) -> usize {
+    let mut batch: Vec<Msg<'_>> = Vec::with_capacity(BATCH);
+    let mut changes = Vec::new();
+    let mut n = 0;
+    for m in messages(buf) {
+        batch.push(m.unwrap());
+        if batch.len() == BATCH {
+            rib.apply_batch_into(&batch, &mut changes);
+            n += changes.len();
+            changes.clear();
+            batch.clear();
+        }
+    }
+    rib.apply_batch_into(&batch, &mut changes);
+    n + changes.len()
+}
+
 fn main() {
     let n: usize = std::env::args()
         .nth(1)
@@ -321,6 +340,23 @@ fn main() {
     );
     report("    replay of the same table + sweep", n, t);
 
+    let (t, dump) = best_of(RUNS, || {
+        timed(|| {
+            let mut out = Vec::new();
+            rib.write_messages(&mut out);
+            out
+        })
+    });
+    report("(d) RIB dump (write_messages)", n, t);
+    println!("    {:.1} MB of netlink messages", dump.len() as f64 / 1e6);
+    let (t, _) = best_of(RUNS, || {
+        let mut again = Rib::new();
+        let (t, _) = timed(|| black_box(apply_messages(&mut again, &dump)));
+        assert_eq!(again.counters().routes, n as u64);
+        (t, ())
+    });
+    report("    decode + apply the dump (empty RIB)", n, t);
+
     let flat = frames(&without_groups(&rts, &nhs));
     let (t, _) = best_of(RUNS, || {
         let mut rib = Rib::new();
@@ -329,6 +365,17 @@ fn main() {
         (t, ())
     });
     report("(b') same without next-hop groups", n, t);
+    let mut flat_rib = Rib::new();
+    apply_stream(&mut flat_rib, &flat);
+    let (t, _) = best_of(RUNS, || {
+        timed(|| {
+            let mut out = Vec::new();
+            flat_rib.write_messages(&mut out);
+            black_box(out.len())
+        })
+    });
+    report("     its dump (own next hops, multipath)", n, t);
+    drop(flat_rib);
 
     let (t, batches) = best_of(RUNS, || end_to_end(&stream, n));
     report("(c) TCP loopback -> server -> consumer RIB", n, t);

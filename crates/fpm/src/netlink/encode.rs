@@ -75,6 +75,13 @@ pub(crate) fn put_rtnexthop(out: &mut Vec<u8>, route_is_v4: bool, h: &NextHop) {
     out[start..start + 2].copy_from_slice(&len.to_ne_bytes());
 }
 
+/// One `struct nexthop_grp` (`NHA_GROUP` entry); the weight is clamped to 1..=256.
+pub(crate) fn put_group_member(out: &mut Vec<u8>, m: &GroupMember) {
+    out.extend_from_slice(&m.id.to_ne_bytes());
+    out.push((m.weight.clamp(1, 256) - 1) as u8);
+    out.extend_from_slice(&[0, 0, 0]);
+}
+
 /// Appends one route message.
 pub fn route(out: &mut Vec<u8>, r: &Route<'_>, pid: u32) {
     let (t, mut flags) = match r.op {

@@ -363,9 +363,7 @@ impl<'a> Members<'a> {
     pub fn from_members(members: &[GroupMember]) -> Members<'static> {
         let mut raw = Vec::with_capacity(members.len() * NH_GRP_LEN);
         for m in members {
-            raw.extend_from_slice(&m.id.to_ne_bytes());
-            raw.push((m.weight.clamp(1, 256) - 1) as u8);
-            raw.extend_from_slice(&[0, 0, 0]);
+            encode::put_group_member(&mut raw, m);
         }
         Members(Cow::Owned(raw))
     }

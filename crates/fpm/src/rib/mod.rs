@@ -30,12 +30,17 @@
 //! - Reconnects: [`Rib::begin_replay`] marks everything stale, whatever zebra re-sends is fresh
 //!   again (and unchanged, so silent), and [`Rib::sweep`] deletes what is still stale. The table
 //!   is never flushed and re-added.
+//! - Handover: [`Rib::write_messages`] writes the whole RIB as netlink messages from which a
+//!   fresh RIB (a replacing process's) rebuilds an equal one.
 
 mod check;
+mod dump;
 mod index;
 mod objects;
 mod sets;
 
+#[cfg(test)]
+mod dump_tests;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]

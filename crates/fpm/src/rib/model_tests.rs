@@ -165,7 +165,7 @@ impl Model {
 }
 
 #[derive(Clone, Debug)]
-enum Step {
+pub(super) enum Step {
     Batch(Vec<Msg<'static>>),
     Replay,
     Sweep,
@@ -195,7 +195,7 @@ fn a_hop() -> impl Strategy<Value = NextHop> {
     })
 }
 
-fn a_msg() -> impl Strategy<Value = Msg<'static>> {
+pub(super) fn a_msg() -> impl Strategy<Value = Msg<'static>> {
     let id = 1..7u32;
     prop_oneof![
         3 => (a_key(), id.clone()).prop_map(|(k, i)| rt_nh(k, i)),
