@@ -49,6 +49,29 @@ pub trait RxQueue: Send {
     fn is_exhausted(&self) -> bool {
         false
     }
+
+    /// Leaves the queue's ring to a reader in another process (a hitless restart: the new
+    /// router process reads on where this one stopped): says where this reader stands, and
+    /// from now on dropping the queue leaves the ring as it is. None: the ring cannot outlive
+    /// this process (a mem ring, a capture file, AF_XDP).
+    fn hand_over(&mut self) -> Option<RingPosition> {
+        None
+    }
+
+    /// Reads on from `at`, where the previous reader of this ring (another process) stopped.
+    fn take_over(&mut self, _at: RingPosition) {}
+}
+
+/// Where a reader stands in a receive ring that outlives its process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingPosition {
+    /// The ring keeps its own indices (a shared-memory file): nothing to carry.
+    InRing,
+    /// The next slot of a one-frame-per-slot ring (AF_PACKET TPACKET_V2).
+    Slot(u64),
+    /// The block of a block ring (AF_PACKET TPACKET_V3), and, if the reader held it half
+    /// read, the frames left in it and the next one's offset in the mapping.
+    Block { block: u64, left: u32, off: u64 },
 }
 
 pub trait TxQueue: Send {

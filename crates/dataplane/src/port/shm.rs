@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 pub use region::{Layout, Region};
 
-use super::{RxQueue, TxQueue};
+use super::{RingPosition, RxQueue, TxQueue};
 use crate::buffer::{BufCache, PktBuf, MAX_FRAME};
 
 /// Which end of the port this process is.
@@ -53,6 +53,19 @@ impl ShmPort {
     /// The client's end: maps the file the server made at `path`.
     pub fn connect(path: &Path) -> io::Result<ShmPort> {
         Ok(ShmPort::new(Region::attach(path)?, Role::Client))
+    }
+
+    /// The server's end taken over from the server process before this one (a hitless
+    /// restart): the file, its rings and whatever waits in them stay as they are. The queues
+    /// read and write from where the old process stopped once they start ([`RxQueue::take_over`],
+    /// and a sending ring's first burst).
+    pub fn adopt(path: &Path) -> io::Result<ShmPort> {
+        Ok(ShmPort::new(Region::adopt(path)?, Role::Server))
+    }
+
+    /// Leaves the file to the process that adopts it: this end no longer removes it.
+    pub fn disown(&self) {
+        self.region.disown();
     }
 
     fn new(region: Region, role: Role) -> ShmPort {
@@ -108,7 +121,8 @@ impl ShmPort {
     pub fn tx_queue(&self, q: u32) -> ShmTx {
         let ring = self.rings(q).0;
         ShmTx {
-            head: self.region.head(ring).load(Ordering::Acquire),
+            head: 0,
+            started: false,
             region: self.region.clone(),
             ring,
             oversize: self.oversize.clone(),
@@ -170,6 +184,15 @@ impl RxQueue for ShmRx {
     fn take_rx_errors(&mut self) -> u64 {
         std::mem::take(&mut self.errors)
     }
+
+    fn hand_over(&mut self) -> Option<RingPosition> {
+        // The tail is in the file after every burst.
+        Some(RingPosition::InRing)
+    }
+
+    fn take_over(&mut self, _at: RingPosition) {
+        self.tail = self.region.tail(self.ring).load(Ordering::Acquire);
+    }
 }
 
 /// A queue's sending ring.
@@ -178,6 +201,9 @@ pub struct ShmTx {
     ring: usize,
     /// Frames written so far (this end's copy of the ring's head).
     head: u64,
+    /// The head is read from the ring at the first burst, not when the queue is made: a new
+    /// process makes its queues while the old one still sends (a hitless restart).
+    started: bool,
     oversize: Arc<AtomicU64>,
     /// The port's record of held rings and this one's queue, when taken by `take_tx`.
     held: Option<(Arc<Mutex<Vec<bool>>>, usize)>,
@@ -194,6 +220,10 @@ impl Drop for ShmTx {
 impl TxQueue for ShmTx {
     fn tx_burst(&mut self, pkts: &mut Vec<PktBuf>, cache: &mut BufCache) -> usize {
         let r = &*self.region;
+        if !self.started {
+            self.head = r.head(self.ring).load(Ordering::Acquire);
+            self.started = true;
+        }
         let slots = r.layout.slots as u64;
         let tail = r.tail(self.ring).load(Ordering::Acquire);
         let used = self.head.wrapping_sub(tail);

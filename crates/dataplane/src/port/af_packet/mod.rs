@@ -41,7 +41,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::{link, RxQueue, TxQueue};
+use super::{link, RingPosition, RxQueue, TxQueue};
 use crate::buffer::{BufCache, PktBuf, MAX_FRAME};
 
 mod rx_frames;
@@ -217,6 +217,40 @@ impl AfPacketPort {
     /// Opens device `dev` (in the calling thread's network namespace) with `cfg.queues` receive
     /// sockets. Needs CAP_NET_RAW.
     pub fn open(dev: &str, cfg: &AfPacketConfig) -> Result<AfPacketPort, String> {
+        AfPacketPort::open_or_adopt(dev, cfg, None)
+    }
+
+    /// The port another router process opened with `cfg`, from its receive sockets (passed
+    /// over a Unix socket; in queue order): their rings are mapped again here, nothing about
+    /// the sockets changes (fanout group, binding, filters), so frames keep landing in the same
+    /// rings. The queues read from where the old process stopped once given its positions
+    /// ([`RxQueue::take_over`]).
+    pub fn adopt(
+        dev: &str,
+        cfg: &AfPacketConfig,
+        fds: Vec<OwnedFd>,
+    ) -> Result<AfPacketPort, String> {
+        if fds.len() != cfg.queues {
+            return Err(format!(
+                "af_packet {dev}: {} receive sockets handed over for {} queues",
+                fds.len(),
+                cfg.queues
+            ));
+        }
+        AfPacketPort::open_or_adopt(dev, cfg, Some(fds))
+    }
+
+    /// The receive sockets, in queue order (to hand the port to another process).
+    pub fn rx_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        self.rx_shared.iter().map(|s| s.fd.as_fd()).collect()
+    }
+
+    fn open_or_adopt(
+        dev: &str,
+        cfg: &AfPacketConfig,
+        given: Option<Vec<OwnedFd>>,
+    ) -> Result<AfPacketPort, String> {
         let err = |what: &str, e: io::Error| af_err(dev, what, e);
         let link = link::link_state(dev).map_err(|e| format!("af_packet {e}"))?;
         let page = page_size();
@@ -248,7 +282,9 @@ impl AfPacketPort {
             (_, FanoutMode::Auto) => Some(FanoutMode::Hash),
             (_, m) => Some(m),
         };
-        if fanout.is_some() && !link.admin_up {
+        let adopting = given.is_some();
+        let mut given = given.unwrap_or_default().into_iter();
+        if fanout.is_some() && !link.admin_up && !adopting {
             return Err(format!(
                 "af_packet {dev}: the device is down; a fanout group (queues > 1) can only be \
                  joined on an up device"
@@ -266,6 +302,21 @@ impl AfPacketPort {
             RxRing::Blocks => None,
         };
         for q in 0..cfg.queues {
+            if let Some(fd) = given.next() {
+                let len = match frames_geo {
+                    None => bs * cfg.block_count as usize,
+                    Some(g) => g.bytes(),
+                };
+                let map = Mmap::map(fd.as_raw_fd(), len)
+                    .map_err(|e| err("mapping a handed-over receive ring", e))?;
+                let sh = Arc::new(RxShared {
+                    fd,
+                    c: RxCounters::default(),
+                });
+                queues.push(rx_queue(map, sh.clone(), frames_geo, cfg, q));
+                shared.push(sh);
+                continue;
+            }
             let fd = packet_socket().map_err(|e| err("opening a packet socket", e))?;
             let raw = fd.as_raw_fd();
             let map = match frames_geo {
@@ -347,27 +398,10 @@ impl AfPacketPort {
                 fd,
                 c: RxCounters::default(),
             });
-            queues.push(match frames_geo {
-                None => Box::new(AfPacketRxQueue {
-                    map,
-                    shared: sh.clone(),
-                    block_size: bs,
-                    blocks: cfg.block_count as usize,
-                    block: 0,
-                    cur: None,
-                    queue: q,
-                }),
-                Some(geo) => Box::new(AfPacketRxFrames {
-                    map,
-                    shared: sh.clone(),
-                    geo,
-                    next: 0,
-                    queue: q,
-                }),
-            });
+            queues.push(rx_queue(map, sh.clone(), frames_geo, cfg, q));
             shared.push(sh);
         }
-        if fanout.is_some() {
+        if fanout.is_some() && !adopting {
             // Every socket is in the group now: let frames in.
             for s in &shared {
                 detach_filter(s.fd.as_raw_fd()).map_err(|e| err("removing the filter", e))?;
@@ -621,6 +655,36 @@ impl TxCounters {
     }
 }
 
+/// A receive queue over a socket's mapped ring, reading from its start.
+fn rx_queue(
+    map: Mmap,
+    shared: Arc<RxShared>,
+    frames_geo: Option<rx_frames::Geometry>,
+    cfg: &AfPacketConfig,
+    q: usize,
+) -> Box<dyn RxQueue> {
+    match frames_geo {
+        None => Box::new(AfPacketRxQueue {
+            map,
+            shared,
+            block_size: cfg.block_size as usize,
+            blocks: cfg.block_count as usize,
+            block: 0,
+            cur: None,
+            queue: q,
+            handed_over: false,
+        }),
+        Some(geo) => Box::new(AfPacketRxFrames {
+            map,
+            shared,
+            geo,
+            next: 0,
+            queue: q,
+            handed_over: false,
+        }),
+    }
+}
+
 /// Where the reader is in a block it owns.
 #[derive(Clone, Copy)]
 struct Cursor {
@@ -642,6 +706,8 @@ pub struct AfPacketRxQueue {
     /// Set while we own `block` (its status said TP_STATUS_USER).
     cur: Option<Cursor>,
     queue: usize,
+    /// Another process reads the ring now: dropping the queue leaves the socket alone.
+    handed_over: bool,
 }
 
 /// A frame's place and properties, read from its header.
@@ -770,13 +836,44 @@ impl RxQueue for AfPacketRxQueue {
         self.shared.c.add(n as u64, bytes, oversize, csums);
         n
     }
+
+    fn hand_over(&mut self) -> Option<RingPosition> {
+        self.handed_over = true;
+        let (left, off) = self.cur.map_or((0, 0), |c| (c.left, c.off as u64));
+        Some(RingPosition::Block {
+            block: self.block as u64,
+            left,
+            off,
+        })
+    }
+
+    fn take_over(&mut self, at: RingPosition) {
+        if let RingPosition::Block { block, left, off } = at {
+            // What the old reader said is checked as anything read from a ring: a block out
+            // of range starts over at 0, a cursor outside its block is dropped (frame() would
+            // refuse it anyway).
+            self.block = if (block as usize) < self.blocks {
+                block as usize
+            } else {
+                0
+            };
+            let base = self.block * self.block_size;
+            let inside = (base..base + self.block_size).contains(&(off as usize));
+            self.cur = (left > 0 && inside).then_some(Cursor {
+                left,
+                off: off as usize,
+            });
+        }
+    }
 }
 
 impl Drop for AfPacketRxQueue {
     fn drop(&mut self) {
         // The socket stays open while the port lives (it holds the kernel's counters); stop it
-        // from filling a ring nobody reads.
-        let _ = attach_drop_all(self.shared.fd.as_raw_fd());
+        // from filling a ring nobody reads. Not when another process reads it now.
+        if !self.handed_over {
+            let _ = attach_drop_all(self.shared.fd.as_raw_fd());
+        }
     }
 }
 

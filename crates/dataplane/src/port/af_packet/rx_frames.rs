@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::{copy_in, rd_u16, rd_u32, stripped_tag, Mmap, RxShared};
 use crate::buffer::{BufCache, PktBuf, MAX_FRAME};
-use crate::port::RxQueue;
+use crate::port::{RingPosition, RxQueue};
 
 const P2_STATUS: usize = std::mem::offset_of!(libc::tpacket2_hdr, tp_status);
 const P2_LEN: usize = std::mem::offset_of!(libc::tpacket2_hdr, tp_len);
@@ -77,6 +77,8 @@ pub struct AfPacketRxFrames {
     /// The slot the kernel fills next.
     pub(super) next: usize,
     pub(super) queue: usize,
+    /// Another process reads the ring now: dropping the queue leaves the socket alone.
+    pub(super) handed_over: bool,
 }
 
 impl AfPacketRxFrames {
@@ -134,12 +136,30 @@ impl RxQueue for AfPacketRxFrames {
         self.shared.c.add(n as u64, bytes, oversize, csums);
         n
     }
+
+    fn hand_over(&mut self) -> Option<RingPosition> {
+        self.handed_over = true;
+        Some(RingPosition::Slot(self.next as u64))
+    }
+
+    fn take_over(&mut self, at: RingPosition) {
+        if let RingPosition::Slot(next) = at {
+            self.next = if (next as usize) < self.geo.slots {
+                next as usize
+            } else {
+                0
+            };
+        }
+    }
 }
 
 impl Drop for AfPacketRxFrames {
     fn drop(&mut self) {
-        // As the V3 queue: the socket outlives the queue (its counters), so stop it filling.
-        let _ = super::attach_drop_all(self.shared.fd.as_raw_fd());
+        // As the V3 queue: the socket outlives the queue (its counters), so stop it filling;
+        // not when another process reads it now.
+        if !self.handed_over {
+            let _ = super::attach_drop_all(self.shared.fd.as_raw_fd());
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"LRSHM\0\0\x01");
 const VERSION: u32 = 1;
@@ -74,8 +74,9 @@ pub struct Region {
     len: usize,
     pub layout: Layout,
     pub path: PathBuf,
-    /// The server made the file and removes it when it lets go.
-    owner: bool,
+    /// The server made the file and removes it when it lets go (unless it handed the file to
+    /// its successor: [`Region::disown`]).
+    owner: AtomicBool,
 }
 
 // SAFETY: the mapping is shared memory owned by this handle; every access to it goes through
@@ -108,6 +109,21 @@ impl Region {
 
     /// Maps the file a server made at `path`, its layout read from its header.
     pub fn attach(path: &Path) -> io::Result<Region> {
+        Region::attach_as(path, false)
+    }
+
+    /// Maps the file another server process made at `path` as its new owner, rings and all (a
+    /// hitless restart: the old process [`disown`](Region::disown)s it, the new one adopts it).
+    pub fn adopt(path: &Path) -> io::Result<Region> {
+        Region::attach_as(path, true)
+    }
+
+    /// Leaves the file in place when this mapping goes.
+    pub fn disown(&self) {
+        self.owner.store(false, Ordering::Relaxed);
+    }
+
+    fn attach_as(path: &Path, owner: bool) -> io::Result<Region> {
         let f = OpenOptions::new().read(true).write(true).open(path)?;
         let len = f.metadata()?.len() as usize;
         let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
@@ -144,7 +160,7 @@ impl Region {
             ));
         }
         drop(head);
-        Region::map(&f, path, layout, false)
+        Region::map(&f, path, layout, owner)
     }
 
     fn map(f: &File, path: &Path, layout: Layout, owner: bool) -> io::Result<Region> {
@@ -173,7 +189,7 @@ impl Region {
             len,
             layout,
             path: path.to_path_buf(),
-            owner,
+            owner: AtomicBool::new(owner),
         })
     }
 
@@ -271,7 +287,7 @@ impl Drop for Region {
         // SAFETY: unmaps exactly the mapping this handle made; nothing refers into it after
         // drop (no reference into it is ever handed out).
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-        if self.owner && self.layout.queues > 0 {
+        if self.owner.load(Ordering::Relaxed) && self.layout.queues > 0 {
             let _ = std::fs::remove_file(&self.path);
         }
     }

@@ -238,3 +238,50 @@ fn two_processes_exchange_frames_through_the_file() {
     assert!(child.wait().unwrap().success());
     assert_eq!(seen, 100_000);
 }
+
+#[test]
+fn a_new_server_process_adopts_the_file_and_goes_on_where_the_old_one_stopped() {
+    let p = path("adopt");
+    let old = ShmPort::serve(&p, small(1)).unwrap();
+    let client = ShmPort::connect(&p).unwrap();
+    let mut cache = BufCache::new(Pool::new(1024));
+    let (mut ctx, mut crx) = (client.tx_queue(0), client.rx_queue(0));
+    let (mut otx, mut orx) = (old.tx_queue(0), old.rx_queue(0));
+    // The old server has read 5 of 12 and sent 3.
+    let mut v = frames(&mut cache, 0, 12, 60);
+    assert_eq!(ctx.tx_burst(&mut v, &mut cache), 12);
+    let mut got = Vec::new();
+    orx.rx_burst(&mut cache, &mut got, 5);
+    let mut out = frames(&mut cache, 100, 3, 60);
+    otx.tx_burst(&mut out, &mut cache);
+    // The new process maps the file and makes its queues while the old one still runs...
+    let new = ShmPort::adopt(&p).unwrap();
+    let (mut ntx, mut nrx) = (new.tx_queue(0), new.rx_queue(0));
+    // ...which reads 2 more and sends 2 more before it lets go.
+    orx.rx_burst(&mut cache, &mut got, 2);
+    let mut out = frames(&mut cache, 103, 2, 60);
+    otx.tx_burst(&mut out, &mut cache);
+    let at = orx.hand_over().unwrap();
+    old.disown();
+    drop((otx, orx, old));
+    assert!(p.exists(), "a disowned file stays");
+    nrx.take_over(at);
+    let mut v = frames(&mut cache, 12, 4, 60);
+    ctx.tx_burst(&mut v, &mut cache);
+    nrx.rx_burst(&mut cache, &mut got, 256);
+    assert_eq!(seqs(&got), (0..16).collect::<Vec<_>>(), "each frame once");
+    let mut out = frames(&mut cache, 105, 2, 60);
+    ntx.tx_burst(&mut out, &mut cache);
+    let mut back = Vec::new();
+    crx.rx_burst(&mut cache, &mut back, 256);
+    assert_eq!(
+        seqs(&back),
+        (100..107).collect::<Vec<_>>(),
+        "none overwritten"
+    );
+    for b in got.into_iter().chain(back) {
+        cache.free(b);
+    }
+    drop((ntx, nrx, new));
+    assert!(!p.exists(), "the adopter owns the file");
+}
