@@ -603,6 +603,7 @@ fn run_in(o: &Opts, dir: &std::path::Path) -> std::result::Result<Result, String
             replay_whole: false,
             exit_when_drained: false,
             punt: None,
+            adopt: None,
         })
         .map_err(|e| e.to_string())?;
 
@@ -781,6 +782,7 @@ pub(crate) fn replay(
             replay_whole: whole,
             exit_when_drained: false,
             punt: None,
+            adopt: None,
         })
         .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(500));

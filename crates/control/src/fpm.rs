@@ -293,6 +293,57 @@ pub fn start(core: &Arc<Core>, cfg: &FpmCfg, twins: HashMap<u32, String>) -> Res
     Ok(())
 }
 
+/// FRR's routes as this router holds them, appended to `out` as netlink messages (for the
+/// process that takes over in a hitless restart); how many routes.
+pub fn write_table(s: &crate::mgmt::State, out: &mut Vec<u8>) -> usize {
+    s.sources
+        .iter()
+        .find_map(|src| src.as_any().downcast_ref::<FpmRoutes>())
+        .map_or(0, |f| {
+            f.rib.write_messages(out);
+            f.rib.counters().routes as usize
+        })
+}
+
+/// FPM's route source in a process that takes over, filled with the routes the old process
+/// held (`table`, from [`write_table`]) and published, before the server starts
+/// ([`start_server`]): the new process forwards to FRR's routes from its first frame, and
+/// zebra's re-sending after it reconnects changes nothing but what changed meanwhile (the rest
+/// is swept after `stale-time`, as after any reconnect). How many routes.
+pub fn install_table(
+    core: &Arc<Core>,
+    cfg: &FpmCfg,
+    twins: HashMap<u32, String>,
+    table: &[u8],
+) -> Result<u64, String> {
+    let msgs = fpm::netlink::decode::messages(table)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the FPM table handed over: {e:?}"))?;
+    let routes = {
+        let s = core.lock("fpm.install");
+        FpmRoutes::new(cfg, &s.router, twins)
+    };
+    core.add_route_source(Box::new(routes));
+    core.with_route_source("fpm.install", |f: &mut FpmRoutes, w| {
+        let mut changes = Vec::new();
+        for chunk in msgs.chunks(SLICE) {
+            changes.clear();
+            f.rib.apply_batch_into(chunk, &mut changes);
+            f.apply_changes(w, &changes);
+        }
+        w.publish().map_err(|e| e.to_string())?;
+        Ok(f.status.routes)
+    })
+    .unwrap_or_else(|| Err("the FPM route source is missing".into()))
+}
+
+/// The FPM server for a route source already installed ([`install_table`]).
+pub fn start_server(core: &Arc<Core>, cfg: &FpmCfg) -> Result<(), String> {
+    let plane = FpmPlane::start(cfg, core)?;
+    core.keep_adapter(Box::new(plane));
+    Ok(())
+}
+
 /// `show fpm`: the FPM session and what it installed.
 pub fn status(core: &Core) -> ApiResult<FpmStatus> {
     core.route_source(|f: &FpmRoutes| f.status.clone())

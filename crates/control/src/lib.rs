@@ -12,6 +12,7 @@ pub mod fpm;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gtp;
+pub mod handover;
 pub mod l3vpn;
 pub mod ldp;
 pub mod link;

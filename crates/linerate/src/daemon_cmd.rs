@@ -40,6 +40,11 @@ pub struct DaemonArgs {
     /// the daemon's own user); other users the socket lets in are read-only.
     #[arg(long, default_value = "linerate-admin")]
     pub admin_group: String,
+    /// Take over from the linerate daemon running with this API socket, without losing a
+    /// frame (a hitless restart or upgrade): its tables, ports and TAP twins pass to this
+    /// process, and it exits once this one forwards.
+    #[arg(long)]
+    pub take_over: bool,
 }
 
 pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
@@ -99,20 +104,42 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         _ => None,
     };
     // Refused before anything is built, logged or persisted.
-    if socket.exists() && std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+    let mut taker = if a.take_over {
+        let t =
+            control::handover::Taker::connect(&socket).map_err(|e| format!("take-over: {e}"))?;
+        eprintln!(
+            "linerate: taking over: {} FPM routes, {} API routes, {} port(s) with sockets",
+            t.offer.fpm_routes,
+            t.offer.api_routes.len(),
+            t.offer.ports.len()
+        );
+        Some(t)
+    } else {
+        None
+    };
+    if taker.is_none()
+        && socket.exists()
+        && std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    {
         return Err(format!(
             "{}: another linerate is listening there",
             socket.display()
         ));
     }
     let cfg = control::config::parse(&text, &source).map_err(|e| e.to_string())?;
+    if taker.is_some() {
+        if let Some(why) = control::handover::unsupported(&cfg) {
+            return Err(format!("take-over: {why}"));
+        }
+    }
     let logger = Arc::new(Logger::new(cfg.logging.clone()).map_err(|e| format!("logging: {e}"))?);
     let cp = cfg.control_plane.clone();
     let cfg_copy = cfg.clone();
     // The kernel's twins of the interfaces come first: FRR may already be waiting for them.
+    // Taking over, they come from the old process once it lets go of them.
     let mut taps = Vec::new();
     for ic in &cfg.interfaces {
-        taps.push(if cp.taps {
+        taps.push(if cp.taps && taker.is_none() {
             Some(
                 control::punt::Tap::create(&control::punt::TwinSpec::of(ic))
                     .map_err(|e| format!("interface {}: {e}", ic.name))?,
@@ -156,6 +183,9 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         StartOptions {
             exit_when_drained: false,
             punt: Some(hub.clone()),
+            adopt: taker
+                .as_mut()
+                .map(|t| control::runtime::handover::Adopted::new(t.take_port_fds())),
             ..Default::default()
         },
     )
@@ -171,17 +201,68 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     }
     let core =
         Core::new(router, runtime, text, source, logger, state_dir).map_err(|e| e.to_string())?;
-    let twins: std::collections::HashMap<u32, String> = taps
+    let mut twins: std::collections::HashMap<u32, String> = taps
         .iter()
         .flatten()
         .map(|t| (t.ifindex, t.name.clone()))
         .collect();
+    // Taking over: the old process's tables beyond the config, then its data plane.
+    let mut fpm_installed = false;
+    let mut known = Vec::new();
+    if let Some(t) = taker.as_mut() {
+        if cp.taps {
+            twins = control::punt::twins::kernel_indexes(&cfg_copy);
+        }
+        for r in &t.offer.api_routes {
+            if let Err(e) = core.route_add(r) {
+                eprintln!("linerate: take-over: API route {}: {e}", r.prefix);
+            }
+        }
+        if let Some(f) = &cp.fpm {
+            let n = control::fpm::install_table(&core, f, twins.clone(), &t.fpm_table)?;
+            eprintln!("linerate: take-over: {n} FPM routes installed");
+            fpm_installed = true;
+        }
+        t.fpm_table = Vec::new();
+        let mut got = t.release().map_err(|e| format!("take-over: {e}"))?;
+        {
+            let mut s = core.lock("takeover.release");
+            let n = s.router.learn_neighbors(&got.neighbors);
+            s.router.publish().map_err(|e| e.to_string())?;
+            s.runtime.release_held(&got.queues);
+            known = s
+                .router
+                .learned
+                .iter()
+                .map(|(&(ifx, ip), &mac)| (ifx, ip, mac))
+                .collect();
+            let waited = control::handover::wall_ns().saturating_sub(got.stopped_at_ns);
+            eprintln!(
+                "linerate: took over the data plane: {} receive queues, {n} neighbours; the old process let go in {} us; frames waited in their rings {} us between the old workers' last burst and the new ones' first",
+                got.queues.len(),
+                got.stop_us,
+                waited / 1000
+            );
+        }
+        for (slot, ic) in taps.iter_mut().zip(&cfg_copy.interfaces) {
+            if !cp.taps {
+                continue;
+            }
+            let spec = control::punt::TwinSpec::of(ic);
+            *slot = Some(match got.taps.remove(&spec.host) {
+                Some(t) => t,
+                None => control::punt::Tap::create(&spec)
+                    .map_err(|e| format!("interface {}: {e}", ic.name))?,
+            });
+        }
+    }
     let punt = control::punt::PuntPlane::start(
         hub,
         pool,
         shared,
         cp.neighbor,
         taps,
+        known,
         Box::new(control::mgmt::CoreNeighbors(std::sync::Arc::downgrade(
             &core,
         ))),
@@ -210,6 +291,11 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         None => None,
     };
     *core.punt.lock().unwrap_or_else(|e| e.into_inner()) = Some(punt);
+    // The old process may now stop; its API socket and FPM port are free once it has gone.
+    if let Some(t) = taker.take() {
+        t.taken_over(std::time::Duration::from_secs(10))
+            .map_err(|e| format!("take-over: {e}"))?;
+    }
     // LDP: hellos and sessions on the transport address's twin; what it signals goes to the
     // router, which republishes the pseudowires.
     let ldp = match (
@@ -256,7 +342,11 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     let links = control::link::LinkWatch::start(&cfg_copy, std::sync::Arc::downgrade(&core))?;
     *core.links.lock().unwrap_or_else(|e| e.into_inner()) = links;
     if let Some(f) = &cp.fpm {
-        control::fpm::start(&core, f, twins)?;
+        if fpm_installed {
+            control::fpm::start_server(&core, f)?;
+        } else {
+            control::fpm::start(&core, f, twins)?;
+        }
         eprintln!("linerate: FPM on {}", f.listen);
     }
     let server = api_server::serve(
@@ -275,8 +365,29 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     core.start_events(Some(std::sync::Arc::new(move |line: &str, user: &str| {
         crate::run_line(line, &sock, user)
     })))?;
-    wait_for_signal()?;
-    eprintln!("linerate: stopping");
+    // A process that takes over later finds this one here.
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let done_tx = std::sync::Mutex::new(Some(done_tx));
+    let giver = control::handover::Giver::start(
+        &socket,
+        Arc::downgrade(&core),
+        Box::new(move |conn| {
+            if let Some(t) = done_tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = t.send(conn);
+            }
+        }),
+    )
+    .map_err(|e| format!("hand-over socket: {e}"))?;
+    let handed = wait_for_signal_or(done_rx)?;
+    drop(giver);
+    eprintln!(
+        "linerate: {}",
+        if handed.is_some() {
+            "handed over to the new process; stopping"
+        } else {
+            "stopping"
+        }
+    );
     server.stop();
     core.shutdown();
     drop(mirror);
@@ -284,7 +395,26 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     drop(dlsw);
     drop(ldp);
     drop(l3vpn);
+    // Closed last: the new process binds the API socket once it sees this close.
+    drop(handed);
     Ok(())
+}
+
+/// Waits for SIGTERM or SIGINT, or for a new process to have taken over (its connection).
+fn wait_for_signal_or<T>(done: tokio::sync::oneshot::Receiver<T>) -> Result<Option<T>, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| e.to_string())?;
+        tokio::select! {
+            _ = term.recv() => Ok(None),
+            _ = tokio::signal::ctrl_c() => Ok(None),
+            c = done => Ok(c.ok()),
+        }
+    })
 }
 
 pub fn wait_for_signal() -> Result<(), String> {

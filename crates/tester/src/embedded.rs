@@ -85,6 +85,7 @@ impl Embedded {
                 replay_whole: false,
                 exit_when_drained: false,
                 punt: None,
+                adopt: None,
             })
             .map_err(|e| e.to_string())?;
         if peers.len() != speeds.len() {

@@ -66,7 +66,10 @@ pub struct PuntStatus {
 
 pub struct PuntPlane {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
+    /// The thread gives its twins back when it ends.
+    handle: Option<JoinHandle<Vec<Tap>>>,
+    /// The twins, once the thread has ended.
+    ended: Vec<Tap>,
     pub status: Arc<Mutex<PuntStatus>>,
     pub hub: Arc<PuntHub>,
     plans: Plans,
@@ -84,15 +87,22 @@ type Outbox = Arc<Mutex<std::collections::VecDeque<(u16, Vec<u8>)>>>;
 const OUTBOX_BUDGET: usize = 256;
 
 impl PuntPlane {
-    /// Starts the punt thread. `taps` is indexed by interface index (None: no twin).
+    /// Starts the punt thread. `taps` is indexed by interface index (None: no twin); `known`
+    /// are neighbours already in the tables (resolved by the process this one took over from).
     pub fn start(
         hub: Arc<PuntHub>,
         pool: Arc<Pool>,
         shared: SharedTables,
         timers: NeighborTimers,
         taps: Vec<Option<Tap>>,
+        known: Vec<(u32, IpAddr, MacAddr)>,
         sink: Box<dyn NeighborSink>,
     ) -> Result<PuntPlane, String> {
+        let mut nb = Neighbors::new(timers);
+        let now = Instant::now();
+        for (ifx, ip, mac) in known {
+            nb.adopt(ifx, ip, mac, now);
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let status = Arc::new(Mutex::new(PuntStatus::default()));
         let plans = Plans::default();
@@ -110,7 +120,7 @@ impl PuntPlane {
             recent: Vec::new(),
             shared,
             links: Vec::new(),
-            nb: Neighbors::new(timers),
+            nb,
             twins: Twins::new(taps),
             plans: plans.clone(),
             sink,
@@ -125,11 +135,15 @@ impl PuntPlane {
         let s = stop.clone();
         let handle = std::thread::Builder::new()
             .name("punt".into())
-            .spawn(move || th.run(&s))
+            .spawn(move || {
+                th.run(&s);
+                th.twins.into_taps()
+            })
             .map_err(|e| format!("cannot start the punt thread: {e}"))?;
         Ok(PuntPlane {
             stop,
             handle: Some(handle),
+            ended: Vec::new(),
             status,
             hub,
             plans,
@@ -194,8 +208,15 @@ impl PuntPlane {
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
-            let _ = h.join();
+            self.ended = h.join().unwrap_or_default();
         }
+    }
+
+    /// Stops the thread and takes its twins (for the process that takes over: a hitless
+    /// restart); dropped here they would vanish from the kernel.
+    pub fn take_taps(&mut self) -> Vec<Tap> {
+        self.stop();
+        std::mem::take(&mut self.ended)
     }
 }
 
@@ -791,6 +812,7 @@ mod tests {
             shared.clone(),
             timers,
             vec![None, None],
+            Vec::new(),
             Box::new(told.clone()),
         )
         .unwrap();

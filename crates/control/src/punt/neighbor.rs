@@ -112,6 +112,15 @@ impl Neighbors {
         }
     }
 
+    /// A neighbour another process resolved (a hitless restart), already in the tables:
+    /// reachable as of `now`, probed once reachable-time has passed, as if learned here.
+    pub fn adopt(&mut self, ifx: u32, ip: IpAddr, mac: MacAddr, now: Instant) {
+        let mut e = Entry::incomplete(now);
+        e.mac = Some(mac);
+        e.state = State::Reachable;
+        self.entries.insert((ifx, ip), e);
+    }
+
     fn retrans(&self) -> Duration {
         Duration::from_millis(self.timers.retransmit_ms as u64)
     }

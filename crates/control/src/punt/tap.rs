@@ -120,6 +120,24 @@ impl Tap {
         Ok(tap)
     }
 
+    /// The twin another router process made, from its descriptor (passed over a Unix socket
+    /// in a hitless restart): the device, its addresses and FRR's view of it stay as they were.
+    pub fn adopt(name: &str, fd: OwnedFd) -> io::Result<Tap> {
+        let ifindex = if_index(name)
+            .map_err(|e| io::Error::new(e.kind(), format!("TAP {name}: get index: {e}")))?;
+        Ok(Tap {
+            name: name.to_string(),
+            ifindex,
+            fd,
+        })
+    }
+
+    /// The descriptor, to pass to the process that takes over.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
+    }
+
     /// Reads one frame into `buf`; None when there is none waiting.
     pub fn read(&self, buf: &mut [u8]) -> Option<usize> {
         // SAFETY: `buf` is a live writable slice of the given length.

@@ -119,6 +119,11 @@ impl Twins {
             .collect()
     }
 
+    /// The twins' devices, for the process that takes over (a hitless restart).
+    pub fn into_taps(self) -> Vec<Tap> {
+        self.twins.into_iter().map(|t| t.tap).collect()
+    }
+
     /// Every twin's descriptor, to wait on.
     pub fn fds(&self) -> impl Iterator<Item = i32> + '_ {
         self.twins.iter().map(|t| t.tap.raw_fd())

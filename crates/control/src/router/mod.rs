@@ -673,6 +673,33 @@ impl Router {
             .any(|n| n.ip == ip && &n.interface == name)
     }
 
+    /// The neighbours learned (not configured), by interface name, for the process that takes
+    /// over (a hitless restart).
+    pub fn learned_neighbors(&self) -> Vec<(String, IpAddr, [u8; 6])> {
+        self.learned
+            .iter()
+            .filter_map(|(&(ifx, ip), mac)| {
+                Some((self.ifs.get(ifx as usize)?.name.clone(), ip, mac.0))
+            })
+            .collect()
+    }
+
+    /// Installs neighbours another process learned (see [`Router::learned_neighbors`]): those
+    /// on a subnet of an interface of that name; how many.
+    pub fn learn_neighbors(&mut self, list: &[(String, IpAddr, [u8; 6])]) -> usize {
+        let mut n = 0;
+        for (name, ip, mac) in list {
+            let Some(ifx) = self.ifs.iter().position(|i| &i.name == name) else {
+                continue;
+            };
+            if crate::config::on_subnet(&self.cfg.interfaces[ifx], *ip) {
+                self.neighbor_learned(ifx as u32, *ip, packet::ethernet::MacAddr(*mac));
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Takes over the neighbours `prev` learned (a config commit builds a new router): those
     /// still on a subnet of the same interface keep forwarding without a new resolution.
     pub fn carry_neighbors(&mut self, prev: &Router) {

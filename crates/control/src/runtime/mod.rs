@@ -10,6 +10,8 @@
 //! A port can be taken out of service (pulled, in hardware terms) and put back: its interfaces go
 //! down, routes through it stop being used, its queues are parked, and nothing else is touched.
 
+pub mod handover;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver};
@@ -141,6 +143,9 @@ pub struct StartOptions {
     /// The punt path to the control plane (ARP/ND, TAP twins); None: workers drop what they
     /// would punt, as in embedded runs.
     pub punt: Option<Arc<dataplane::punt::PuntHub>>,
+    /// Ports taken over from the router process before this one (a hitless restart): their
+    /// receive queues are held, not polled, until [`Runtime::release_held`].
+    pub adopt: Option<handover::Adopted>,
 }
 
 impl Default for StartOptions {
@@ -155,6 +160,7 @@ impl Default for StartOptions {
             replay_whole: false,
             exit_when_drained: true,
             punt: None,
+            adopt: None,
         }
     }
 }
@@ -235,6 +241,10 @@ pub struct Runtime {
     placement: HashMap<(u16, u16), usize>,
     next_id: usize,
     peers: Vec<MemPeer>,
+    /// Receive queues of adopted ports, until the old process lets go of them.
+    held: Vec<RxSlot>,
+    /// Receive queues handed over to the next process: kept, unpolled, until this one ends.
+    handed: Vec<RxSlot>,
 }
 
 fn recv<T>(rx: Receiver<T>, what: &str) -> Result<T, BuildError> {
@@ -265,6 +275,8 @@ impl Runtime {
             placement: HashMap::new(),
             next_id: 0,
             peers: Vec::new(),
+            held: Vec::new(),
+            handed: Vec::new(),
         };
         let nw = router.cfg.workers;
         // Flow caches are built here, not by the workers (see `FlowShared`).
@@ -318,7 +330,11 @@ impl Runtime {
             for s in rx {
                 let w = s.queue as usize % nw;
                 rt.placement.insert((s.port, s.queue), w);
-                rx_of[w].push(s);
+                if rt.opts.adopt.is_some() {
+                    rt.held.push(s);
+                } else {
+                    rx_of[w].push(s);
+                }
             }
             rt.ports.push(Some(port));
         }
@@ -407,10 +423,17 @@ impl Runtime {
                     },
                     ..Default::default()
                 };
-                crate::punt::tap::claim_device(device)
-                    .map_err(|e| BuildError(format!("port {}: device {device}: {e}", pc.name)))?;
-                let port = AfPacketPort::open(device, &cfg)
-                    .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?;
+                let handed = self.opts.adopt.as_ref().and_then(|a| a.take_fds(&pc.name));
+                let port = match handed {
+                    Some(fds) => AfPacketPort::adopt(device, &cfg, fds),
+                    None => {
+                        crate::punt::tap::claim_device(device).map_err(|e| {
+                            BuildError(format!("port {}: device {device}: {e}", pc.name))
+                        })?;
+                        AfPacketPort::open(device, &cfg)
+                    }
+                }
+                .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?;
                 for (q, rq) in port.take_rx_queues().into_iter().enumerate() {
                     rx.push(RxSlot {
                         port: idx,
@@ -465,7 +488,11 @@ impl Runtime {
                         slots: *slots,
                         slot_bytes: *max_frame,
                     };
-                    ShmPort::serve(path, layout)
+                    if self.opts.adopt.is_some() && path.exists() {
+                        ShmPort::adopt(path)
+                    } else {
+                        ShmPort::serve(path, layout)
+                    }
                 } else {
                     ShmPort::connect(path)
                 }
