@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use api::requests::UpgradeRequest;
+use api::requests::{RestartRequest, UpgradeRequest};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -41,11 +41,11 @@ async fn start(State(s): S, Path(name): Path<String>) -> Response {
 async fn stop(State(s): S, Path(name): Path<String>) -> Response {
     blocking(move || s.stop(&name)).await
 }
-async fn restart(State(s): S, Path(name): Path<String>) -> Response {
-    blocking(move || s.restart(&name)).await
+async fn restart(State(s): S, Path(name): Path<String>, Json(r): Json<RestartRequest>) -> Response {
+    blocking(move || s.restart(&name, r.cold)).await
 }
 async fn upgrade(State(s): S, Path(name): Path<String>, Json(r): Json<UpgradeRequest>) -> Response {
-    blocking(move || s.upgrade(&name, std::path::Path::new(&r.binary))).await
+    blocking(move || s.upgrade(&name, std::path::Path::new(&r.binary), r.cold)).await
 }
 
 /// Serves the supervisor's API on `socket` until the returned server is stopped.

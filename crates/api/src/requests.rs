@@ -392,6 +392,16 @@ pub struct WorkerRequest {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UpgradeRequest {
     pub binary: String,
+    /// Stop the running process, then start the new binary (not hitless).
+    #[serde(default)]
+    pub cold: bool,
+}
+
+/// `lr restart`: hitless unless `cold`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RestartRequest {
+    #[serde(default)]
+    pub cold: bool,
 }
 
 #[cfg(test)]

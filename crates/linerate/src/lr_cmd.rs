@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use api::requests::UpgradeRequest;
+use api::requests::{RestartRequest, UpgradeRequest};
 use api::views::{LogicalRouterView, LogicalRoutersView};
 use api::{Client, Endpoint, Render};
 use clap::{Args, Subcommand};
@@ -27,13 +27,21 @@ pub enum LrCmd {
     Start { name: String },
     /// Stop an LR (SIGTERM, SIGKILL after 5 s); the supervisor leaves it stopped.
     Stop { name: String },
-    /// Stop and start an LR's process.
-    Restart { name: String },
-    /// Run an LR on another binary (stop, then start the new one).
+    /// Replace an LR's process without losing a frame (a new process takes over its tables,
+    /// ports and twins; the old one exits), or with --cold stop it and start it.
+    Restart {
+        name: String,
+        #[arg(long)]
+        cold: bool,
+    },
+    /// Run an LR on another binary: a process on it takes over without losing a frame, or
+    /// with --cold the old one stops first.
     Upgrade {
         name: String,
         #[arg(long)]
         binary: PathBuf,
+        #[arg(long)]
+        cold: bool,
     },
 }
 
@@ -71,11 +79,15 @@ pub fn lr(supervisor: &std::path::Path, cmd: LrCmd) -> Result<(), String> {
     let v: LogicalRouterView = match &cmd {
         LrCmd::Start { name } => c.call(&format!("/v1/logical-routers/{name}/start"), &())?,
         LrCmd::Stop { name } => c.call(&format!("/v1/logical-routers/{name}/stop"), &())?,
-        LrCmd::Restart { name } => c.call(&format!("/v1/logical-routers/{name}/restart"), &())?,
-        LrCmd::Upgrade { name, binary } => c.call(
+        LrCmd::Restart { name, cold } => c.call(
+            &format!("/v1/logical-routers/{name}/restart"),
+            &RestartRequest { cold: *cold },
+        )?,
+        LrCmd::Upgrade { name, binary, cold } => c.call(
             &format!("/v1/logical-routers/{name}/upgrade"),
             &UpgradeRequest {
                 binary: binary.display().to_string(),
+                cold: *cold,
             },
         )?,
     };

@@ -34,6 +34,9 @@ pub struct LogicalRouterView {
     pub uptime_s: u64,
     /// Times the supervisor restarted it after it exited on its own.
     pub restarts: u32,
+    /// Times a new process took over from the running one (hitless restarts and upgrades).
+    #[serde(default)]
+    pub handovers: u32,
     /// From process start to its API answering, the last time it started.
     pub start_ms: Option<u64>,
     /// How its last process ended (`exit status 1`, `killed by signal 9`).
@@ -86,6 +89,7 @@ impl Render for LogicalRoutersView {
                     format!("{:.1}%", r.cpu_percent),
                     format!("{} s", r.uptime_s),
                     r.restarts.to_string(),
+                    r.handovers.to_string(),
                     r.start_ms.map_or("-".into(), |m| format!("{m} ms")),
                     r.last_exit.clone().unwrap_or_else(|| "-".into()),
                 ]
@@ -102,6 +106,7 @@ impl Render for LogicalRoutersView {
                 "CPU",
                 "Uptime",
                 "Restarts",
+                "Hand-overs",
                 "Start",
                 "Last exit",
             ],

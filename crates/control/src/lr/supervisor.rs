@@ -9,6 +9,12 @@
 //! own is restarted after a backoff (1 s, doubling to 30 s; back to 1 s once it has run a
 //! minute), and the event is logged; the other LRs see nothing of it.
 //!
+//! Restart and upgrade are hitless by default (see `crate::handover`): the supervisor starts
+//! the new process beside the running one, in the same namespace and group, with `--take-over`;
+//! the old one exits once the new one forwards, and the new one is the LR's process from then
+//! on. A new process that fails before it takes over leaves the old one running, and says why.
+//! `--cold` stops the old process first, as a restart after a crash does.
+//!
 //! How a process gets into its place: the supervisor starts `<its own binary> lr-exec --group G
 //! --netns N -- <LR binary> daemon ...`, which joins the group (so that everything the router
 //! allocates is counted against its limit from its first byte) and becomes `ip netns exec N
@@ -58,6 +64,11 @@ struct Slot {
     /// The last CPU sample (when, CPU ns) and the share of a CPU since the one before.
     cpu_sample: (Instant, u64),
     cpu_percent: f64,
+    /// A process taking over from `child` (hitless restart or upgrade), on this binary.
+    successor: Option<(Child, PathBuf)>,
+    /// How the last hand-over ended, once it has.
+    handover: Option<Result<String, String>>,
+    handovers: u32,
 }
 
 pub struct Supervisor {
@@ -183,6 +194,9 @@ impl Supervisor {
                 backoff: FIRST_BACKOFF,
                 cpu_sample: (Instant::now(), cpu),
                 cpu_percent: 0.0,
+                successor: None,
+                handover: None,
+                handovers: 0,
             });
         }
         let sup = Arc::new(Supervisor {
@@ -261,6 +275,13 @@ impl Supervisor {
         Self::place_devices(&s.cfg)?;
         let sock = self.lr_socket(&s.cfg);
         let _ = std::fs::remove_file(&sock);
+        self.command(s, &s.binary, false)?.spawn()
+    }
+
+    /// The command that runs LR `s`'s router on `binary`, taking over from its running process
+    /// with `take_over`.
+    fn command(&self, s: &Slot, binary: &Path, take_over: bool) -> io::Result<Command> {
+        let sock = self.lr_socket(&s.cfg);
         let state = self.set.state_dir.join(&s.cfg.name);
         std::fs::create_dir_all(&state)?;
         let logf = OpenOptions::new()
@@ -268,14 +289,14 @@ impl Supervisor {
             .append(true)
             .open(self.set.run_dir.join(format!("{}.log", s.cfg.name)))?;
         use std::os::unix::process::CommandExt;
-        Command::new(&self.exe)
-            .arg("lr-exec")
+        let mut c = Command::new(&self.exe);
+        c.arg("lr-exec")
             .arg("--group")
             .arg(&s.cfg.name)
             .arg("--netns")
             .arg(&s.cfg.namespace)
             .arg("--")
-            .arg(&s.binary)
+            .arg(binary)
             .arg("--socket")
             .arg(&sock)
             .arg("daemon")
@@ -288,8 +309,11 @@ impl Supervisor {
             .stderr(logf)
             // Its own process group: a terminal's ^C reaches the supervisor, which stops the
             // LRs in order, not every LR at once.
-            .process_group(0)
-            .spawn()
+            .process_group(0);
+        if take_over {
+            c.arg("--take-over");
+        }
+        Ok(c)
     }
 
     /// One pass over the LRs: reap, restart, see who answers, sample CPU.
@@ -297,8 +321,40 @@ impl Supervisor {
         let now = Instant::now();
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         for s in slots.iter_mut() {
+            if let Some((c, _)) = s.successor.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    let why = format!(
+                        "the new process exited ({}) before it took over; the LR runs on in pid {} (see {})",
+                        describe(status),
+                        s.child.as_ref().map_or(0, |c| c.id()),
+                        self.set.run_dir.join(format!("{}.log", s.cfg.name)).display()
+                    );
+                    log(&format!("{}: hand-over failed: {why}", s.cfg.name));
+                    s.handover = Some(Err(why));
+                    s.successor = None;
+                }
+            }
             if let Some(c) = s.child.as_mut() {
                 match c.try_wait() {
+                    Ok(Some(status)) if s.successor.is_some() => {
+                        // Handed over: the successor is the LR's process now.
+                        let (new, binary) = s.successor.take().expect("successor");
+                        let msg = format!(
+                            "pid {} handed over to pid {} ({}) and exited ({})",
+                            c.id(),
+                            new.id(),
+                            binary.display(),
+                            describe(status)
+                        );
+                        log(&format!("{}: {msg}", s.cfg.name));
+                        s.child = Some(new);
+                        s.binary = binary;
+                        s.spawned = Some(now);
+                        s.ready = None;
+                        s.last_exit = Some("handed over".into());
+                        s.handovers += 1;
+                        s.handover = Some(Ok(msg));
+                    }
                     Ok(Some(status)) => {
                         let how = describe(status);
                         let ran = s.spawned.map_or(Duration::ZERO, |t| now - t);
@@ -364,6 +420,7 @@ impl Supervisor {
         let now = Instant::now();
         let u = s.group.usage().unwrap_or_default();
         let state = match (&s.child, s.ready, s.want) {
+            (Some(_), _, _) if s.successor.is_some() => "handing-over",
             (Some(_), Some(_), _) => "running",
             (Some(_), None, true) => "starting",
             (Some(_), None, false) => "stopping",
@@ -385,6 +442,7 @@ impl Supervisor {
                 _ => 0,
             },
             restarts: s.restarts,
+            handovers: s.handovers,
             start_ms: s.start_ms,
             last_exit: s.last_exit.clone(),
             backoff_s: s
@@ -457,14 +515,73 @@ impl Supervisor {
         self.wait_for(name, |v| v.state == "running", Duration::from_secs(10))
     }
 
-    pub fn restart(&self, name: &str) -> Result<LogicalRouterView, ApiError> {
+    /// Restarts the LR's process: hitless (a new process takes over), or with `cold` stopped
+    /// and started.
+    pub fn restart(&self, name: &str, cold: bool) -> Result<LogicalRouterView, ApiError> {
+        if !cold {
+            return self.hand_over(name, None);
+        }
         self.stop(name)?;
         self.start_lr(name)
     }
 
-    /// Restarts the LR on another binary (an upgrade; not yet hitless: see
-    /// docs/logical-routers.md).
-    pub fn upgrade(&self, name: &str, binary: &Path) -> Result<LogicalRouterView, ApiError> {
+    /// Starts a process on `binary` (the LR's own if None) that takes over from the LR's
+    /// running one, and waits until it has (the old one exited, the new one's API answers) or
+    /// failed, for up to 90 s (a full table takes a while to hand over).
+    pub fn hand_over(
+        &self,
+        name: &str,
+        binary: Option<PathBuf>,
+    ) -> Result<LogicalRouterView, ApiError> {
+        let new_pid = self.with_slot(name, |me, s| {
+            if s.child.is_none() || s.ready.is_none() {
+                return Err(ApiError::conflict(format!(
+                    "{name} is not running: nothing to take over from (start it, or restart it --cold)"
+                )));
+            }
+            if s.successor.is_some() {
+                return Err(ApiError::conflict(format!(
+                    "{name}: a hand-over is under way"
+                )));
+            }
+            let binary = binary.unwrap_or_else(|| s.binary.clone());
+            let child = me
+                .command(s, &binary, true)
+                .and_then(|mut c| c.spawn())
+                .map_err(|e| ApiError::internal(format!("{name}: cannot start: {e}")))?;
+            log(&format!(
+                "{name}: pid {} taking over from pid {}",
+                child.id(),
+                s.child.as_ref().map_or(0, |c| c.id())
+            ));
+            let pid = child.id();
+            s.handover = None;
+            s.successor = Some((child, binary));
+            Ok(pid)
+        })?;
+        let v = self.wait_for(
+            name,
+            |v| v.pid == Some(new_pid) && v.state == "running",
+            Duration::from_secs(90),
+        )?;
+        let outcome = self.with_slot(name, |_, s| Ok(s.handover.clone()))?;
+        match outcome {
+            Some(Ok(_)) if v.pid == Some(new_pid) => Ok(v),
+            Some(Err(why)) => Err(ApiError::conflict(format!("{name}: {why}"))),
+            _ => Err(ApiError::internal(format!(
+                "{name}: the hand-over to pid {new_pid} did not finish in 90 s"
+            ))),
+        }
+    }
+
+    /// Runs the LR on another binary: hitless (a process on it takes over), or with `cold`
+    /// stopped and started on it.
+    pub fn upgrade(
+        &self,
+        name: &str,
+        binary: &Path,
+        cold: bool,
+    ) -> Result<LogicalRouterView, ApiError> {
         use std::os::unix::fs::PermissionsExt;
         let meta = std::fs::metadata(binary)
             .map_err(|e| ApiError::invalid(format!("{}: {e}", binary.display())))?;
@@ -476,6 +593,13 @@ impl Supervisor {
         }
         let binary = std::fs::canonicalize(binary)
             .map_err(|e| ApiError::invalid(format!("{}: {e}", binary.display())))?;
+        if !cold {
+            log(&format!(
+                "{name}: upgrade to {} (hitless)",
+                binary.display()
+            ));
+            return self.hand_over(name, Some(binary));
+        }
         self.stop(name)?;
         self.with_slot(name, |_, s| {
             log(&format!("{}: upgrade to {}", s.cfg.name, binary.display()));

@@ -13,18 +13,21 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use api::views::LogicalRoutersView;
 use control::lr::supervisor::Supervisor;
+
+mod disturbed;
+
+pub use disturbed::{xr2a, xr2b};
 
 use crate::external::{self, ExternalRun, PortMap};
 use crate::load::FrameSizes;
 use crate::run::{RunOpts, ScenarioReport};
 use crate::streams_file::{self, Pattern};
 
-/// What XR-1 and XR-2B run with: their logical routers and streams.
+/// What XR-1, XR-2A and XR-2B run with: their logical routers and streams.
 pub struct LrScenario {
     /// The reports' folder; the work folder goes inside it.
     pub out: PathBuf,
@@ -239,14 +242,16 @@ fn lr_notes(started: &LogicalRoutersView, after: &LogicalRoutersView) -> Vec<Str
         .zip(&after.routers)
         .map(|(a, b)| {
             format!(
-                "{}: pid {}, started (API up) in {} ms, memory {:.1} MiB at start and {:.1} MiB after, {:.2} CPU-s used, {} restart(s)",
+                "{}: pid {}, started (API up) in {} ms, memory {:.1} MiB at start and {:.1} MiB after, {:.2} CPU-s used, {} restart(s), {} hand-over(s), pid {} after",
                 a.name,
                 a.pid.unwrap_or(0),
                 a.start_ms.unwrap_or(0),
                 a.memory_used as f64 / (1u64 << 20) as f64,
                 b.memory_used as f64 / (1u64 << 20) as f64,
                 b.cpu_seconds,
-                b.restarts
+                b.restarts,
+                b.handovers,
+                b.pid.unwrap_or(0)
             )
         })
         .collect()
@@ -315,259 +320,6 @@ fn run_with(
     r.notes.insert(0, cpu_note(lr_cpus, x.workers));
     r.notes.extend(lr_notes(&started, &after));
     Ok(r)
-}
-
-/// An observer that raises a flag at the first progress of a trial (the disturbed trial has
-/// started), passing everything on.
-struct FlagOnProgress<'a> {
-    inner: &'a mut dyn crate::procedures::Observer,
-    started: Arc<AtomicBool>,
-}
-
-impl crate::procedures::Observer for FlagOnProgress<'_> {
-    fn progress(&mut self, what: &str, p: &crate::engine::Progress) {
-        self.started.store(true, Ordering::Release);
-        self.inner.progress(what, p);
-    }
-    fn trial(&mut self, what: &str, r: &crate::engine::TrialResult, pass: bool) {
-        self.inner.trial(what, r, pass);
-    }
-    fn note(&mut self, line: &str) {
-        self.inner.note(line);
-    }
-}
-
-/// One of XR-2B's actions on LR2: what, when (s after the trial started), how it went.
-type Action = (String, f64, Result<String, String>);
-
-/// XR-2B's actions on the non-owner LR (LR2), one after the other once `started` is raised:
-/// its process stopped and started again (its control plane with it), an unused port out of
-/// service and back, a worker added and removed, every port out and back.
-fn disturb(sup: Arc<Supervisor>, started: Arc<AtomicBool>) -> Vec<Action> {
-    let t_wait = Instant::now();
-    while !started.load(Ordering::Acquire) {
-        if t_wait.elapsed() > Duration::from_secs(120) {
-            return vec![("the trial to start".into(), 0.0, Err("it never did".into()))];
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let t0 = Instant::now();
-    let mut out: Vec<Action> = Vec::new();
-    let mut act = |what: &str, f: &mut dyn FnMut() -> Result<String, String>| {
-        let r = f();
-        out.push((what.to_string(), t0.elapsed().as_secs_f64(), r));
-    };
-    std::thread::sleep(Duration::from_millis(500));
-    let api = |sock: &Path| api::Client::new(api::Endpoint::Unix(sock.to_path_buf()));
-    act("LR2's process (its control plane) stopped", &mut || {
-        let v = sup.stop("lr2").map_err(|e| e.message)?;
-        (v.state == "stopped")
-            .then(|| format!("state {}", v.state))
-            .ok_or(format!("state {}", v.state))
-    });
-    act("LR2's process started again", &mut || {
-        let v = sup.start_lr("lr2").map_err(|e| e.message)?;
-        (v.state == "running")
-            .then(|| format!("running in {} ms", v.start_ms.unwrap_or(0)))
-            .ok_or(format!("state {}", v.state))
-    });
-    let sock = match sup.get("lr2") {
-        Ok(v) => PathBuf::from(v.socket),
-        Err(e) => {
-            act("LR2's API", &mut || Err(e.message.clone()));
-            return out;
-        }
-    };
-    let post =
-        |path: &str| -> Result<(), String> { api(&sock)?.post(path, &())?.checked().map(|_| ()) };
-    act("LR2: port p3 out of service and back", &mut || {
-        post("/v1/ports/p3/remove")?;
-        post("/v1/ports/p3/insert")?;
-        Ok("removed, inserted".into())
-    });
-    act("LR2: a worker added and removed", &mut || {
-        let c = api(&sock)?;
-        let w: api::views::WorkerAdded =
-            c.call("/v1/workers", &api::requests::WorkerRequest { core: None })?;
-        c.delete(&format!("/v1/workers/{}", w.worker))?.checked()?;
-        Ok(format!("worker {} added, removed", w.worker))
-    });
-    act("LR2: every port out of service and back", &mut || {
-        for p in ["p3", "p4"] {
-            post(&format!("/v1/ports/{p}/remove"))?;
-        }
-        for p in ["p3", "p4"] {
-            post(&format!("/v1/ports/{p}/insert"))?;
-        }
-        Ok("p3, p4 removed, inserted".into())
-    });
-    out
-}
-
-/// XR-2B, module exchange under traffic: LR1's streams at half their throughput, once quiet and
-/// once while LR2 (the non-owner) has its process stopped and started, a port, a worker and
-/// all its ports taken out and put back: LR1 must lose nothing and keep its latency.
-pub fn xr2b(
-    x: &LrScenario,
-    ro: &RunOpts,
-    obs: &mut dyn crate::procedures::Observer,
-) -> Result<ScenarioReport, String> {
-    if ro.trial.seconds < 5.0 {
-        return Err(
-            "XR-2B: --seconds 5 at least (its actions on LR2 take about 3 s, all inside the trial)"
-                .into(),
-        );
-    }
-    with_lrs(x, "xr-2b-lrs", |sup, work, lr_cpus| {
-        let started_lrs = sup.list();
-        let (view_path, dut, maps) = chassis(work)?;
-        // LR1's ports alone: its streams, inside it.
-        let maps = maps[..2].to_vec();
-        let infos = external::port_infos(&dut, &maps);
-        let streams = mesh_streams(&infos, x.flows)?;
-        let sizes = ro
-            .sizes
-            .clone()
-            .unwrap_or_else(|| vec![FrameSizes::Fixed(64)])[..1]
-            .to_vec();
-        let run = |ro: &RunOpts,
-                   obs: &mut dyn crate::procedures::Observer|
-         -> Result<ScenarioReport, String> {
-            external::run(
-                ExternalRun {
-                    dut_path: view_path.clone(),
-                    dut: external::load_dut(&view_path)?,
-                    maps: maps.clone(),
-                    streams: streams.clone(),
-                    speeds: vec![10e9; 2],
-                    sizes: sizes.clone(),
-                    what: format!(
-                        "LR1's streams (p1, p2; IPv4 64 B, IPv6 78 B), {} flows per stream",
-                        x.flows
-                    ),
-                    core: None,
-                    dut_api: None,
-                    resolve_timeout: Duration::from_secs(3),
-                    subsets: Vec::new(),
-                    blocked: Vec::new(),
-                },
-                ro,
-                obs,
-            )
-        };
-        // With --load, LR1's streams run at that load (no search: CI's short run); otherwise at
-        // half the throughput the search finds for them.
-        let (searched, load) = match ro.fixed_load {
-            Some(l) => (None, l),
-            None => {
-                let r = run(ro, obs)?;
-                let ndr = r.rows.first().map_or(0.0, |row| row.search.load);
-                if ndr <= 0.0 {
-                    return Err("XR-2B: LR1's streams found no loss-free rate".into());
-                }
-                (Some(r), ndr * 0.5)
-            }
-        };
-        let mut fixed = ro.clone();
-        fixed.fixed_load = Some(load);
-        fixed.loss_vs_load = false;
-        fixed.back_to_back = None;
-        let quiet = run(&fixed, obs)?;
-        let started = Arc::new(AtomicBool::new(false));
-        let t = {
-            let (sup, started) = (sup.clone(), started.clone());
-            std::thread::spawn(move || disturb(sup, started))
-        };
-        let disturbed = run(
-            &fixed,
-            &mut FlagOnProgress {
-                inner: obs,
-                started: started.clone(),
-            },
-        );
-        // Whatever became of the trial, the actions end before LR2 is stopped for good.
-        started.store(true, Ordering::Release);
-        let actions = t.join().unwrap_or_default();
-        let disturbed = disturbed?;
-        let trial_of = |rep: &ScenarioReport| {
-            rep.rows
-                .first()
-                .and_then(|row| row.search.trials.first())
-                .map(|t| t.2.clone())
-        };
-        let (q, d) = (trial_of(&quiet), trial_of(&disturbed));
-        let mut r = match searched {
-            Some(r) => r,
-            None => {
-                let mut base = quiet.clone();
-                base.rows.clear();
-                base
-            }
-        };
-        for (rep, key) in [(quiet, "quiet"), (disturbed, "LR2 disturbed")] {
-            for mut row in rep.rows {
-                row.key = format!("{} {key}", row.key);
-                r.rows.push(row);
-            }
-        }
-        let p99 = |t: &Option<crate::engine::TrialResult>| {
-            t.as_ref()
-                .and_then(|t| t.latency.as_ref())
-                .map(|l| l.p99_ns as f64 / 1000.0)
-        };
-        let lost = d.as_ref().map(|t| (t.lost, t.tx));
-        r.setup_checks.push(crate::report::Check {
-            name: "LR1 loses nothing while LR2 is disturbed".into(),
-            expected: "0 frames lost".into(),
-            measured: match lost {
-                Some((l, tx)) => format!("{l} of {tx} lost at {:.2}% load", load * 100.0),
-                None => "no trial".into(),
-            },
-            pass: lost.is_some_and(|(l, tx)| l == 0 && tx > 0),
-        });
-        let (pq, pd) = (p99(&q), p99(&d));
-        r.setup_checks.push(crate::report::Check {
-            name: "LR1's p99 latency unchanged while LR2 is disturbed".into(),
-            expected: "within 10% of the quiet trial's".into(),
-            measured: match (pq, pd) {
-                (Some(a), Some(b)) => format!(
-                    "{b:.1} us against {a:.1} us quiet ({:+.1}%)",
-                    (b / a - 1.0) * 100.0
-                ),
-                _ => "no latency measured".into(),
-            },
-            pass: matches!((pq, pd), (Some(a), Some(b)) if b <= a * 1.10),
-        });
-        let secs = ro.trial.seconds;
-        for (what, at, res) in &actions {
-            r.setup_checks.push(crate::report::Check {
-                name: what.clone(),
-                expected: format!("done, inside the {secs} s trial"),
-                measured: match res {
-                    Ok(m) => format!("{m}, done {at:.2} s into it"),
-                    Err(e) => format!("failed: {e}"),
-                },
-                pass: res.is_ok() && *at < secs,
-            });
-        }
-        let after = sup.list();
-        r.id = "XR-2B".into();
-        r.title = format!(
-            "XR-2B module exchange: LR1's streams at {:.2}% ({}) while LR2's process, a port, a worker and all its ports go and come back",
-            load * 100.0,
-            if ro.fixed_load.is_some() {
-                "the load given"
-            } else {
-                "half their throughput"
-            }
-        );
-        r.seed_title = "Cisco XR 12000, XR-2B: active and standby RP of a non-owner LR stopped, an unused port, a line card and all ports of an LR removed and re-added: no loss or latency change on the other LRs".into();
-        r.workers = x.workers * 2;
-        r.port_names = vec!["p1".into(), "p2".into()];
-        r.notes.insert(0, cpu_note(lr_cpus, x.workers));
-        r.notes.extend(lr_notes(&started_lrs, &after));
-        Ok(r)
-    })
 }
 
 #[cfg(test)]
