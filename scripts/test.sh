@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_rust
 apt_install build-essential pkg-config tshark python3-pip rsyslog curl nfdump \
-  frr bird2 nftables iproute2 procps iputils-ping osmo-ggsn tmux snmpd snmptrapd gobgpd
+  frr bird2 nftables iproute2 procps iputils-ping osmo-ggsn tmux snmpd snmptrapd snmp gobgpd
 # The nfdump, frr, bird2, osmo-ggsn and gobgpd packages ship services; the tests start their own
 # daemons (the test bed runs FRR, BIRD, GoBGP and sgsnemu inside network namespaces).
 for unit in nfdump frr bird osmo-ggsn snmpd snmptrapd gobgpd; do systemctl disable --now "$unit" >/dev/null 2>&1 || true; done

@@ -537,6 +537,58 @@ pub fn gobgp_path(data: &[u8]) {
     }
 }
 
+/// What an SNMP master may send the IF-MIB subagent: any bytes as a request PDU (header and
+/// payload), answered as the subagent answers. Checks: no panic; every answer is one whole
+/// Response-PDU that parses, for the request's packet id; GetNext answers stay in their range.
+pub fn agentx_request(data: &[u8]) {
+    use packet::agentx::request::{parse_request, Answer, Request};
+    let Ok(h) = packet::agentx::parse_header(data, 1 << 16) else {
+        return;
+    };
+    let payload = &data[packet::agentx::HEADER_LEN..];
+    let payload = &payload[..payload.len().min(h.payload_len as usize)];
+    let rows: Vec<crate::snmp::ifmib::IfRow> = (1..=3)
+        .map(|i| crate::snmp::ifmib::IfRow {
+            index: i,
+            name: format!("p{i}"),
+            mtu: 1500,
+            counters: (i != 2).then_some(crate::snmp::ifmib::IfCounters {
+                in_pkts: u64::from(i) << 31,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let n = crate::snmp::SnmpCounters::default();
+    let Some(resp) = crate::snmp::answer_pdu(&h, payload, || rows.clone(), 7, &n) else {
+        return;
+    };
+    let rh = packet::agentx::parse_header(&resp, 1 << 24).expect("our Response parses");
+    assert_eq!(
+        rh.payload_len as usize + packet::agentx::HEADER_LEN,
+        resp.len()
+    );
+    assert_eq!((rh.ty, rh.packet), (packet::agentx::RESPONSE, h.packet));
+    packet::agentx::parse_response(&rh, &resp[packet::agentx::HEADER_LEN..]).expect("Response");
+    if let Ok((_, Request::GetNext(ranges))) = parse_request(&h, payload) {
+        let view = crate::snmp::ifmib::View::of(&rows);
+        for r in &ranges {
+            if let Some((o, _)) = view.next(&r.start, r.include, &r.end) {
+                assert!(o >= r.start.as_slice() && (r.end.is_empty() || o < r.end.as_slice()));
+            }
+        }
+        let vb = view
+            .answer(&Request::GetNext(ranges.clone()))
+            .expect("a read");
+        assert_eq!(vb.len(), ranges.len());
+        for ((o, a), r) in vb.iter().zip(&ranges) {
+            if *a == Answer::EndOfMibView {
+                assert_eq!(o, &r.start);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,6 +629,15 @@ mod tests {
             1, 18, 0x10, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 8,
         ]);
         saved("agentx", agentx);
+    }
+
+    #[test]
+    fn agentx_request_inputs() {
+        agentx_request(b"");
+        agentx_request(&[
+            1, 6, 0x10, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 4, 200, 0, 0, 0,
+        ]);
+        saved("agentx_request", agentx_request);
     }
 
     fn saved(target: &str, f: fn(&[u8])) {

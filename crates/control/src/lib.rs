@@ -25,6 +25,7 @@ pub mod querier;
 pub mod router;
 pub mod runtime;
 pub mod services;
+pub mod snmp;
 pub mod syslog;
 pub mod yaml;
 

@@ -360,6 +360,16 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         },
     )?;
     eprintln!("linerate: API on {}", socket.display());
+    // IF-MIB through snmpd, once the router answers (and, taking over, once the old process
+    // has let go of its registration: the subagent retries until it may register).
+    let snmp = match &cfg_copy.snmp {
+        Some(c) => {
+            let a = control::snmp::Subagent::start(c.clone(), Arc::downgrade(&core))?;
+            eprintln!("linerate: SNMP (IF-MIB) through {}", c.agentx);
+            Some(a)
+        }
+        None => None,
+    };
     // The event manager runs the commands its rules name through the API, as the CLI does.
     let sock = socket.clone();
     core.start_events(Some(std::sync::Arc::new(move |line: &str, user: &str| {
@@ -388,6 +398,7 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             "stopping"
         }
     );
+    drop(snmp);
     server.stop();
     core.shutdown();
     drop(mirror);

@@ -34,6 +34,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "osmo-ggsn": ("sgsnemu", "osmo-ggsn"),
     "snmpd": ("snmpd",),
     "snmptrapd": ("snmptrapd",),
+    "snmp": ("snmpwalk", "snmpbulkwalk", "snmpget"),
     "tmux": ("tmux",),
 }
 

@@ -78,6 +78,7 @@ pub mod mpls;
 mod router;
 mod routes;
 pub mod services;
+pub mod snmp;
 pub mod snooping;
 
 pub use bridges::{BridgeCfg, MemberCfg, StaticMacCfg};
@@ -182,6 +183,8 @@ pub struct Config {
     pub routes: Vec<RouteCfg>,
     pub route_files: Vec<RouteFileCfg>,
     pub logging: crate::syslog::LogConfig,
+    /// `snmp`: IF-MIB served through snmpd (AgentX); None: no SNMP.
+    pub snmp: Option<snmp::SnmpCfg>,
     /// ACLs, QoS, flow export (see [`services`]).
     pub services: Services,
     /// TAP twins, the punt path, neighbours, FPM (see [`control_plane`]).
@@ -493,6 +496,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         routes: Vec::new(),
         route_files: Vec::new(),
         logging: Default::default(),
+        snmp: None,
         services: Services {
             acl_log_interval_s: 10,
             ..Default::default()
@@ -544,6 +548,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigErrors> {
         dlsw::raise_punt_limits(&mut cfg.control_plane.punt);
     }
     logging::parse_logging(&mut top, &dir, &mut e, &mut cfg);
+    snmp::parse(&mut top, &mut e, &mut cfg);
     cfg.services.acls = services::parse_acls(&mut top, &dir, &mut e);
     services::parse_qos(&mut top, &mut e, &mut cfg.services);
     cfg.services.flow_export = services::parse_flow_export(&mut top, &mut e);

@@ -117,7 +117,7 @@ pub fn wanted(q: &RoutesQuery) -> ApiResult<Option<(Prefix, bool)>> {
 
 /// Whether interface `i` is up, administratively and operationally: its port in service with
 /// its link up; a bridge's routed interface while a member of its bridge is.
-pub(super) fn oper_up(s: &super::State, i: &dataplane::tables::Interface) -> bool {
+pub(crate) fn oper_up(s: &super::State, i: &dataplane::tables::Interface) -> bool {
     let r = &s.router;
     let port_up = |i: &dataplane::tables::Interface| {
         i.up && s.runtime.is_in_service(i.port) && !r.links_down.contains(r.port_name(i.port))

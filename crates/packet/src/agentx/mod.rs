@@ -1,10 +1,13 @@
 //! AgentX (RFC 2741): the protocol a subagent speaks to an SNMP master agent (net-snmp's snmpd)
-//! to send notifications (and, later, to serve MIB objects). What the event manager's SNMP
-//! action needs: Open, Notify and Close PDUs written, Response PDUs read.
+//! to send notifications and to serve MIB objects. Here: Open, Notify and Close PDUs written,
+//! Response PDUs read (the event manager's SNMP action); [`request`]: Register written,
+//! Get/GetNext/GetBulk read and answered (the IF-MIB subagent).
 //!
 //! Every PDU is a 20-byte header (version 1, type, flags, session, transaction and packet ids,
 //! payload length) and its payload. We always write network byte order (flag bit 4) and read
 //! either order, as the RFC requires of a receiver.
+
+pub mod request;
 
 /// PDU types (RFC 2741 6.1).
 pub const OPEN: u8 = 1;
@@ -32,7 +35,7 @@ pub enum Value {
 }
 
 impl Value {
-    fn tag(&self) -> u16 {
+    pub(crate) fn tag(&self) -> u16 {
         match self {
             Value::Integer(_) => 2,
             Value::OctetString(_) => 4,
@@ -57,16 +60,16 @@ pub fn parse_oid(s: &str) -> Option<Vec<u32>> {
     v.filter(|v| v.len() >= 2 && v.len() <= 128)
 }
 
-fn put_u16(out: &mut Vec<u8>, v: u16) {
+pub(crate) fn put_u16(out: &mut Vec<u8>, v: u16) {
     out.extend_from_slice(&v.to_be_bytes());
 }
 
-fn put_u32(out: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_be_bytes());
 }
 
 /// An OID, with the `1.3.6.1.x` prefix compressed where it applies (5.1).
-fn put_oid(out: &mut Vec<u8>, oid: &[u32], include: bool) {
+pub(crate) fn put_oid(out: &mut Vec<u8>, oid: &[u32], include: bool) {
     let (prefix, rest) = match oid {
         [1, 3, 6, 1, x, rest @ ..] if *x > 0 && *x < 256 => (*x as u8, rest),
         _ => (0, oid),
@@ -80,7 +83,7 @@ fn put_oid(out: &mut Vec<u8>, oid: &[u32], include: bool) {
     }
 }
 
-fn put_octets(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_octets(out: &mut Vec<u8>, b: &[u8]) {
     put_u32(out, b.len() as u32);
     out.extend_from_slice(b);
     while !out.len().is_multiple_of(4) {
@@ -88,7 +91,7 @@ fn put_octets(out: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
-fn header(out: &mut Vec<u8>, ty: u8, session: u32, transaction: u32, packet: u32) {
+pub(crate) fn header(out: &mut Vec<u8>, ty: u8, session: u32, transaction: u32, packet: u32) {
     out.extend_from_slice(&[1, ty, NETWORK_BYTE_ORDER, 0]);
     put_u32(out, session);
     put_u32(out, transaction);
@@ -96,7 +99,7 @@ fn header(out: &mut Vec<u8>, ty: u8, session: u32, transaction: u32, packet: u32
     put_u32(out, 0); // payload length, set by `finish`
 }
 
-fn finish(mut out: Vec<u8>) -> Vec<u8> {
+pub(crate) fn finish(mut out: Vec<u8>) -> Vec<u8> {
     let len = (out.len() - HEADER_LEN) as u32;
     out[16..20].copy_from_slice(&len.to_be_bytes());
     out
@@ -126,15 +129,20 @@ pub fn notify(
         put_u16(&mut out, v.tag());
         put_u16(&mut out, 0);
         put_oid(&mut out, name, false);
-        match v {
-            Value::Integer(i) => put_u32(&mut out, *i as u32),
-            Value::OctetString(b) => put_octets(&mut out, b),
-            Value::ObjectId(o) => put_oid(&mut out, o, false),
-            Value::Counter32(x) | Value::Gauge32(x) | Value::TimeTicks(x) => put_u32(&mut out, *x),
-            Value::Counter64(x) => out.extend_from_slice(&x.to_be_bytes()),
-        }
+        put_value(&mut out, v);
     }
     finish(out)
+}
+
+/// A varbind's data (5.4), in network byte order.
+pub(crate) fn put_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Integer(i) => put_u32(out, *i as u32),
+        Value::OctetString(b) => put_octets(out, b),
+        Value::ObjectId(o) => put_oid(out, o, false),
+        Value::Counter32(x) | Value::Gauge32(x) | Value::TimeTicks(x) => put_u32(out, *x),
+        Value::Counter64(x) => out.extend_from_slice(&x.to_be_bytes()),
+    }
 }
 
 /// The varbinds of a notification: sysUpTime.0, snmpTrapOID.0 = `trap`, then `objects`.
