@@ -35,3 +35,40 @@ pub(super) fn parse(top: &mut Fields<'_>, e: &mut Errs, cfg: &mut Config) {
         cfg.snmp = Some(SnmpCfg { agentx, context });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    const BASE: &str = "ports: [ { name: p0, driver: mem } ]\ninterfaces: [ { name: p0, port: p0, mac: \"02:00:00:00:00:01\" } ]\n";
+
+    fn parse(extra: &str) -> Result<super::super::Config, super::super::ConfigErrors> {
+        super::super::parse(&format!("{BASE}{extra}"), Path::new("r.yaml"))
+    }
+
+    #[test]
+    fn the_section_reads_and_its_mistakes_are_named() {
+        let c = parse("snmp: { agentx: /var/agentx/master, context: lr1 }\n").unwrap();
+        let s = c.snmp.unwrap();
+        assert_eq!(
+            (s.agentx.as_str(), s.context.as_deref()),
+            ("/var/agentx/master", Some("lr1"))
+        );
+        assert!(parse("").unwrap().snmp.is_none());
+        let e = parse("snmp: { context: lr1 }\n").unwrap_err().0;
+        assert_eq!(
+            (e[0].line, e[0].field.as_str()),
+            (3, "snmp.agentx"),
+            "{e:?}"
+        );
+        let long = "x".repeat(33);
+        let e = parse(&format!("snmp: {{ agentx: /a, context: {long} }}\n"))
+            .unwrap_err()
+            .0;
+        assert_eq!(e[0].field, "snmp.context", "{e:?}");
+        let e = parse("snmp: { agentx: /a, community: public }\n")
+            .unwrap_err()
+            .0;
+        assert!(e[0].field.contains("community"), "{e:?}");
+    }
+}
