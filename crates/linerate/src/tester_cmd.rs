@@ -404,8 +404,8 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
                 "linerate bench dlsw, tests/system/test_dlsw.py, docs/dlsw.md",
             ),
             (
-                "XR-1, XR-2A, XR-2B",
-                "linerate bench scenario XR-1 (XR-2A, XR-2B): the LRs as processes under a supervisor, docs/logical-routers.md",
+                "XR-1, XR-2A..C",
+                "linerate bench scenario XR-1 (XR-2A, XR-2B, XR-2C): the LRs as processes under a supervisor, docs/logical-routers.md",
             ),
             (
                 "ME-16..19",
@@ -422,7 +422,7 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
     }
     let mut ro = run_opts(&a.trial)?;
     ro.through_gobgp = a.through_gobgp;
-    let lr_scenario = ["XR-1", "XR-2A", "XR-2B"]
+    let lr_scenario = ["XR-1", "XR-2A", "XR-2B", "XR-2C"]
         .iter()
         .any(|s| id.eq_ignore_ascii_case(s));
     if lr_scenario {
@@ -439,6 +439,8 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
             tester::logical_routers::xr1(&x, &ro, &mut obs)?
         } else if id.eq_ignore_ascii_case("XR-2A") {
             tester::logical_routers::xr2a(&x, &ro, &mut obs)?
+        } else if id.eq_ignore_ascii_case("XR-2C") {
+            tester::logical_routers::xr2c(&x, &ro, &mut obs)?
         } else {
             tester::logical_routers::xr2b(&x, &ro, &mut obs)?
         };

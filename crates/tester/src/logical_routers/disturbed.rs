@@ -27,9 +27,9 @@ use crate::run::{RunOpts, ScenarioReport};
 
 /// An observer that raises a flag at the first progress of a trial (the disturbed trial has
 /// started), passing everything on.
-struct FlagOnProgress<'a> {
-    inner: &'a mut dyn crate::procedures::Observer,
-    started: Arc<AtomicBool>,
+pub(super) struct FlagOnProgress<'a> {
+    pub inner: &'a mut dyn crate::procedures::Observer,
+    pub started: Arc<AtomicBool>,
 }
 
 impl crate::procedures::Observer for FlagOnProgress<'_> {
@@ -245,7 +245,7 @@ fn lr1_under(
             d.id
         ));
     }
-    with_lrs(x, d.dir, |sup, work, lr_cpus| {
+    with_lrs(x, d.dir, false, |sup, work, lr_cpus, _| {
         let started_lrs = sup.list();
         let (view_path, dut, maps) = chassis(work)?;
         // LR1's ports alone: its streams, inside it.

@@ -19,8 +19,11 @@ use api::views::LogicalRoutersView;
 use control::lr::supervisor::Supervisor;
 
 mod disturbed;
+mod snmpd;
+mod storm;
 
 pub use disturbed::{xr2a, xr2b};
+pub use storm::xr2c;
 
 use crate::external::{self, ExternalRun, PortMap};
 use crate::load::FrameSizes;
@@ -61,8 +64,9 @@ fn neighbors(i: usize) -> String {
 }
 
 /// LR `lr`'s own config: its two ports as shared-memory servers, static neighbours (the
-/// tester's hosts), nothing of the other LR.
-fn lr_config(lr: usize, workers: usize) -> String {
+/// tester's hosts), nothing of the other LR; with `snmp`, its IF-MIB through that AgentX
+/// master in a context named after it.
+fn lr_config(lr: usize, workers: usize, snmp: Option<&Path>) -> String {
     let ports = LRS[lr].1;
     let mut s = format!("router: {{ workers: {workers}, idle-sleep-us: 20 }}\nports:\n");
     for i in ports {
@@ -78,6 +82,13 @@ fn lr_config(lr: usize, workers: usize) -> String {
     s += "neighbors:\n";
     for i in ports {
         s += &neighbors(i);
+    }
+    if let Some(a) = snmp {
+        s += &format!(
+            "snmp: {{ agentx: \"{}\", context: {} }}\n",
+            a.display(),
+            LRS[lr].0
+        );
     }
     s
 }
@@ -106,12 +117,14 @@ fn write(p: &Path, text: &str) -> Result<(), String> {
     std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-/// Writes the LRs' files in `<out>/<dir>`, starts them under a supervisor, waits until both
-/// answer, runs `f`, then stops them and removes their files whatever the outcome.
+/// Writes the LRs' files in `<out>/<dir>`, starts them under a supervisor (with `snmp`, and
+/// snmpd as their AgentX master first), waits until both answer, runs `f`, then stops them and
+/// removes their files whatever the outcome.
 fn with_lrs<T>(
     x: &LrScenario,
     dir: &str,
-    f: impl FnOnce(&Arc<Supervisor>, &Path, &[String; 2]) -> Result<T, String>,
+    snmp: bool,
+    f: impl FnOnce(&Arc<Supervisor>, &Path, &[String; 2], Option<&snmpd::Snmpd>) -> Result<T, String>,
 ) -> Result<T, String> {
     let work = x.out.join(dir);
     // A fresh start: an LR boots from the running config its state folder keeps, and an
@@ -134,9 +147,16 @@ fn with_lrs<T>(
     let mut set = String::from(
         "supervisor: { share-cores: true, socket: run/supervisor.sock, run-dir: run, state-dir: state }\nlogical-routers:\n",
     );
+    let master = if snmp {
+        let names: Vec<&str> = LRS.iter().map(|l| l.0).collect();
+        Some(snmpd::Snmpd::start(&work, &names)?)
+    } else {
+        None
+    };
     for (lr, (name, _)) in LRS.iter().enumerate() {
         let file = work.join(format!("{name}.yaml"));
-        write(&file, &lr_config(lr, x.workers))?;
+        let agentx = master.as_ref().map(|m| m.agentx.as_path());
+        write(&file, &lr_config(lr, x.workers, agentx))?;
         set += &format!(
             "  - {{ name: {name}, config: {name}.yaml, cpus: \"{}\", memory: 1G, namespace: xr1{name}{pid} }}\n",
             lr_cpus[lr]
@@ -146,8 +166,9 @@ fn with_lrs<T>(
     write(&set_path, &set)?;
     let lrset = control::config::lr::parse_set(&set, &set_path).map_err(|e| e.to_string())?;
     let sup = Supervisor::start(lrset, x.binary.clone())?;
-    let r = wait_running(&sup, &work).and_then(|()| f(&sup, &work, &lr_cpus));
+    let r = wait_running(&sup, &work).and_then(|()| f(&sup, &work, &lr_cpus, master.as_ref()));
     sup.shutdown();
+    drop(master);
     for (_, ports) in LRS {
         for i in ports {
             let _ = std::fs::remove_file(shm_path(i));
@@ -263,7 +284,7 @@ pub fn xr1(
     ro: &RunOpts,
     obs: &mut dyn crate::procedures::Observer,
 ) -> Result<ScenarioReport, String> {
-    with_lrs(x, "xr-1-lrs", |sup, work, lr_cpus| {
+    with_lrs(x, "xr-1-lrs", false, |sup, work, lr_cpus, _| {
         run_with(sup, x, ro, obs, work, lr_cpus)
     })
 }
@@ -330,7 +351,8 @@ mod tests {
     #[test]
     fn each_lr_serves_its_own_two_ports_and_knows_only_their_hosts() {
         for (lr, (_, ports)) in LRS.iter().enumerate() {
-            let cfg = control::config::parse(&lr_config(lr, 2), Path::new("lr.yaml")).unwrap();
+            let cfg =
+                control::config::parse(&lr_config(lr, 2, None), Path::new("lr.yaml")).unwrap();
             assert_eq!(cfg.workers, 2);
             let names: Vec<_> = cfg.ports.iter().map(|p| p.name.clone()).collect();
             assert_eq!(names, ports.map(|i| format!("p{i}")));
@@ -342,6 +364,13 @@ mod tests {
             }
             assert_eq!(cfg.neighbors.len(), 4);
             assert!(cfg.routes.is_empty());
+            assert!(cfg.snmp.is_none());
+            let agentx = Path::new("/run/x/agentx.sock");
+            let cfg = control::config::parse(&lr_config(lr, 1, Some(agentx)), Path::new("lr.yaml"))
+                .unwrap();
+            let snmp = cfg.snmp.unwrap();
+            assert_eq!(snmp.agentx, "/run/x/agentx.sock");
+            assert_eq!(snmp.context.as_deref(), Some(LRS[lr].0));
         }
     }
 
