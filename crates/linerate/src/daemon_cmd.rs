@@ -104,9 +104,12 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         _ => None,
     };
     // Refused before anything is built, logged or persisted.
+    let mut quiet: Option<control::handover::priority::Quiet> = None;
     let mut taker = if a.take_over {
         let t =
             control::handover::Taker::connect(&socket).map_err(|e| format!("take-over: {e}"))?;
+        // Built while the old process forwards, on the same CPUs: at the lowest priority.
+        quiet = Some(control::handover::priority::lower_to_idle());
         eprintln!(
             "linerate: taking over: {} FPM routes, {} API routes, {} port(s) with sockets",
             t.offer.fpm_routes,
@@ -224,6 +227,11 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
             fpm_installed = true;
         }
         t.fpm_table = Vec::new();
+        // Prepared: the workers (idle until then) back to full priority before the ports are
+        // ours, so that they poll the moment they are given the queues.
+        if let Some(q) = &quiet {
+            q.raise_workers();
+        }
         let mut got = t.release().map_err(|e| format!("take-over: {e}"))?;
         {
             let mut s = core.lock("takeover.release");
@@ -360,6 +368,10 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
         },
     )?;
     eprintln!("linerate: API on {}", socket.display());
+    // Started: whatever is left at the lowest priority of a take-over goes back.
+    if let Some(q) = quiet.take() {
+        q.restore();
+    }
     // IF-MIB through snmpd, once the router answers (and, taking over, once the old process
     // has let go of its registration: the subagent retries until it may register).
     let snmp = match &cfg_copy.snmp {
@@ -389,6 +401,10 @@ pub fn daemon(socket: PathBuf, a: DaemonArgs) -> Result<(), String> {
     )
     .map_err(|e| format!("hand-over socket: {e}"))?;
     let handed = wait_for_signal_or(done_rx)?;
+    if handed.is_some() {
+        // What is left is teardown, on the CPUs the new process's workers forward on.
+        let _ = control::handover::priority::lower_to_idle();
+    }
     drop(giver);
     eprintln!(
         "linerate: {}",
@@ -429,17 +445,7 @@ fn wait_for_signal_or<T>(done: tokio::sync::oneshot::Receiver<T>) -> Result<Opti
 }
 
 pub fn wait_for_signal() -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| e.to_string())?;
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        Ok(())
-    })
+    // A channel whose sender is kept: nothing but a signal ends the wait.
+    let (_keep, never) = tokio::sync::oneshot::channel::<()>();
+    wait_for_signal_or(never).map(|_| ())
 }

@@ -435,6 +435,14 @@ pub fn scenario(a: ScenarioArgs) -> Result<(), String> {
         };
         let mut obs = ProgressPrinter::new();
         obs.verbose = !a.trial.quiet;
+        // Ctrl-C or SIGTERM mid-run: the LRs, their namespaces and groups, and snmpd go too.
+        std::thread::spawn(|| {
+            if crate::daemon_cmd::wait_for_signal().is_ok() {
+                eprintln!("linerate: interrupted: stopping the logical routers");
+                tester::logical_routers::interrupted();
+                std::process::exit(130);
+            }
+        });
         let r = if id.eq_ignore_ascii_case("XR-1") {
             tester::logical_routers::xr1(&x, &ro, &mut obs)?
         } else if id.eq_ignore_ascii_case("XR-2A") {

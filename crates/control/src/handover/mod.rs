@@ -25,6 +25,7 @@
 //! GGSN, DLSw, LDP and L3VPN hold sessions and sockets that are not handed over yet: a router
 //! running one of them refuses, and so does one with an AF_XDP or capture-file port.
 
+pub mod priority;
 pub mod wire;
 
 use std::collections::HashMap;

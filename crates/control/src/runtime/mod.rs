@@ -247,6 +247,15 @@ pub struct Runtime {
     handed: Vec<RxSlot>,
 }
 
+/// A port's receive queues as the slots of port `idx`, in queue order.
+fn slots(idx: u16, qs: Vec<Box<dyn RxQueue>>) -> impl Iterator<Item = RxSlot> {
+    qs.into_iter().enumerate().map(move |(q, rq)| RxSlot {
+        port: idx,
+        queue: q as u16,
+        q: rq,
+    })
+}
+
 fn recv<T>(rx: Receiver<T>, what: &str) -> Result<T, BuildError> {
     rx.recv_timeout(WORKER_REPLY)
         .map_err(|_| BuildError(format!("a worker did not answer ({what})")))
@@ -434,13 +443,7 @@ impl Runtime {
                     }
                 }
                 .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?;
-                for (q, rq) in port.take_rx_queues().into_iter().enumerate() {
-                    rx.push(RxSlot {
-                        port: idx,
-                        queue: q as u16,
-                        q: rq,
-                    });
-                }
+                rx.extend(slots(idx, port.take_rx_queues()));
                 PortDriver::AfPacket(Arc::new(port))
             }
             Driver::AfXdp { device, queues } => {
@@ -461,13 +464,7 @@ impl Runtime {
                 };
                 let mut port = AfXdpPort::open(device, &cfg)
                     .map_err(|e| BuildError(format!("port {}: {e}", pc.name)))?;
-                for (q, rq) in port.take_rx_queues().into_iter().enumerate() {
-                    rx.push(RxSlot {
-                        port: idx,
-                        queue: q as u16,
-                        q: rq,
-                    });
-                }
+                rx.extend(slots(idx, port.take_rx_queues()));
                 PortDriver::AfXdp(port)
             }
             Driver::Shm {

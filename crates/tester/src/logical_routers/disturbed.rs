@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use control::lr::supervisor::Supervisor;
 
-use super::{chassis, cpu_note, lr_notes, mesh_streams, with_lrs, LrScenario};
-use crate::external::{self, ExternalRun};
-use crate::load::FrameSizes;
+use super::LrScenario;
+use super::{chassis, cpu_note, half_throughput, lr_notes, mesh_streams, run_streams, with_lrs};
+use crate::external;
 use crate::run::{RunOpts, ScenarioReport};
 
 /// An observer that raises a flag at the first progress of a trial (the disturbed trial has
@@ -252,53 +252,14 @@ fn lr1_under(
         let maps = maps[..2].to_vec();
         let infos = external::port_infos(&dut, &maps);
         let streams = mesh_streams(&infos, x.flows)?;
-        let sizes = ro
-            .sizes
-            .clone()
-            .unwrap_or_else(|| vec![FrameSizes::Fixed(64)])[..1]
-            .to_vec();
-        let run = |ro: &RunOpts,
-                   obs: &mut dyn crate::procedures::Observer|
-         -> Result<ScenarioReport, String> {
-            external::run(
-                ExternalRun {
-                    dut_path: view_path.clone(),
-                    dut: external::load_dut(&view_path)?,
-                    maps: maps.clone(),
-                    streams: streams.clone(),
-                    speeds: vec![10e9; 2],
-                    sizes: sizes.clone(),
-                    what: format!(
-                        "LR1's streams (p1, p2; IPv4 64 B, IPv6 78 B), {} flows per stream",
-                        x.flows
-                    ),
-                    core: None,
-                    dut_api: None,
-                    resolve_timeout: Duration::from_secs(3),
-                    subsets: Vec::new(),
-                    blocked: Vec::new(),
-                },
-                ro,
-                obs,
-            )
+        let what = format!(
+            "LR1's streams (p1, p2; IPv4 64 B, IPv6 78 B), {} flows per stream",
+            x.flows
+        );
+        let run = |ro: &RunOpts, obs: &mut dyn crate::procedures::Observer| {
+            run_streams(&view_path, &maps, &streams, what.clone(), ro, obs)
         };
-        // With --load, LR1's streams run at that load (no search: CI's short run); otherwise at
-        // half the throughput the search finds for them.
-        let (searched, load) = match ro.fixed_load {
-            Some(l) => (None, l),
-            None => {
-                let r = run(ro, obs)?;
-                let ndr = r.rows.first().map_or(0.0, |row| row.search.load);
-                if ndr <= 0.0 {
-                    return Err(format!("{}: LR1's streams found no loss-free rate", d.id));
-                }
-                (Some(r), ndr * 0.5)
-            }
-        };
-        let mut fixed = ro.clone();
-        fixed.fixed_load = Some(load);
-        fixed.loss_vs_load = false;
-        fixed.back_to_back = None;
+        let (searched, load, fixed) = half_throughput(d.id, ro, || run(ro, obs))?;
         let quiet = run(&fixed, obs)?;
         let started = Arc::new(AtomicBool::new(false));
         let t = {

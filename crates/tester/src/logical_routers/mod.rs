@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use api::views::LogicalRoutersView;
 use control::lr::supervisor::Supervisor;
@@ -117,6 +117,89 @@ fn write(p: &Path, text: &str) -> Result<(), String> {
     std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()))
 }
 
+/// One external run of `streams` over `maps` (some of the LRs' shm ports), the first of `ro`'s
+/// frame sizes: what XR-2A/B/C run several times in turn.
+fn run_streams(
+    view_path: &Path,
+    maps: &[PortMap],
+    streams: &[crate::stream::StreamSpec],
+    what: String,
+    ro: &RunOpts,
+    obs: &mut dyn crate::procedures::Observer,
+) -> Result<ScenarioReport, String> {
+    let sizes = ro
+        .sizes
+        .clone()
+        .unwrap_or_else(|| vec![FrameSizes::Fixed(64)])[..1]
+        .to_vec();
+    external::run(
+        ExternalRun {
+            dut_path: view_path.to_path_buf(),
+            dut: external::load_dut(view_path)?,
+            maps: maps.to_vec(),
+            streams: streams.to_vec(),
+            speeds: vec![10e9; maps.len()],
+            sizes,
+            what,
+            core: None,
+            dut_api: None,
+            resolve_timeout: Duration::from_secs(3),
+            subsets: Vec::new(),
+            blocked: Vec::new(),
+        },
+        ro,
+        obs,
+    )
+}
+
+/// The load a disturbed scenario runs at: `--load` if given (CI's short run, no search), else
+/// half the throughput `search` finds (and its report); `id` names the scenario in errors.
+fn half_throughput(
+    id: &str,
+    ro: &RunOpts,
+    search: impl FnOnce() -> Result<ScenarioReport, String>,
+) -> Result<(Option<ScenarioReport>, f64, RunOpts), String> {
+    let (searched, load) = match ro.fixed_load {
+        Some(l) => (None, l),
+        None => {
+            let r = search()?;
+            let ndr = r.rows.first().map_or(0.0, |row| row.search.load);
+            if ndr <= 0.0 {
+                return Err(format!("{id}: the streams found no loss-free rate"));
+            }
+            (Some(r), ndr * 0.5)
+        }
+    };
+    let mut fixed = ro.clone();
+    fixed.fixed_load = Some(load);
+    fixed.loss_vs_load = false;
+    fixed.back_to_back = None;
+    Ok((searched, load, fixed))
+}
+
+/// What an interrupted run (Ctrl-C, SIGTERM) must stop before the tester exits: the supervisor
+/// of the LRs running now (their processes, namespaces and groups) and snmpd.
+static RUNNING: Mutex<(Option<Weak<Supervisor>>, Option<u32>)> = Mutex::new((None, None));
+
+/// Stops what a scenario of this module has running (see [`RUNNING`]); the tester calls it when
+/// it is interrupted, then exits.
+pub fn interrupted() {
+    let (sup, snmpd) = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()));
+    if let Some(s) = sup.and_then(|w| w.upgrade()) {
+        s.shutdown();
+    }
+    if let Some(pid) = snmpd {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+    }
+    for (_, ports) in LRS {
+        for i in ports {
+            let _ = std::fs::remove_file(shm_path(i));
+        }
+    }
+}
+
 /// Writes the LRs' files in `<out>/<dir>`, starts them under a supervisor (with `snmp`, and
 /// snmpd as their AgentX master first), waits until both answer, runs `f`, then stops them and
 /// removes their files whatever the outcome.
@@ -166,7 +249,10 @@ fn with_lrs<T>(
     write(&set_path, &set)?;
     let lrset = control::config::lr::parse_set(&set, &set_path).map_err(|e| e.to_string())?;
     let sup = Supervisor::start(lrset, x.binary.clone())?;
+    *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) =
+        (Some(Arc::downgrade(&sup)), master.as_ref().map(|m| m.pid()));
     let r = wait_running(&sup, &work).and_then(|()| f(&sup, &work, &lr_cpus, master.as_ref()));
+    *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) = (None, None);
     sup.shutdown();
     drop(master);
     for (_, ports) in LRS {

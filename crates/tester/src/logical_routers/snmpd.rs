@@ -126,6 +126,10 @@ impl Snmpd {
             .is_ok_and(|s| s.success())
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// CPU seconds snmpd has used.
     pub fn cpu_s(&self) -> f64 {
         proc_cpu_s(self.child.id())

@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use super::disturbed::FlagOnProgress;
 use super::snmpd::Snmpd;
-use super::{chassis, cpu_note, lr_notes, lr_of, mesh_streams, with_lrs, LrScenario};
+use super::{chassis, cpu_note, half_throughput, lr_notes, lr_of, mesh_streams, run_streams};
+use super::{with_lrs, LrScenario};
 use crate::engine::TrialResult;
-use crate::external::{self, ExternalRun, PortMap};
-use crate::load::FrameSizes;
+use crate::external::{self, PortMap};
 use crate::run::{RunOpts, ScenarioReport};
 use crate::stream::StreamSpec;
 
@@ -158,53 +158,18 @@ pub fn xr2c(
             .into_iter()
             .filter(|s| lr_of(s.tx_port) == lr_of(s.rx_port))
             .collect();
-        let sizes = ro
-            .sizes
-            .clone()
-            .unwrap_or_else(|| vec![FrameSizes::Fixed(64)])[..1]
-            .to_vec();
+        let what = format!(
+            "the streams inside each LR (IPv4 64 B, IPv6 78 B), {} flows per stream",
+            x.flows
+        );
         let run = |ro: &RunOpts,
                    maps: &[PortMap],
                    streams: &[StreamSpec],
-                   obs: &mut dyn crate::procedures::Observer|
-         -> Result<ScenarioReport, String> {
-            external::run(
-                ExternalRun {
-                    dut_path: view_path.clone(),
-                    dut: external::load_dut(&view_path)?,
-                    maps: maps.to_vec(),
-                    streams: streams.to_vec(),
-                    speeds: vec![10e9; maps.len()],
-                    sizes: sizes.clone(),
-                    what: format!(
-                        "the streams inside each LR (IPv4 64 B, IPv6 78 B), {} flows per stream",
-                        x.flows
-                    ),
-                    core: None,
-                    dut_api: None,
-                    resolve_timeout: Duration::from_secs(3),
-                    subsets: Vec::new(),
-                    blocked: Vec::new(),
-                },
-                ro,
-                obs,
-            )
+                   obs: &mut dyn crate::procedures::Observer| {
+            run_streams(&view_path, maps, streams, what.clone(), ro, obs)
         };
-        let (searched, load) = match ro.fixed_load {
-            Some(l) => (None, l),
-            None => {
-                let r = run(ro, &maps, &streams, obs)?;
-                let ndr = r.rows.first().map_or(0.0, |row| row.search.load);
-                if ndr <= 0.0 {
-                    return Err("XR-2C: the LRs' streams found no loss-free rate".into());
-                }
-                (Some(r), ndr * 0.5)
-            }
-        };
-        let mut fixed = ro.clone();
-        fixed.fixed_load = Some(load);
-        fixed.loss_vs_load = false;
-        fixed.back_to_back = None;
+        let (searched, load, fixed) =
+            half_throughput("XR-2C", ro, || run(ro, &maps, &streams, obs))?;
         let quiet = run(&fixed, &maps, &streams, obs)?;
         // The storm, from the trial's first progress to its end.
         let lr1_sock = PathBuf::from(sup.get("lr1").map_err(|e| e.message)?.socket);

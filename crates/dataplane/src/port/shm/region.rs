@@ -169,6 +169,14 @@ impl Region {
         } else {
             layout.bytes()
         };
+        // An adopter (a new process taking over from a running one) maps every page now, while
+        // it prepares, rather than faulting them in one by one under traffic as its workers
+        // first go round the rings.
+        let populate = if owner && layout.queues > 0 {
+            libc::MAP_POPULATE
+        } else {
+            0
+        };
         // SAFETY: a fresh shared mapping at an address the kernel chooses, of a file at least
         // `len` long (created so, or its size checked); the result is checked before use.
         let p = unsafe {
@@ -176,7 +184,7 @@ impl Region {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
+                libc::MAP_SHARED | populate,
                 f.as_raw_fd(),
                 0,
             )
