@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use control::lr::supervisor::Supervisor;
 
 use super::LrScenario;
-use super::{chassis, cpu_note, half_throughput, lr_notes, mesh_streams, run_streams, with_lrs};
+use super::{chassis, cpu_note, first_trial, half_throughput, lr_notes, merged, mesh_streams};
+use super::{run_streams, with_lrs};
 use crate::external;
 use crate::run::{RunOpts, ScenarioReport};
 
@@ -277,27 +278,8 @@ fn lr1_under(
         started.store(true, Ordering::Release);
         let actions = t.join().unwrap_or_default();
         let disturbed = disturbed?;
-        let trial_of = |rep: &ScenarioReport| {
-            rep.rows
-                .first()
-                .and_then(|row| row.search.trials.first())
-                .map(|t| t.2.clone())
-        };
-        let (q, dt) = (trial_of(&quiet), trial_of(&disturbed));
-        let mut r = match searched {
-            Some(r) => r,
-            None => {
-                let mut base = quiet.clone();
-                base.rows.clear();
-                base
-            }
-        };
-        for (rep, key) in [(quiet, "quiet"), (disturbed, d.key)] {
-            for mut row in rep.rows {
-                row.key = format!("{} {key}", row.key);
-                r.rows.push(row);
-            }
-        }
+        let (q, dt) = (first_trial(&quiet), first_trial(&disturbed));
+        let mut r = merged(searched, vec![(quiet, "quiet"), (disturbed, d.key)]);
         let p99 = |t: &Option<crate::engine::TrialResult>| {
             t.as_ref()
                 .and_then(|t| t.latency.as_ref())

@@ -177,6 +177,31 @@ fn half_throughput(
     Ok((searched, load, fixed))
 }
 
+/// The trial of a fixed-load run's first row.
+fn first_trial(r: &ScenarioReport) -> Option<crate::engine::TrialResult> {
+    r.rows
+        .first()
+        .and_then(|row| row.search.trials.first())
+        .map(|t| t.2.clone())
+}
+
+/// One report of a disturbed scenario: the search's (or the quiet run's head), then every run's
+/// rows keyed "SIZE what".
+fn merged(searched: Option<ScenarioReport>, runs: Vec<(ScenarioReport, &str)>) -> ScenarioReport {
+    let mut r = searched.unwrap_or_else(|| {
+        let mut base = runs[0].0.clone();
+        base.rows.clear();
+        base
+    });
+    for (rep, key) in runs {
+        for mut row in rep.rows {
+            row.key = format!("{} {key}", row.key);
+            r.rows.push(row);
+        }
+    }
+    r
+}
+
 /// What an interrupted run (Ctrl-C, SIGTERM) must stop before the tester exits: the supervisor
 /// of the LRs running now (their processes, namespaces and groups) and snmpd.
 static RUNNING: Mutex<(Option<Weak<Supervisor>>, Option<u32>)> = Mutex::new((None, None));

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use super::disturbed::FlagOnProgress;
 use super::snmpd::Snmpd;
-use super::{chassis, cpu_note, half_throughput, lr_notes, lr_of, mesh_streams, run_streams};
+use super::{chassis, cpu_note, first_trial, half_throughput, lr_notes, lr_of, merged};
+use super::{mesh_streams, run_streams};
 use super::{with_lrs, LrScenario};
 use crate::engine::TrialResult;
 use crate::external::{self, PortMap};
@@ -127,13 +128,6 @@ fn lr_result(t: &TrialResult, streams: &[StreamSpec], lr: usize) -> (u64, u64, O
     (sent, bad, p99)
 }
 
-fn first_trial(r: &ScenarioReport) -> Option<TrialResult> {
-    r.rows
-        .first()
-        .and_then(|row| row.search.trials.first())
-        .map(|t| t.2.clone())
-}
-
 /// XR-2C: see the module's doc.
 pub fn xr2c(
     x: &LrScenario,
@@ -226,24 +220,14 @@ pub fn xr2c(
             first_trial(&stormed),
             first_trial(&alone),
         );
-        let mut r = match searched {
-            Some(r) => r,
-            None => {
-                let mut base = quiet.clone();
-                base.rows.clear();
-                base
-            }
-        };
-        for (rep, key) in [
-            (quiet, "quiet"),
-            (stormed, "LR1's control plane stormed"),
-            (alone, "LR1 alone, LR2 off"),
-        ] {
-            for mut row in rep.rows {
-                row.key = format!("{} {key}", row.key);
-                r.rows.push(row);
-            }
-        }
+        let mut r = merged(
+            searched,
+            vec![
+                (quiet, "quiet"),
+                (stormed, "LR1's control plane stormed"),
+                (alone, "LR1 alone, LR2 off"),
+            ],
+        );
         let pct = |b: f64, a: f64| (b / a - 1.0) * 100.0;
         let mut check = |name: String, expected: &str, measured: String, pass: bool| {
             r.setup_checks.push(crate::report::Check {
